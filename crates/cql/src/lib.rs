@@ -1,0 +1,3 @@
+//! CQL text to syntax tree: lexer, parser and AST. No execution here.
+
+pub mod ast;

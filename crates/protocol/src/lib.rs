@@ -1,0 +1,1 @@
+//! varve-protocol (being built).

@@ -1,0 +1,1 @@
+//! varve-query (being built).

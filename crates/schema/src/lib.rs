@@ -1,0 +1,1 @@
+//! varve-schema (being built).

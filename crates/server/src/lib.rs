@@ -1,0 +1,1 @@
+//! varve-server (being built).

@@ -1,0 +1,1 @@
+//! varve-storage (being built).

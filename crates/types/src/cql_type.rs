@@ -1,0 +1,130 @@
+//! The CQL data types Varve knows.
+
+/// A CQL data type. `Frozen` wraps a collection or tuple whose value is
+/// stored and replaced as one cell.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CqlType {
+    Ascii,
+    Text,
+    Blob,
+    Boolean,
+    TinyInt,
+    SmallInt,
+    Int,
+    BigInt,
+    Varint,
+    Float,
+    Double,
+    Decimal,
+    Uuid,
+    Timeuuid,
+    Timestamp,
+    Date,
+    Time,
+    Duration,
+    Inet,
+    Counter,
+    List(Box<CqlType>),
+    Set(Box<CqlType>),
+    Map(Box<CqlType>, Box<CqlType>),
+    Tuple(Vec<CqlType>),
+    Frozen(Box<CqlType>),
+}
+
+impl CqlType {
+    /// The type without any `Frozen` wrapper.
+    pub fn unfrozen(&self) -> &CqlType {
+        match self {
+            CqlType::Frozen(inner) => inner.unfrozen(),
+            other => other,
+        }
+    }
+
+    /// True for a list, set or map that is not frozen: its elements are
+    /// stored as separate cells.
+    pub fn is_multi_cell(&self) -> bool {
+        matches!(self, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(_, _))
+    }
+
+    /// True for list, set and map, frozen or not.
+    pub fn is_collection(&self) -> bool {
+        self.unfrozen().is_multi_cell()
+    }
+
+    /// The name Cassandra prints in `system_schema.columns.type` and in
+    /// DESCRIBE, for example `frozen<map<text, int>>`.
+    pub fn cql_name(&self) -> String {
+        match self {
+            CqlType::Ascii => "ascii".into(),
+            CqlType::Text => "text".into(),
+            CqlType::Blob => "blob".into(),
+            CqlType::Boolean => "boolean".into(),
+            CqlType::TinyInt => "tinyint".into(),
+            CqlType::SmallInt => "smallint".into(),
+            CqlType::Int => "int".into(),
+            CqlType::BigInt => "bigint".into(),
+            CqlType::Varint => "varint".into(),
+            CqlType::Float => "float".into(),
+            CqlType::Double => "double".into(),
+            CqlType::Decimal => "decimal".into(),
+            CqlType::Uuid => "uuid".into(),
+            CqlType::Timeuuid => "timeuuid".into(),
+            CqlType::Timestamp => "timestamp".into(),
+            CqlType::Date => "date".into(),
+            CqlType::Time => "time".into(),
+            CqlType::Duration => "duration".into(),
+            CqlType::Inet => "inet".into(),
+            CqlType::Counter => "counter".into(),
+            CqlType::List(e) => format!("list<{}>", e.cql_name()),
+            CqlType::Set(e) => format!("set<{}>", e.cql_name()),
+            CqlType::Map(k, v) => format!("map<{}, {}>", k.cql_name(), v.cql_name()),
+            CqlType::Tuple(items) => {
+                let names: Vec<String> = items.iter().map(CqlType::cql_name).collect();
+                format!("frozen<tuple<{}>>", names.join(", "))
+            }
+            CqlType::Frozen(inner) => match inner.as_ref() {
+                CqlType::Tuple(_) => inner.cql_name(),
+                other => format!("frozen<{}>", other.cql_name()),
+            },
+        }
+    }
+
+    /// The fixed serialized width in bytes, for types that have one.
+    pub fn fixed_width(&self) -> Option<usize> {
+        match self {
+            CqlType::Boolean | CqlType::TinyInt => Some(1),
+            CqlType::SmallInt => Some(2),
+            CqlType::Int | CqlType::Float | CqlType::Date => Some(4),
+            CqlType::BigInt
+            | CqlType::Double
+            | CqlType::Timestamp
+            | CqlType::Time
+            | CqlType::Counter => Some(8),
+            CqlType::Uuid | CqlType::Timeuuid => Some(16),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for CqlType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.cql_name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_cassandra() {
+        let t = CqlType::Frozen(Box::new(CqlType::Map(
+            Box::new(CqlType::Text),
+            Box::new(CqlType::Int),
+        )));
+        assert_eq!(t.cql_name(), "frozen<map<text, int>>");
+        let tup = CqlType::Tuple(vec![CqlType::Int, CqlType::Text]);
+        assert_eq!(tup.cql_name(), "frozen<tuple<int, text>>");
+        assert_eq!(CqlType::Frozen(Box::new(tup)).cql_name(), "frozen<tuple<int, text>>");
+    }
+}

@@ -1,0 +1,19 @@
+//! Shared vocabulary of Varve: CQL types and values, their native-protocol
+//! byte encoding, their orderings, Murmur3 tokens and time helpers.
+//!
+//! Invariants: a [`Value`] always serializes to bytes that
+//! [`codec::deserialize`] accepts for its [`CqlType`]; the ordering in
+//! [`compare`] is Cassandra's ordering of serialized values of that type.
+//! This crate depends on nothing else in the workspace.
+
+pub mod codec;
+pub mod compare;
+pub mod cql_type;
+pub mod error;
+pub mod time;
+pub mod token;
+pub mod value;
+
+pub use cql_type::CqlType;
+pub use error::{Error, Result};
+pub use value::Value;
