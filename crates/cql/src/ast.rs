@@ -28,10 +28,16 @@ pub enum Statement {
     Use(String),
     CreateKeyspace(CreateKeyspace),
     AlterKeyspace(AlterKeyspace),
-    DropKeyspace { name: String, if_exists: bool },
+    DropKeyspace {
+        name: String,
+        if_exists: bool,
+    },
     CreateTable(CreateTable),
     AlterTable(AlterTable),
-    DropTable { name: QualifiedName, if_exists: bool },
+    DropTable {
+        name: QualifiedName,
+        if_exists: bool,
+    },
     Truncate(QualifiedName),
     Describe(Describe),
     /// A statement we recognise but do not implement yet (CREATE TYPE,
@@ -69,9 +75,15 @@ pub enum Term {
     /// `(a, b, ...)`: a tuple value, or the list of an IN relation.
     Tuple(Vec<Term>),
     /// `name(args)`, e.g. `now()`, `token(?)`, `toTimestamp(now())`.
-    FunctionCall { name: String, args: Vec<Term> },
+    FunctionCall {
+        name: String,
+        args: Vec<Term>,
+    },
     /// `(type) term`
-    Cast { ty: CqlType, term: Box<Term> },
+    Cast {
+        ty: CqlType,
+        term: Box<Term>,
+    },
     /// `-term` where term is not a literal number (e.g. `-?`). Rare.
     Negate(Box<Term>),
 }
@@ -99,7 +111,10 @@ pub enum RelationLhs {
     /// `token(a, b) op ...`
     Token(Vec<String>),
     /// `m['key'] = ...`
-    MapElement { column: String, key: Term },
+    MapElement {
+        column: String,
+        key: Term,
+    },
 }
 
 /// One WHERE relation. For `IN`, `rhs` is a `Term::Tuple` of the values
@@ -118,8 +133,14 @@ pub enum SelectorExpr {
     WriteTime(String),
     Ttl(String),
     CountStar,
-    FunctionCall { name: String, args: Vec<SelectorExpr> },
-    Cast { expr: Box<SelectorExpr>, ty: CqlType },
+    FunctionCall {
+        name: String,
+        args: Vec<SelectorExpr>,
+    },
+    Cast {
+        expr: Box<SelectorExpr>,
+        ty: CqlType,
+    },
     Term(Term),
 }
 
@@ -196,7 +217,11 @@ pub enum Assignment {
     /// `c = v`
     Set { column: String, value: Term },
     /// `c[k] = v`
-    SetElement { column: String, key: Term, value: Term },
+    SetElement {
+        column: String,
+        key: Term,
+        value: Term,
+    },
     /// `c = c + v` (collections append / counters increment)
     Add { column: String, value: Term },
     /// `c = v + c` (list prepend)
@@ -296,10 +321,22 @@ pub struct CreateTable {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum AlterTableOp {
-    Add { if_not_exists: bool, columns: Vec<ColumnDef> },
-    Drop { if_exists: bool, columns: Vec<String> },
-    Rename { if_exists: bool, renames: Vec<(String, String)> },
-    AlterType { column: String, ty: CqlType },
+    Add {
+        if_not_exists: bool,
+        columns: Vec<ColumnDef>,
+    },
+    Drop {
+        if_exists: bool,
+        columns: Vec<String>,
+    },
+    Rename {
+        if_exists: bool,
+        renames: Vec<(String, String)>,
+    },
+    AlterType {
+        column: String,
+        ty: CqlType,
+    },
     With(Vec<(String, PropertyValue)>),
 }
 
@@ -316,9 +353,14 @@ pub enum Describe {
     Cluster,
     Keyspaces,
     /// `DESCRIBE [FULL] SCHEMA`
-    Schema { full: bool },
+    Schema {
+        full: bool,
+    },
     /// `DESCRIBE KEYSPACE [name]` (`None`: the current keyspace)
-    Keyspace { name: Option<String>, only: bool },
+    Keyspace {
+        name: Option<String>,
+        only: bool,
+    },
     Tables,
     Table(QualifiedName),
     Types,

@@ -1,1 +1,30 @@
-//! varve-query (being built).
+//! Runs CQL statements: analysis of parsed statements against the schema,
+//! reads and writes through the storage engine, system tables, prepared
+//! statements and paging.
+//!
+//! This crate sees neither the network nor replicas: the server hands it
+//! statement text or prepared ids with decoded options and turns its
+//! [`Outcome`] into protocol messages. Errors carry their CQL meaning
+//! ([`QueryError`]) so the server maps them to codes in one place.
+
+pub mod api;
+mod cas;
+mod collections;
+mod context;
+mod ddl;
+pub mod describe;
+pub mod error;
+mod functions;
+pub mod paging;
+mod prepare;
+pub mod processor;
+mod restrictions;
+mod rows;
+mod select;
+mod system;
+mod terms;
+mod write;
+
+pub use api::*;
+pub use error::{QueryError, Result};
+pub use processor::Processor;

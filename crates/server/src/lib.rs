@@ -1,1 +1,151 @@
-//! varve-server (being built).
+//! varve-server: the network face of a Varve node. It owns the CQL native
+//! protocol listener (v4 and v5, through the pure codec of
+//! `varve-protocol`) and the admin HTTP port, and hands statements to the
+//! `varve-query` [`Processor`].
+//!
+//! This is the only crate that wires network, query and storage together;
+//! nothing below it knows about sockets or tokio.
+//!
+//! Shape (after tokio's mini-redis): a listener bounded by a semaphore
+//! ([`listener`]), one task per connection owning its codec state
+//! ([`connection`], [`framing`]), one task per statement request
+//! ([`dispatch`]), error codes mapped in one place ([`errors`]), every limit
+//! named in [`limits`]. Shutdown: stop accepting, let in-flight requests
+//! finish within [`ServerConfig::shutdown_grace`], then return.
+//!
+//! Invariants: no input bytes make the server panic or allocate more than
+//! the frame limit per connection; a panicking request is answered with
+//! ServerError and the node keeps serving.
+
+mod admin;
+mod connection;
+mod convert;
+mod dispatch;
+pub mod errors;
+mod framing;
+pub mod limits;
+mod listener;
+pub mod metrics;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{broadcast, mpsc, watch};
+pub use varve_query::Processor;
+
+pub use connection::{supported_options, CQL_VERSION};
+pub use metrics::Metrics;
+
+/// The network settings of a node.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// CQL native protocol address (port 0: pick a free one).
+    pub cql_addr: SocketAddr,
+    /// Admin HTTP address (port 0: pick a free one).
+    pub admin_addr: SocketAddr,
+    pub max_connections: usize,
+    pub max_in_flight_per_connection: usize,
+    pub max_frame_body_bytes: usize,
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            cql_addr: SocketAddr::from(([127, 0, 0, 1], 9042)),
+            admin_addr: SocketAddr::from(([127, 0, 0, 1], 9180)),
+            max_connections: limits::MAX_CONNECTIONS,
+            max_in_flight_per_connection: limits::MAX_IN_FLIGHT_PER_CONNECTION,
+            max_frame_body_bytes: limits::MAX_FRAME_BODY_BYTES,
+            shutdown_grace: limits::SHUTDOWN_GRACE,
+        }
+    }
+}
+
+/// What every connection shares.
+pub(crate) struct Shared {
+    pub config: ServerConfig,
+    pub processor: Arc<Processor>,
+    pub metrics: Arc<Metrics>,
+    /// Schema changes, fanned out to connections registered for them.
+    pub events: broadcast::Sender<varve_protocol::SchemaChange>,
+}
+
+/// A node's listeners, bound but not yet serving.
+pub struct Server {
+    config: ServerConfig,
+    cql: TcpListener,
+    admin: TcpListener,
+    metrics: Arc<Metrics>,
+}
+
+impl Server {
+    /// Binds the CQL and admin ports. Connections that arrive before
+    /// [`Server::run`] wait in the listen backlog.
+    pub async fn bind(config: ServerConfig) -> std::io::Result<Server> {
+        let cql = TcpListener::bind(config.cql_addr).await?;
+        let admin = TcpListener::bind(config.admin_addr).await?;
+        Ok(Server {
+            config,
+            cql,
+            admin,
+            metrics: Arc::new(Metrics::default()),
+        })
+    }
+
+    /// The bound CQL address (with the real port when 0 was asked).
+    pub fn cql_addr(&self) -> SocketAddr {
+        self.cql.local_addr().unwrap_or(self.config.cql_addr)
+    }
+
+    /// The bound admin address.
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin.local_addr().unwrap_or(self.config.admin_addr)
+    }
+
+    /// The node's counters.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// Serves until `shutdown` resolves, then drains: no new connections,
+    /// in-flight requests get [`ServerConfig::shutdown_grace`] to finish.
+    pub async fn run(
+        self,
+        processor: Arc<Processor>,
+        shutdown: impl Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (events, _) = broadcast::channel(limits::EVENT_QUEUE_DEPTH);
+        let grace = self.config.shutdown_grace;
+        let shared = Arc::new(Shared {
+            config: self.config,
+            processor,
+            metrics: Arc::clone(&self.metrics),
+            events,
+        });
+        let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
+        let accept = tokio::spawn(listener::accept_loop(
+            self.cql,
+            Arc::clone(&shared),
+            stop_rx.clone(),
+            done_tx,
+        ));
+        let admin = tokio::spawn(admin::serve(self.admin, Arc::clone(&self.metrics), stop_rx));
+        shutdown.await;
+        tracing::info!("shutting down: no new connections, draining in-flight requests");
+        let _ = stop_tx.send(true);
+        let _ = accept.await;
+        let _ = admin.await;
+        // Every connection task holds a sender; recv() returns None once
+        // all are gone. Connections wait `grace` for requests, then close.
+        let waited = grace + grace / 2;
+        if tokio::time::timeout(waited, done_rx.recv()).await.is_err() {
+            tracing::warn!("connections still open after {waited:?}; stopping anyway");
+        }
+        Ok(())
+    }
+}

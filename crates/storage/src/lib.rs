@@ -1,1 +1,36 @@
-//! varve-storage (being built).
+//! The storage engine: partitions in token order, rows in clustering order,
+//! cells with timestamps and TTLs, and Cassandra's four kinds of deletion
+//! (cell, row, range and partition tombstones).
+//!
+//! The unit of writing is a [`Partition`] used as an *update*: applying it
+//! merges it into what is stored with Cassandra's reconciliation rules
+//! ([`cell::reconcile`]). Reading returns the merged, still-unresolved
+//! partition (tombstones included) restricted to the requested slices;
+//! [`Partition::resolve`] then removes what is shadowed or expired at a
+//! given `now`, which the caller passes in (the clock never lives here, so
+//! tests can move it).
+//!
+//! Invariants:
+//! 1. Merging is commutative and associative: the order in which updates
+//!    arrive does not change what a read returns.
+//! 2. A partition key sorts by (token, key bytes); the empty key is never
+//!    stored (the query layer rejects it), so it can serve as the lowest
+//!    position within a token.
+//!
+//! This crate knows nothing of CQL text, the network, or replicas. In this
+//! version data lives in memtables only; the commitlog and sstables come
+//! with the durable engine behind the same [`Storage`] API.
+
+pub mod cell;
+pub mod clustering;
+pub mod engine;
+pub mod error;
+pub mod partition;
+pub mod row;
+
+pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
+pub use clustering::{ClusteringComparator, ClusteringKey, Slice};
+pub use engine::{PartitionKey, Storage, TableId, TokenBound};
+pub use error::{Error, Result};
+pub use partition::{Partition, RangeTombstone};
+pub use row::{CellPath, Row};

@@ -1,1 +1,289 @@
-//! (being built)
+//! Cassandra's ordering of serialized values, type by type.
+//!
+//! Rules (from `org.apache.cassandra.db.marshal.*Type`):
+//! - an empty (0-byte) value sorts before every other value of any type;
+//! - tinyint..bigint, counter, timestamp, time: signed integers;
+//! - date: unsigned 32-bit; boolean: false < true;
+//! - float/double: Java's `Float.compare`/`Double.compare` (-0 < +0, every
+//!   NaN equal and above +Infinity);
+//! - varint, decimal: numeric (`1.0` equals `1.00`);
+//! - text, ascii, blob, inet, duration: unsigned bytes, shorter prefix first;
+//! - uuid: version first; version 1 by timestamp, other versions by the
+//!   high 64 bits unsigned; then the low 64 bits unsigned;
+//! - timeuuid: timestamp, then the low 8 bytes as *signed* bytes;
+//! - frozen list/set/map: element by element (map: key, then value), then
+//!   the shorter collection first; tuple: field by field with null first,
+//!   trailing null or empty fields ignored.
+//!
+//! Malformed input never panics: a comparison that cannot parse its input
+//! falls back to unsigned bytewise order.
+
+use crate::{codec, CqlType, Value};
+use num_bigint::{BigInt, Sign};
+use std::cmp::Ordering;
+
+mod values;
+
+#[cfg(test)]
+pub(crate) use values::order_values;
+pub(crate) use values::{canonical_map, canonical_set};
+
+/// Compares two serialized values of type `ty`.
+pub fn compare(ty: &CqlType, a: &[u8], b: &[u8]) -> Ordering {
+    typed(ty, a, b).unwrap_or_else(|| a.cmp(b))
+}
+
+/// Compares two values of type `ty` by Cassandra's order of their encodings.
+pub fn compare_values(ty: &CqlType, a: &Value, b: &Value) -> Ordering {
+    compare(ty, &codec::serialize(a), &codec::serialize(b))
+}
+
+/// Java's `Double.compare`: a total order with -0.0 < 0.0 and NaN last.
+pub fn java_double_compare(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => a.total_cmp(&b),
+    }
+}
+
+/// Numeric comparison of `ua * 10^-sa` with `ub * 10^-sb`, without ever
+/// building a power of ten larger than the inputs' own digit counts.
+pub fn decimal_compare(ua: &BigInt, sa: i32, ub: &BigInt, sb: i32) -> Ordering {
+    let sign_rank = |s: Sign| match s {
+        Sign::Minus => 0,
+        Sign::NoSign => 1,
+        Sign::Plus => 2,
+    };
+    let (sign_a, sign_b) = (ua.sign(), ub.sign());
+    if sign_a != sign_b || sign_a == Sign::NoSign {
+        return sign_rank(sign_a).cmp(&sign_rank(sign_b));
+    }
+    let (ma, mb) = (
+        BigInt::from(ua.magnitude().clone()),
+        BigInt::from(ub.magnitude().clone()),
+    );
+    let digits = |m: &BigInt| m.to_string().len() as i64;
+    // Adjusted exponent: position of the leading digit.
+    let (ea, eb) = (digits(&ma) - i64::from(sa), digits(&mb) - i64::from(sb));
+    let magnitude = if ea != eb {
+        ea.cmp(&eb)
+    } else {
+        // Equal adjusted exponents bound the scale gap by the digit counts.
+        let diff = i64::from(sa) - i64::from(sb);
+        let pow = BigInt::from(10u32).pow(diff.unsigned_abs() as u32);
+        if diff >= 0 {
+            ma.cmp(&(mb * pow))
+        } else {
+            (ma * pow).cmp(&mb)
+        }
+    };
+    if sign_a == Sign::Minus {
+        magnitude.reverse()
+    } else {
+        magnitude
+    }
+}
+
+fn be<const N: usize>(a: &[u8], b: &[u8]) -> Option<([u8; N], [u8; N])> {
+    Some((a.try_into().ok()?, b.try_into().ok()?))
+}
+
+fn typed(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
+    if a.is_empty() || b.is_empty() {
+        return Some(a.len().cmp(&b.len()));
+    }
+    Some(match ty {
+        CqlType::Frozen(inner) => return typed(inner, a, b),
+        CqlType::Ascii | CqlType::Text | CqlType::Blob | CqlType::Inet | CqlType::Duration => {
+            a.cmp(b)
+        }
+        CqlType::Boolean => {
+            let (x, y) = be::<1>(a, b)?;
+            (x[0] != 0).cmp(&(y[0] != 0))
+        }
+        CqlType::TinyInt => {
+            let (x, y) = be::<1>(a, b)?;
+            i8::from_be_bytes(x).cmp(&i8::from_be_bytes(y))
+        }
+        CqlType::SmallInt => {
+            let (x, y) = be::<2>(a, b)?;
+            i16::from_be_bytes(x).cmp(&i16::from_be_bytes(y))
+        }
+        CqlType::Int => {
+            let (x, y) = be::<4>(a, b)?;
+            i32::from_be_bytes(x).cmp(&i32::from_be_bytes(y))
+        }
+        CqlType::Date => {
+            let (x, y) = be::<4>(a, b)?;
+            u32::from_be_bytes(x).cmp(&u32::from_be_bytes(y))
+        }
+        CqlType::BigInt | CqlType::Counter | CqlType::Timestamp | CqlType::Time => {
+            let (x, y) = be::<8>(a, b)?;
+            i64::from_be_bytes(x).cmp(&i64::from_be_bytes(y))
+        }
+        CqlType::Float => {
+            let (x, y) = be::<4>(a, b)?;
+            let (x, y) = (f32::from_be_bytes(x), f32::from_be_bytes(y));
+            java_double_compare(f64::from(x), f64::from(y))
+        }
+        CqlType::Double => {
+            let (x, y) = be::<8>(a, b)?;
+            java_double_compare(f64::from_be_bytes(x), f64::from_be_bytes(y))
+        }
+        CqlType::Varint => BigInt::from_signed_bytes_be(a).cmp(&BigInt::from_signed_bytes_be(b)),
+        CqlType::Decimal => {
+            if a.len() < 5 || b.len() < 5 {
+                return None;
+            }
+            let sa = i32::from_be_bytes(a[..4].try_into().ok()?);
+            let sb = i32::from_be_bytes(b[..4].try_into().ok()?);
+            let (ua, ub) = (
+                BigInt::from_signed_bytes_be(&a[4..]),
+                BigInt::from_signed_bytes_be(&b[4..]),
+            );
+            decimal_compare(&ua, sa, &ub, sb)
+        }
+        CqlType::Uuid => {
+            let (x, y) = be::<16>(a, b)?;
+            uuid_compare(&x, &y)
+        }
+        CqlType::Timeuuid => {
+            let (x, y) = be::<16>(a, b)?;
+            timeuuid_compare(&x, &y)
+        }
+        CqlType::List(e) | CqlType::Set(e) => elements(a, b, |r| r.framed_pair(e))?,
+        CqlType::Map(k, v) => elements(a, b, |r| {
+            let c = r.framed_pair(k)?;
+            if c != Ordering::Equal {
+                return Some(c);
+            }
+            r.framed_pair(v)
+        })?,
+        CqlType::Tuple(types) => tuple(types, a, b)?,
+    })
+}
+
+/// The 60-bit timestamp of a version-1 uuid with its version nibble on
+/// top, so that a plain integer comparison orders by time.
+fn reordered_time(u: &[u8; 16]) -> u64 {
+    let msb = u64::from_be_bytes([u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7]]);
+    (msb << 48) | ((msb << 16) & 0xFFFF_0000_0000) | (msb >> 32)
+}
+
+fn low_u64(u: &[u8; 16]) -> u64 {
+    u64::from_be_bytes([u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]])
+}
+
+fn uuid_compare(a: &[u8; 16], b: &[u8; 16]) -> Ordering {
+    let (va, vb) = (a[6] >> 4, b[6] >> 4);
+    if va != vb {
+        return va.cmp(&vb);
+    }
+    let high = if va == 1 {
+        // Signed in Cassandra; the version nibble keeps the sign bit clear.
+        (reordered_time(a) as i64).cmp(&(reordered_time(b) as i64))
+    } else {
+        a[..8].cmp(&b[..8])
+    };
+    high.then_with(|| low_u64(a).cmp(&low_u64(b)))
+}
+
+fn timeuuid_compare(a: &[u8; 16], b: &[u8; 16]) -> Ordering {
+    (reordered_time(a) as i64)
+        .cmp(&(reordered_time(b) as i64))
+        .then_with(|| {
+            let signed = |u: &[u8; 16]| -> [i8; 8] { std::array::from_fn(|i| u[8 + i] as i8) };
+            signed(a).cmp(&signed(b))
+        })
+}
+
+/// Two framing cursors walking the same collection or tuple layout.
+struct Pair<'a> {
+    a: &'a [u8],
+    b: &'a [u8],
+}
+
+fn take_int(s: &mut &[u8]) -> Option<i32> {
+    let (head, rest) = s.split_first_chunk::<4>()?;
+    *s = rest;
+    Some(i32::from_be_bytes(*head))
+}
+
+/// Takes one `[int len][bytes]`; `Some(None)` for a null (negative length).
+fn take_framed<'a>(s: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
+    let len = take_int(s)?;
+    if len < 0 {
+        return Some(None);
+    }
+    let len = usize::try_from(len).ok()?;
+    if len > s.len() {
+        return None;
+    }
+    let (v, rest) = s.split_at(len);
+    *s = rest;
+    Some(Some(v))
+}
+
+impl<'a> Pair<'a> {
+    fn take_pair(&mut self) -> Option<(&'a [u8], &'a [u8])> {
+        Some((take_framed(&mut self.a)??, take_framed(&mut self.b)??))
+    }
+
+    fn framed_pair(&mut self, ty: &CqlType) -> Option<Ordering> {
+        let (x, y) = self.take_pair()?;
+        Some(compare(ty, x, y))
+    }
+}
+
+fn elements(
+    a: &[u8],
+    b: &[u8],
+    mut step: impl FnMut(&mut Pair<'_>) -> Option<Ordering>,
+) -> Option<Ordering> {
+    let mut p = Pair { a, b };
+    let na = take_int(&mut p.a)?;
+    let nb = take_int(&mut p.b)?;
+    for _ in 0..na.min(nb).max(0) {
+        let c = step(&mut p)?;
+        if c != Ordering::Equal {
+            return Some(c);
+        }
+    }
+    Some(na.cmp(&nb))
+}
+
+fn tuple(types: &[CqlType], a: &[u8], b: &[u8]) -> Option<Ordering> {
+    let (mut a, mut b) = (a, b);
+    let mut i = 0;
+    while !a.is_empty() && !b.is_empty() {
+        let fa = take_framed(&mut a)?;
+        let fb = take_framed(&mut b)?;
+        let c = match (fa, fb) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Less,
+            (Some(_), None) => Ordering::Greater,
+            (Some(x), Some(y)) => compare(types.get(i)?, x, y),
+        };
+        if c != Ordering::Equal {
+            return Some(c);
+        }
+        i += 1;
+    }
+    // Trailing fields count only when they hold at least one byte.
+    let has_content = |mut s: &[u8]| -> Option<bool> {
+        while !s.is_empty() {
+            if let Some(v) = take_framed(&mut s)? {
+                if !v.is_empty() {
+                    return Some(true);
+                }
+            }
+        }
+        Some(false)
+    };
+    Some(has_content(a)?.cmp(&has_content(b)?))
+}
+
+#[cfg(test)]
+mod tests;

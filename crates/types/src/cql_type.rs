@@ -43,7 +43,10 @@ impl CqlType {
     /// True for a list, set or map that is not frozen: its elements are
     /// stored as separate cells.
     pub fn is_multi_cell(&self) -> bool {
-        matches!(self, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(_, _))
+        matches!(
+            self,
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(_, _)
+        )
     }
 
     /// True for list, set and map, frozen or not.
@@ -125,6 +128,9 @@ mod tests {
         assert_eq!(t.cql_name(), "frozen<map<text, int>>");
         let tup = CqlType::Tuple(vec![CqlType::Int, CqlType::Text]);
         assert_eq!(tup.cql_name(), "frozen<tuple<int, text>>");
-        assert_eq!(CqlType::Frozen(Box::new(tup)).cql_name(), "frozen<tuple<int, text>>");
+        assert_eq!(
+            CqlType::Frozen(Box::new(tup)).cql_name(),
+            "frozen<tuple<int, text>>"
+        );
     }
 }

@@ -10,6 +10,7 @@ pub mod codec;
 pub mod compare;
 pub mod cql_type;
 pub mod error;
+pub mod literal;
 pub mod time;
 pub mod token;
 pub mod value;
@@ -17,3 +18,6 @@ pub mod value;
 pub use cql_type::CqlType;
 pub use error::{Error, Result};
 pub use value::Value;
+
+#[cfg(test)]
+mod proptests;

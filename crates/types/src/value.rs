@@ -19,7 +19,10 @@ pub enum Value {
     Float(f32),
     Double(f64),
     /// `unscaled * 10^-scale`
-    Decimal { unscaled: BigInt, scale: i32 },
+    Decimal {
+        unscaled: BigInt,
+        scale: i32,
+    },
     Uuid([u8; 16]),
     Timeuuid([u8; 16]),
     /// Milliseconds since the Unix epoch.
@@ -28,7 +31,11 @@ pub enum Value {
     Date(u32),
     /// Nanoseconds since midnight.
     Time(i64),
-    Duration { months: i32, days: i32, nanos: i64 },
+    Duration {
+        months: i32,
+        days: i32,
+        nanos: i64,
+    },
     Inet(IpAddr),
     Counter(i64),
     List(Vec<Value>),

@@ -1,1 +1,149 @@
-fn main() {}
+//! `varve`: the one binary of Varve. Subcommands: `server` (run a node).
+//!
+//! The binary only wires things together: it reads flags and the YAML
+//! config, prepares the data directory and the node's identity
+//! ([`node`]), and hands the rest to `varve-server`.
+
+mod config;
+mod node;
+mod sizes;
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use tracing::info;
+
+use crate::config::Settings;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "varve",
+    version,
+    about = "A Cassandra-compatible wide-column database"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a node: CQL native protocol v4/v5 plus an admin HTTP port.
+    Server(ServerArgs),
+}
+
+/// Flags of `varve server`; each overrides the same setting of `--config`.
+#[derive(Args, Debug, Default)]
+pub struct ServerArgs {
+    /// Address to listen on for CQL and admin (default 127.0.0.1).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::IpAddr>,
+    /// CQL native protocol port (default 9042; 0 picks a free port).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Admin HTTP port: /health and /metrics (default 9180; 0 picks a free port).
+    #[arg(long)]
+    pub admin_port: Option<u16>,
+    /// Data directory (default ./varve-data); created when missing.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// YAML config file using cassandra.yaml names.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Cluster name shown in system.local (default "Test Cluster").
+    #[arg(long)]
+    pub cluster_name: Option<String>,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let result = match cli.command {
+        Command::Server(args) => run_server(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("varve failed: {e:#}");
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr; `RUST_LOG` overrides the default level (info).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn run_server(args: ServerArgs) -> anyhow::Result<()> {
+    let settings = Settings::resolve(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("varve-worker")
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(serve(settings))
+}
+
+async fn serve(settings: Settings) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&settings.data_dir)
+        .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
+    let server = varve_server::Server::bind(settings.server_config())
+        .await
+        .context("binding the CQL and admin ports")?;
+    let node = node::node_info(&settings, server.cql_addr().port())?;
+    tracing::debug!(
+        "data in {}; commitlog {} ({}, {} ms) is not used yet: data lives in memtables",
+        settings.data_dir.display(),
+        settings.commitlog_dir.display(),
+        settings.commitlog_sync,
+        settings.commitlog_sync_period_ms
+    );
+    let processor = varve_query::Processor::new(node);
+    info!(
+        "varve ready: CQL on {}, admin on http://{}",
+        server.cql_addr(),
+        server.admin_addr()
+    );
+    server
+        .run(processor, shutdown_signal())
+        .await
+        .context("serving")?;
+    info!("varve stopped");
+    Ok(())
+}
+
+/// Resolves on the first SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!("cannot listen for SIGINT: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => info!("SIGINT received, shutting down"),
+        _ = term => info!("SIGTERM received, shutting down"),
+    }
+}

@@ -1,0 +1,178 @@
+//! SELECT statements and their selectors.
+
+use super::Parser;
+use crate::ast::{Order, Select, Selection, Selector, SelectorExpr};
+use crate::error::Result;
+use crate::lexer::{Punct, Tok};
+
+impl Parser<'_> {
+    /// True if `JSON` / `DISTINCT` at the current token is the modifier,
+    /// not a column of that name (`SELECT json FROM t`, `SELECT json, a`).
+    fn is_select_modifier(&mut self, word: &str) -> bool {
+        if !self.is_kw(word) {
+            return false;
+        }
+        let column_follows = self.is_kw_at(1, "from")
+            || self.is_kw_at(1, "as")
+            || matches!(
+                self.tok_at(1),
+                Tok::Punct(Punct::Comma | Punct::LParen | Punct::LBracket | Punct::Dot)
+            );
+        !column_follows
+    }
+
+    pub(super) fn select(&mut self) -> Result<Select> {
+        self.expect_kw("select")?;
+        let json = self.is_select_modifier("json");
+        if json {
+            self.pos += 1;
+        }
+        let distinct = self.is_select_modifier("distinct");
+        if distinct {
+            self.pos += 1;
+        }
+        let selection = if self.eat_punct(Punct::Star) {
+            Selection::Wildcard
+        } else {
+            let mut items = vec![self.selector()?];
+            while self.eat_punct(Punct::Comma) {
+                items.push(self.selector()?);
+            }
+            Selection::Items(items)
+        };
+        self.expect_kw("from")?;
+        let table = self.qualified_name()?;
+        let where_clause = if self.eat_kw("where") {
+            self.where_clause()?
+        } else {
+            Vec::new()
+        };
+        let mut group_by = Vec::new();
+        if self.is_kw("group") && self.is_kw_at(1, "by") {
+            self.pos += 2;
+            group_by = self.ident_list()?;
+        }
+        let mut order_by = Vec::new();
+        if self.eat_kw("order") {
+            self.expect_kw("by")?;
+            loop {
+                let column = self.ident()?;
+                order_by.push((column, self.order()));
+                if !self.eat_punct(Punct::Comma) {
+                    break;
+                }
+            }
+        }
+        let mut per_partition_limit = None;
+        if self.is_kw("per") {
+            self.pos += 1;
+            self.expect_kw("partition")?;
+            self.expect_kw("limit")?;
+            per_partition_limit = Some(self.int_value()?);
+        }
+        let limit = if self.eat_kw("limit") {
+            Some(self.int_value()?)
+        } else {
+            None
+        };
+        let allow_filtering = self.eat_kw("allow");
+        if allow_filtering {
+            self.expect_kw("filtering")?;
+        }
+        Ok(Select {
+            table,
+            json,
+            distinct,
+            selection,
+            where_clause,
+            group_by,
+            order_by,
+            per_partition_limit,
+            limit,
+            allow_filtering,
+        })
+    }
+
+    /// `ASC` / `DESC`, default ascending.
+    pub(super) fn order(&mut self) -> Order {
+        if self.eat_kw("desc") {
+            Order::Desc
+        } else {
+            self.eat_kw("asc");
+            Order::Asc
+        }
+    }
+
+    fn selector(&mut self) -> Result<Selector> {
+        let expr = self.selector_expr()?;
+        let alias = if self.eat_kw("as") {
+            Some(self.ident()?)
+        } else {
+            None
+        };
+        Ok(Selector { expr, alias })
+    }
+
+    fn selector_expr(&mut self) -> Result<SelectorExpr> {
+        let call = self.is_punct_at(1, Punct::LParen);
+        if call && self.is_kw("count") && self.is_punct_at(3, Punct::RParen) {
+            let star = self.is_punct_at(2, Punct::Star)
+                || matches!(self.tok_at(2), Tok::Integer(s) if s == "1");
+            if star {
+                self.pos += 4;
+                return Ok(SelectorExpr::CountStar);
+            }
+        }
+        let simple_arg = self.is_ident_at(2) && self.is_punct_at(3, Punct::RParen);
+        if call && simple_arg && (self.is_kw("writetime") || self.is_kw("ttl")) {
+            let writetime = self.is_kw("writetime");
+            self.pos += 2;
+            let column = self.ident()?;
+            self.pos += 1;
+            return Ok(if writetime {
+                SelectorExpr::WriteTime(column)
+            } else {
+                SelectorExpr::Ttl(column)
+            });
+        }
+        if call && self.is_kw("cast") {
+            return self.nested(|p| {
+                p.pos += 2;
+                let expr = p.selector_expr()?;
+                p.expect_kw("as")?;
+                let ty = p.cql_type()?;
+                p.expect_punct(Punct::RParen)?;
+                Ok(SelectorExpr::Cast {
+                    expr: Box::new(expr),
+                    ty,
+                })
+            });
+        }
+        if self.is_function_call_at(0) {
+            return self.nested(|p| {
+                let name = p.function_name()?;
+                p.expect_punct(Punct::LParen)?;
+                let mut args = Vec::new();
+                if !p.is_punct(Punct::RParen) {
+                    args.push(p.selector_expr()?);
+                    while p.eat_punct(Punct::Comma) {
+                        args.push(p.selector_expr()?);
+                    }
+                }
+                p.expect_punct(Punct::RParen)?;
+                Ok(SelectorExpr::FunctionCall { name, args })
+            });
+        }
+        if self.is_ident_at(0) {
+            let column = self.ident()?;
+            if self.is_punct(Punct::Dot) {
+                return Err(self.unsupported("user types are not supported yet"));
+            }
+            if self.is_punct(Punct::LBracket) {
+                return Err(self.unsupported("selecting collection elements is not supported yet"));
+            }
+            return Ok(SelectorExpr::Column(column));
+        }
+        Ok(SelectorExpr::Term(self.term()?))
+    }
+}

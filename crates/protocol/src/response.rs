@@ -1,0 +1,202 @@
+//! Server responses (spec section 4.2): encoding for the server, decoding
+//! for tests and a future internal client.
+//!
+//! [`encode_frame`] writes a whole envelope: the optional tracing id, the
+//! warnings (flag 0x08, a `[string list]` before the message), then the
+//! message; in v4 with LZ4 negotiated, the body is compressed. The caller
+//! passes `Compression::None` until STARTUP has been processed; READY is
+//! never compressed (an uncompressed frame is always legal, and not every
+//! driver expects the very reply to STARTUP to be compressed). v5 frames
+//! are never compressed here: the segment layer does that.
+
+use bytes::Bytes;
+
+use crate::compress::{compress_v4_body, frame_body, Compression};
+use crate::error::{ProtocolError, Result};
+use crate::error_code::ErrorBody;
+use crate::event::Event;
+use crate::frame::{flags, opcode, Frame, FrameHeader, HEADER_LEN};
+use crate::primitives::{
+    put_bytes, put_string, put_string_list, put_string_multimap, BytesMap, Reader,
+};
+use crate::result::ResultBody;
+
+/// A server response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    Error(ErrorBody),
+    Ready,
+    /// The authenticator class name.
+    Authenticate(String),
+    /// STARTUP options and their allowed values.
+    Supported(Vec<(String, Vec<String>)>),
+    Result(ResultBody),
+    Event(Event),
+    AuthChallenge(Option<Bytes>),
+    AuthSuccess(Option<Bytes>),
+}
+
+/// A response with what its frame carried besides the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedResponse {
+    pub response: Response,
+    pub tracing_id: Option<[u8; 16]>,
+    pub warnings: Vec<String>,
+    pub custom_payload: Option<BytesMap>,
+}
+
+impl Response {
+    /// The opcode of this response.
+    pub fn opcode(&self) -> u8 {
+        match self {
+            Response::Error(_) => opcode::ERROR,
+            Response::Ready => opcode::READY,
+            Response::Authenticate(_) => opcode::AUTHENTICATE,
+            Response::Supported(_) => opcode::SUPPORTED,
+            Response::Result(_) => opcode::RESULT,
+            Response::Event(_) => opcode::EVENT,
+            Response::AuthChallenge(_) => opcode::AUTH_CHALLENGE,
+            Response::AuthSuccess(_) => opcode::AUTH_SUCCESS,
+        }
+    }
+
+    /// The opcode and message body for `version`.
+    pub fn encode(&self, version: u8) -> (u8, Vec<u8>) {
+        let mut out = Vec::new();
+        match self {
+            Response::Error(e) => e.encode(version, &mut out),
+            Response::Ready => {}
+            Response::Authenticate(class) => put_string(&mut out, class),
+            Response::Supported(options) => put_string_multimap(&mut out, options),
+            Response::Result(r) => r.encode(version, &mut out),
+            Response::Event(e) => e.encode(&mut out),
+            Response::AuthChallenge(t) | Response::AuthSuccess(t) => {
+                put_bytes(&mut out, t.as_deref())
+            }
+        }
+        (self.opcode(), out)
+    }
+
+    /// Decodes a plain message body (no tracing id, warnings or payload).
+    /// A truncated body is `Invalid`, never `Incomplete`.
+    pub fn decode(header: &FrameHeader, body: &[u8]) -> Result<Response> {
+        Response::decode_inner(header, body).map_err(|e| e.truncated("response"))
+    }
+
+    fn decode_inner(header: &FrameHeader, body: &[u8]) -> Result<Response> {
+        if !header.is_response {
+            return Err(ProtocolError::invalid(
+                "a request frame was sent to the client",
+            ));
+        }
+        let version = header.version;
+        let mut r = Reader::new(body);
+        let r = &mut r;
+        let resp = match header.opcode {
+            opcode::ERROR => Response::Error(ErrorBody::decode(version, r)?),
+            opcode::READY => Response::Ready,
+            opcode::AUTHENTICATE => Response::Authenticate(r.read_string()?),
+            opcode::SUPPORTED => Response::Supported(r.read_string_multimap()?),
+            opcode::RESULT => Response::Result(ResultBody::decode(version, r)?),
+            opcode::EVENT => Response::Event(Event::decode(r)?),
+            opcode::AUTH_CHALLENGE => Response::AuthChallenge(r.read_bytes()?),
+            opcode::AUTH_SUCCESS => Response::AuthSuccess(r.read_bytes()?),
+            other => {
+                return Err(ProtocolError::UnknownOpcode {
+                    stream: header.stream,
+                    opcode: other,
+                })
+            }
+        };
+        Ok(resp)
+    }
+}
+
+/// A whole response frame: see the module doc.
+pub fn encode_frame(
+    version: u8,
+    stream: i16,
+    warnings: &[String],
+    response: &Response,
+    compression: Compression,
+) -> Vec<u8> {
+    encode_frame_traced(version, stream, None, warnings, response, compression)
+}
+
+/// [`encode_frame`] with an optional tracing id (flag 0x02).
+pub fn encode_frame_traced(
+    version: u8,
+    stream: i16,
+    tracing_id: Option<[u8; 16]>,
+    warnings: &[String],
+    response: &Response,
+    compression: Compression,
+) -> Vec<u8> {
+    let (op, message) = response.encode(version);
+    let mut frame_flags = 0u8;
+    let mut body = Vec::with_capacity(message.len() + 16);
+    if let Some(id) = tracing_id {
+        frame_flags |= flags::TRACING;
+        body.extend_from_slice(&id);
+    }
+    if !warnings.is_empty() {
+        frame_flags |= flags::WARNING;
+        put_string_list(&mut body, warnings);
+    }
+    body.extend_from_slice(&message);
+    if version < 5 && compression == Compression::Lz4 && !matches!(response, Response::Ready) {
+        frame_flags |= flags::COMPRESSION;
+        body = compress_v4_body(&body);
+    }
+    let header = FrameHeader {
+        version,
+        is_response: true,
+        flags: frame_flags,
+        stream,
+        opcode: op,
+        body_len: u32::try_from(body.len()).unwrap_or(u32::MAX),
+    };
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    out.extend_from_slice(&header.encode());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Decodes the response in `frame`, handling compression, tracing id,
+/// warnings and custom payload as its flags say.
+pub fn decode_response(frame: &Frame, compression: Compression) -> Result<DecodedResponse> {
+    let header = &frame.header;
+    let body = frame_body(header, &frame.body, compression)?;
+    let mut r = Reader::new(&body);
+    let prefix = |r: &mut Reader<'_>| -> Result<_> {
+        let tracing_id = if header.has_flag(flags::TRACING) {
+            Some(r.read_uuid()?)
+        } else {
+            None
+        };
+        let warnings = if header.has_flag(flags::WARNING) {
+            r.read_string_list()?
+        } else {
+            Vec::new()
+        };
+        let custom_payload = if header.has_flag(flags::CUSTOM_PAYLOAD) {
+            Some(r.read_bytes_map()?)
+        } else {
+            None
+        };
+        Ok((tracing_id, warnings, custom_payload))
+    };
+    let (tracing_id, warnings, custom_payload) =
+        prefix(&mut r).map_err(|e| e.truncated("response prefix"))?;
+    let response = Response::decode(header, r.rest())?;
+    Ok(DecodedResponse {
+        response,
+        tracing_id,
+        warnings,
+        custom_payload,
+    })
+}
+
+#[cfg(test)]
+#[path = "response_tests.rs"]
+mod tests;

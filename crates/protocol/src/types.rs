@@ -1,0 +1,253 @@
+//! CQL types as `[option]` (spec section 4.2.5.2): a `[short]` id and,
+//! for collections, tuples and UDTs, the inner types.
+//!
+//! `Frozen` is not on the wire: a frozen type encodes as its inner type.
+//! Decoding is bounded by [`MAX_TYPE_NESTING_DEPTH`] so hostile input
+//! cannot exhaust the stack. UDTs (0x0030) and custom types (0x0000) are
+//! not known to `CqlType` yet and decode as errors.
+
+use varve_types::CqlType;
+
+use crate::error::{ProtocolError, Result};
+use crate::primitives::{put_short, put_string, short_len, Reader};
+
+/// Deepest nesting of collection/tuple types accepted when decoding.
+pub const MAX_TYPE_NESTING_DEPTH: usize = 32;
+
+/// `[option]` ids.
+pub mod type_id {
+    pub const CUSTOM: u16 = 0x0000;
+    pub const ASCII: u16 = 0x0001;
+    pub const BIGINT: u16 = 0x0002;
+    pub const BLOB: u16 = 0x0003;
+    pub const BOOLEAN: u16 = 0x0004;
+    pub const COUNTER: u16 = 0x0005;
+    pub const DECIMAL: u16 = 0x0006;
+    pub const DOUBLE: u16 = 0x0007;
+    pub const FLOAT: u16 = 0x0008;
+    pub const INT: u16 = 0x0009;
+    pub const TIMESTAMP: u16 = 0x000B;
+    pub const UUID: u16 = 0x000C;
+    pub const VARCHAR: u16 = 0x000D;
+    pub const VARINT: u16 = 0x000E;
+    pub const TIMEUUID: u16 = 0x000F;
+    pub const INET: u16 = 0x0010;
+    pub const DATE: u16 = 0x0011;
+    pub const TIME: u16 = 0x0012;
+    pub const SMALLINT: u16 = 0x0013;
+    pub const TINYINT: u16 = 0x0014;
+    pub const DURATION: u16 = 0x0015;
+    pub const LIST: u16 = 0x0020;
+    pub const MAP: u16 = 0x0021;
+    pub const SET: u16 = 0x0022;
+    pub const UDT: u16 = 0x0030;
+    pub const TUPLE: u16 = 0x0031;
+}
+
+/// Appends the `[option]` for `ty`.
+pub fn put_type(out: &mut Vec<u8>, ty: &CqlType) {
+    use type_id as id;
+    let simple = |out: &mut Vec<u8>, code: u16| put_short(out, code);
+    #[allow(unreachable_patterns)]
+    match ty {
+        CqlType::Ascii => simple(out, id::ASCII),
+        CqlType::Text => simple(out, id::VARCHAR),
+        CqlType::Blob => simple(out, id::BLOB),
+        CqlType::Boolean => simple(out, id::BOOLEAN),
+        CqlType::TinyInt => simple(out, id::TINYINT),
+        CqlType::SmallInt => simple(out, id::SMALLINT),
+        CqlType::Int => simple(out, id::INT),
+        CqlType::BigInt => simple(out, id::BIGINT),
+        CqlType::Varint => simple(out, id::VARINT),
+        CqlType::Float => simple(out, id::FLOAT),
+        CqlType::Double => simple(out, id::DOUBLE),
+        CqlType::Decimal => simple(out, id::DECIMAL),
+        CqlType::Uuid => simple(out, id::UUID),
+        CqlType::Timeuuid => simple(out, id::TIMEUUID),
+        CqlType::Timestamp => simple(out, id::TIMESTAMP),
+        CqlType::Date => simple(out, id::DATE),
+        CqlType::Time => simple(out, id::TIME),
+        CqlType::Duration => simple(out, id::DURATION),
+        CqlType::Inet => simple(out, id::INET),
+        CqlType::Counter => simple(out, id::COUNTER),
+        CqlType::List(e) => {
+            simple(out, id::LIST);
+            put_type(out, e);
+        }
+        CqlType::Set(e) => {
+            simple(out, id::SET);
+            put_type(out, e);
+        }
+        CqlType::Map(k, v) => {
+            simple(out, id::MAP);
+            put_type(out, k);
+            put_type(out, v);
+        }
+        CqlType::Tuple(items) => {
+            simple(out, id::TUPLE);
+            put_short(out, short_len(items.len()));
+            for item in items.iter().take(usize::from(u16::MAX)) {
+                put_type(out, item);
+            }
+        }
+        CqlType::Frozen(inner) => put_type(out, inner),
+        // A variant added to CqlType after this codec: send it as a custom
+        // type named by its CQL name rather than failing.
+        other => {
+            simple(out, id::CUSTOM);
+            put_string(out, &other.cql_name());
+        }
+    }
+}
+
+/// Reads an `[option]` type.
+pub fn read_type(r: &mut Reader<'_>) -> Result<CqlType> {
+    read_type_at(r, 0)
+}
+
+fn read_type_at(r: &mut Reader<'_>, depth: usize) -> Result<CqlType> {
+    use type_id as id;
+    if depth > MAX_TYPE_NESTING_DEPTH {
+        return Err(ProtocolError::invalid("type nesting is too deep"));
+    }
+    let inner = |r: &mut Reader<'_>| read_type_at(r, depth + 1).map(Box::new);
+    Ok(match r.read_short()? {
+        id::ASCII => CqlType::Ascii,
+        id::BIGINT => CqlType::BigInt,
+        id::BLOB => CqlType::Blob,
+        id::BOOLEAN => CqlType::Boolean,
+        id::COUNTER => CqlType::Counter,
+        id::DECIMAL => CqlType::Decimal,
+        id::DOUBLE => CqlType::Double,
+        id::FLOAT => CqlType::Float,
+        id::INT => CqlType::Int,
+        id::TIMESTAMP => CqlType::Timestamp,
+        id::UUID => CqlType::Uuid,
+        id::VARCHAR => CqlType::Text,
+        id::VARINT => CqlType::Varint,
+        id::TIMEUUID => CqlType::Timeuuid,
+        id::INET => CqlType::Inet,
+        id::DATE => CqlType::Date,
+        id::TIME => CqlType::Time,
+        id::SMALLINT => CqlType::SmallInt,
+        id::TINYINT => CqlType::TinyInt,
+        id::DURATION => CqlType::Duration,
+        id::LIST => CqlType::List(inner(r)?),
+        id::SET => CqlType::Set(inner(r)?),
+        id::MAP => {
+            let k = inner(r)?;
+            CqlType::Map(k, inner(r)?)
+        }
+        id::TUPLE => {
+            let n = r.read_short_count(2)?;
+            CqlType::Tuple(
+                (0..n)
+                    .map(|_| read_type_at(r, depth + 1))
+                    .collect::<Result<_>>()?,
+            )
+        }
+        id::UDT => {
+            return Err(ProtocolError::invalid(
+                "user-defined types are not supported",
+            ))
+        }
+        id::CUSTOM => {
+            let name = r.read_string()?;
+            return Err(ProtocolError::invalid(format!(
+                "custom type {name} is not supported"
+            )));
+        }
+        other => {
+            return Err(ProtocolError::invalid(format!(
+                "unknown type id 0x{other:04x}"
+            )))
+        }
+    })
+}
+
+/// Removes every `Frozen` wrapper, as the wire does.
+pub fn strip_frozen(ty: &CqlType) -> CqlType {
+    match ty {
+        CqlType::Frozen(inner) => strip_frozen(inner),
+        CqlType::List(e) => CqlType::List(Box::new(strip_frozen(e))),
+        CqlType::Set(e) => CqlType::Set(Box::new(strip_frozen(e))),
+        CqlType::Map(k, v) => CqlType::Map(Box::new(strip_frozen(k)), Box::new(strip_frozen(v))),
+        CqlType::Tuple(items) => CqlType::Tuple(items.iter().map(strip_frozen).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Types as they come back from the wire (no `Frozen`).
+    pub(crate) fn arb_type() -> impl Strategy<Value = CqlType> {
+        let leaf = prop_oneof![
+            Just(CqlType::Ascii),
+            Just(CqlType::Text),
+            Just(CqlType::Blob),
+            Just(CqlType::Boolean),
+            Just(CqlType::TinyInt),
+            Just(CqlType::SmallInt),
+            Just(CqlType::Int),
+            Just(CqlType::BigInt),
+            Just(CqlType::Varint),
+            Just(CqlType::Float),
+            Just(CqlType::Double),
+            Just(CqlType::Decimal),
+            Just(CqlType::Uuid),
+            Just(CqlType::Timeuuid),
+            Just(CqlType::Timestamp),
+            Just(CqlType::Date),
+            Just(CqlType::Time),
+            Just(CqlType::Duration),
+            Just(CqlType::Inet),
+            Just(CqlType::Counter),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                inner.clone().prop_map(|t| CqlType::List(Box::new(t))),
+                inner.clone().prop_map(|t| CqlType::Set(Box::new(t))),
+                (inner.clone(), inner.clone())
+                    .prop_map(|(k, v)| CqlType::Map(Box::new(k), Box::new(v))),
+                proptest::collection::vec(inner, 0..4).prop_map(CqlType::Tuple),
+            ]
+        })
+    }
+
+    #[test]
+    fn known_ids() {
+        let mut out = Vec::new();
+        put_type(
+            &mut out,
+            &CqlType::Frozen(Box::new(CqlType::Map(
+                Box::new(CqlType::Text),
+                Box::new(CqlType::Counter),
+            ))),
+        );
+        assert_eq!(out, vec![0x00, 0x21, 0x00, 0x0D, 0x00, 0x05]);
+    }
+
+    #[test]
+    fn deep_nesting_is_rejected_not_overflowed() {
+        let mut bytes = Vec::new();
+        for _ in 0..10_000 {
+            bytes.extend_from_slice(&[0x00, 0x20]);
+        }
+        bytes.extend_from_slice(&[0x00, 0x09]);
+        assert!(read_type(&mut Reader::new(&bytes)).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn types_round_trip(ty in arb_type()) {
+            let mut out = Vec::new();
+            put_type(&mut out, &ty);
+            let mut r = Reader::new(&out);
+            prop_assert_eq!(read_type(&mut r)?, strip_frozen(&ty));
+            prop_assert_eq!(r.remaining(), 0);
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The types the server exchanges with the query processor.
+
+use bytes::Bytes;
+use std::net::IpAddr;
+use varve_types::CqlType;
+
+/// A value bound to a marker, as the protocol carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BoundValue {
+    Null,
+    /// v4+: leave the column untouched.
+    Unset,
+    Value(Bytes),
+}
+
+/// Per-request options decoded from QUERY / EXECUTE / BATCH.
+#[derive(Debug, Clone, Default)]
+pub struct QueryOptions {
+    pub values: Vec<BoundValue>,
+    /// Names for named values, when the client sent them.
+    pub names: Option<Vec<String>>,
+    /// Rows per page; `None` or non-positive: no paging.
+    pub page_size: Option<i32>,
+    pub paging_state: Option<Bytes>,
+    /// Client-supplied default timestamp (microseconds).
+    pub timestamp: Option<i64>,
+    /// v5 per-query keyspace.
+    pub keyspace: Option<String>,
+    /// v5 "now" override in seconds (for TTL computations).
+    pub now_in_seconds: Option<i32>,
+    /// The consistency code the client asked for (protocol value).
+    pub consistency: u16,
+    pub serial_consistency: Option<u16>,
+}
+
+/// What a connection carries between requests.
+#[derive(Debug, Clone, Default)]
+pub struct ClientState {
+    /// Set by USE.
+    pub keyspace: Option<String>,
+}
+
+/// One column of a result or of a prepared statement's bind variables.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ColumnSpec {
+    pub keyspace: String,
+    pub table: String,
+    pub name: String,
+    pub ty: CqlType,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRows {
+    pub columns: Vec<ColumnSpec>,
+    /// Values already serialized in the protocol's encoding.
+    pub rows: Vec<Vec<Option<Bytes>>>,
+    /// Set when more pages follow.
+    pub paging_state: Option<Bytes>,
+    /// A digest of `columns` (v5 result metadata id).
+    pub metadata_id: Bytes,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaChangeKind {
+    Created,
+    Updated,
+    Dropped,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaChangeTarget {
+    Keyspace(String),
+    /// (keyspace, table)
+    Table(String, String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaChange {
+    pub kind: SchemaChangeKind,
+    pub target: SchemaChangeTarget,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryResult {
+    Void,
+    Rows(ResultRows),
+    SetKeyspace(String),
+    /// The server also sends this as an EVENT to registered connections.
+    SchemaChange(SchemaChange),
+}
+
+/// The result of one request plus the warnings for the client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub result: QueryResult,
+    pub warnings: Vec<String>,
+}
+
+/// What PREPARE returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedInfo {
+    pub id: Bytes,
+    /// Digest of the result columns (v5).
+    pub result_metadata_id: Bytes,
+    /// One spec per bind marker, in order.
+    pub bind: Vec<ColumnSpec>,
+    /// Indices into `bind` of the partition key columns, in key order,
+    /// when every partition key column is bound by `=` to a marker.
+    pub pk_indices: Vec<u16>,
+    /// Result columns of a SELECT; empty otherwise.
+    pub result: Vec<ColumnSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchType {
+    Logged,
+    Unlogged,
+    Counter,
+}
+
+/// One statement of a BATCH request.
+#[derive(Debug, Clone)]
+pub enum BatchItem {
+    Query {
+        text: String,
+        values: Vec<BoundValue>,
+    },
+    Prepared {
+        id: Bytes,
+        values: Vec<BoundValue>,
+    },
+}
+
+/// Facts about this node that system.local / system.peers show.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub cluster_name: String,
+    pub listen_address: IpAddr,
+    pub rpc_address: IpAddr,
+    pub native_port: u16,
+    pub data_center: String,
+    pub rack: String,
+    pub tokens: Vec<i64>,
+    pub host_id: [u8; 16],
+    /// The Cassandra release we present (drivers pick features by it).
+    pub release_version: String,
+    pub cql_version: String,
+    pub native_protocol_version: String,
+}

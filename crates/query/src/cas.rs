@@ -1,0 +1,358 @@
+//! Conditional statements (lightweight transactions) on one node: the
+//! condition is read and the update applied under the partition's lock, so
+//! conditional updates of a partition are linearizable, and an update that
+//! does not apply is still ordered with the others (CASSANDRA-12126).
+
+use crate::api::{ColumnSpec, QueryResult, ResultRows};
+use crate::context::Ctx;
+use crate::error::{QueryError, Result};
+use crate::processor::Processor;
+use crate::restrictions::Selection;
+use crate::rows::{key_components, RowView};
+use crate::terms::{eval, Evaluated};
+use bytes::Bytes;
+use std::cmp::Ordering;
+use std::sync::Arc;
+use varve_cql::ast::{Conditions, Operator, Term};
+use varve_schema::{Column, Table};
+use varve_storage::{ClusteringKey, Partition, PartitionKey, Slice};
+use varve_types::{codec, compare, CqlType, Value};
+
+/// One evaluated condition `column[element] op values`.
+#[derive(Debug, Clone)]
+pub struct Cond {
+    pub column: Column,
+    pub element: Option<Value>,
+    pub op: Operator,
+    /// One value (or several for IN); `None` is null.
+    pub values: Vec<Option<Value>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum CasKind {
+    NotExists,
+    Exists,
+    Conditions(Vec<Cond>),
+}
+
+/// What a conditional statement checks before it applies.
+#[derive(Debug, Clone)]
+pub struct CasCheck {
+    pub table: Arc<Table>,
+    pub key: PartitionKey,
+    /// The row checked; `None` checks the partition's static row.
+    pub clustering: Option<Vec<Bytes>>,
+    pub kind: CasKind,
+}
+
+/// Builds the check of a statement's IF clause, if it has one.
+pub fn check_for(
+    ctx: &Ctx,
+    table: &Arc<Table>,
+    keys: &[PartitionKey],
+    sel: &Selection,
+    conditions: &Conditions,
+) -> Result<Option<CasCheck>> {
+    let kind = match conditions {
+        Conditions::None => return Ok(None),
+        Conditions::IfNotExists => CasKind::NotExists,
+        Conditions::IfExists => CasKind::Exists,
+        Conditions::If(list) => {
+            let mut out = Vec::new();
+            for c in list {
+                let col = table.column(&c.column).cloned().ok_or_else(|| {
+                    QueryError::Invalid(format!(
+                        "Undefined column name {} in table {}.{}",
+                        c.column, table.keyspace, table.name
+                    ))
+                })?;
+                if col.is_primary_key() {
+                    return Err(QueryError::Invalid(format!(
+                        "PRIMARY KEY column '{}' cannot have IF conditions",
+                        col.name
+                    )));
+                }
+                let (elem_ty, element) = match (&c.element, col.ty.unfrozen()) {
+                    (None, _) => (col.ty.clone(), None),
+                    (Some(k), CqlType::Map(kt, vt)) => {
+                        ((**vt).clone(), eval(ctx, k, kt, &col.name)?.into_option())
+                    }
+                    (Some(i), CqlType::List(et)) => (
+                        (**et).clone(),
+                        eval(ctx, i, &CqlType::Int, &col.name)?.into_option(),
+                    ),
+                    (Some(_), _) => {
+                        return Err(QueryError::Invalid(format!(
+                            "Invalid element access on non-collection column {}",
+                            col.name
+                        )))
+                    }
+                };
+                let values = match (&c.op, &c.rhs) {
+                    (Operator::In, Term::Tuple(items)) => items
+                        .iter()
+                        .map(|t| value(ctx, t, &elem_ty, &col.name))
+                        .collect::<Result<_>>()?,
+                    (Operator::In, other) => match eval(
+                        ctx,
+                        other,
+                        &CqlType::List(Box::new(elem_ty.clone())),
+                        &col.name,
+                    )? {
+                        Evaluated::Value(Value::List(vs)) => vs.into_iter().map(Some).collect(),
+                        _ => {
+                            return Err(QueryError::Invalid(
+                                "Invalid null list in IN condition".into(),
+                            ))
+                        }
+                    },
+                    (_, t) => vec![value(ctx, t, &elem_ty, &col.name)?],
+                };
+                out.push(Cond {
+                    column: col,
+                    element,
+                    op: c.op,
+                    values,
+                });
+            }
+            CasKind::Conditions(out)
+        }
+    };
+    if keys.len() != 1 {
+        return Err(QueryError::Invalid(
+            "IN on the partition key is not supported with conditional updates".into(),
+        ));
+    }
+    let clustering = if sel.clustering.is_unrestricted() && table.clustering_len() > 0 {
+        None
+    } else {
+        if sel.clustering.prefixes.len() != 1 {
+            return Err(QueryError::Invalid(
+                "IN on the clustering key columns is not supported with conditional updates".into(),
+            ));
+        }
+        Some(sel.clustering.prefixes[0].clone())
+    };
+    Ok(Some(CasCheck {
+        table: table.clone(),
+        key: keys[0].clone(),
+        clustering,
+        kind,
+    }))
+}
+
+fn value(ctx: &Ctx, t: &Term, ty: &CqlType, name: &str) -> Result<Option<Value>> {
+    match eval(ctx, t, ty, name)? {
+        Evaluated::Value(v) => Ok(Some(v)),
+        Evaluated::Null => Ok(None),
+        Evaluated::Unset => Err(QueryError::Invalid(format!(
+            "Invalid unset value for condition on {name}"
+        ))),
+    }
+}
+
+/// Checks every condition and applies every update when all hold, as one
+/// step under the partition's lock. Returns the `[applied]` result.
+pub fn run(
+    p: &Processor,
+    ctx: &mut Ctx,
+    groups: Vec<(Arc<Table>, Vec<(PartitionKey, Partition)>)>,
+    checks: Vec<CasCheck>,
+) -> Result<QueryResult> {
+    let first = checks
+        .first()
+        .ok_or_else(|| QueryError::Server("no condition".into()))?
+        .clone();
+    for c in &checks {
+        if c.table.id != first.table.id {
+            return Err(QueryError::Invalid(
+                "Batch with conditions cannot span multiple tables".into(),
+            ));
+        }
+        if c.key != first.key {
+            return Err(QueryError::Invalid(
+                "Batch with conditions cannot span multiple partitions".into(),
+            ));
+        }
+    }
+    for (t, updates) in &groups {
+        if t.id != first.table.id || updates.iter().any(|(k, _)| *k != first.key) {
+            return Err(QueryError::Invalid(
+                "Batch with conditions cannot span multiple partitions".into(),
+            ));
+        }
+    }
+    let table = first.table.clone();
+    let _guard = p.cas_lock(first.key.token);
+    let cmp = p.storage.comparator(table.id)?;
+    let current = p
+        .storage
+        .read_partition(table.id, &first.key, &[Slice::all(&cmp)])?
+        .map(|part| part.resolve(ctx.now_seconds).0)
+        .unwrap_or_default();
+    let pk = key_components(&table, &first.key);
+    let mut applied = true;
+    let mut shown: Vec<(Vec<Column>, Option<Vec<Bytes>>)> = Vec::new();
+    for c in &checks {
+        let row = c
+            .clustering
+            .as_ref()
+            .and_then(|ck| current.rows.get(&ClusteringKey::row(ck.clone(), &cmp)));
+        let view = RowView {
+            pk: &pk,
+            clustering: c.clustering.as_deref(),
+            row,
+            static_row: current.static_row.as_ref(),
+        };
+        let exists = match &c.clustering {
+            Some(_) => row.is_some(),
+            None => current.static_row.is_some() || !current.rows.is_empty(),
+        };
+        let ok = match &c.kind {
+            CasKind::NotExists => !exists,
+            CasKind::Exists => exists,
+            CasKind::Conditions(conds) => conds.iter().all(|cond| holds(cond, &view)),
+        };
+        if !ok {
+            applied = false;
+            match &c.kind {
+                CasKind::NotExists => shown.push((table.columns.clone(), c.clustering.clone())),
+                CasKind::Exists => {}
+                CasKind::Conditions(conds) => {
+                    let mut cols: Vec<Column> = Vec::new();
+                    for cond in conds {
+                        if !cols.iter().any(|x| x.name == cond.column.name) {
+                            cols.push(cond.column.clone());
+                        }
+                    }
+                    shown.push((cols, c.clustering.clone()));
+                }
+            }
+        }
+    }
+    if applied {
+        for (t, updates) in groups {
+            crate::write::apply(p, &t, updates)?;
+        }
+    }
+    Ok(QueryResult::Rows(result(
+        &table, applied, &shown, &current, &pk, &cmp,
+    )))
+}
+
+fn result(
+    table: &Table,
+    applied: bool,
+    shown: &[(Vec<Column>, Option<Vec<Bytes>>)],
+    current: &Partition,
+    pk: &[Bytes],
+    cmp: &Arc<varve_storage::ClusteringComparator>,
+) -> ResultRows {
+    let spec = |name: &str, ty: CqlType| ColumnSpec {
+        keyspace: table.keyspace.clone(),
+        table: table.name.clone(),
+        name: name.to_string(),
+        ty,
+    };
+    let mut columns = vec![spec("[applied]", CqlType::Boolean)];
+    let applied_value = Some(Bytes::from(codec::serialize(&Value::Boolean(applied))));
+    if applied || shown.is_empty() {
+        let metadata_id = crate::prepare::metadata_id(&columns);
+        return ResultRows {
+            columns,
+            rows: vec![vec![applied_value]],
+            paging_state: None,
+            metadata_id,
+        };
+    }
+    let cols = &shown[0].0;
+    for c in cols {
+        columns.push(spec(&c.name, c.ty.clone()));
+    }
+    let mut rows = Vec::new();
+    for (cols_i, ck) in shown {
+        let row = ck
+            .as_ref()
+            .and_then(|ck| current.rows.get(&ClusteringKey::row(ck.clone(), cmp)));
+        let view = RowView {
+            pk,
+            clustering: ck.as_deref(),
+            row,
+            static_row: current.static_row.as_ref(),
+        };
+        let mut out = vec![applied_value.clone()];
+        for c in cols_i.iter().take(cols.len()) {
+            out.push(view.value(c));
+        }
+        out.resize(columns.len(), None);
+        rows.push(out);
+    }
+    rows.truncate(1);
+    let metadata_id = crate::prepare::metadata_id(&columns);
+    ResultRows {
+        columns,
+        rows,
+        paging_state: None,
+        metadata_id,
+    }
+}
+
+/// Whether one condition holds on the current row.
+fn holds(cond: &Cond, view: &RowView) -> bool {
+    let current = match view.value(&cond.column) {
+        None => None,
+        Some(bytes) => match codec::deserialize(&cond.column.ty, &bytes) {
+            Ok(v) => Some(v),
+            Err(_) => return false,
+        },
+    };
+    let (ty, current) = match &cond.element {
+        None => (cond.column.ty.clone(), current),
+        Some(el) => match (cond.column.ty.unfrozen(), current) {
+            (CqlType::Map(_, vt), Some(Value::Map(entries))) => (
+                (**vt).clone(),
+                entries.into_iter().find(|(k, _)| k == el).map(|(_, v)| v),
+            ),
+            (CqlType::List(et), Some(Value::List(items))) => {
+                let idx = if let Value::Int(i) = el {
+                    *i as usize
+                } else {
+                    usize::MAX
+                };
+                ((**et).clone(), items.into_iter().nth(idx))
+            }
+            (CqlType::Map(_, t) | CqlType::List(t), None) => ((**t).clone(), None),
+            _ => return false,
+        },
+    };
+    let cmp = |want: &Option<Value>| -> Option<Ordering> {
+        match (&current, want) {
+            (Some(a), Some(b)) => Some(compare::compare(
+                &ty,
+                &codec::serialize(a),
+                &codec::serialize(b),
+            )),
+            (None, None) => Some(Ordering::Equal),
+            _ => None,
+        }
+    };
+    match cond.op {
+        Operator::Eq => cmp(&cond.values[0]) == Some(Ordering::Equal),
+        Operator::Ne => cmp(&cond.values[0]) != Some(Ordering::Equal),
+        Operator::In => cond.values.iter().any(|v| cmp(v) == Some(Ordering::Equal)),
+        Operator::Lt => current.is_some() && cmp(&cond.values[0]) == Some(Ordering::Less),
+        Operator::Le => {
+            current.is_some()
+                && matches!(cmp(&cond.values[0]), Some(Ordering::Less | Ordering::Equal))
+        }
+        Operator::Gt => current.is_some() && cmp(&cond.values[0]) == Some(Ordering::Greater),
+        Operator::Ge => {
+            current.is_some()
+                && matches!(
+                    cmp(&cond.values[0]),
+                    Some(Ordering::Greater | Ordering::Equal)
+                )
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,381 @@
+//! How assignments and deletions become cells, including the element-wise
+//! operations on non-frozen lists, sets and maps.
+
+use crate::context::Ctx;
+use crate::error::{QueryError, Result};
+use crate::processor::Processor;
+use crate::terms::{eval, Evaluated};
+use bytes::Bytes;
+use varve_cql::ast::{Assignment, Term};
+use varve_schema::{Column, Table};
+use varve_storage::{Cell, DeletionTime, PartitionKey, Row, Slice};
+use varve_types::{codec, time, CqlType, Value};
+
+/// Cassandra's reference time for list prepends (2010-01-01T00:00:00Z).
+const PREPEND_REFERENCE_MILLIS: i64 = 1_262_304_000_000;
+
+/// Adds the cells of one assignment to `row`.
+#[allow(clippy::too_many_arguments)]
+pub fn assign(
+    p: &Processor,
+    ctx: &Ctx,
+    table: &Table,
+    key: &PartitionKey,
+    prefix: Option<&Vec<Bytes>>,
+    col: &Column,
+    a: &Assignment,
+    ts: i64,
+    ttl: i32,
+    row: &mut Row,
+) -> Result<()> {
+    let now = ctx.now_seconds;
+    let ty = col.ty.clone();
+    match a {
+        Assignment::Set { value, .. } => {
+            let v = eval_write(ctx, value, col)?;
+            if !ty.is_multi_cell() {
+                match v {
+                    Evaluated::Unset => {}
+                    Evaluated::Null => {
+                        row.cells.insert((col.id, None), Cell::tombstone(ts, now));
+                    }
+                    Evaluated::Value(v) => {
+                        row.cells.insert(
+                            (col.id, None),
+                            Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&v))),
+                        );
+                    }
+                }
+                return Ok(());
+            }
+            match v {
+                Evaluated::Unset => {}
+                Evaluated::Null => {
+                    row.complex_deletions
+                        .insert(col.id, DeletionTime::new(ts, now));
+                }
+                Evaluated::Value(v) => {
+                    row.complex_deletions
+                        .insert(col.id, DeletionTime::new(ts - 1, now));
+                    add_elements(col, v, ts, ttl, now, false, row)?;
+                }
+            }
+            Ok(())
+        }
+        Assignment::Add { value, .. } | Assignment::Prepend { value, .. } => {
+            if !ty.is_multi_cell() {
+                return Err(QueryError::Invalid(format!(
+                    "Invalid operation ({0} = {0} + ?) for non counter column {0}",
+                    col.name
+                )));
+            }
+            let prepend = matches!(a, Assignment::Prepend { .. });
+            if prepend && !matches!(ty, CqlType::List(_)) {
+                return Err(QueryError::Invalid(format!(
+                    "Invalid operation ({0} = ? + {0}) for non list column {0}",
+                    col.name
+                )));
+            }
+            match eval_write(ctx, value, col)? {
+                Evaluated::Value(v) => add_elements(col, v, ts, ttl, now, prepend, row),
+                Evaluated::Null if prepend || matches!(ty, CqlType::List(_)) => Ok(()),
+                Evaluated::Null => Err(QueryError::Invalid(format!(
+                    "Invalid null value for column {}",
+                    col.name
+                ))),
+                Evaluated::Unset => Ok(()),
+            }
+        }
+        Assignment::Remove { value, .. } => match &ty {
+            CqlType::List(_) => {
+                let Evaluated::Value(Value::List(remove)) = eval_write(ctx, value, col)? else {
+                    return Ok(());
+                };
+                let remove: Vec<Vec<u8>> = remove.iter().map(codec::serialize).collect();
+                for (path, cell) in current_elements(p, ctx, table, key, prefix, col)? {
+                    if remove.iter().any(|r| r[..] == cell.value[..]) {
+                        row.cells
+                            .insert((col.id, Some(path)), Cell::tombstone(ts, now));
+                    }
+                }
+                Ok(())
+            }
+            CqlType::Set(_) => {
+                if let Evaluated::Value(Value::Set(items)) = eval_write(ctx, value, col)? {
+                    for it in items {
+                        row.cells.insert(
+                            (col.id, Some(Bytes::from(codec::serialize(&it)))),
+                            Cell::tombstone(ts, now),
+                        );
+                    }
+                }
+                Ok(())
+            }
+            CqlType::Map(k, _) => {
+                let keys_ty = CqlType::Set(k.clone());
+                if let Evaluated::Value(Value::Set(keys)) = eval(ctx, value, &keys_ty, &col.name)? {
+                    for it in keys {
+                        row.cells.insert(
+                            (col.id, Some(Bytes::from(codec::serialize(&it)))),
+                            Cell::tombstone(ts, now),
+                        );
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(QueryError::Invalid(format!(
+                "Invalid operation ({0} = {0} - ?) for non counter column {0}",
+                col.name
+            ))),
+        },
+        Assignment::SetElement {
+            key: elem_key,
+            value,
+            ..
+        } => match &ty {
+            CqlType::Map(kt, vt) => {
+                let k = match eval(ctx, elem_key, kt, &col.name)? {
+                    Evaluated::Value(k) => k,
+                    _ => return Err(QueryError::Invalid("Invalid null value for map key".into())),
+                };
+                let path = Some(Bytes::from(codec::serialize(&k)));
+                match eval(ctx, value, vt, &col.name)? {
+                    Evaluated::Value(v) => {
+                        row.cells.insert(
+                            (col.id, path),
+                            Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&v))),
+                        );
+                    }
+                    Evaluated::Null => {
+                        row.cells.insert((col.id, path), Cell::tombstone(ts, now));
+                    }
+                    Evaluated::Unset => {}
+                }
+                Ok(())
+            }
+            CqlType::List(et) => {
+                let index = list_index(ctx, elem_key, &col.name)?;
+                let current = current_elements(p, ctx, table, key, prefix, col)?;
+                let (path, _) = current.get(index).cloned().ok_or_else(|| {
+                    QueryError::Invalid(format!(
+                        "List index {index} out of bound, list has size {}",
+                        current.len()
+                    ))
+                })?;
+                match eval(ctx, value, et, &col.name)? {
+                    Evaluated::Value(v) => {
+                        row.cells.insert(
+                            (col.id, Some(path)),
+                            Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&v))),
+                        );
+                    }
+                    Evaluated::Null => {
+                        row.cells
+                            .insert((col.id, Some(path)), Cell::tombstone(ts, now));
+                    }
+                    Evaluated::Unset => {}
+                }
+                Ok(())
+            }
+            _ => Err(QueryError::Invalid(format!(
+                "Invalid operation ({0}[?] = ?) for non list or map column {0}",
+                col.name
+            ))),
+        },
+    }
+}
+
+/// Adds the cells of one DELETE target to `row`.
+#[allow(clippy::too_many_arguments)]
+pub fn delete_target(
+    p: &Processor,
+    ctx: &Ctx,
+    table: &Table,
+    key: &PartitionKey,
+    prefix: Option<&Vec<Bytes>>,
+    col: &Column,
+    element: Option<&Term>,
+    ts: i64,
+    row: &mut Row,
+) -> Result<()> {
+    let now = ctx.now_seconds;
+    let Some(elem) = element else {
+        if col.ty.is_multi_cell() {
+            row.complex_deletions
+                .insert(col.id, DeletionTime::new(ts, now));
+        } else {
+            row.cells.insert((col.id, None), Cell::tombstone(ts, now));
+        }
+        return Ok(());
+    };
+    match &col.ty {
+        CqlType::Map(kt, _) => {
+            let k = match eval(ctx, elem, kt, &col.name)? {
+                Evaluated::Value(k) => k,
+                _ => return Err(QueryError::Invalid("Invalid null value for map key".into())),
+            };
+            row.cells.insert(
+                (col.id, Some(Bytes::from(codec::serialize(&k)))),
+                Cell::tombstone(ts, now),
+            );
+            Ok(())
+        }
+        CqlType::List(_) => {
+            let index = list_index(ctx, elem, &col.name)?;
+            let current = current_elements(p, ctx, table, key, prefix, col)?;
+            let (path, _) = current.get(index).cloned().ok_or_else(|| {
+                QueryError::Invalid(format!(
+                    "List index {index} out of bound, list has size {}",
+                    current.len()
+                ))
+            })?;
+            row.cells
+                .insert((col.id, Some(path)), Cell::tombstone(ts, now));
+            Ok(())
+        }
+        CqlType::Set(_) => Err(QueryError::Invalid(format!(
+            "Invalid operation: cannot delete an element of set {} by index",
+            col.name
+        ))),
+        _ => Err(QueryError::Invalid(format!(
+            "Invalid deletion operation for non collection column {}",
+            col.name
+        ))),
+    }
+}
+
+/// The largest single value accepted in a write. It bounds the memory one
+/// cell can take; a frame (16 MiB by default) already bounds it in practice.
+pub const MAX_VALUE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Evaluates one value to write, bounded by [`MAX_VALUE_BYTES`].
+fn eval_write(ctx: &Ctx, term: &Term, col: &Column) -> Result<Evaluated> {
+    let v = eval(ctx, term, &col.ty, &col.name)?;
+    if let Evaluated::Value(val) = &v {
+        let len = codec::serialize(val).len();
+        if len > MAX_VALUE_BYTES {
+            return Err(QueryError::Invalid(format!(
+                "Value for column {} is {len} bytes, over the limit of {MAX_VALUE_BYTES}",
+                col.name
+            )));
+        }
+    }
+    Ok(v)
+}
+
+fn list_index(ctx: &Ctx, term: &Term, name: &str) -> Result<usize> {
+    match eval(ctx, term, &CqlType::Int, name)? {
+        Evaluated::Value(Value::Int(i)) if i >= 0 => Ok(i as usize),
+        Evaluated::Value(Value::Int(i)) => {
+            Err(QueryError::Invalid(format!("List index {i} out of bound")))
+        }
+        _ => Err(QueryError::Invalid(
+            "Invalid null value for list index".into(),
+        )),
+    }
+}
+
+/// Writes the elements of a collection value as cells.
+fn add_elements(
+    col: &Column,
+    v: Value,
+    ts: i64,
+    ttl: i32,
+    now: i32,
+    prepend: bool,
+    row: &mut Row,
+) -> Result<()> {
+    match v {
+        Value::List(items) => {
+            let n = items.len();
+            for (i, item) in items.into_iter().enumerate() {
+                let path = if prepend {
+                    prepend_path(i, n)
+                } else {
+                    Bytes::copy_from_slice(&time::new_timeuuid())
+                };
+                row.cells.insert(
+                    (col.id, Some(path)),
+                    Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&item))),
+                );
+            }
+        }
+        Value::Set(items) => {
+            for item in items {
+                row.cells.insert(
+                    (col.id, Some(Bytes::from(codec::serialize(&item)))),
+                    Cell::expiring(ts, ttl, now, Bytes::new()),
+                );
+            }
+        }
+        Value::Map(entries) => {
+            for (k, v) in entries {
+                row.cells.insert(
+                    (col.id, Some(Bytes::from(codec::serialize(&k)))),
+                    Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&v))),
+                );
+            }
+        }
+        other => {
+            return Err(QueryError::Invalid(format!(
+                "Invalid value {other:?} for collection column {}",
+                col.name
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// A timeuuid that sorts before every appended element: mirrored around
+/// the reference time, so later prepends sort earlier.
+fn prepend_path(index: usize, count: usize) -> Bytes {
+    let now = time::now_millis();
+    let millis = PREPEND_REFERENCE_MILLIS - (now - PREPEND_REFERENCE_MILLIS);
+    let base = time::timeuuid_for_millis(millis, time::TimeuuidBound::Min);
+    let ticks = time::timeuuid_ticks(&base) + (index as u64) - (count as u64).min(9_999) + 9_999;
+    let seed = time::new_timeuuid();
+    Bytes::copy_from_slice(&timeuuid_from_ticks(ticks, &seed))
+}
+
+fn timeuuid_from_ticks(ticks: u64, seed: &[u8; 16]) -> [u8; 16] {
+    let mut u = *seed;
+    let low = (ticks & 0xFFFF_FFFF) as u32;
+    let mid = ((ticks >> 32) & 0xFFFF) as u16;
+    let hi = (((ticks >> 48) & 0x0FFF) as u16) | 0x1000;
+    u[0..4].copy_from_slice(&low.to_be_bytes());
+    u[4..6].copy_from_slice(&mid.to_be_bytes());
+    u[6..8].copy_from_slice(&hi.to_be_bytes());
+    u
+}
+
+/// The live elements of a list column now, in list order: (path, cell).
+fn current_elements(
+    p: &Processor,
+    ctx: &Ctx,
+    table: &Table,
+    key: &PartitionKey,
+    prefix: Option<&Vec<Bytes>>,
+    col: &Column,
+) -> Result<Vec<(Bytes, Cell)>> {
+    let cmp = p.storage.comparator(table.id)?;
+    let slices = vec![Slice::prefix(prefix.cloned().unwrap_or_default(), &cmp)];
+    let Some(partition) = p.storage.read_partition(table.id, key, &slices)? else {
+        return Ok(Vec::new());
+    };
+    let (live, _) = partition.resolve(ctx.now_seconds);
+    let row = match prefix {
+        None => live.static_row,
+        Some(_) => live.rows.into_values().next(),
+    };
+    let Some(row) = row else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<(Bytes, Cell)> = row
+        .cells
+        .into_iter()
+        .filter(|((c, _), _)| *c == col.id)
+        .filter_map(|((_, path), cell)| path.map(|p| (p, cell)))
+        .collect();
+    out.sort_by(|a, b| varve_types::compare::compare(&CqlType::Timeuuid, &a.0, &b.0));
+    Ok(out)
+}

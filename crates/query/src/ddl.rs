@@ -1,0 +1,397 @@
+//! Schema statements: keyspaces, tables, TRUNCATE.
+
+use crate::api::{QueryResult, SchemaChange, SchemaChangeKind, SchemaChangeTarget};
+use crate::context::Ctx;
+use crate::error::{QueryError, Result};
+use crate::processor::Processor;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use varve_cql::ast::{self, AlterTableOp, Order, PropertyValue, Statement};
+use varve_schema::options::{KeyspaceOptions, OptionValue, ReplicationContext, TableOptions};
+use varve_schema::table::TableSpec;
+use varve_schema::{Keyspace, Table};
+use varve_storage::ClusteringComparator;
+
+/// Names longer than this are rejected (Cassandra's SchemaConstants.NAME_LENGTH).
+pub const MAX_NAME_LENGTH: usize = 48;
+
+pub fn execute(p: &Processor, ctx: &mut Ctx, stmt: &Statement) -> Result<QueryResult> {
+    match stmt {
+        Statement::CreateKeyspace(c) => create_keyspace(p, c),
+        Statement::AlterKeyspace(a) => alter_keyspace(p, a),
+        Statement::DropKeyspace { name, if_exists } => drop_keyspace(p, name, *if_exists),
+        Statement::CreateTable(c) => create_table(p, ctx, c),
+        Statement::AlterTable(a) => alter_table(p, ctx, a),
+        Statement::DropTable { name, if_exists } => drop_table(p, ctx, name, *if_exists),
+        Statement::Truncate(name) => truncate(p, ctx, name),
+        other => Err(QueryError::Server(format!(
+            "not a schema statement: {other:?}"
+        ))),
+    }
+}
+
+fn change(kind: SchemaChangeKind, target: SchemaChangeTarget) -> QueryResult {
+    QueryResult::SchemaChange(SchemaChange { kind, target })
+}
+
+fn check_name(name: &str, what: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > MAX_NAME_LENGTH
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(QueryError::Invalid(format!(
+            "{what} name must not be empty, more than {MAX_NAME_LENGTH} characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")"
+        )));
+    }
+    Ok(())
+}
+
+fn option_value(v: &PropertyValue) -> OptionValue {
+    match v {
+        PropertyValue::String(s) => OptionValue::Text(s.clone()),
+        PropertyValue::Identifier(s) => OptionValue::Text(s.clone()),
+        PropertyValue::Number(n) => OptionValue::Number(n.clone()),
+        PropertyValue::Boolean(b) => OptionValue::Bool(*b),
+        PropertyValue::Map(m) => OptionValue::Map(m.iter().cloned().collect()),
+    }
+}
+
+fn props(list: &[(String, PropertyValue)]) -> Vec<(String, OptionValue)> {
+    list.iter()
+        .map(|(n, v)| (n.clone(), option_value(v)))
+        .collect()
+}
+
+fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<QueryResult> {
+    check_name(&c.name, "Keyspace")?;
+    let options = KeyspaceOptions::for_create(
+        &c.name,
+        &props(&c.properties),
+        &ReplicationContext::default(),
+    )?;
+    let created = p.update_schema(|s| {
+        if s.keyspaces.contains_key(&c.name) {
+            if c.if_not_exists {
+                return Ok(false);
+            }
+            return Err(QueryError::AlreadyExists {
+                keyspace: c.name.clone(),
+                table: String::new(),
+                message: format!("Keyspace {} already exists", c.name),
+            });
+        }
+        s.keyspaces.insert(
+            c.name.clone(),
+            Arc::new(Keyspace {
+                name: c.name.clone(),
+                replication: options.replication,
+                durable_writes: options.durable_writes,
+                tables: BTreeMap::new(),
+                is_system: false,
+            }),
+        );
+        Ok(true)
+    })?;
+    if !created {
+        return Ok(QueryResult::Void);
+    }
+    Ok(change(
+        SchemaChangeKind::Created,
+        SchemaChangeTarget::Keyspace(c.name.clone()),
+    ))
+}
+
+fn alter_keyspace(p: &Processor, a: &ast::AlterKeyspace) -> Result<QueryResult> {
+    let altered = p.update_schema(|s| {
+        let Some(ks) = s.keyspaces.get(&a.name) else {
+            if a.if_exists {
+                return Ok(false);
+            }
+            return Err(QueryError::Invalid(format!(
+                "Keyspace '{}' does not exist",
+                a.name
+            )));
+        };
+        if ks.is_system {
+            return Err(QueryError::Invalid(format!(
+                "Cannot alter system keyspace {}",
+                a.name
+            )));
+        }
+        let mut ks = (**ks).clone();
+        let current = KeyspaceOptions {
+            replication: ks.replication.clone(),
+            durable_writes: ks.durable_writes,
+        };
+        let next = current.altered(
+            &a.name,
+            &props(&a.properties),
+            &ReplicationContext::default(),
+        )?;
+        ks.replication = next.replication;
+        ks.durable_writes = next.durable_writes;
+        s.keyspaces.insert(a.name.clone(), Arc::new(ks));
+        Ok(true)
+    })?;
+    if !altered {
+        return Ok(QueryResult::Void);
+    }
+    Ok(change(
+        SchemaChangeKind::Updated,
+        SchemaChangeTarget::Keyspace(a.name.clone()),
+    ))
+}
+
+fn drop_keyspace(p: &Processor, name: &str, if_exists: bool) -> Result<QueryResult> {
+    let dropped = p.update_schema(|s| match s.keyspaces.get(name) {
+        None if if_exists => Ok(None),
+        None => Err(QueryError::Config(format!(
+            "Cannot drop non existing keyspace '{name}'."
+        ))),
+        Some(ks) if ks.is_system => Err(QueryError::Unauthorized(format!(
+            "Cannot DROP <keyspace {name}>"
+        ))),
+        Some(_) => Ok(s.keyspaces.remove(name)),
+    })?;
+    let Some(ks) = dropped else {
+        return Ok(QueryResult::Void);
+    };
+    for t in ks.tables.values() {
+        p.storage.drop_table(t.id);
+    }
+    p.forget_prepared();
+    Ok(change(
+        SchemaChangeKind::Dropped,
+        SchemaChangeTarget::Keyspace(name.to_string()),
+    ))
+}
+
+/// The clustering comparator storage uses for a table.
+pub fn comparator(t: &Table) -> Arc<ClusteringComparator> {
+    ClusteringComparator::new(
+        t.clustering()
+            .map(|c| (c.ty.clone(), c.descending))
+            .collect(),
+    )
+}
+
+fn create_table(p: &Processor, ctx: &mut Ctx, c: &ast::CreateTable) -> Result<QueryResult> {
+    let ks_name = ctx.keyspace_of(&c.name.keyspace)?;
+    check_name(&c.name.name, "Table")?;
+    if c.compact_storage {
+        return Err(QueryError::Invalid(
+            "COMPACT STORAGE tables are not supported starting with version 4.0".into(),
+        ));
+    }
+    let options = TableOptions::for_create(&props(&c.properties))?;
+    let order: BTreeMap<&str, Order> = c
+        .clustering_order
+        .iter()
+        .map(|(n, o)| (n.as_str(), *o))
+        .collect();
+    for (i, (name, _)) in c.clustering_order.iter().enumerate() {
+        if c.clustering_key.get(i) != Some(name) {
+            return Err(QueryError::Invalid(if c.clustering_key.contains(name) {
+                "The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns".to_string()
+            } else {
+                format!("Only clustering key columns can be defined in CLUSTERING ORDER directive: {name} is not a clustering column")
+            }));
+        }
+    }
+    let spec = TableSpec {
+        keyspace: ks_name.clone(),
+        name: c.name.name.clone(),
+        id: u128::from_be_bytes(varve_types::time::new_timeuuid()),
+        columns: c
+            .columns
+            .iter()
+            .map(|d| (d.name.clone(), d.ty.clone(), d.is_static))
+            .collect(),
+        partition_key: c.partition_key.clone(),
+        clustering: c
+            .clustering_key
+            .iter()
+            .map(|n| (n.clone(), order.get(n.as_str()) == Some(&Order::Desc)))
+            .collect(),
+        options,
+    };
+    let table = Table::create(spec)?;
+    let created = p.update_schema(|s| {
+        let ks = s
+            .keyspaces
+            .get(&ks_name)
+            .ok_or_else(|| QueryError::Invalid(format!("Keyspace '{ks_name}' doesn't exist")))?;
+        if ks.is_system {
+            return Err(QueryError::Unauthorized(format!(
+                "Cannot CREATE <table {ks_name}.{}>",
+                table.name
+            )));
+        }
+        if ks.tables.contains_key(&table.name) {
+            if c.if_not_exists {
+                return Ok(false);
+            }
+            return Err(QueryError::AlreadyExists {
+                keyspace: ks_name.clone(),
+                table: table.name.clone(),
+                message: format!("Table {ks_name}.{} already exists", table.name),
+            });
+        }
+        p.storage.create_table(table.id, comparator(&table));
+        let mut ks = (**ks).clone();
+        ks.tables
+            .insert(table.name.clone(), Arc::new(table.clone()));
+        s.keyspaces.insert(ks_name.clone(), Arc::new(ks));
+        Ok(true)
+    })?;
+    if !created {
+        return Ok(QueryResult::Void);
+    }
+    Ok(change(
+        SchemaChangeKind::Created,
+        SchemaChangeTarget::Table(ks_name, c.name.name.clone()),
+    ))
+}
+
+/// Applies `f` to a copy of the table and stores it back.
+fn modify_table(
+    p: &Processor,
+    ks_name: &str,
+    name: &str,
+    if_exists: bool,
+    f: impl FnOnce(&mut Table) -> Result<()>,
+) -> Result<bool> {
+    p.update_schema(|s| {
+        let ks = s
+            .keyspaces
+            .get(ks_name)
+            .ok_or_else(|| QueryError::Invalid(format!("Keyspace '{ks_name}' doesn't exist")))?;
+        let Some(t) = ks.tables.get(name) else {
+            if if_exists {
+                return Ok(false);
+            }
+            return Err(QueryError::Invalid(format!(
+                "Table '{ks_name}.{name}' doesn't exist"
+            )));
+        };
+        if ks.is_system {
+            return Err(QueryError::Unauthorized(format!(
+                "Cannot ALTER <table {ks_name}.{name}>"
+            )));
+        }
+        let mut t = (**t).clone();
+        f(&mut t)?;
+        let mut ks = (**ks).clone();
+        ks.tables.insert(name.to_string(), Arc::new(t));
+        s.keyspaces.insert(ks_name.to_string(), Arc::new(ks));
+        Ok(true)
+    })
+}
+
+fn alter_table(p: &Processor, ctx: &mut Ctx, a: &ast::AlterTable) -> Result<QueryResult> {
+    let ks_name = ctx.keyspace_of(&a.name.keyspace)?;
+    let at = ctx.timestamp_micros;
+    let altered = modify_table(p, &ks_name, &a.name.name, a.if_exists, |t| match &a.op {
+        AlterTableOp::Add {
+            if_not_exists,
+            columns,
+        } => {
+            for c in columns {
+                if t.column(&c.name).is_some() && *if_not_exists {
+                    continue;
+                }
+                t.add_column(&c.name, c.ty.clone(), c.is_static)?;
+            }
+            Ok(())
+        }
+        AlterTableOp::Drop { if_exists, columns } => {
+            for c in columns {
+                if t.column(c).is_none() && *if_exists {
+                    continue;
+                }
+                t.drop_column(c, at)?;
+            }
+            Ok(())
+        }
+        AlterTableOp::Rename { if_exists, renames } => {
+            for (from, to) in renames {
+                if t.column(from).is_none() && *if_exists {
+                    continue;
+                }
+                t.rename_column(from, to)?;
+            }
+            Ok(())
+        }
+        AlterTableOp::AlterType { .. } => Err(QueryError::Invalid(
+            "Altering column types is no longer supported".into(),
+        )),
+        AlterTableOp::With(list) => {
+            t.options = t.options.altered(&props(list))?;
+            Ok(())
+        }
+    })?;
+    if !altered {
+        return Ok(QueryResult::Void);
+    }
+    p.forget_prepared();
+    Ok(change(
+        SchemaChangeKind::Updated,
+        SchemaChangeTarget::Table(ks_name, a.name.name.clone()),
+    ))
+}
+
+fn drop_table(
+    p: &Processor,
+    ctx: &mut Ctx,
+    name: &ast::QualifiedName,
+    if_exists: bool,
+) -> Result<QueryResult> {
+    let ks_name = ctx.keyspace_of(&name.keyspace)?;
+    let dropped = p.update_schema(|s| {
+        let Some(ks) = s.keyspaces.get(&ks_name) else {
+            if if_exists {
+                return Ok(None);
+            }
+            return Err(QueryError::Invalid(format!(
+                "Keyspace '{ks_name}' doesn't exist"
+            )));
+        };
+        if ks.is_system {
+            return Err(QueryError::Unauthorized(format!(
+                "Cannot DROP <table {ks_name}.{}>",
+                name.name
+            )));
+        }
+        let mut ks = (**ks).clone();
+        let t = ks.tables.remove(&name.name);
+        if t.is_none() && !if_exists {
+            return Err(QueryError::Invalid(format!(
+                "Table '{ks_name}.{}' doesn't exist",
+                name.name
+            )));
+        }
+        s.keyspaces.insert(ks_name.clone(), Arc::new(ks));
+        Ok(t)
+    })?;
+    let Some(t) = dropped else {
+        return Ok(QueryResult::Void);
+    };
+    p.storage.drop_table(t.id);
+    p.forget_prepared();
+    Ok(change(
+        SchemaChangeKind::Dropped,
+        SchemaChangeTarget::Table(ks_name, name.name.clone()),
+    ))
+}
+
+fn truncate(p: &Processor, ctx: &mut Ctx, name: &ast::QualifiedName) -> Result<QueryResult> {
+    let t = ctx.table(name)?;
+    if t.is_virtual {
+        return Err(QueryError::Invalid(format!(
+            "Error during truncate: Cannot truncate virtual table {}.{}",
+            t.keyspace, t.name
+        )));
+    }
+    p.storage.truncate(t.id)?;
+    Ok(QueryResult::Void)
+}

@@ -1,0 +1,231 @@
+//! Server-side DESCRIBE (as Cassandra 4.0+ offers and cqlsh uses): the
+//! CQL that recreates keyspaces and tables.
+
+use crate::api::{ColumnSpec, QueryResult, ResultRows};
+use crate::context::Ctx;
+use crate::error::{QueryError, Result};
+use crate::processor::Processor;
+use bytes::Bytes;
+use varve_cql::ast::{Describe, QualifiedName};
+use varve_schema::options::KeyspaceOptions;
+use varve_schema::{ColumnKind, Keyspace, Table};
+use varve_types::{codec, CqlType, Value};
+
+/// Quotes an identifier when CQL needs it to be read back unchanged.
+pub fn quote(name: &str) -> String {
+    let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !varve_cql::is_reserved(name);
+    if plain {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+pub fn keyspace_cql(ks: &Keyspace) -> String {
+    let opts = KeyspaceOptions {
+        replication: ks.replication.clone(),
+        durable_writes: ks.durable_writes,
+    };
+    format!("CREATE KEYSPACE {} {}", quote(&ks.name), opts.to_cql())
+}
+
+pub fn table_cql(t: &Table) -> String {
+    let mut s = format!("CREATE TABLE {}.{} (\n", quote(&t.keyspace), quote(&t.name));
+    let pk: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
+    let ck: Vec<_> = t.clustering().collect();
+    let inline_pk = pk.len() == 1 && ck.is_empty();
+    for c in &t.columns {
+        s.push_str(&format!("    {} {}", quote(&c.name), c.ty.cql_name()));
+        if c.kind == ColumnKind::Static {
+            s.push_str(" static");
+        }
+        if inline_pk && c.kind == ColumnKind::PartitionKey {
+            s.push_str(" PRIMARY KEY");
+        }
+        s.push_str(",\n");
+    }
+    if inline_pk {
+        s.truncate(s.len() - 2);
+        s.push('\n');
+    } else {
+        let pk_text = if pk.len() == 1 {
+            quote(pk[0])
+        } else {
+            format!(
+                "({})",
+                pk.iter().map(|n| quote(n)).collect::<Vec<_>>().join(", ")
+            )
+        };
+        let mut parts = vec![pk_text];
+        parts.extend(ck.iter().map(|c| quote(&c.name)));
+        s.push_str(&format!("    PRIMARY KEY ({})\n", parts.join(", ")));
+    }
+    s.push_str(") WITH ");
+    if !ck.is_empty() {
+        let order: Vec<String> = ck
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    quote(&c.name),
+                    if c.descending { "DESC" } else { "ASC" }
+                )
+            })
+            .collect();
+        s.push_str(&format!(
+            "CLUSTERING ORDER BY ({})\n    AND ",
+            order.join(", ")
+        ));
+    }
+    s.push_str(&t.options.to_cql());
+    s.push(';');
+    s
+}
+
+fn spec(name: &str) -> ColumnSpec {
+    ColumnSpec {
+        keyspace: String::new(),
+        table: String::new(),
+        name: name.to_string(),
+        ty: CqlType::Text,
+    }
+}
+
+fn cell(s: &str) -> Option<Bytes> {
+    Some(Bytes::from(codec::serialize(&Value::Text(s.to_string()))))
+}
+
+fn rows(columns: &[&str], rows: Vec<Vec<String>>) -> QueryResult {
+    let columns: Vec<ColumnSpec> = columns.iter().map(|c| spec(c)).collect();
+    let metadata_id = crate::prepare::metadata_id(&columns);
+    QueryResult::Rows(ResultRows {
+        columns,
+        rows: rows
+            .into_iter()
+            .map(|r| r.iter().map(|v| cell(v)).collect())
+            .collect(),
+        paging_state: None,
+        metadata_id,
+    })
+}
+
+const ELEMENT: &[&str] = &["keyspace_name", "type", "name", "create_statement"];
+const LISTING: &[&str] = &["keyspace_name", "type", "name"];
+
+fn is_hidden(ks: &Keyspace) -> bool {
+    ks.is_system
+}
+
+fn keyspace_rows(ks: &Keyspace, only: bool) -> Vec<Vec<String>> {
+    let mut out = vec![vec![
+        ks.name.clone(),
+        "keyspace".into(),
+        ks.name.clone(),
+        keyspace_cql(ks),
+    ]];
+    if !only {
+        for t in ks.tables.values() {
+            out.push(vec![
+                ks.name.clone(),
+                "table".into(),
+                t.name.clone(),
+                table_cql(t),
+            ]);
+        }
+    }
+    out
+}
+
+pub fn execute(_p: &Processor, ctx: &Ctx, d: &Describe) -> Result<QueryResult> {
+    let schema = &ctx.schema;
+    Ok(match d {
+        Describe::Cluster => rows(
+            &["cluster", "partitioner", "snitch"],
+            vec![vec![
+                _p.node.cluster_name.clone(),
+                "org.apache.cassandra.dht.Murmur3Partitioner".into(),
+                "org.apache.cassandra.locator.SimpleSnitch".into(),
+            ]],
+        ),
+        Describe::Keyspaces => rows(
+            LISTING,
+            schema
+                .keyspaces
+                .values()
+                .map(|k| vec![k.name.clone(), "keyspace".into(), k.name.clone()])
+                .collect(),
+        ),
+        Describe::Schema { full } => {
+            let mut out = Vec::new();
+            for ks in schema.keyspaces.values() {
+                if *full || !is_hidden(ks) {
+                    out.extend(keyspace_rows(ks, false));
+                }
+            }
+            rows(ELEMENT, out)
+        }
+        Describe::Keyspace { name, only } => {
+            let name = ctx.keyspace_of(name)?;
+            let ks = schema
+                .keyspace(&name)
+                .ok_or_else(|| QueryError::Invalid(format!("'{name}' not found in keyspaces")))?;
+            rows(ELEMENT, keyspace_rows(ks, *only))
+        }
+        Describe::Tables => {
+            let mut out = Vec::new();
+            for ks in schema.keyspaces.values() {
+                if ctx.keyspace.as_ref().is_some_and(|k| *k != ks.name)
+                    || (ctx.keyspace.is_none() && is_hidden(ks))
+                {
+                    continue;
+                }
+                for t in ks.tables.values() {
+                    out.push(vec![ks.name.clone(), "table".into(), t.name.clone()]);
+                }
+            }
+            rows(LISTING, out)
+        }
+        Describe::Table(name) => {
+            let t = table(ctx, name)?;
+            rows(
+                ELEMENT,
+                vec![vec![
+                    t.keyspace.clone(),
+                    "table".into(),
+                    t.name.clone(),
+                    table_cql(&t),
+                ]],
+            )
+        }
+        Describe::Types | Describe::Functions | Describe::Aggregates => rows(LISTING, Vec::new()),
+        Describe::Name(name) => {
+            if name.keyspace.is_none() {
+                if let Some(ks) = schema.keyspace(&name.name) {
+                    return Ok(rows(ELEMENT, keyspace_rows(ks, false)));
+                }
+            }
+            let t = table(ctx, name)?;
+            rows(
+                ELEMENT,
+                vec![vec![
+                    t.keyspace.clone(),
+                    "table".into(),
+                    t.name.clone(),
+                    table_cql(&t),
+                ]],
+            )
+        }
+    })
+}
+
+fn table(ctx: &Ctx, name: &QualifiedName) -> Result<std::sync::Arc<Table>> {
+    let ks = ctx.keyspace_of(&name.keyspace)?;
+    ctx.schema
+        .table(&ks, &name.name)
+        .cloned()
+        .ok_or_else(|| QueryError::Invalid(format!("'{}' not found in keyspace '{ks}'", name.name)))
+}

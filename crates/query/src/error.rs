@@ -1,0 +1,70 @@
+//! Query errors, one variant per CQL error code family.
+
+use bytes::Bytes;
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum QueryError {
+    /// SyntaxException (0x2000)
+    #[error("{0}")]
+    Syntax(String),
+    /// InvalidRequest (0x2200)
+    #[error("{0}")]
+    Invalid(String),
+    /// ConfigurationException (0x2300)
+    #[error("{0}")]
+    Config(String),
+    /// AlreadyExists (0x2400); `table` is empty for a keyspace.
+    #[error("{message}")]
+    AlreadyExists {
+        keyspace: String,
+        table: String,
+        message: String,
+    },
+    /// Unauthorized (0x2100), e.g. changing a system keyspace.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Unprepared (0x2500): the driver re-prepares and retries.
+    #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.id))]
+    Unprepared { id: Bytes },
+    /// ReadFailure (0x1300), e.g. too many tombstones scanned.
+    #[error("{message}")]
+    ReadFailure { message: String },
+    /// Overloaded (0x1001)
+    #[error("{0}")]
+    Overloaded(String),
+    /// ServerError (0x0000): a bug or an unexpected state.
+    #[error("{0}")]
+    Server(String),
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+pub type Result<T> = std::result::Result<T, QueryError>;
+
+impl From<varve_schema::Error> for QueryError {
+    fn from(e: varve_schema::Error) -> Self {
+        match e {
+            varve_schema::Error::Invalid(m) => QueryError::Invalid(m),
+            varve_schema::Error::Config(m) => QueryError::Config(m),
+            varve_schema::Error::Syntax(m) => QueryError::Syntax(m),
+        }
+    }
+}
+
+impl From<varve_schema::options::OptionError> for QueryError {
+    fn from(e: varve_schema::options::OptionError) -> Self {
+        varve_schema::Error::from(e).into()
+    }
+}
+
+impl From<varve_storage::Error> for QueryError {
+    fn from(e: varve_storage::Error) -> Self {
+        match e {
+            varve_storage::Error::UnknownTable(_) => {
+                QueryError::Invalid(format!("{e} (the table was dropped)"))
+            }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Native scalar functions (now(), uuid(), toTimestamp(), blobAsText(),
+//! ...), shared by terms in writes and by selectors in SELECT.
+
+use crate::context::Ctx;
+use crate::error::{QueryError, Result};
+use crate::terms::{eval, Evaluated};
+use varve_cql::ast::{Literal, Term};
+use varve_types::time::{self, TimeuuidBound};
+use varve_types::{codec, CqlType, Value};
+
+/// A typed value flowing through functions.
+pub type Typed = (CqlType, Option<Value>);
+
+const MILLIS_PER_DAY: i64 = 86_400_000;
+const DATE_EPOCH: i64 = 1 << 31;
+
+/// A function call in a term (write value, WHERE value), coerced to `ty`.
+pub fn call_term(
+    ctx: &Ctx,
+    fname: &str,
+    args: &[Term],
+    ty: &CqlType,
+    name: &str,
+) -> Result<Evaluated> {
+    let mut typed_args = Vec::with_capacity(args.len());
+    for (i, arg) in args.iter().enumerate() {
+        let arg_ty = argument_type(fname, i).unwrap_or_else(|| natural_type(arg));
+        typed_args.push((arg_ty.clone(), eval(ctx, arg, &arg_ty, name)?.into_option()));
+    }
+    let (ret_ty, value) = apply(fname, typed_args)?;
+    let Some(value) = value else {
+        return Ok(Evaluated::Null);
+    };
+    if ret_ty.unfrozen() == ty.unfrozen() {
+        return Ok(Evaluated::Value(value));
+    }
+    // Assignable when the bytes are valid for the target (e.g. text->ascii is not).
+    if compatible(&ret_ty, ty) {
+        let bytes = codec::serialize(&value);
+        if let Ok(v) = codec::deserialize(ty, &bytes) {
+            return Ok(Evaluated::Value(v));
+        }
+    }
+    Err(QueryError::Invalid(format!(
+        "Type error: cannot assign result of function system.{} (type {}) to {} (type {})",
+        fname.to_lowercase(),
+        ret_ty,
+        name,
+        ty
+    )))
+}
+
+fn compatible(from: &CqlType, to: &CqlType) -> bool {
+    matches!(
+        (from.unfrozen(), to.unfrozen()),
+        (CqlType::Timeuuid, CqlType::Uuid) | (CqlType::Ascii, CqlType::Text) | (CqlType::Blob, _)
+    )
+}
+
+/// The type an argument must have, when the function fixes it.
+fn argument_type(fname: &str, _index: usize) -> Option<CqlType> {
+    let f = fname.to_ascii_lowercase();
+    if let Some(_target) = f.strip_prefix("blobas") {
+        return Some(CqlType::Blob);
+    }
+    match f.as_str() {
+        "mintimeuuid" | "maxtimeuuid" => Some(CqlType::Timestamp),
+        _ => None,
+    }
+}
+
+/// The type a term has on its own (for function arguments).
+pub fn natural_type(term: &Term) -> CqlType {
+    match term {
+        Term::Literal(Literal::String(_)) => CqlType::Text,
+        Term::Literal(Literal::Integer(_)) => CqlType::Int,
+        Term::Literal(Literal::Float(_)) => CqlType::Double,
+        Term::Literal(Literal::Boolean(_)) => CqlType::Boolean,
+        Term::Literal(Literal::Uuid(_)) => CqlType::Uuid,
+        Term::Literal(Literal::Blob(_)) => CqlType::Blob,
+        Term::Literal(Literal::Duration(_)) => CqlType::Duration,
+        Term::FunctionCall { name, .. } => return_type(name).unwrap_or(CqlType::Blob),
+        Term::Cast { ty, .. } => ty.clone(),
+        _ => CqlType::Blob,
+    }
+}
+
+/// The return type of a zero-argument or fixed-type function.
+fn return_type(fname: &str) -> Option<CqlType> {
+    let f = fname.to_ascii_lowercase();
+    if let Some(t) = f.strip_prefix("blobas") {
+        return type_by_name(t);
+    }
+    if f.ends_with("asblob") {
+        return Some(CqlType::Blob);
+    }
+    Some(match f.as_str() {
+        "now" | "currenttimeuuid" | "mintimeuuid" | "maxtimeuuid" => CqlType::Timeuuid,
+        "uuid" => CqlType::Uuid,
+        "currenttimestamp" | "totimestamp" => CqlType::Timestamp,
+        "currentdate" | "todate" => CqlType::Date,
+        "currenttime" => CqlType::Time,
+        "tounixtimestamp" => CqlType::BigInt,
+        _ => return None,
+    })
+}
+
+fn type_by_name(name: &str) -> Option<CqlType> {
+    Some(match name {
+        "ascii" => CqlType::Ascii,
+        "text" | "varchar" => CqlType::Text,
+        "blob" => CqlType::Blob,
+        "boolean" => CqlType::Boolean,
+        "tinyint" => CqlType::TinyInt,
+        "smallint" => CqlType::SmallInt,
+        "int" => CqlType::Int,
+        "bigint" => CqlType::BigInt,
+        "varint" => CqlType::Varint,
+        "float" => CqlType::Float,
+        "double" => CqlType::Double,
+        "decimal" => CqlType::Decimal,
+        "uuid" => CqlType::Uuid,
+        "timeuuid" => CqlType::Timeuuid,
+        "timestamp" => CqlType::Timestamp,
+        "date" => CqlType::Date,
+        "time" => CqlType::Time,
+        "duration" => CqlType::Duration,
+        "inet" => CqlType::Inet,
+        _ => return None,
+    })
+}
+
+/// Applies a native scalar function to typed arguments.
+pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
+    let f = fname.to_ascii_lowercase();
+    let arity = |n: usize| -> Result<()> {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(QueryError::Invalid(format!(
+                "Invalid number of arguments in call to function system.{f}: {n} required but {} provided",
+                args.len()
+            )))
+        }
+    };
+    if let Some(target) = f.strip_prefix("blobas") {
+        arity(1)?;
+        let ty = type_by_name(target).ok_or_else(|| unknown(&f))?;
+        let value = match &args[0].1 {
+            Some(Value::Blob(b)) => Some(codec::deserialize(&ty, b).map_err(|e| {
+                QueryError::Invalid(format!("In call to function system.{f}, value 0x{} is not a valid binary representation for type {target}: {e}", hex(b)))
+            })?),
+            _ => None,
+        };
+        return Ok((ty, value));
+    }
+    if let Some(source) = f.strip_suffix("asblob") {
+        arity(1)?;
+        type_by_name(source).ok_or_else(|| unknown(&f))?;
+        return Ok((
+            CqlType::Blob,
+            args[0].1.as_ref().map(|v| Value::Blob(codec::serialize(v))),
+        ));
+    }
+    match f.as_str() {
+        "now" | "currenttimeuuid" => {
+            arity(0)?;
+            Ok((
+                CqlType::Timeuuid,
+                Some(Value::Timeuuid(time::new_timeuuid())),
+            ))
+        }
+        "uuid" => {
+            arity(0)?;
+            Ok((CqlType::Uuid, Some(Value::Uuid(time::random_uuid()))))
+        }
+        "currenttimestamp" => {
+            arity(0)?;
+            Ok((
+                CqlType::Timestamp,
+                Some(Value::Timestamp(time::now_millis())),
+            ))
+        }
+        "currentdate" => {
+            arity(0)?;
+            Ok((CqlType::Date, Some(date_of_millis(time::now_millis()))))
+        }
+        "currenttime" => {
+            arity(0)?;
+            let ms = time::now_millis().rem_euclid(MILLIS_PER_DAY);
+            Ok((CqlType::Time, Some(Value::Time(ms * 1_000_000))))
+        }
+        "totimestamp" => {
+            arity(1)?;
+            let v = args[0]
+                .1
+                .as_ref()
+                .map(|v| millis_of(v).map(Value::Timestamp))
+                .transpose()?;
+            Ok((CqlType::Timestamp, v))
+        }
+        "todate" => {
+            arity(1)?;
+            let v = args[0]
+                .1
+                .as_ref()
+                .map(|v| millis_of(v).map(date_of_millis))
+                .transpose()?;
+            Ok((CqlType::Date, v))
+        }
+        "tounixtimestamp" => {
+            arity(1)?;
+            let v = args[0]
+                .1
+                .as_ref()
+                .map(|v| millis_of(v).map(Value::BigInt))
+                .transpose()?;
+            Ok((CqlType::BigInt, v))
+        }
+        "mintimeuuid" | "maxtimeuuid" => {
+            arity(1)?;
+            let bound = if f == "mintimeuuid" {
+                TimeuuidBound::Min
+            } else {
+                TimeuuidBound::Max
+            };
+            let v = args[0]
+                .1
+                .as_ref()
+                .map(|v| {
+                    millis_of(v).map(|ms| Value::Timeuuid(time::timeuuid_for_millis(ms, bound)))
+                })
+                .transpose()?;
+            Ok((CqlType::Timeuuid, v))
+        }
+        _ => Err(unknown(&f)),
+    }
+}
+
+fn unknown(f: &str) -> QueryError {
+    QueryError::Invalid(format!("Unknown function '{f}'"))
+}
+
+fn millis_of(v: &Value) -> Result<i64> {
+    match v {
+        Value::Timeuuid(u) => Ok(time::timeuuid_millis(u)),
+        Value::Timestamp(ms) => Ok(*ms),
+        Value::Date(d) => Ok((*d as i64 - DATE_EPOCH) * MILLIS_PER_DAY),
+        other => Err(QueryError::Invalid(format!(
+            "Cannot convert {other:?} to a timestamp"
+        ))),
+    }
+}
+
+fn date_of_millis(ms: i64) -> Value {
+    Value::Date((ms.div_euclid(MILLIS_PER_DAY) + DATE_EPOCH) as u32)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

@@ -1,0 +1,397 @@
+//! What PREPARE tells the driver: the name and type of every bind marker,
+//! and which markers carry the partition key (for token-aware routing).
+
+use crate::api::ColumnSpec;
+use crate::error::{QueryError, Result};
+use bytes::Bytes;
+use varve_cql::ast::{
+    Assignment, Conditions, Operator, Parsed, QualifiedName, Relation, RelationLhs, Statement,
+    Term, Using,
+};
+use varve_schema::{ColumnKind, Schema, Table};
+use varve_types::CqlType;
+
+/// A digest of result columns (the v5 result metadata id).
+pub fn metadata_id(columns: &[ColumnSpec]) -> Bytes {
+    use md5::{Digest, Md5};
+    let mut h = Md5::new();
+    for c in columns {
+        h.update(c.keyspace.as_bytes());
+        h.update([0]);
+        h.update(c.table.as_bytes());
+        h.update([0]);
+        h.update(c.name.as_bytes());
+        h.update([0]);
+        h.update(c.ty.cql_name().as_bytes());
+        h.update([1]);
+    }
+    Bytes::copy_from_slice(&h.finalize())
+}
+
+struct Specs<'a> {
+    table: Option<&'a Table>,
+    specs: Vec<Option<ColumnSpec>>,
+    /// marker index bound by `pk = ?` per partition key position
+    pk: Vec<Option<u16>>,
+}
+
+impl Specs<'_> {
+    fn set(&mut self, index: usize, name: &str, ty: &CqlType) {
+        let Some(t) = self.table else { return };
+        if let Some(slot) = self.specs.get_mut(index) {
+            *slot = Some(ColumnSpec {
+                keyspace: t.keyspace.clone(),
+                table: t.name.clone(),
+                name: name.to_string(),
+                ty: ty.unfrozen().clone(),
+            });
+        }
+    }
+
+    fn term(&mut self, term: &Term, name: &str, ty: &CqlType) {
+        match term {
+            Term::Bind(i) => self.set(*i, name, ty),
+            Term::List(items) | Term::Set(items) => {
+                let elem = match ty.unfrozen() {
+                    CqlType::List(e) | CqlType::Set(e) => (**e).clone(),
+                    _ => CqlType::Blob,
+                };
+                for it in items {
+                    self.term(it, name, &elem);
+                }
+            }
+            Term::Map(entries) => {
+                let (k, v) = match ty.unfrozen() {
+                    CqlType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                    _ => (CqlType::Blob, CqlType::Blob),
+                };
+                for (kt, vt) in entries {
+                    self.term(kt, name, &k);
+                    self.term(vt, name, &v);
+                }
+            }
+            Term::Tuple(items) => {
+                let types = match ty.unfrozen() {
+                    CqlType::Tuple(ts) => ts.clone(),
+                    other => vec![other.clone(); items.len()],
+                };
+                for (it, t) in items.iter().zip(types.iter()) {
+                    self.term(it, name, t);
+                }
+            }
+            Term::FunctionCall { name: f, args } if f == "token" => {
+                if let Some(t) = self.table {
+                    let pk: Vec<(String, CqlType)> = t
+                        .partition_key()
+                        .map(|c| (c.name.clone(), c.ty.clone()))
+                        .collect();
+                    for (a, (n, ty)) in args.iter().zip(pk) {
+                        self.term(a, &n, &ty);
+                    }
+                }
+            }
+            Term::FunctionCall { args, .. } => {
+                for a in args {
+                    let ty = crate::functions::natural_type(a);
+                    self.term(a, name, &ty);
+                }
+            }
+            Term::Cast { ty, term } => self.term(term, name, ty),
+            Term::Negate(inner) => self.term(inner, name, ty),
+            Term::Literal(_) => {}
+        }
+    }
+
+    fn using(&mut self, u: &Using) {
+        if let Some(t) = &u.ttl {
+            self.term(t, "[ttl]", &CqlType::Int);
+        }
+        if let Some(t) = &u.timestamp {
+            self.term(t, "[timestamp]", &CqlType::BigInt);
+        }
+    }
+
+    fn relations(&mut self, rels: &[Relation]) {
+        let Some(t) = self.table else { return };
+        for r in rels {
+            match &r.lhs {
+                RelationLhs::Column(n) => {
+                    let Some(c) = t.column(n) else { continue };
+                    match r.op {
+                        Operator::In => match &r.rhs {
+                            Term::Bind(i) => self.set(
+                                *i,
+                                &format!("in({n})"),
+                                &CqlType::List(Box::new(c.ty.clone())),
+                            ),
+                            other => self.term(other, n, &c.ty),
+                        },
+                        Operator::Contains => {
+                            let e = match c.ty.unfrozen() {
+                                CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e) => {
+                                    (**e).clone()
+                                }
+                                other => other.clone(),
+                            };
+                            self.term(&r.rhs, n, &e)
+                        }
+                        Operator::ContainsKey => {
+                            let k = match c.ty.unfrozen() {
+                                CqlType::Map(k, _) => (**k).clone(),
+                                other => other.clone(),
+                            };
+                            self.term(&r.rhs, n, &k)
+                        }
+                        _ => {
+                            if r.op == Operator::Eq && c.kind == ColumnKind::PartitionKey {
+                                if let Term::Bind(i) = &r.rhs {
+                                    if let Some(slot) = self.pk.get_mut(c.position as usize) {
+                                        *slot = Some(*i as u16);
+                                    }
+                                }
+                            }
+                            self.term(&r.rhs, n, &c.ty)
+                        }
+                    }
+                }
+                RelationLhs::Columns(names) => {
+                    let types: Vec<CqlType> = names
+                        .iter()
+                        .filter_map(|n| t.column(n).map(|c| c.ty.clone()))
+                        .collect();
+                    let tuple = CqlType::Tuple(types);
+                    let shown = format!("({})", names.join(","));
+                    match (&r.op, &r.rhs) {
+                        (Operator::In, Term::Bind(i)) => {
+                            self.set(*i, &format!("in({shown})"), &CqlType::List(Box::new(tuple)))
+                        }
+                        (Operator::In, Term::Tuple(items)) => {
+                            for it in items {
+                                self.term(it, &shown, &tuple);
+                            }
+                        }
+                        (_, rhs) => self.term(rhs, &shown, &tuple),
+                    }
+                }
+                RelationLhs::Token(_) => match &r.rhs {
+                    Term::FunctionCall { .. } => {
+                        self.term(&r.rhs, "partition key token", &CqlType::BigInt)
+                    }
+                    other => self.term(other, "partition key token", &CqlType::BigInt),
+                },
+                RelationLhs::MapElement { column, key } => {
+                    if let Some(CqlType::Map(k, v)) =
+                        t.column(column).map(|c| c.ty.unfrozen().clone())
+                    {
+                        self.term(key, &format!("key({column})"), &k);
+                        self.term(&r.rhs, &format!("value({column})"), &v);
+                    }
+                }
+            }
+        }
+    }
+
+    fn conditions(&mut self, conds: &Conditions) {
+        let (Conditions::If(list), Some(t)) = (conds, self.table) else {
+            return;
+        };
+        for c in list {
+            let Some(col) = t.column(&c.column) else {
+                continue;
+            };
+            let ty = match (&c.element, col.ty.unfrozen()) {
+                (Some(k), CqlType::Map(kt, vt)) => {
+                    self.term(k, &format!("key({})", c.column), kt);
+                    (**vt).clone()
+                }
+                (Some(i), CqlType::List(et)) => {
+                    self.term(i, &format!("idx({})", c.column), &CqlType::Int);
+                    (**et).clone()
+                }
+                _ => col.ty.clone(),
+            };
+            match (&c.op, &c.rhs) {
+                (Operator::In, Term::Bind(i)) => self.set(
+                    *i,
+                    &format!("in({})", c.column),
+                    &CqlType::List(Box::new(ty)),
+                ),
+                (Operator::In, Term::Tuple(items)) => {
+                    for it in items {
+                        self.term(it, &c.column, &ty);
+                    }
+                }
+                (_, rhs) => self.term(rhs, &c.column, &ty),
+            }
+        }
+    }
+}
+
+fn table<'s>(
+    schema: &'s Schema,
+    keyspace: Option<&str>,
+    name: &QualifiedName,
+) -> Result<&'s Table> {
+    let ks = name.keyspace.as_deref().or(keyspace).ok_or_else(|| {
+        QueryError::Invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename".into())
+    })?;
+    let k = schema
+        .keyspace(ks)
+        .ok_or_else(|| QueryError::Invalid(format!("Keyspace {ks} does not exist")))?;
+    k.tables
+        .get(&name.name)
+        .map(|t| t.as_ref())
+        .ok_or_else(|| QueryError::Invalid(format!("table {} does not exist", name.name)))
+}
+
+/// The bind specs of a statement and its partition key marker indices.
+pub fn bind_specs(
+    schema: &Schema,
+    keyspace: Option<&str>,
+    parsed: &Parsed,
+) -> Result<(Vec<ColumnSpec>, Vec<u16>)> {
+    let n = parsed.bind_markers.len();
+    let mut tables: Vec<&Table> = Vec::new();
+    let mut specs = Specs {
+        table: None,
+        specs: vec![None; n],
+        pk: Vec::new(),
+    };
+    let mut pk_indices = Vec::new();
+    let mut statements: Vec<&Statement> = vec![&parsed.statement];
+    if let Statement::Batch(b) = &parsed.statement {
+        statements = b.statements.iter().collect();
+        specs.using(&b.using);
+    }
+    for (si, stmt) in statements.iter().enumerate() {
+        let t = match stmt {
+            Statement::Select(s) => Some(table(schema, keyspace, &s.table)?),
+            Statement::Insert(i) => Some(table(schema, keyspace, &i.table)?),
+            Statement::Update(u) => Some(table(schema, keyspace, &u.table)?),
+            Statement::Delete(d) => Some(table(schema, keyspace, &d.table)?),
+            _ => None,
+        };
+        let Some(t) = t else { continue };
+        tables.push(t);
+        specs.table = Some(t);
+        specs.pk = vec![None; t.partition_key_len()];
+        match stmt {
+            Statement::Select(s) => {
+                specs.relations(&s.where_clause);
+                if let Some(l) = &s.limit {
+                    specs.term(l, "[limit]", &CqlType::Int);
+                }
+                if let Some(l) = &s.per_partition_limit {
+                    specs.term(l, "[per_partition_limit]", &CqlType::Int);
+                }
+            }
+            Statement::Insert(i) => {
+                for (c, v) in i.columns.iter().zip(&i.values) {
+                    if let Some(col) = t.column(c) {
+                        if col.kind == ColumnKind::PartitionKey {
+                            if let Term::Bind(b) = v {
+                                if let Some(slot) = specs.pk.get_mut(col.position as usize) {
+                                    *slot = Some(*b as u16);
+                                }
+                            }
+                        }
+                        specs.term(v, c, &col.ty);
+                    }
+                }
+                specs.using(&i.using);
+            }
+            Statement::Update(u) => {
+                specs.using(&u.using);
+                for a in &u.assignments {
+                    assignment(&mut specs, t, a);
+                }
+                specs.relations(&u.where_clause);
+                specs.conditions(&u.conditions);
+            }
+            Statement::Delete(d) => {
+                for target in &d.targets {
+                    if let (Some(el), Some(col)) = (&target.element, t.column(&target.column)) {
+                        match col.ty.unfrozen() {
+                            CqlType::Map(k, _) => specs.term(el, &format!("key({})", col.name), k),
+                            _ => specs.term(el, &format!("idx({})", col.name), &CqlType::Int),
+                        }
+                    }
+                }
+                specs.using(&d.using);
+                specs.relations(&d.where_clause);
+                specs.conditions(&d.conditions);
+            }
+            _ => {}
+        }
+        if si == 0 && specs.pk.iter().all(Option::is_some) && !specs.pk.is_empty() {
+            pk_indices = specs.pk.iter().flatten().copied().collect();
+        }
+    }
+    let fallback = tables.first().copied();
+    let out = specs
+        .specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            s.unwrap_or_else(|| ColumnSpec {
+                keyspace: fallback.map(|t| t.keyspace.clone()).unwrap_or_default(),
+                table: fallback.map(|t| t.name.clone()).unwrap_or_default(),
+                name: parsed
+                    .bind_markers
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| format!("[{i}]")),
+                ty: CqlType::Blob,
+            })
+        })
+        .map(|mut s| {
+            // A named marker keeps its own name.
+            s.name = s.name.clone();
+            s
+        })
+        .collect::<Vec<_>>();
+    let mut out = out;
+    for (i, m) in parsed.bind_markers.iter().enumerate() {
+        if let (Some(name), Some(spec)) = (m, out.get_mut(i)) {
+            spec.name = name.clone();
+        }
+    }
+    Ok((out, pk_indices))
+}
+
+fn assignment(specs: &mut Specs, t: &Table, a: &Assignment) {
+    match a {
+        Assignment::Set { column, value }
+        | Assignment::Add { column, value }
+        | Assignment::Prepend { column, value } => {
+            if let Some(c) = t.column(column) {
+                specs.term(value, column, &c.ty);
+            }
+        }
+        Assignment::Remove { column, value } => {
+            if let Some(c) = t.column(column) {
+                let ty = match c.ty.unfrozen() {
+                    CqlType::Map(k, _) => CqlType::Set(k.clone()),
+                    other => other.clone(),
+                };
+                specs.term(value, column, &ty);
+            }
+        }
+        Assignment::SetElement { column, key, value } => {
+            if let Some(c) = t.column(column) {
+                match c.ty.unfrozen() {
+                    CqlType::Map(k, v) => {
+                        specs.term(key, &format!("key({column})"), k);
+                        specs.term(value, &format!("value({column})"), v);
+                    }
+                    CqlType::List(e) => {
+                        specs.term(key, &format!("idx({column})"), &CqlType::Int);
+                        specs.term(value, &format!("value({column})"), e);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}

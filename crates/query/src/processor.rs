@@ -1,0 +1,320 @@
+//! The entry point: statements in, outcomes out.
+
+use crate::api::*;
+use crate::context::{order_values, Ctx};
+use crate::error::{QueryError, Result};
+use crate::{ddl, describe, prepare, select, system, write};
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use varve_cql::ast::{Parsed, Statement};
+use varve_schema::Schema;
+use varve_storage::Storage;
+
+/// How many prepared statements are kept (`prepared_statements_cache_size`
+/// in spirit); past it the oldest half is dropped and drivers re-prepare.
+pub const MAX_PREPARED_STATEMENTS: usize = 10_000;
+
+/// Lock stripes serialising conditional updates of the same partition.
+const CAS_LOCK_STRIPES: usize = 256;
+
+/// A statement kept by PREPARE.
+pub(crate) struct Prepared {
+    pub parsed: Parsed,
+    pub keyspace: Option<String>,
+    pub info: PreparedInfo,
+    pub spec_names: Vec<String>,
+}
+
+/// Runs statements for every connection of the node.
+pub struct Processor {
+    pub(crate) node: NodeInfo,
+    schema: RwLock<Arc<Schema>>,
+    ddl_lock: Mutex<()>,
+    pub(crate) storage: Storage,
+    prepared: RwLock<HashMap<Bytes, Arc<Prepared>>>,
+    last_micros: AtomicI64,
+    cas_locks: Vec<Mutex<()>>,
+}
+
+impl Processor {
+    pub fn new(node: NodeInfo) -> Arc<Processor> {
+        let storage = Storage::new();
+        let schema = system::initial_schema();
+        Arc::new(Processor {
+            node,
+            schema: RwLock::new(Arc::new(schema)),
+            ddl_lock: Mutex::new(()),
+            storage,
+            prepared: RwLock::new(HashMap::new()),
+            last_micros: AtomicI64::new(0),
+            cas_locks: (0..CAS_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+        })
+    }
+
+    /// The current schema snapshot.
+    pub fn schema(&self) -> Arc<Schema> {
+        self.schema.read().clone()
+    }
+
+    /// QUERY: parse and run `text`.
+    pub fn query(
+        &self,
+        state: &mut ClientState,
+        text: &str,
+        opts: &QueryOptions,
+    ) -> Result<Outcome> {
+        let parsed = parse(text)?;
+        let keyspace = opts.keyspace.clone().or_else(|| state.keyspace.clone());
+        let schema = self.schema();
+        let (specs, _) = prepare::bind_specs(&schema, keyspace.as_deref(), &parsed)?;
+        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+        self.run(state, &parsed, &names, keyspace, opts)
+    }
+
+    /// PREPARE: parse and analyse `text`, cache it, describe its markers.
+    pub fn prepare(
+        &self,
+        state: &ClientState,
+        text: &str,
+        keyspace: Option<&str>,
+    ) -> Result<PreparedInfo> {
+        let parsed = parse(text)?;
+        let keyspace = keyspace
+            .map(str::to_string)
+            .or_else(|| state.keyspace.clone());
+        let schema = self.schema();
+        let (bind, pk_indices) = prepare::bind_specs(&schema, keyspace.as_deref(), &parsed)?;
+        let result = match &parsed.statement {
+            Statement::Select(s) => select::result_columns(&schema, keyspace.as_deref(), s)?,
+            _ => Vec::new(),
+        };
+        let id = statement_id(keyspace.as_deref(), text);
+        let info = PreparedInfo {
+            id: id.clone(),
+            result_metadata_id: prepare::metadata_id(&result),
+            bind,
+            pk_indices,
+            result,
+        };
+        let spec_names = info.bind.iter().map(|s| s.name.clone()).collect();
+        let entry = Arc::new(Prepared {
+            parsed,
+            keyspace,
+            info: info.clone(),
+            spec_names,
+        });
+        let mut cache = self.prepared.write();
+        if cache.len() >= MAX_PREPARED_STATEMENTS {
+            let drop: Vec<Bytes> = cache
+                .keys()
+                .take(MAX_PREPARED_STATEMENTS / 2)
+                .cloned()
+                .collect();
+            for k in drop {
+                cache.remove(&k);
+            }
+        }
+        cache.insert(id, entry);
+        Ok(info)
+    }
+
+    /// EXECUTE a prepared statement.
+    pub fn execute(
+        &self,
+        state: &mut ClientState,
+        id: &[u8],
+        opts: &QueryOptions,
+    ) -> Result<Outcome> {
+        let prepared = self.lookup(id)?;
+        let keyspace = prepared.keyspace.clone().or_else(|| state.keyspace.clone());
+        self.run(
+            state,
+            &prepared.parsed,
+            &prepared.spec_names,
+            keyspace,
+            opts,
+        )
+    }
+
+    /// The result columns a prepared statement returns now (they change
+    /// when the table is altered).
+    pub fn prepared_result(&self, id: &[u8]) -> Result<PreparedInfo> {
+        Ok(self.lookup(id)?.info.clone())
+    }
+
+    fn lookup(&self, id: &[u8]) -> Result<Arc<Prepared>> {
+        self.prepared
+            .read()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| QueryError::Unprepared {
+                id: Bytes::copy_from_slice(id),
+            })
+    }
+
+    /// BATCH of inserts, updates and deletes.
+    pub fn batch(
+        &self,
+        state: &mut ClientState,
+        kind: BatchType,
+        items: &[BatchItem],
+        opts: &QueryOptions,
+    ) -> Result<Outcome> {
+        if kind == BatchType::Counter {
+            return Err(QueryError::Invalid(
+                "counter batches are not supported yet (counters come later)".into(),
+            ));
+        }
+        let schema = self.schema();
+        let mut statements = Vec::with_capacity(items.len());
+        for item in items {
+            let (parsed, names, keyspace, values) = match item {
+                BatchItem::Query { text, values } => {
+                    let parsed = parse(text)?;
+                    let keyspace = opts.keyspace.clone().or_else(|| state.keyspace.clone());
+                    let (specs, _) = prepare::bind_specs(&schema, keyspace.as_deref(), &parsed)?;
+                    let names = specs.iter().map(|s| s.name.clone()).collect();
+                    (Arc::new(parsed), names, keyspace, values.clone())
+                }
+                BatchItem::Prepared { id, values } => {
+                    let p = self.lookup(id)?;
+                    let keyspace = p.keyspace.clone().or_else(|| state.keyspace.clone());
+                    (
+                        Arc::new(p.parsed.clone()),
+                        p.spec_names.clone(),
+                        keyspace,
+                        values.clone(),
+                    )
+                }
+            };
+            statements.push(write::BatchEntry {
+                parsed,
+                spec_names: names,
+                keyspace,
+                values,
+            });
+        }
+        let outcome = write::execute_batch(self, &schema, kind, &statements, opts)?;
+        Ok(outcome)
+    }
+
+    fn run(
+        &self,
+        state: &mut ClientState,
+        parsed: &Parsed,
+        spec_names: &[String],
+        keyspace: Option<String>,
+        opts: &QueryOptions,
+    ) -> Result<Outcome> {
+        let values = order_values(spec_names, opts)?;
+        let mut ctx = Ctx {
+            schema: self.schema(),
+            values,
+            keyspace,
+            opts,
+            timestamp_micros: opts.timestamp.unwrap_or_else(|| self.next_timestamp()),
+            now_seconds: opts
+                .now_in_seconds
+                .unwrap_or_else(|| varve_types::time::now_seconds() as i32),
+            warnings: Vec::new(),
+            allow_filtering: false,
+        };
+        let result = match &parsed.statement {
+            Statement::Select(s) => select::execute(self, &mut ctx, s)?,
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                write::execute(self, &mut ctx, &parsed.statement)?
+            }
+            Statement::Batch(b) => write::execute_inline_batch(self, &mut ctx, b)?,
+            Statement::Use(name) => {
+                if ctx.schema.keyspace(name).is_none() {
+                    return Err(QueryError::Invalid(format!(
+                        "Keyspace '{name}' does not exist"
+                    )));
+                }
+                state.keyspace = Some(name.clone());
+                QueryResult::SetKeyspace(name.clone())
+            }
+            Statement::Describe(d) => describe::execute(self, &ctx, d)?,
+            Statement::Unsupported(what) => {
+                return Err(QueryError::Invalid(format!(
+                    "{what} are not supported by Varve yet"
+                )));
+            }
+            ddl_statement => {
+                let _guard = self.ddl_lock.lock();
+                ddl::execute(self, &mut ctx, ddl_statement)?
+            }
+        };
+        Ok(Outcome {
+            result,
+            warnings: ctx.warnings,
+        })
+    }
+
+    /// Replaces the schema with `f` applied to a copy, bumping its version.
+    pub(crate) fn update_schema<R>(&self, f: impl FnOnce(&mut Schema) -> Result<R>) -> Result<R> {
+        let mut copy = (*self.schema()).clone();
+        let r = f(&mut copy)?;
+        copy.version = varve_types::time::random_uuid();
+        *self.schema.write() = Arc::new(copy);
+        Ok(r)
+    }
+
+    /// A server timestamp in microseconds, strictly increasing.
+    pub(crate) fn next_timestamp(&self) -> i64 {
+        let now = varve_types::time::now_micros();
+        let mut last = self.last_micros.load(Ordering::Relaxed);
+        loop {
+            let next = now.max(last + 1);
+            match self.last_micros.compare_exchange_weak(
+                last,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return next,
+                Err(seen) => last = seen,
+            }
+        }
+    }
+
+    /// The lock that serialises conditional updates on `token`.
+    pub(crate) fn cas_lock(&self, token: i64) -> parking_lot::MutexGuard<'_, ()> {
+        let stripe = (token as u64 % CAS_LOCK_STRIPES as u64) as usize;
+        self.cas_locks[stripe].lock()
+    }
+
+    /// Forgets prepared statements of a dropped keyspace or table.
+    pub(crate) fn forget_prepared(&self) {
+        self.prepared.write().clear();
+    }
+
+    /// Runs one statement for internal callers with no bound values.
+    pub fn execute_internal(&self, text: &str) -> Result<Outcome> {
+        let mut state = ClientState::default();
+        self.query(&mut state, text, &QueryOptions::default())
+    }
+}
+
+fn parse(text: &str) -> Result<Parsed> {
+    varve_cql::parse(text).map_err(|e| match e.kind {
+        varve_cql::ParseErrorKind::Syntax => QueryError::Syntax(e.to_string()),
+        varve_cql::ParseErrorKind::Unsupported | varve_cql::ParseErrorKind::Invalid => {
+            QueryError::Invalid(e.message.clone())
+        }
+    })
+}
+
+/// MD5 of keyspace and text, as Cassandra computes prepared ids.
+fn statement_id(keyspace: Option<&str>, text: &str) -> Bytes {
+    use md5::{Digest, Md5};
+    let mut h = Md5::new();
+    if let Some(k) = keyspace {
+        h.update(k.as_bytes());
+    }
+    h.update(text.as_bytes());
+    Bytes::copy_from_slice(&h.finalize())
+}

@@ -1,0 +1,555 @@
+//! SELECT: choosing partitions and slices, reading and resolving them,
+//! filtering, projecting, limiting and paging.
+
+pub mod selectors;
+
+use crate::api::{ColumnSpec, QueryResult, ResultRows};
+use crate::context::Ctx;
+use crate::error::{QueryError, Result};
+use crate::paging::PagingState;
+use crate::processor::Processor;
+use crate::restrictions::{self, Filter, PartitionSelection};
+use crate::rows::{key_components, RowView};
+use crate::system;
+use crate::terms::{eval, Evaluated};
+use bytes::Bytes;
+use selectors::{AggState, Projection};
+use std::cmp::Ordering;
+use std::sync::Arc;
+use varve_cql::ast::{Operator, Order, Select, Term};
+use varve_schema::{ColumnKind, Schema, Table};
+use varve_storage::{ClusteringKey, PartitionKey, Slice, Storage, TokenBound};
+use varve_types::{codec, compare, CqlType, Value};
+
+/// Past this many tombstones read by one query, warn the client.
+pub const TOMBSTONE_WARN_THRESHOLD: u64 = 1_000;
+/// Past this many tombstones read by one query, fail it (ReadFailure).
+pub const TOMBSTONE_FAILURE_THRESHOLD: u64 = 100_000;
+/// Partition keys fetched per step of a range scan.
+const SCAN_BATCH: usize = 128;
+
+/// The result columns of a SELECT (for PREPARE).
+pub fn result_columns(
+    schema: &Schema,
+    keyspace: Option<&str>,
+    s: &Select,
+) -> Result<Vec<ColumnSpec>> {
+    let ks = s.table.keyspace.as_deref().or(keyspace).ok_or_else(|| {
+        QueryError::Invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename".into())
+    })?;
+    let table = schema
+        .table(ks, &s.table.name)
+        .ok_or_else(|| QueryError::Invalid(format!("table {} does not exist", s.table.name)))?;
+    if s.distinct {
+        check_distinct(table, s)?;
+    }
+    Ok(selectors::compile(table, &s.selection)?.specs)
+}
+
+fn check_distinct(table: &Table, s: &Select) -> Result<()> {
+    let proj = selectors::compile(table, &s.selection)?;
+    for sel in &proj.selectors {
+        if let selectors::Sel::Column(c) = sel {
+            if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                return Err(QueryError::Invalid(format!("SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})", c.name)));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn positive(ctx: &Ctx, t: &Option<Term>, what: &str) -> Result<Option<usize>> {
+    let Some(t) = t else { return Ok(None) };
+    match eval(
+        ctx,
+        t,
+        &CqlType::Int,
+        &format!("[{}]", what.to_lowercase().replace(' ', "_")),
+    )? {
+        Evaluated::Value(Value::Int(n)) if n > 0 => Ok(Some(n as usize)),
+        Evaluated::Value(_) => Err(QueryError::Invalid(format!(
+            "{what} must be strictly positive"
+        ))),
+        Evaluated::Null => Err(QueryError::Invalid(format!(
+            "Invalid null value of {}",
+            what.to_lowercase()
+        ))),
+        Evaluated::Unset => Ok(None),
+    }
+}
+
+/// What a query reads from: the node's storage, or a snapshot of a virtual table.
+enum Source<'a> {
+    Real(&'a Storage),
+    Virtual(Storage),
+}
+
+impl Source<'_> {
+    fn storage(&self) -> &Storage {
+        match self {
+            Source::Real(s) => s,
+            Source::Virtual(s) => s,
+        }
+    }
+}
+
+pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> {
+    let table = ctx.table(&s.table)?;
+    if s.json {
+        return Err(QueryError::Invalid(
+            "SELECT JSON is not supported by Varve yet".into(),
+        ));
+    }
+    if !s.group_by.is_empty() {
+        return Err(QueryError::Invalid(
+            "GROUP BY is not supported by Varve yet".into(),
+        ));
+    }
+    if s.distinct {
+        check_distinct(&table, s)?;
+    }
+    ctx.allow_filtering = s.allow_filtering;
+    let sel = restrictions::analyse(ctx, &table, &s.where_clause)?;
+    ctx.allow_filtering = false;
+    if sel.needs_filtering && !s.allow_filtering && !table.is_virtual {
+        return Err(QueryError::Invalid("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING".into()));
+    }
+    if s.distinct && !sel.clustering.is_unrestricted() {
+        return Err(QueryError::Invalid("SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.".into()));
+    }
+    let projection = selectors::compile(&table, &s.selection)?;
+    let limit = positive(ctx, &s.limit, "LIMIT")?;
+    let per_partition = positive(ctx, &s.per_partition_limit, "PER PARTITION LIMIT")?;
+    let reversed = order(&table, s, &sel.partitions)?;
+
+    let source = if table.is_virtual {
+        Source::Virtual(system::materialize(p, &table, ctx)?)
+    } else {
+        Source::Real(&p.storage)
+    };
+    let storage = source.storage();
+    let cmp = storage.comparator(table.id)?;
+    let slices = sel.clustering.slices(&cmp);
+
+    let page_size = ctx.opts.page_size.filter(|n| *n > 0).map(|n| n as usize);
+    let page_size = if projection.aggregate {
+        None
+    } else {
+        page_size
+    };
+    let resume = match &ctx.opts.paging_state {
+        Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
+        _ => None,
+    };
+    let multi_key_order = !s.order_by.is_empty()
+        && matches!(&sel.partitions, PartitionSelection::Keys(k) if k.len() > 1);
+    if multi_key_order && page_size.is_some() && !projection.aggregate {
+        return Err(QueryError::Invalid("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query".into()));
+    }
+
+    let mut run = Run {
+        table: &table,
+        projection: &projection,
+        filters: &sel.filters,
+        now: ctx.now_seconds,
+        distinct: s.distinct,
+        clustering_restricted: !sel.clustering.is_unrestricted(),
+        rows: Vec::new(),
+        sort_keys: Vec::new(),
+        agg: vec![AggState::default(); projection.selectors.len()],
+        remaining: resume
+            .as_ref()
+            .map(|r| r.remaining)
+            .filter(|r| *r >= 0)
+            .map(|r| r as usize)
+            .or(limit),
+        page_size,
+        per_partition,
+        tombstones: 0,
+        last: None,
+        keep_sort_keys: multi_key_order,
+    };
+
+    let mut done = true;
+    match &sel.partitions {
+        PartitionSelection::Keys(keys) => {
+            let start = resume.as_ref().map(|r| r.key_index as usize).unwrap_or(0);
+            for (i, key) in keys.iter().enumerate().skip(start) {
+                let after = resume
+                    .as_ref()
+                    .filter(|r| r.key_index as usize == i && r.partition_key == key.key);
+                if after.is_some_and(|r| r.clustering.is_none()) {
+                    continue;
+                }
+                let resumed_quota = after.map(|r| r.remaining_in_partition);
+                if !run.partition(
+                    storage,
+                    key,
+                    &slices,
+                    after.and_then(|r| r.clustering.as_ref()),
+                    reversed,
+                    resumed_quota,
+                    i as u32,
+                )? {
+                    done = false;
+                    break;
+                }
+            }
+        }
+        PartitionSelection::Range { start, end } => {
+            let mut from = start.clone();
+            if let Some(r) = &resume {
+                let key = PartitionKey::new(r.partition_key.clone());
+                if let Some(ck) = &r.clustering {
+                    if !run.partition(
+                        storage,
+                        &key,
+                        &slices,
+                        Some(ck),
+                        reversed,
+                        Some(r.remaining_in_partition),
+                        0,
+                    )? {
+                        done = false;
+                    }
+                }
+                from = TokenBound::AfterKey(key);
+            }
+            'scan: while done {
+                let keys = storage.scan_keys(table.id, &from, end, SCAN_BATCH)?;
+                for key in &keys {
+                    if !run.partition(storage, key, &slices, None, reversed, None, 0)? {
+                        done = false;
+                        break 'scan;
+                    }
+                }
+                match keys.last() {
+                    Some(k) if keys.len() == SCAN_BATCH => from = TokenBound::AfterKey(k.clone()),
+                    _ => break,
+                }
+            }
+        }
+    }
+
+    if run.tombstones > TOMBSTONE_WARN_THRESHOLD {
+        ctx.warnings.push(format!(
+            "Read {} live rows and {} tombstone cells for query {} (see tombstone_warn_threshold)",
+            run.rows.len(),
+            run.tombstones,
+            describe_query(&table)
+        ));
+    }
+    if multi_key_order {
+        run.sort_rows(&cmp, reversed);
+    }
+    let exhausted = run.remaining == Some(0);
+    let paging_state = if done || exhausted {
+        None
+    } else {
+        run.last.take().map(|l| l.encode())
+    };
+    let rows = if projection.aggregate {
+        vec![projection
+            .selectors
+            .iter()
+            .zip(&run.agg)
+            .map(|(sel, st)| selectors::finish(sel, st))
+            .collect()]
+    } else {
+        run.rows
+    };
+    let metadata_id = crate::prepare::metadata_id(&projection.specs);
+    Ok(QueryResult::Rows(ResultRows {
+        columns: projection.specs.clone(),
+        rows,
+        paging_state,
+        metadata_id,
+    }))
+}
+
+fn describe_query(table: &Table) -> String {
+    format!("SELECT * FROM {}.{}", table.keyspace, table.name)
+}
+
+/// Checks ORDER BY; returns true when rows are read in reverse.
+fn order(table: &Table, s: &Select, partitions: &PartitionSelection) -> Result<bool> {
+    if s.order_by.is_empty() {
+        return Ok(false);
+    }
+    if !matches!(partitions, PartitionSelection::Keys(_)) {
+        return Err(QueryError::Invalid(
+            "ORDER BY is only supported when the partition key is restricted by an EQ or an IN."
+                .into(),
+        ));
+    }
+    let ck: Vec<_> = table.clustering().collect();
+    let mut reversed = None;
+    for (i, (name, ord)) in s.order_by.iter().enumerate() {
+        let col = table.column(name).ok_or_else(|| {
+            QueryError::Invalid(format!(
+                "Undefined column name {name} in table {}.{}",
+                table.keyspace, table.name
+            ))
+        })?;
+        if col.kind != ColumnKind::Clustering {
+            return Err(QueryError::Invalid(format!("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {name}")));
+        }
+        if ck.get(i).map(|c| &c.name) != Some(name) {
+            return Err(QueryError::Invalid("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY".into()));
+        }
+        let rev = (*ord == Order::Desc) != col.descending;
+        if *reversed.get_or_insert(rev) != rev {
+            return Err(QueryError::Invalid("Unsupported order by relation".into()));
+        }
+    }
+    Ok(reversed.unwrap_or(false))
+}
+
+/// The state of one SELECT while partitions stream through it.
+struct Run<'a> {
+    table: &'a Table,
+    projection: &'a Projection,
+    filters: &'a [Filter],
+    now: i32,
+    distinct: bool,
+    clustering_restricted: bool,
+    rows: Vec<Vec<Option<Bytes>>>,
+    sort_keys: Vec<Vec<Bytes>>,
+    agg: Vec<AggState>,
+    remaining: Option<usize>,
+    page_size: Option<usize>,
+    per_partition: Option<usize>,
+    tombstones: u64,
+    last: Option<PagingState>,
+    keep_sort_keys: bool,
+}
+
+impl Run<'_> {
+    fn full(&self) -> bool {
+        self.remaining == Some(0) || self.page_size.is_some_and(|n| self.rows.len() >= n)
+    }
+
+    /// Reads one partition and emits its rows. Returns false when the
+    /// page is full (the paging state then points after the last row).
+    #[allow(clippy::too_many_arguments)]
+    fn partition(
+        &mut self,
+        storage: &Storage,
+        key: &PartitionKey,
+        slices: &[Slice],
+        after: Option<&Vec<Bytes>>,
+        reversed: bool,
+        quota: Option<i32>,
+        key_index: u32,
+    ) -> Result<bool> {
+        if self.full() {
+            return Ok(false);
+        }
+        let cmp = storage.comparator(self.table.id)?;
+        let slices: Vec<Slice> = match after {
+            None => slices.to_vec(),
+            Some(ck) => slices
+                .iter()
+                .map(|s| {
+                    let mut s = s.clone();
+                    if reversed {
+                        let bound = ClusteringKey::before(ck.clone(), &cmp);
+                        if bound < s.end {
+                            s.end = bound;
+                        }
+                    } else {
+                        let bound = ClusteringKey::after(ck.clone(), &cmp);
+                        if bound > s.start {
+                            s.start = bound;
+                        }
+                    }
+                    s
+                })
+                .collect(),
+        };
+        let Some(raw) = storage.read_partition(self.table.id, key, &slices)? else {
+            return Ok(true);
+        };
+        let (live, stats) = raw.resolve(self.now);
+        self.tombstones += stats.tombstones;
+        if self.tombstones > TOMBSTONE_FAILURE_THRESHOLD {
+            return Err(QueryError::ReadFailure {
+                message: format!(
+                    "Scanned over {TOMBSTONE_FAILURE_THRESHOLD} tombstones during query {}; query aborted (see tombstone_failure_threshold)",
+                    describe_query(self.table)
+                ),
+            });
+        }
+        let pk = key_components(self.table, key);
+        let mut quota = match quota {
+            Some(q) if q >= 0 => Some(q as usize),
+            _ => self.per_partition,
+        };
+        let static_only = live.rows.is_empty()
+            && live.static_row.is_some()
+            && !self.clustering_restricted
+            && after.is_none();
+        if self.distinct || static_only {
+            if live.rows.is_empty() && live.static_row.is_none() {
+                return Ok(true);
+            }
+            let view = RowView {
+                pk: &pk,
+                clustering: None,
+                row: None,
+                static_row: live.static_row.as_ref(),
+            };
+            if self.emit(&view, key, None)? {
+                self.mark(key, key_index, None, None);
+            }
+            return Ok(true);
+        }
+        let rows: Box<dyn Iterator<Item = (&ClusteringKey, &varve_storage::Row)>> = if reversed {
+            Box::new(live.rows.iter().rev())
+        } else {
+            Box::new(live.rows.iter())
+        };
+        for (ck, row) in rows {
+            if quota == Some(0) {
+                break;
+            }
+            if self.full() {
+                return Ok(false);
+            }
+            let view = RowView {
+                pk: &pk,
+                clustering: Some(&ck.values),
+                row: Some(row),
+                static_row: live.static_row.as_ref(),
+            };
+            if self.emit(&view, key, Some(&ck.values))? {
+                quota = quota.map(|q| q - 1);
+                self.mark(key, key_index, Some(ck.values.clone()), quota);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Records where the next page starts: after the row just emitted.
+    fn mark(
+        &mut self,
+        key: &PartitionKey,
+        key_index: u32,
+        clustering: Option<Vec<Bytes>>,
+        quota: Option<usize>,
+    ) {
+        self.last = Some(PagingState {
+            key_index,
+            partition_key: key.key.clone(),
+            clustering,
+            remaining: self.remaining.map(|r| r as i32).unwrap_or(-1),
+            remaining_in_partition: quota.map(|q| q as i32).unwrap_or(-1),
+        });
+    }
+
+    /// Filters and projects one row. Returns true when it was emitted.
+    fn emit(
+        &mut self,
+        view: &RowView,
+        key: &PartitionKey,
+        ck: Option<&Vec<Bytes>>,
+    ) -> Result<bool> {
+        for f in self.filters {
+            if !passes(f, view) {
+                return Ok(false);
+            }
+        }
+        if self.projection.aggregate {
+            for (sel, st) in self.projection.selectors.iter().zip(self.agg.iter_mut()) {
+                selectors::accumulate(sel, st, view, key.token, self.now)?;
+            }
+        } else {
+            let mut out = Vec::with_capacity(self.projection.selectors.len());
+            for sel in &self.projection.selectors {
+                out.push(selectors::eval(sel, view, key.token, self.now)?);
+            }
+            self.rows.push(out);
+            if self.keep_sort_keys {
+                self.sort_keys.push(ck.cloned().unwrap_or_default());
+            }
+        }
+        if let Some(r) = &mut self.remaining {
+            *r = r.saturating_sub(1);
+        }
+        Ok(true)
+    }
+
+    fn sort_rows(&mut self, cmp: &Arc<varve_storage::ClusteringComparator>, reversed: bool) {
+        let mut pairs: Vec<(Vec<Bytes>, Vec<Option<Bytes>>)> = std::mem::take(&mut self.sort_keys)
+            .into_iter()
+            .zip(std::mem::take(&mut self.rows))
+            .collect();
+        pairs.sort_by(|a, b| {
+            let o = ClusteringKey::row(a.0.clone(), cmp).cmp(&ClusteringKey::row(b.0.clone(), cmp));
+            if reversed {
+                o.reverse()
+            } else {
+                o
+            }
+        });
+        self.rows = pairs.into_iter().map(|(_, r)| r).collect();
+    }
+}
+
+/// Whether a row passes an ALLOW FILTERING relation.
+fn passes(f: &Filter, view: &RowView) -> bool {
+    let Some(bytes) = view.value(&f.column) else {
+        return false;
+    };
+    let ty = f.column.ty.clone();
+    let cmp_with = |ty: &CqlType, have: &[u8], want: &Value| {
+        compare::compare(ty, have, &codec::serialize(want))
+    };
+    match f.op {
+        Operator::Contains | Operator::ContainsKey => {
+            let Ok(v) = codec::deserialize(&ty, &bytes) else {
+                return false;
+            };
+            let want = &f.values[0];
+            match (v, f.op) {
+                (Value::List(items) | Value::Set(items), Operator::Contains) => {
+                    items.iter().any(|i| i == want)
+                }
+                (Value::Map(entries), Operator::Contains) => entries.iter().any(|(_, v)| v == want),
+                (Value::Map(entries), Operator::ContainsKey) => {
+                    entries.iter().any(|(k, _)| k == want)
+                }
+                _ => false,
+            }
+        }
+        _ => {
+            let (ty, have) = match &f.element {
+                None => (ty, bytes.to_vec()),
+                Some(el) => {
+                    let Ok(Value::Map(entries)) = codec::deserialize(&ty, &bytes) else {
+                        return false;
+                    };
+                    let CqlType::Map(_, vt) = ty.unfrozen() else {
+                        return false;
+                    };
+                    match entries.into_iter().find(|(k, _)| k == el) {
+                        Some((_, v)) => ((**vt).clone(), codec::serialize(&v)),
+                        None => return false,
+                    }
+                }
+            };
+            match f.op {
+                Operator::Eq => cmp_with(&ty, &have, &f.values[0]) == Ordering::Equal,
+                Operator::In => f
+                    .values
+                    .iter()
+                    .any(|v| cmp_with(&ty, &have, v) == Ordering::Equal),
+                Operator::Lt => cmp_with(&ty, &have, &f.values[0]) == Ordering::Less,
+                Operator::Le => cmp_with(&ty, &have, &f.values[0]) != Ordering::Greater,
+                Operator::Gt => cmp_with(&ty, &have, &f.values[0]) == Ordering::Greater,
+                Operator::Ge => cmp_with(&ty, &have, &f.values[0]) != Ordering::Less,
+                _ => false,
+            }
+        }
+    }
+}

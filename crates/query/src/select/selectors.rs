@@ -1,0 +1,462 @@
+//! The SELECT clause: what each output column is, its name and type, and
+//! how it is computed from a row (or, for aggregates, from all rows).
+
+use crate::api::ColumnSpec;
+use crate::error::{QueryError, Result};
+use crate::functions;
+use crate::rows::RowView;
+use bytes::Bytes;
+use std::cmp::Ordering;
+use varve_cql::ast::{Selection, SelectorExpr};
+use varve_schema::{Column, Table};
+use varve_types::{codec, compare, CqlType, Value};
+
+/// One compiled selector.
+#[derive(Debug, Clone)]
+pub enum Sel {
+    Column(Column),
+    WriteTime(Column),
+    Ttl(Column),
+    /// token(pk...)
+    Token,
+    Func {
+        name: String,
+        args: Vec<Sel>,
+    },
+    Cast {
+        inner: Box<Sel>,
+        ty: CqlType,
+    },
+    Aggregate {
+        kind: Agg,
+        arg: Option<Box<Sel>>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agg {
+    CountRows,
+    Count,
+    Min,
+    Max,
+    Sum,
+    Avg,
+}
+
+/// The compiled SELECT clause.
+pub struct Projection {
+    pub selectors: Vec<Sel>,
+    pub specs: Vec<ColumnSpec>,
+    pub aggregate: bool,
+}
+
+pub fn compile(table: &Table, selection: &Selection) -> Result<Projection> {
+    let spec = |name: String, ty: CqlType| ColumnSpec {
+        keyspace: table.keyspace.clone(),
+        table: table.name.clone(),
+        name,
+        ty,
+    };
+    let mut selectors = Vec::new();
+    let mut specs = Vec::new();
+    match selection {
+        Selection::Wildcard => {
+            for c in &table.columns {
+                selectors.push(Sel::Column(c.clone()));
+                specs.push(spec(c.name.clone(), c.ty.clone()));
+            }
+        }
+        Selection::Items(items) => {
+            for item in items {
+                let (sel, name, ty) = compile_expr(table, &item.expr)?;
+                specs.push(spec(item.alias.clone().unwrap_or(name), ty));
+                selectors.push(sel);
+            }
+        }
+    }
+    let aggregate = selectors.iter().any(|s| matches!(s, Sel::Aggregate { .. }));
+    if aggregate
+        && selectors
+            .iter()
+            .any(|s| matches!(s, Sel::WriteTime(_) | Sel::Ttl(_)))
+    {
+        return Err(QueryError::Invalid(
+            "Cannot mix aggregate and writetime/ttl selectors".into(),
+        ));
+    }
+    Ok(Projection {
+        selectors,
+        specs,
+        aggregate,
+    })
+}
+
+fn column<'t>(table: &'t Table, name: &str) -> Result<&'t Column> {
+    table.column(name).ok_or_else(|| {
+        QueryError::Invalid(format!(
+            "Undefined column name {name} in table {}.{}",
+            table.keyspace, table.name
+        ))
+    })
+}
+
+fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlType)> {
+    Ok(match expr {
+        SelectorExpr::Column(n) => {
+            let c = column(table, n)?;
+            (Sel::Column(c.clone()), c.name.clone(), c.ty.clone())
+        }
+        SelectorExpr::WriteTime(n) | SelectorExpr::Ttl(n) => {
+            let c = column(table, n)?;
+            let is_wt = matches!(expr, SelectorExpr::WriteTime(_));
+            let fname = if is_wt { "writetime" } else { "ttl" };
+            if c.is_primary_key() {
+                return Err(QueryError::Invalid(format!(
+                    "Cannot use selection function {fname} on PRIMARY KEY part {n}"
+                )));
+            }
+            if c.ty.is_multi_cell() {
+                return Err(QueryError::Invalid(format!(
+                    "Cannot use selection function {fname} on non-frozen collection {n}"
+                )));
+            }
+            if is_wt {
+                (
+                    Sel::WriteTime(c.clone()),
+                    format!("writetime({n})"),
+                    CqlType::BigInt,
+                )
+            } else {
+                (Sel::Ttl(c.clone()), format!("ttl({n})"), CqlType::Int)
+            }
+        }
+        SelectorExpr::CountStar => (
+            Sel::Aggregate {
+                kind: Agg::CountRows,
+                arg: None,
+            },
+            "count".into(),
+            CqlType::BigInt,
+        ),
+        SelectorExpr::Cast { expr, ty } => {
+            let (inner, name, _) = compile_expr(table, expr)?;
+            (
+                Sel::Cast {
+                    inner: Box::new(inner),
+                    ty: ty.clone(),
+                },
+                format!("cast({name} as {ty})"),
+                ty.clone(),
+            )
+        }
+        SelectorExpr::Term(_) => {
+            return Err(QueryError::Invalid(
+                "Terms in the selection clause are not supported by Varve yet".into(),
+            ))
+        }
+        SelectorExpr::FunctionCall { name, args } => {
+            let lname = name.to_ascii_lowercase();
+            let mut compiled = Vec::new();
+            let mut names = Vec::new();
+            let mut types = Vec::new();
+            for a in args {
+                let (s, n, t) = compile_expr(table, a)?;
+                compiled.push(s);
+                names.push(n);
+                types.push(t);
+            }
+            let shown = format!("system.{lname}({})", names.join(", "));
+            let agg = match lname.as_str() {
+                "count" => Some(Agg::Count),
+                "min" => Some(Agg::Min),
+                "max" => Some(Agg::Max),
+                "sum" => Some(Agg::Sum),
+                "avg" => Some(Agg::Avg),
+                _ => None,
+            };
+            if let Some(kind) = agg {
+                if compiled.len() != 1 {
+                    return Err(QueryError::Invalid(format!("Invalid number of arguments in call to function system.{lname}: 1 required but {} provided", compiled.len())));
+                }
+                let ty = if kind == Agg::Count {
+                    CqlType::BigInt
+                } else {
+                    types[0].clone()
+                };
+                if matches!(kind, Agg::Sum | Agg::Avg) && !is_numeric(&ty) {
+                    return Err(QueryError::Invalid(format!(
+                        "Invalid call to function {lname}: argument of type {ty} is not numeric"
+                    )));
+                }
+                let shown = if kind == Agg::Count && names[0] == "1" {
+                    "count".to_string()
+                } else {
+                    shown
+                };
+                return Ok((
+                    Sel::Aggregate {
+                        kind,
+                        arg: Some(Box::new(compiled.remove(0))),
+                    },
+                    shown,
+                    ty,
+                ));
+            }
+            if lname == "token" {
+                let pk: Vec<&str> = table.partition_key().map(|c| c.name.as_str()).collect();
+                if names.iter().map(String::as_str).collect::<Vec<_>>() != pk {
+                    return Err(QueryError::Invalid(format!("Invalid arguments for token(): the partition key ({}) must be given in order", pk.join(", "))));
+                }
+                return Ok((Sel::Token, shown, CqlType::BigInt));
+            }
+            // Find the return type by applying the function to nulls.
+            let probe: Vec<functions::Typed> = types.iter().map(|t| (t.clone(), None)).collect();
+            let (ret, _) = functions::apply(&lname, probe)?;
+            (
+                Sel::Func {
+                    name: lname,
+                    args: compiled,
+                },
+                shown,
+                ret,
+            )
+        }
+    })
+}
+
+fn is_numeric(ty: &CqlType) -> bool {
+    matches!(
+        ty,
+        CqlType::TinyInt
+            | CqlType::SmallInt
+            | CqlType::Int
+            | CqlType::BigInt
+            | CqlType::Varint
+            | CqlType::Float
+            | CqlType::Double
+            | CqlType::Decimal
+            | CqlType::Counter
+    )
+}
+
+/// Evaluates a non-aggregate selector on one row.
+pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<Bytes>> {
+    Ok(match sel {
+        Sel::Column(c) => view.value(c),
+        Sel::WriteTime(c) => view
+            .cell(c)
+            .map(|cell| Bytes::from(codec::serialize(&Value::BigInt(cell.timestamp)))),
+        Sel::Ttl(c) => view.cell(c).and_then(|cell| {
+            if cell.is_expiring() {
+                let left = (cell.local_deletion_time - now).max(0);
+                Some(Bytes::from(codec::serialize(&Value::Int(left))))
+            } else {
+                None
+            }
+        }),
+        Sel::Token => Some(Bytes::from(codec::serialize(&Value::BigInt(token)))),
+        Sel::Cast { inner, ty } => {
+            let Some(bytes) = eval(inner, view, token, now)? else {
+                return Ok(None);
+            };
+            let from = type_of(inner);
+            Some(Bytes::from(codec::serialize(&cast(&from, &bytes, ty)?)))
+        }
+        Sel::Func { name, args } => {
+            let mut typed = Vec::with_capacity(args.len());
+            for a in args {
+                let ty = type_of(a);
+                let v = match eval(a, view, token, now)? {
+                    Some(b) => Some(
+                        codec::deserialize(&ty, &b)
+                            .map_err(|e| QueryError::Server(e.to_string()))?,
+                    ),
+                    None => None,
+                };
+                typed.push((ty, v));
+            }
+            let (_, v) = functions::apply(name, typed)?;
+            v.map(|v| Bytes::from(codec::serialize(&v)))
+        }
+        Sel::Aggregate { .. } => {
+            return Err(QueryError::Server("aggregate evaluated per row".into()))
+        }
+    })
+}
+
+/// The type a selector produces.
+pub fn type_of(sel: &Sel) -> CqlType {
+    match sel {
+        Sel::Column(c) => c.ty.clone(),
+        Sel::WriteTime(_) | Sel::Token => CqlType::BigInt,
+        Sel::Ttl(_) => CqlType::Int,
+        Sel::Cast { ty, .. } => ty.clone(),
+        Sel::Func { name, args } => {
+            let probe = args.iter().map(|a| (type_of(a), None)).collect();
+            functions::apply(name, probe)
+                .map(|(t, _)| t)
+                .unwrap_or(CqlType::Blob)
+        }
+        Sel::Aggregate {
+            kind: Agg::Count | Agg::CountRows,
+            ..
+        } => CqlType::BigInt,
+        Sel::Aggregate { arg: Some(a), .. } => type_of(a),
+        Sel::Aggregate { .. } => CqlType::BigInt,
+    }
+}
+
+fn cast(from: &CqlType, bytes: &[u8], to: &CqlType) -> Result<Value> {
+    let v = codec::deserialize(from, bytes).map_err(|e| QueryError::Server(e.to_string()))?;
+    let as_f64 = |v: &Value| -> Option<f64> {
+        Some(match v {
+            Value::TinyInt(x) => *x as f64,
+            Value::SmallInt(x) => *x as f64,
+            Value::Int(x) => *x as f64,
+            Value::BigInt(x) | Value::Counter(x) => *x as f64,
+            Value::Float(x) => *x as f64,
+            Value::Double(x) => *x,
+            _ => return None,
+        })
+    };
+    Ok(match to {
+        CqlType::Text | CqlType::Ascii => {
+            let s = varve_types::literal::to_cql_literal(&v);
+            let s = s.trim_matches('\'').to_string();
+            if matches!(to, CqlType::Ascii) {
+                Value::Ascii(s)
+            } else {
+                Value::Text(s)
+            }
+        }
+        CqlType::Double => Value::Double(as_f64(&v).ok_or_else(|| bad_cast(from, to))?),
+        CqlType::Float => Value::Float(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as f32),
+        CqlType::Int => Value::Int(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as i32),
+        CqlType::BigInt => Value::BigInt(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as i64),
+        CqlType::SmallInt => Value::SmallInt(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as i16),
+        CqlType::TinyInt => Value::TinyInt(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as i8),
+        _ => return Err(bad_cast(from, to)),
+    })
+}
+
+fn bad_cast(from: &CqlType, to: &CqlType) -> QueryError {
+    QueryError::Invalid(format!("{from} cannot be cast to {to}"))
+}
+
+/// The running state of one aggregate.
+#[derive(Debug, Clone, Default)]
+pub struct AggState {
+    count: i64,
+    best: Option<Bytes>,
+    sum_i: i128,
+    sum_f: f64,
+}
+
+pub fn accumulate(
+    sel: &Sel,
+    state: &mut AggState,
+    view: &RowView,
+    token: i64,
+    now: i32,
+) -> Result<()> {
+    let Sel::Aggregate { kind, arg } = sel else {
+        return Ok(());
+    };
+    let Some(arg) = arg else {
+        state.count += 1;
+        return Ok(());
+    };
+    let Some(value) = eval(arg, view, token, now)? else {
+        return Ok(());
+    };
+    state.count += 1;
+    let ty = type_of(arg);
+    match kind {
+        Agg::Min | Agg::Max => {
+            let replace = match &state.best {
+                None => true,
+                Some(b) => {
+                    let ord = compare::compare(&ty, &value, b);
+                    (*kind == Agg::Min && ord == Ordering::Less)
+                        || (*kind == Agg::Max && ord == Ordering::Greater)
+                }
+            };
+            if replace {
+                state.best = Some(value);
+            }
+        }
+        Agg::Sum | Agg::Avg => match codec::deserialize(&ty, &value) {
+            Ok(Value::TinyInt(x)) => state.sum_i += x as i128,
+            Ok(Value::SmallInt(x)) => state.sum_i += x as i128,
+            Ok(Value::Int(x)) => state.sum_i += x as i128,
+            Ok(Value::BigInt(x)) | Ok(Value::Counter(x)) => state.sum_i += x as i128,
+            Ok(Value::Float(x)) => state.sum_f += x as f64,
+            Ok(Value::Double(x)) => state.sum_f += x,
+            _ => {
+                return Err(QueryError::Invalid(format!(
+                    "sum/avg of {ty} is not supported by Varve yet"
+                )))
+            }
+        },
+        _ => {}
+    }
+    Ok(())
+}
+
+pub fn finish(sel: &Sel, state: &AggState) -> Option<Bytes> {
+    let Sel::Aggregate { kind, arg } = sel else {
+        return None;
+    };
+    let ty = arg.as_ref().map(|a| type_of(a)).unwrap_or(CqlType::BigInt);
+    let n = state.count.max(1);
+    let value = match kind {
+        Agg::Count | Agg::CountRows => Value::BigInt(state.count),
+        Agg::Min | Agg::Max => return state.best.clone(),
+        Agg::Sum | Agg::Avg => {
+            let avg = *kind == Agg::Avg;
+            match ty {
+                CqlType::TinyInt => Value::TinyInt(
+                    (if avg {
+                        state.sum_i / n as i128
+                    } else {
+                        state.sum_i
+                    }) as i8,
+                ),
+                CqlType::SmallInt => Value::SmallInt(
+                    (if avg {
+                        state.sum_i / n as i128
+                    } else {
+                        state.sum_i
+                    }) as i16,
+                ),
+                CqlType::Int => Value::Int(
+                    (if avg {
+                        state.sum_i / n as i128
+                    } else {
+                        state.sum_i
+                    }) as i32,
+                ),
+                CqlType::BigInt | CqlType::Counter => Value::BigInt(
+                    (if avg {
+                        state.sum_i / n as i128
+                    } else {
+                        state.sum_i
+                    }) as i64,
+                ),
+                CqlType::Float => Value::Float(
+                    (if avg {
+                        state.sum_f / n as f64
+                    } else {
+                        state.sum_f
+                    }) as f32,
+                ),
+                _ => Value::Double(if avg {
+                    state.sum_f / n as f64
+                } else {
+                    state.sum_f
+                }),
+            }
+        }
+    };
+    Some(Bytes::from(codec::serialize(&value)))
+}

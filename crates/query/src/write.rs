@@ -1,0 +1,635 @@
+//! INSERT, UPDATE, DELETE and BATCH: from statements to partition updates,
+//! applied directly or, with IF conditions, under the partition's lock.
+
+use crate::api::{BatchType, BoundValue, QueryOptions, QueryResult};
+use crate::cas::{self, CasCheck};
+use crate::collections;
+use crate::context::{order_values, Ctx};
+use crate::error::{QueryError, Result};
+use crate::processor::Processor;
+use crate::restrictions::{self, PartitionSelection};
+use crate::terms::{eval, Evaluated};
+use bytes::Bytes;
+use std::sync::Arc;
+use varve_cql::ast::{
+    Assignment, Batch, Conditions, Delete, Insert, Parsed, Relation, RelationLhs, Statement, Term,
+    Update, Using,
+};
+use varve_schema::{Column, ColumnKind, Schema, Table};
+use varve_storage::{
+    ClusteringKey, DeletionTime, LivenessInfo, Partition, PartitionKey, RangeTombstone, Row,
+};
+use varve_types::{CqlType, Value};
+
+/// The longest TTL Cassandra accepts (20 years).
+pub const MAX_TTL_SECONDS: i32 = 630_720_000;
+
+/// One statement of a protocol BATCH, with its own bound values.
+pub struct BatchEntry {
+    pub parsed: Arc<Parsed>,
+    pub spec_names: Vec<String>,
+    pub keyspace: Option<String>,
+    pub values: Vec<BoundValue>,
+}
+
+/// Updates to apply, plus the condition guarding them if any.
+pub struct Planned {
+    pub table: Arc<Table>,
+    pub updates: Vec<(PartitionKey, Partition)>,
+    pub cas: Option<CasCheck>,
+}
+
+pub fn execute(p: &Processor, ctx: &mut Ctx, stmt: &Statement) -> Result<QueryResult> {
+    let planned = plan(p, ctx, stmt, None)?;
+    if let Some(check) = planned.cas {
+        return cas::run(p, ctx, vec![(planned.table, planned.updates)], vec![check]);
+    }
+    apply(p, &planned.table, planned.updates)?;
+    Ok(QueryResult::Void)
+}
+
+/// A BATCH written inline in one QUERY: markers are numbered across it.
+pub fn execute_inline_batch(p: &Processor, ctx: &mut Ctx, b: &Batch) -> Result<QueryResult> {
+    if b.kind == varve_cql::ast::BatchKind::Counter {
+        return Err(QueryError::Invalid(
+            "counter batches are not supported yet (counters come later)".into(),
+        ));
+    }
+    if let Some(ts) = &b.using.timestamp {
+        ctx.timestamp_micros = timestamp_of(ctx, ts)?;
+    }
+    let mut plans = Vec::new();
+    for s in &b.statements {
+        plans.push(plan(p, ctx, s, Some(ctx.timestamp_micros))?);
+    }
+    finish_batch(p, ctx, plans)
+}
+
+/// A protocol BATCH: each statement with its own values.
+pub fn execute_batch(
+    p: &Processor,
+    schema: &Arc<Schema>,
+    _kind: BatchType,
+    entries: &[BatchEntry],
+    opts: &QueryOptions,
+) -> Result<crate::api::Outcome> {
+    let timestamp = opts.timestamp.unwrap_or_else(|| p.next_timestamp());
+    let now_seconds = opts
+        .now_in_seconds
+        .unwrap_or_else(|| varve_types::time::now_seconds() as i32);
+    let mut plans = Vec::new();
+    let mut warnings = Vec::new();
+    for e in entries {
+        let entry_opts = QueryOptions {
+            values: e.values.clone(),
+            names: None,
+            ..Default::default()
+        };
+        let mut ctx = Ctx {
+            schema: schema.clone(),
+            values: order_values(&e.spec_names, &entry_opts)?,
+            keyspace: e.keyspace.clone(),
+            opts,
+            timestamp_micros: timestamp,
+            now_seconds,
+            warnings: Vec::new(),
+            allow_filtering: false,
+        };
+        if !matches!(
+            e.parsed.statement,
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
+        ) {
+            return Err(QueryError::Invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.".into()));
+        }
+        plans.push(plan(p, &mut ctx, &e.parsed.statement, Some(timestamp))?);
+        warnings.append(&mut ctx.warnings);
+    }
+    let mut ctx = Ctx {
+        schema: schema.clone(),
+        values: Vec::new(),
+        keyspace: None,
+        opts,
+        timestamp_micros: timestamp,
+        now_seconds,
+        warnings,
+        allow_filtering: false,
+    };
+    let result = finish_batch(p, &mut ctx, plans)?;
+    Ok(crate::api::Outcome {
+        result,
+        warnings: ctx.warnings,
+    })
+}
+
+fn finish_batch(p: &Processor, ctx: &mut Ctx, plans: Vec<Planned>) -> Result<QueryResult> {
+    if plans.iter().any(|pl| pl.cas.is_some()) {
+        let mut checks = Vec::new();
+        let mut groups = Vec::new();
+        for pl in plans {
+            if let Some(c) = pl.cas {
+                checks.push(c);
+            }
+            groups.push((pl.table, pl.updates));
+        }
+        return cas::run(p, ctx, groups, checks);
+    }
+    for pl in plans {
+        apply(p, &pl.table, pl.updates)?;
+    }
+    Ok(QueryResult::Void)
+}
+
+/// Applies updates to storage.
+pub fn apply(p: &Processor, table: &Table, updates: Vec<(PartitionKey, Partition)>) -> Result<()> {
+    for (key, update) in updates {
+        p.storage.apply(table.id, &key, update)?;
+    }
+    Ok(())
+}
+
+/// Turns one modification statement into updates (and its condition).
+pub fn plan(
+    p: &Processor,
+    ctx: &mut Ctx,
+    stmt: &Statement,
+    batch_ts: Option<i64>,
+) -> Result<Planned> {
+    match stmt {
+        Statement::Insert(i) => plan_insert(p, ctx, i, batch_ts),
+        Statement::Update(u) => plan_update(p, ctx, u, batch_ts),
+        Statement::Delete(d) => plan_delete(p, ctx, d, batch_ts),
+        _ => Err(QueryError::Invalid(
+            "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed."
+                .into(),
+        )),
+    }
+}
+
+fn writable_table(ctx: &Ctx, name: &varve_cql::ast::QualifiedName) -> Result<Arc<Table>> {
+    let t = ctx.table(name)?;
+    if t.is_virtual {
+        return Err(QueryError::Unauthorized(format!(
+            "Modification is not supported on virtual or system table {}.{}",
+            t.keyspace, t.name
+        )));
+    }
+    Ok(t)
+}
+
+fn timestamp_of(ctx: &Ctx, term: &Term) -> Result<i64> {
+    match eval(ctx, term, &CqlType::BigInt, "[timestamp]")? {
+        Evaluated::Value(Value::BigInt(t)) => {
+            if t == i64::MIN {
+                return Err(QueryError::Invalid(
+                    "Invalid timestamp: the minimum value is reserved".into(),
+                ));
+            }
+            Ok(t)
+        }
+        Evaluated::Null => Err(QueryError::Invalid(
+            "Invalid null value of timestamp".into(),
+        )),
+        _ => Err(QueryError::Invalid(
+            "Invalid unset value for timestamp".into(),
+        )),
+    }
+}
+
+/// Timestamp and TTL from USING (or defaults).
+fn using(
+    ctx: &Ctx,
+    table: &Table,
+    u: &Using,
+    batch_ts: Option<i64>,
+    conditional: bool,
+) -> Result<(i64, i32)> {
+    let ts = match &u.timestamp {
+        Some(_) if conditional => {
+            return Err(QueryError::Invalid(
+                "Cannot provide custom timestamp for conditional updates".into(),
+            ))
+        }
+        Some(t) => timestamp_of(ctx, t)?,
+        None => batch_ts.unwrap_or(ctx.timestamp_micros),
+    };
+    let ttl = match &u.ttl {
+        Some(t) => match eval(ctx, t, &CqlType::Int, "[ttl]")? {
+            Evaluated::Value(Value::Int(v)) => {
+                if v < 0 {
+                    return Err(QueryError::Invalid(format!(
+                        "A TTL must be greater or equal to 0, but was {v}"
+                    )));
+                }
+                if v > MAX_TTL_SECONDS {
+                    return Err(QueryError::Invalid(format!(
+                        "ttl is too large. requested ({v}) maximum ({MAX_TTL_SECONDS})"
+                    )));
+                }
+                v
+            }
+            Evaluated::Null => 0,
+            _ => table.options.default_time_to_live,
+        },
+        None => table.options.default_time_to_live,
+    };
+    Ok((ts, ttl))
+}
+
+fn plan_insert(
+    p: &Processor,
+    ctx: &mut Ctx,
+    ins: &Insert,
+    batch_ts: Option<i64>,
+) -> Result<Planned> {
+    let table = writable_table(ctx, &ins.table)?;
+    if ins.json.is_some() {
+        return Err(QueryError::Invalid(
+            "INSERT JSON is not supported by Varve yet".into(),
+        ));
+    }
+    if ins.columns.len() != ins.values.len() {
+        return Err(QueryError::Invalid("Unmatched column names/values".into()));
+    }
+    let conditional = ins.conditions != Conditions::None;
+    let (ts, ttl) = using(ctx, &table, &ins.using, batch_ts, conditional)?;
+    // Key columns become EQ relations; the rest are assignments.
+    let mut relations = Vec::new();
+    let mut assignments = Vec::new();
+    for (name, term) in ins.columns.iter().zip(&ins.values) {
+        let col = table.column(name).ok_or_else(|| {
+            QueryError::Invalid(format!(
+                "Undefined column name {name} in table {}.{}",
+                table.keyspace, table.name
+            ))
+        })?;
+        if ins.columns.iter().filter(|c| *c == name).count() > 1 {
+            return Err(QueryError::Invalid(format!(
+                "Multiple definitions found for column {name}"
+            )));
+        }
+        if col.is_primary_key() {
+            relations.push(Relation {
+                lhs: RelationLhs::Column(name.clone()),
+                op: varve_cql::ast::Operator::Eq,
+                rhs: term.clone(),
+            });
+        } else {
+            assignments.push(Assignment::Set {
+                column: name.clone(),
+                value: term.clone(),
+            });
+        }
+    }
+    let missing: Vec<&str> = table
+        .partition_key()
+        .filter(|c| !ins.columns.contains(&c.name))
+        .map(|c| c.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(QueryError::Invalid(format!(
+            "Some partition key parts are missing: {}",
+            missing.join(", ")
+        )));
+    }
+    let only_static = !assignments.is_empty() && assignments.iter().all(|a| matches!(a, Assignment::Set { column, .. } if table.column(column).map(|c| c.kind) == Some(ColumnKind::Static)));
+    let missing_ck: Vec<&str> = table
+        .clustering()
+        .filter(|c| !ins.columns.contains(&c.name))
+        .map(|c| c.name.as_str())
+        .collect();
+    if !missing_ck.is_empty() && !(only_static && missing_ck.len() == table.clustering_len()) {
+        return Err(QueryError::Invalid(format!(
+            "Some clustering keys are missing: {}",
+            missing_ck.join(", ")
+        )));
+    }
+    build(
+        p,
+        ctx,
+        &table,
+        &relations,
+        &assignments,
+        ts,
+        ttl,
+        true,
+        &ins.conditions,
+    )
+}
+
+fn plan_update(
+    p: &Processor,
+    ctx: &mut Ctx,
+    up: &Update,
+    batch_ts: Option<i64>,
+) -> Result<Planned> {
+    let table = writable_table(ctx, &up.table)?;
+    let conditional = up.conditions != Conditions::None;
+    let (ts, ttl) = using(ctx, &table, &up.using, batch_ts, conditional)?;
+    for a in &up.assignments {
+        let name = assignment_column(a);
+        let col = table.column(name).ok_or_else(|| {
+            QueryError::Invalid(format!(
+                "Undefined column name {name} in table {}.{}",
+                table.keyspace, table.name
+            ))
+        })?;
+        if col.is_primary_key() {
+            return Err(QueryError::Invalid(format!(
+                "PRIMARY KEY part {name} found in SET part"
+            )));
+        }
+    }
+    build(
+        p,
+        ctx,
+        &table,
+        &up.where_clause,
+        &up.assignments,
+        ts,
+        ttl,
+        false,
+        &up.conditions,
+    )
+}
+
+fn assignment_column(a: &Assignment) -> &str {
+    match a {
+        Assignment::Set { column, .. }
+        | Assignment::SetElement { column, .. }
+        | Assignment::Add { column, .. }
+        | Assignment::Prepend { column, .. }
+        | Assignment::Remove { column, .. } => column,
+    }
+}
+
+/// Validates a write's WHERE clause: every partition key column, and every
+/// clustering column unless only static columns are written.
+fn write_selection(
+    ctx: &Ctx,
+    table: &Table,
+    relations: &[Relation],
+) -> Result<restrictions::Selection> {
+    for r in relations {
+        match &r.lhs {
+            RelationLhs::Column(n) => {
+                let col = table.column(n).ok_or_else(|| QueryError::Invalid(format!("Undefined column name {n} in table {}.{}", table.keyspace, table.name)))?;
+                if !col.is_primary_key() {
+                    return Err(QueryError::Invalid(format!("Non PRIMARY KEY columns found in where clause: {n} ")));
+                }
+            }
+            RelationLhs::Token(_) => return Err(QueryError::Invalid("The token function cannot be used in WHERE clauses for UPDATE and DELETE statements".into())),
+            _ => {}
+        }
+    }
+    let sel = restrictions::analyse(ctx, table, relations)?;
+    if !sel.partition_exact {
+        let missing: Vec<&str> = table
+            .partition_key()
+            .filter(|c| {
+                !relations
+                    .iter()
+                    .any(|r| r.lhs == RelationLhs::Column(c.name.clone()))
+            })
+            .map(|c| c.name.as_str())
+            .collect();
+        return Err(QueryError::Invalid(format!(
+            "Some partition key parts are missing: {}",
+            missing.join(", ")
+        )));
+    }
+    Ok(sel)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    p: &Processor,
+    ctx: &mut Ctx,
+    table: &Arc<Table>,
+    relations: &[Relation],
+    assignments: &[Assignment],
+    ts: i64,
+    ttl: i32,
+    marker: bool,
+    conditions: &Conditions,
+) -> Result<Planned> {
+    let sel = write_selection(ctx, table, relations)?;
+    let PartitionSelection::Keys(keys) = &sel.partitions else {
+        unreachable!("checked exact")
+    };
+    let statics_only = assignments
+        .iter()
+        .all(|a| table.column(assignment_column(a)).map(|c| c.kind) == Some(ColumnKind::Static))
+        && !assignments.is_empty();
+    let exact = sel.clustering.is_exact(table);
+    if !exact && !(statics_only && sel.clustering.is_unrestricted()) {
+        if sel.clustering.lower.is_some() || sel.clustering.upper.is_some() {
+            return Err(QueryError::Invalid(format!("Slice restrictions are not supported on the clustering columns in UPDATE statements")));
+        }
+        let missing: Vec<&str> = table
+            .clustering()
+            .skip(sel.clustering.eq_len)
+            .map(|c| c.name.as_str())
+            .collect();
+        return Err(QueryError::Invalid(format!(
+            "Some clustering keys are missing: {}",
+            missing.join(", ")
+        )));
+    }
+    if statics_only && !sel.clustering.is_unrestricted() && !marker {
+        // UPDATE of static columns with a full clustering is fine in Cassandra.
+    }
+    let cmp = p.storage.comparator(table.id)?;
+    let mut updates = Vec::new();
+    let now = ctx.now_seconds;
+    for key in keys {
+        let mut partition = Partition::default();
+        let prefixes = if statics_only && sel.clustering.is_unrestricted() {
+            vec![]
+        } else {
+            sel.clustering.prefixes.clone()
+        };
+        let mut static_row = Row::default();
+        let mut rows: Vec<(Vec<Bytes>, Row)> = prefixes
+            .iter()
+            .map(|p| (p.clone(), Row::default()))
+            .collect();
+        if marker && table.clustering_len() > 0 || marker && !statics_only {
+            for (_, row) in rows.iter_mut() {
+                row.liveness = Some(LivenessInfo::new(ts, ttl, now));
+            }
+        }
+        for a in assignments {
+            let col = table
+                .column(assignment_column(a))
+                .cloned()
+                .ok_or_else(|| QueryError::Server("column vanished".into()))?;
+            if col.kind == ColumnKind::Static {
+                collections::assign(p, ctx, table, key, None, &col, a, ts, ttl, &mut static_row)?;
+            } else {
+                if rows.is_empty() {
+                    return Err(QueryError::Invalid(format!(
+                        "Some clustering keys are missing: {}",
+                        table
+                            .clustering()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                for (prefix, row) in rows.iter_mut() {
+                    collections::assign(p, ctx, table, key, Some(prefix), &col, a, ts, ttl, row)?;
+                }
+            }
+        }
+        if !static_row.is_empty() {
+            partition.static_row = Some(static_row);
+        }
+        for (prefix, row) in rows {
+            if !row.is_empty() {
+                partition.rows.insert(ClusteringKey::row(prefix, &cmp), row);
+            }
+        }
+        updates.push((key.clone(), partition));
+    }
+    let cas = cas::check_for(ctx, table, keys, &sel, conditions)?;
+    Ok(Planned {
+        table: table.clone(),
+        updates,
+        cas,
+    })
+}
+
+fn plan_delete(
+    p: &Processor,
+    ctx: &mut Ctx,
+    del: &Delete,
+    batch_ts: Option<i64>,
+) -> Result<Planned> {
+    let table = writable_table(ctx, &del.table)?;
+    let conditional = del.conditions != Conditions::None;
+    if del.using.ttl.is_some() {
+        return Err(QueryError::Invalid(
+            "TTL attribute is not allowed for deletes".into(),
+        ));
+    }
+    let (ts, _) = using(ctx, &table, &del.using, batch_ts, conditional)?;
+    let sel = write_selection(ctx, &table, &del.where_clause)?;
+    let PartitionSelection::Keys(keys) = &sel.partitions else {
+        unreachable!("checked exact")
+    };
+    let cmp = p.storage.comparator(table.id)?;
+    let now = ctx.now_seconds;
+    let deletion = DeletionTime::new(ts, now);
+    let mut updates = Vec::new();
+    let targets: Vec<(Column, Option<&Term>)> = del
+        .targets
+        .iter()
+        .map(|t| {
+            let col = table.column(&t.column).cloned().ok_or_else(|| {
+                QueryError::Invalid(format!(
+                    "Undefined column name {} in table {}.{}",
+                    t.column, table.keyspace, table.name
+                ))
+            })?;
+            if col.is_primary_key() {
+                return Err(QueryError::Invalid(format!(
+                    "Invalid identifier {} for deletion (should not be a PRIMARY KEY part)",
+                    t.column
+                )));
+            }
+            Ok((col, t.element.as_ref()))
+        })
+        .collect::<Result<_>>()?;
+    let exact = sel.clustering.is_exact(&table);
+    let statics_only =
+        !targets.is_empty() && targets.iter().all(|(c, _)| c.kind == ColumnKind::Static);
+    for key in keys {
+        let mut partition = Partition::default();
+        if targets.is_empty() {
+            if sel.clustering.is_unrestricted() {
+                partition.deletion = deletion;
+            } else if exact {
+                for prefix in &sel.clustering.prefixes {
+                    let row = Row {
+                        deletion: Some(deletion),
+                        ..Row::default()
+                    };
+                    partition
+                        .rows
+                        .insert(ClusteringKey::row(prefix.clone(), &cmp), row);
+                }
+            } else {
+                for slice in sel.clustering.slices(&cmp) {
+                    partition
+                        .range_tombstones
+                        .push(RangeTombstone { slice, deletion });
+                }
+            }
+        } else {
+            if !exact && !(statics_only && sel.clustering.is_unrestricted()) {
+                let missing: Vec<&str> = table
+                    .clustering()
+                    .skip(sel.clustering.eq_len)
+                    .map(|c| c.name.as_str())
+                    .collect();
+                return Err(QueryError::Invalid(format!(
+                    "Some clustering keys are missing: {}",
+                    missing.join(", ")
+                )));
+            }
+            let mut static_row = Row::default();
+            let mut rows: Vec<(Vec<Bytes>, Row)> =
+                if statics_only && sel.clustering.is_unrestricted() {
+                    vec![]
+                } else {
+                    sel.clustering
+                        .prefixes
+                        .iter()
+                        .map(|p| (p.clone(), Row::default()))
+                        .collect()
+                };
+            for (col, element) in &targets {
+                if col.kind == ColumnKind::Static {
+                    collections::delete_target(
+                        p,
+                        ctx,
+                        &table,
+                        key,
+                        None,
+                        col,
+                        *element,
+                        ts,
+                        &mut static_row,
+                    )?;
+                } else {
+                    for (prefix, row) in rows.iter_mut() {
+                        collections::delete_target(
+                            p,
+                            ctx,
+                            &table,
+                            key,
+                            Some(prefix),
+                            col,
+                            *element,
+                            ts,
+                            row,
+                        )?;
+                    }
+                }
+            }
+            if !static_row.is_empty() {
+                partition.static_row = Some(static_row);
+            }
+            for (prefix, row) in rows {
+                partition.rows.insert(ClusteringKey::row(prefix, &cmp), row);
+            }
+        }
+        updates.push((key.clone(), partition));
+    }
+    let cas = cas::check_for(ctx, &table, keys, &sel, &del.conditions)?;
+    Ok(Planned {
+        table,
+        updates,
+        cas,
+    })
+}

@@ -1,0 +1,93 @@
+//! Helpers for in-process processor tests.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use varve_query::*;
+use varve_types::{codec, CqlType, Value};
+
+pub fn node() -> NodeInfo {
+    NodeInfo {
+        cluster_name: "Test Cluster".into(),
+        listen_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        rpc_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        native_port: 9042,
+        data_center: "datacenter1".into(),
+        rack: "rack1".into(),
+        tokens: vec![0],
+        host_id: [7; 16],
+        release_version: "5.0.4".into(),
+        cql_version: "3.4.7".into(),
+        native_protocol_version: "5".into(),
+    }
+}
+
+pub struct Db {
+    pub p: Arc<Processor>,
+    pub state: ClientState,
+}
+
+impl Db {
+    pub fn new() -> Db {
+        let mut db = Db {
+            p: Processor::new(node()),
+            state: ClientState::default(),
+        };
+        db.ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+        db.ok("USE ks");
+        db
+    }
+
+    pub fn run(&mut self, q: &str) -> Result<Outcome> {
+        self.p.query(&mut self.state, q, &QueryOptions::default())
+    }
+
+    pub fn ok(&mut self, q: &str) -> Outcome {
+        match self.run(q) {
+            Ok(o) => o,
+            Err(e) => panic!("{q}: {e:?}"),
+        }
+    }
+
+    pub fn err(&mut self, q: &str) -> QueryError {
+        match self.run(q) {
+            Ok(o) => panic!("{q}: expected an error, got {o:?}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Rows rendered as CQL literals, for easy assertions.
+    pub fn rows(&mut self, q: &str) -> Vec<Vec<String>> {
+        let out = self.ok(q);
+        render(&out)
+    }
+}
+
+pub fn render(out: &Outcome) -> Vec<Vec<String>> {
+    let QueryResult::Rows(r) = &out.result else {
+        panic!("not rows: {out:?}")
+    };
+    r.rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .zip(&r.columns)
+                .map(|(v, c)| match v {
+                    None => "null".to_string(),
+                    Some(b) => {
+                        varve_types::literal::to_cql_literal(&codec::deserialize(&c.ty, b).unwrap())
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[allow(dead_code)]
+pub fn int(v: i32) -> BoundValue {
+    BoundValue::Value(codec::serialize(&Value::Int(v)).into())
+}
+
+#[allow(dead_code)]
+pub fn ty_int() -> CqlType {
+    CqlType::Int
+}

@@ -1,0 +1,307 @@
+//! Table definitions.
+
+use crate::column::{Column, ColumnKind};
+use crate::error::{Error, Result};
+use crate::options::TableOptions;
+use std::collections::BTreeMap;
+use varve_types::CqlType;
+
+/// A column dropped from a table: data written before `dropped_at_micros`
+/// is ignored on read even if the column is added again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DroppedColumn {
+    pub ty: CqlType,
+    pub dropped_at_micros: i64,
+    pub kind: ColumnKind,
+}
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub keyspace: String,
+    pub name: String,
+    pub id: u128,
+    /// Partition key columns by position, clustering by position, then the
+    /// static and regular columns by name.
+    pub columns: Vec<Column>,
+    pub options: TableOptions,
+    pub dropped: BTreeMap<String, DroppedColumn>,
+    pub next_column_id: u32,
+    /// A virtual table (system tables served from memory).
+    pub is_virtual: bool,
+}
+
+/// What CREATE TABLE gives: columns with their kind and clustering order.
+#[derive(Debug, Clone)]
+pub struct TableSpec {
+    pub keyspace: String,
+    pub name: String,
+    pub id: u128,
+    /// (name, type, is_static)
+    pub columns: Vec<(String, CqlType, bool)>,
+    pub partition_key: Vec<String>,
+    pub clustering: Vec<(String, bool)>,
+    pub options: TableOptions,
+}
+
+impl Table {
+    /// Builds and validates a table as CREATE TABLE does.
+    pub fn create(spec: TableSpec) -> Result<Table> {
+        let mut seen = BTreeMap::new();
+        for (name, ty, is_static) in &spec.columns {
+            if seen
+                .insert(name.clone(), (ty.clone(), *is_static))
+                .is_some()
+            {
+                return Err(Error::Invalid(format!(
+                    "Duplicate column '{name}' declaration for table {}.{}",
+                    spec.keyspace, spec.name
+                )));
+            }
+        }
+        if spec.partition_key.is_empty() {
+            return Err(Error::Invalid(
+                "No PRIMARY KEY specifed for table (exactly one required)".into(),
+            ));
+        }
+        let mut columns = Vec::new();
+        let mut id = 0u32;
+        let mut used = BTreeMap::new();
+        for (pos, name) in spec.partition_key.iter().enumerate() {
+            let (ty, is_static) = seen.get(name).cloned().ok_or_else(|| {
+                Error::Invalid(format!(
+                    "Unknown definition {name} referenced in PRIMARY KEY"
+                ))
+            })?;
+            check_key_column(name, &ty, is_static)?;
+            if used.insert(name.clone(), ()).is_some() {
+                return Err(Error::Invalid(format!(
+                    "Duplicate definition for {name} in PRIMARY KEY"
+                )));
+            }
+            columns.push(Column {
+                name: name.clone(),
+                ty,
+                kind: ColumnKind::PartitionKey,
+                position: pos as i32,
+                descending: false,
+                id,
+            });
+            id += 1;
+        }
+        for (pos, (name, descending)) in spec.clustering.iter().enumerate() {
+            let (ty, is_static) = seen.get(name).cloned().ok_or_else(|| {
+                Error::Invalid(format!(
+                    "Unknown definition {name} referenced in PRIMARY KEY"
+                ))
+            })?;
+            check_key_column(name, &ty, is_static)?;
+            if used.insert(name.clone(), ()).is_some() {
+                return Err(Error::Invalid(format!(
+                    "Duplicate definition for {name} in PRIMARY KEY"
+                )));
+            }
+            columns.push(Column {
+                name: name.clone(),
+                ty,
+                kind: ColumnKind::Clustering,
+                position: pos as i32,
+                descending: *descending,
+                id,
+            });
+            id += 1;
+        }
+        for (name, (ty, is_static)) in &seen {
+            if used.contains_key(name) {
+                continue;
+            }
+            if *is_static && spec.clustering.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "Static column {name} cannot be added to a table without clustering columns"
+                )));
+            }
+            if matches!(ty, CqlType::Counter) {
+                return Err(Error::Invalid(
+                    "counter columns are not supported yet".into(),
+                ));
+            }
+            let kind = if *is_static {
+                ColumnKind::Static
+            } else {
+                ColumnKind::Regular
+            };
+            columns.push(Column {
+                name: name.clone(),
+                ty: ty.clone(),
+                kind,
+                position: -1,
+                descending: false,
+                id,
+            });
+            id += 1;
+        }
+        let mut table = Table {
+            keyspace: spec.keyspace,
+            name: spec.name,
+            id: spec.id,
+            columns,
+            options: spec.options,
+            dropped: BTreeMap::new(),
+            next_column_id: id,
+            is_virtual: false,
+        };
+        table.sort_columns();
+        Ok(table)
+    }
+
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    pub fn column_by_id(&self, id: u32) -> Option<&Column> {
+        self.columns.iter().find(|c| c.id == id)
+    }
+
+    pub fn partition_key(&self) -> impl Iterator<Item = &Column> {
+        self.columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::PartitionKey)
+    }
+
+    pub fn clustering(&self) -> impl Iterator<Item = &Column> {
+        self.columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Clustering)
+    }
+
+    pub fn regular_and_static(&self) -> impl Iterator<Item = &Column> {
+        self.columns.iter().filter(|c| !c.is_primary_key())
+    }
+
+    pub fn has_static(&self) -> bool {
+        self.columns.iter().any(|c| c.kind == ColumnKind::Static)
+    }
+
+    pub fn partition_key_len(&self) -> usize {
+        self.partition_key().count()
+    }
+
+    pub fn clustering_len(&self) -> usize {
+        self.clustering().count()
+    }
+
+    /// Adds a regular or static column (ALTER TABLE ADD).
+    pub fn add_column(&mut self, name: &str, ty: CqlType, is_static: bool) -> Result<()> {
+        if self.column(name).is_some() {
+            return Err(Error::Invalid(format!(
+                "Column with name '{name}' already exists"
+            )));
+        }
+        if is_static && self.clustering_len() == 0 {
+            return Err(Error::Invalid(format!(
+                "Static column {name} cannot be added to a table without clustering columns"
+            )));
+        }
+        if matches!(ty, CqlType::Counter) {
+            return Err(Error::Invalid(
+                "counter columns are not supported yet".into(),
+            ));
+        }
+        if let Some(d) = self.dropped.get(name) {
+            if d.ty.is_collection() != ty.is_collection() || (d.ty.is_multi_cell() && d.ty != ty) {
+                return Err(Error::Invalid(format!("Cannot re-add previously dropped column '{name}' of type {}, incompatible with previous type {}", ty, d.ty)));
+            }
+        }
+        let kind = if is_static {
+            ColumnKind::Static
+        } else {
+            ColumnKind::Regular
+        };
+        self.columns.push(Column {
+            name: name.into(),
+            ty,
+            kind,
+            position: -1,
+            descending: false,
+            id: self.next_column_id,
+        });
+        self.next_column_id += 1;
+        self.sort_columns();
+        Ok(())
+    }
+
+    /// Drops a regular or static column (ALTER TABLE DROP).
+    pub fn drop_column(&mut self, name: &str, at_micros: i64) -> Result<()> {
+        let col = self.column(name).cloned().ok_or_else(|| {
+            Error::Invalid(format!(
+                "Column {name} was not found in table {}",
+                self.name
+            ))
+        })?;
+        if col.is_primary_key() {
+            return Err(Error::Invalid(format!(
+                "Cannot drop PRIMARY KEY part {name}"
+            )));
+        }
+        self.columns.retain(|c| c.name != name);
+        self.dropped.insert(
+            name.into(),
+            DroppedColumn {
+                ty: col.ty,
+                dropped_at_micros: at_micros,
+                kind: col.kind,
+            },
+        );
+        Ok(())
+    }
+
+    /// Renames a primary key column (ALTER TABLE RENAME).
+    pub fn rename_column(&mut self, from: &str, to: &str) -> Result<()> {
+        if self.column(to).is_some() {
+            return Err(Error::Invalid(format!("Cannot rename column {from} to {to} in table {}; another column of that name already exist", self.name)));
+        }
+        let col = self
+            .columns
+            .iter_mut()
+            .find(|c| c.name == from)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "Column {from} was not found in table {}",
+                    self.name
+                ))
+            })?;
+        if !col.is_primary_key() {
+            return Err(Error::Invalid(format!(
+                "Cannot rename non PRIMARY KEY column {from}"
+            )));
+        }
+        col.name = to.into();
+        Ok(())
+    }
+
+    fn sort_columns(&mut self) {
+        self.columns
+            .sort_by(|a, b| (a.kind, a.position, &a.name).cmp(&(b.kind, b.position, &b.name)));
+    }
+}
+
+fn check_key_column(name: &str, ty: &CqlType, is_static: bool) -> Result<()> {
+    if is_static {
+        return Err(Error::Invalid(format!(
+            "Static column {name} cannot be part of the PRIMARY KEY"
+        )));
+    }
+    if ty.is_multi_cell() {
+        return Err(Error::Invalid(format!(
+            "Invalid non-frozen collection type {ty} for PRIMARY KEY component {name}"
+        )));
+    }
+    match ty {
+        CqlType::Counter => Err(Error::Invalid(format!(
+            "counter type is not supported for PRIMARY KEY column '{name}'"
+        ))),
+        CqlType::Duration => Err(Error::Invalid(format!(
+            "duration type is not supported for PRIMARY KEY column '{name}'"
+        ))),
+        _ => Ok(()),
+    }
+}

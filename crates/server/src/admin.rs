@@ -1,0 +1,120 @@
+//! The admin HTTP port: a small HTTP/1.1 responder, one request per
+//! connection (`Connection: close`).
+//!
+//! - `GET /health` → 200 `ok`
+//! - `GET /metrics` → 200, Prometheus text ([`crate::metrics`])
+//! - any other path → 404; any other method → 405; a malformed or too
+//!   large request head → 400.
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::limits::{HTTP_REQUEST_TIMEOUT, MAX_HTTP_REQUEST_BYTES};
+use crate::metrics::Metrics;
+
+/// Serves the admin port until `shutdown` turns true.
+pub async fn serve(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let metrics = Arc::clone(&metrics);
+                    tokio::spawn(async move {
+                        if let Err(e) = handle(stream, &metrics).await {
+                            tracing::debug!("admin connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!("admin accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+async fn handle(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
+    let head = match tokio::time::timeout(HTTP_REQUEST_TIMEOUT, read_head(&mut stream)).await {
+        Ok(r) => r?,
+        Err(_) => return Ok(()),
+    };
+    let (status, content_type, body) = match head {
+        Some(head) => respond(&head, metrics),
+        None => (400, "text/plain", "bad request\n".to_string()),
+    };
+    let reason = match status {
+        200 => "OK",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Bad Request",
+    };
+    let response = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+/// Reads up to the blank line ending the head; `None` when it is too long
+/// or the peer closes first.
+async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<String>> {
+    let mut buf = Vec::with_capacity(512);
+    let mut chunk = [0u8; 512];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.truncate(end);
+            return Ok(String::from_utf8(buf).ok());
+        }
+        if buf.len() > MAX_HTTP_REQUEST_BYTES {
+            return Ok(None);
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Status, content type and body for a request head.
+fn respond(head: &str, metrics: &Metrics) -> (u16, &'static str, String) {
+    let mut parts = head.lines().next().unwrap_or("").split_whitespace();
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+        return (400, "text/plain", "bad request\n".to_string());
+    };
+    let path = target.split('?').next().unwrap_or(target);
+    if method != "GET" && method != "HEAD" {
+        return (405, "text/plain", "only GET\n".to_string());
+    }
+    match path {
+        "/health" => (200, "text/plain", "ok\n".to_string()),
+        "/metrics" => (200, "text/plain; version=0.0.4", metrics.render()),
+        _ => (404, "text/plain", "not found\n".to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        let m = Metrics::default();
+        assert_eq!(respond("GET /health HTTP/1.1\r\nHost: x", &m).0, 200);
+        assert_eq!(respond("GET /metrics?x=1 HTTP/1.1", &m).0, 200);
+        assert_eq!(respond("GET /nope HTTP/1.1", &m).0, 404);
+        assert_eq!(respond("POST /health HTTP/1.1", &m).0, 405);
+        assert_eq!(respond("", &m).0, 400);
+        assert_eq!(respond("GARBAGE", &m).0, 400);
+    }
+}

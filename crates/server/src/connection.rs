@@ -1,0 +1,447 @@
+//! One CQL connection: a reader loop that owns the decoding state and the
+//! connection's stage, a writer task that owns the encoding state, and one
+//! task per statement request.
+//!
+//! Requests on a connection run concurrently (each QUERY, PREPARE, EXECUTE
+//! or BATCH is its own task, bounded by
+//! [`crate::ServerConfig::max_in_flight_per_connection`]) and may be
+//! answered out of order, as the protocol allows. OPTIONS, STARTUP and
+//! REGISTER are handled in order by the reader, since they change the
+//! connection's state.
+//!
+//! Cassandra's rules followed here: before STARTUP only OPTIONS and STARTUP
+//! are accepted ("Unexpected message X, expecting STARTUP or OPTIONS"); a
+//! second STARTUP is refused; both are protocol errors on that stream and
+//! the connection stays open. See [`crate::framing`] for which framing
+//! errors close the connection.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::{broadcast, mpsc, watch, Semaphore};
+use varve_protocol::event::event_type;
+use varve_protocol::frame::{opcode, EVENT_STREAM};
+use varve_protocol::{
+    decode_request, encode_unsupported_version_error, supported_version_strings, Compression,
+    ErrorBody, Event, Frame, ProtocolError, Request, Response, MIN_VERSION,
+};
+use varve_query::ClientState;
+
+use crate::dispatch::{self, Executed};
+use crate::errors;
+use crate::framing::{FramingError, Inbound, Outbound, Outgoing};
+use crate::limits::{READ_CHUNK_BYTES, WRITE_QUEUE_DEPTH};
+use crate::Shared;
+
+/// The CQL version of SUPPORTED.
+pub const CQL_VERSION: &str = "3.4.7";
+/// Lowest CQL major version a client may ask for in STARTUP.
+const MIN_CQL_MAJOR: u32 = 3;
+/// Responses gathered into one socket write.
+const WRITE_BATCH_MAX: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Only OPTIONS and STARTUP are accepted.
+    Established,
+    /// STARTUP done.
+    Ready,
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    out: mpsc::Sender<Outgoing>,
+    inbound: Inbound,
+    /// Set by the first frame; every later frame must carry it.
+    version: Option<u8>,
+    stage: Stage,
+    /// v4 frame-body compression of incoming frames.
+    compression: Compression,
+    /// Set once the client REGISTERs for SCHEMA_CHANGE.
+    events: Option<broadcast::Receiver<varve_protocol::SchemaChange>>,
+    client: Arc<Mutex<ClientState>>,
+    in_flight: Arc<Semaphore>,
+    /// A fatal error was answered: stop reading.
+    closing: bool,
+}
+
+/// Serves one accepted connection until the peer closes, a fatal protocol
+/// error, or shutdown; then waits (bounded) for its in-flight requests.
+pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    let (mut reader, writer) = stream.into_split();
+    let (tx, rx) = mpsc::channel(WRITE_QUEUE_DEPTH);
+    let writer_task = tokio::spawn(write_loop(writer, rx));
+    let max_in_flight = shared.config.max_in_flight_per_connection;
+    let mut conn = Connection {
+        inbound: Inbound::new(shared.config.max_frame_body_bytes),
+        shared,
+        out: tx,
+        version: None,
+        stage: Stage::Established,
+        compression: Compression::None,
+        events: None,
+        client: Arc::new(Mutex::new(ClientState::default())),
+        in_flight: Arc::new(Semaphore::new(max_in_flight)),
+        closing: false,
+    };
+    let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    while !*shutdown.borrow() {
+        while !conn.closing {
+            match conn.inbound.next_frame(&mut buf) {
+                Ok(Some(frame)) => conn.handle_frame(frame).await,
+                Ok(None) => break,
+                Err(e) => conn.framing_error(e).await,
+            }
+        }
+        if conn.closing {
+            break;
+        }
+        buf.reserve(READ_CHUNK_BYTES);
+        tokio::select! {
+            read = reader.read_buf(&mut buf) => match read {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!("connection read failed: {e}");
+                    break;
+                }
+            },
+            event = next_event(&mut conn.events) => conn.push_event(event).await,
+            _ = shutdown.changed() => break,
+        }
+    }
+    let grace = conn.shared.config.shutdown_grace;
+    let permits = u32::try_from(max_in_flight).unwrap_or(u32::MAX);
+    if tokio::time::timeout(grace, conn.in_flight.acquire_many(permits))
+        .await
+        .is_err()
+    {
+        tracing::warn!("closing a connection with requests still running after {grace:?}");
+    }
+    drop(conn);
+    let _ = tokio::time::timeout(grace, writer_task).await;
+}
+
+async fn next_event(
+    rx: &mut Option<broadcast::Receiver<varve_protocol::SchemaChange>>,
+) -> varve_protocol::SchemaChange {
+    let Some(rx) = rx else {
+        return std::future::pending().await;
+    };
+    loop {
+        match rx.recv().await {
+            Ok(ev) => return ev,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::debug!("a slow connection missed {n} schema events");
+            }
+            Err(broadcast::error::RecvError::Closed) => return std::future::pending().await,
+        }
+    }
+}
+
+async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>) {
+    let mut outbound = Outbound::default();
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < WRITE_BATCH_MAX {
+            match rx.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        let bytes = outbound.encode(batch);
+        if let Err(e) = writer.write_all(&bytes).await {
+            tracing::debug!("connection write failed: {e}");
+            return;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+/// Runs `work` on the blocking pool; a panic becomes a ServerError answer
+/// (logged) instead of taking the connection or the node down.
+async fn run_caught(stream: i16, work: impl FnOnce() -> Executed + Send + 'static) -> Executed {
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+        tracing::error!("request on stream {stream} failed: {e}");
+        Executed {
+            response: Response::Error(errors::server_error(
+                "Internal error while processing the request (see the server log)",
+            )),
+            warnings: Vec::new(),
+            event: None,
+        }
+    })
+}
+
+/// Cassandra's name of a request opcode, for error messages.
+fn opcode_name(op: u8) -> String {
+    match op {
+        opcode::STARTUP => "STARTUP".into(),
+        opcode::OPTIONS => "OPTIONS".into(),
+        opcode::QUERY => "QUERY".into(),
+        opcode::PREPARE => "PREPARE".into(),
+        opcode::EXECUTE => "EXECUTE".into(),
+        opcode::REGISTER => "REGISTER".into(),
+        opcode::BATCH => "BATCH".into(),
+        opcode::AUTH_RESPONSE => "AUTH_RESPONSE".into(),
+        other => format!("0x{other:02x}"),
+    }
+}
+
+/// The SUPPORTED options.
+pub fn supported_options() -> Vec<(String, Vec<String>)> {
+    vec![
+        ("COMPRESSION".to_string(), vec!["lz4".to_string()]),
+        ("CQL_VERSION".to_string(), vec![CQL_VERSION.to_string()]),
+        ("PROTOCOL_VERSIONS".to_string(), supported_version_strings()),
+    ]
+}
+
+/// Checks STARTUP's options; returns the compression asked for.
+fn check_startup(options: &HashMap<String, String>) -> Result<Compression, ErrorBody> {
+    let Some(cql_version) = options.get("CQL_VERSION") else {
+        return Err(errors::protocol_message(
+            "Missing value CQL_VERSION in STARTUP message",
+        ));
+    };
+    let major = cql_version
+        .split('.')
+        .next()
+        .and_then(|m| m.trim().parse::<u32>().ok());
+    match major {
+        Some(m) if m >= MIN_CQL_MAJOR => {}
+        Some(_) => {
+            return Err(errors::protocol_message(format!(
+                "CQL version {cql_version} is not supported by the binary protocol (supported version are >= 3.0.0)"
+            )))
+        }
+        None => return Err(errors::protocol_message(format!("Invalid version value: {cql_version}"))),
+    }
+    match options.get("COMPRESSION") {
+        None => Ok(Compression::None),
+        Some(name) => Compression::from_startup_name(name).map_err(|e| errors::protocol_error(&e)),
+    }
+}
+
+impl Connection {
+    fn version(&self) -> u8 {
+        self.version.unwrap_or(MIN_VERSION)
+    }
+
+    async fn send(&self, stream: i16, warnings: Vec<String>, response: Response) {
+        if let Response::Error(_) = response {
+            self.shared.metrics.error_response();
+        }
+        let item = Outgoing::Response {
+            version: self.version(),
+            stream,
+            warnings,
+            response: Box::new(response),
+        };
+        // A closed writer means the socket is gone; the reader sees EOF next.
+        let _ = self.out.send(item).await;
+    }
+
+    async fn send_error(&self, stream: i16, body: ErrorBody) {
+        self.send(stream, Vec::new(), Response::Error(body)).await;
+    }
+
+    async fn framing_error(&mut self, e: FramingError) {
+        self.shared.metrics.protocol_error();
+        tracing::debug!("framing error (fatal: {}): {}", e.fatal, e.error);
+        match &e.error {
+            ProtocolError::UnsupportedVersion { version, stream } => {
+                let _ = self
+                    .out
+                    .send(Outgoing::Raw(encode_unsupported_version_error(
+                        *version, *stream,
+                    )))
+                    .await;
+            }
+            other => {
+                let stream = other.stream().unwrap_or(0);
+                self.send_error(stream, errors::protocol_error(other)).await;
+            }
+        }
+        if e.fatal {
+            self.closing = true;
+        }
+    }
+
+    async fn handle_frame(&mut self, frame: Frame) {
+        let header = frame.header;
+        let stream = header.stream;
+        self.shared.metrics.request(header.opcode);
+        let version = *self.version.get_or_insert(header.version);
+        if header.version != version {
+            self.shared.metrics.protocol_error();
+            let msg = format!(
+                "Invalid message version. Got {} but previous messages on this connection had version {version}",
+                header.version
+            );
+            return self.send_error(stream, errors::protocol_message(msg)).await;
+        }
+        if self.stage == Stage::Established
+            && header.opcode != opcode::STARTUP
+            && header.opcode != opcode::OPTIONS
+        {
+            self.shared.metrics.protocol_error();
+            let msg = format!(
+                "Unexpected message {}, expecting STARTUP or OPTIONS",
+                opcode_name(header.opcode)
+            );
+            return self.send_error(stream, errors::protocol_message(msg)).await;
+        }
+        let request = match decode_request(&frame, self.compression) {
+            Ok(decoded) => decoded.request,
+            Err(e) => {
+                self.shared.metrics.protocol_error();
+                return self.send_error(stream, errors::protocol_error(&e)).await;
+            }
+        };
+        match request {
+            Request::Options => {
+                self.send(stream, Vec::new(), Response::Supported(supported_options()))
+                    .await
+            }
+            Request::Startup(options) => self.startup(stream, &options).await,
+            Request::Register(types) => self.register(stream, &types).await,
+            Request::AuthResponse(_) => {
+                let msg =
+                    "Unexpected message AUTH_RESPONSE, authentication is not enabled on this node";
+                self.send_error(stream, errors::protocol_message(msg)).await
+            }
+            statement => self.spawn_statement(stream, statement).await,
+        }
+    }
+
+    async fn startup(&mut self, stream: i16, options: &HashMap<String, String>) {
+        if self.stage == Stage::Ready {
+            let msg = "Unexpected message STARTUP, the connection is already initialized";
+            return self.send_error(stream, errors::protocol_message(msg)).await;
+        }
+        let compression = match check_startup(options) {
+            Ok(c) => c,
+            Err(body) => return self.send_error(stream, body).await,
+        };
+        self.send(stream, Vec::new(), Response::Ready).await;
+        let segments = self.version() >= 5;
+        let _ = self
+            .out
+            .send(Outgoing::Negotiated {
+                compression,
+                segments,
+            })
+            .await;
+        if segments {
+            self.inbound.switch_to_segments(compression);
+        } else {
+            self.compression = compression;
+        }
+        self.stage = Stage::Ready;
+    }
+
+    async fn register(&mut self, stream: i16, types: &[String]) {
+        let known = [
+            event_type::TOPOLOGY_CHANGE,
+            event_type::STATUS_CHANGE,
+            event_type::SCHEMA_CHANGE,
+        ];
+        if let Some(bad) = types.iter().find(|t| !known.contains(&t.as_str())) {
+            let msg = format!("Invalid value '{bad}' for Type");
+            return self.send_error(stream, errors::protocol_message(msg)).await;
+        }
+        if types.iter().any(|t| t == event_type::SCHEMA_CHANGE) && self.events.is_none() {
+            self.events = Some(self.shared.events.subscribe());
+        }
+        self.send(stream, Vec::new(), Response::Ready).await;
+    }
+
+    async fn push_event(&self, change: varve_protocol::SchemaChange) {
+        let response = Response::Event(Event::SchemaChange(change));
+        self.send(EVENT_STREAM, Vec::new(), response).await;
+    }
+
+    async fn spawn_statement(&self, stream: i16, request: Request) {
+        let Ok(permit) = Arc::clone(&self.in_flight).try_acquire_owned() else {
+            self.shared.metrics.overloaded();
+            let msg = format!(
+                "Too many requests in flight on this connection (limit {})",
+                self.shared.config.max_in_flight_per_connection
+            );
+            return self.send_error(stream, errors::overloaded(msg)).await;
+        };
+        let shared = Arc::clone(&self.shared);
+        let client = Arc::clone(&self.client);
+        let out = self.out.clone();
+        let version = self.version();
+        tokio::spawn(async move {
+            let processor = Arc::clone(&shared.processor);
+            let executed = run_caught(stream, move || {
+                dispatch::execute(&processor, &client, request)
+            })
+            .await;
+            if let Some(change) = executed.event {
+                // No subscriber is fine: nobody registered.
+                let _ = shared.events.send(change);
+            }
+            if let Response::Error(_) = executed.response {
+                shared.metrics.error_response();
+            }
+            let item = Outgoing::Response {
+                version,
+                stream,
+                warnings: executed.warnings,
+                response: Box::new(executed.response),
+            };
+            let _ = out.send(item).await;
+            drop(permit);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_request_becomes_server_error() {
+        let executed = run_caught(7, || panic!("boom")).await;
+        match executed.response {
+            Response::Error(e) => assert_eq!(e.code, varve_protocol::ErrorCode::SERVER_ERROR),
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn startup_options_are_checked() {
+        let opts = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            check_startup(&opts(&[("CQL_VERSION", "3.0.0")])),
+            Ok(Compression::None)
+        );
+        assert_eq!(
+            check_startup(&opts(&[("CQL_VERSION", "3.4.7"), ("COMPRESSION", "lz4")])),
+            Ok(Compression::Lz4)
+        );
+        assert!(check_startup(&opts(&[])).is_err());
+        assert!(check_startup(&opts(&[("CQL_VERSION", "2.0.0")])).is_err());
+        assert!(check_startup(&opts(&[("CQL_VERSION", "x")])).is_err());
+        assert!(check_startup(&opts(&[
+            ("CQL_VERSION", "3.0.0"),
+            ("COMPRESSION", "snappy")
+        ]))
+        .is_err());
+    }
+}

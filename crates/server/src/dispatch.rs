@@ -1,0 +1,111 @@
+//! Runs one statement request (QUERY, PREPARE, EXECUTE, BATCH) against the
+//! processor. Synchronous: the connection calls it on the blocking pool.
+//!
+//! The connection's [`ClientState`] is shared by its concurrent requests:
+//! each request runs on a copy and writes back a keyspace change (USE), so
+//! requests never wait on each other's execution.
+
+use parking_lot::Mutex;
+use varve_protocol::{Request, Response, ResultBody, SchemaChange};
+use varve_query::{ClientState, Outcome, Processor, QueryResult};
+
+use crate::convert::{self, MetadataRequest};
+use crate::errors;
+
+/// The answer to a statement request.
+#[derive(Debug)]
+pub struct Executed {
+    pub response: Response,
+    pub warnings: Vec<String>,
+    /// A schema change to push to registered connections.
+    pub event: Option<SchemaChange>,
+}
+
+impl Executed {
+    fn error(e: &varve_query::QueryError) -> Self {
+        Executed {
+            response: Response::Error(errors::query_error(e)),
+            warnings: Vec::new(),
+            event: None,
+        }
+    }
+}
+
+/// Executes a statement request; other requests get a ServerError (the
+/// connection handles them itself).
+pub fn execute(processor: &Processor, shared: &Mutex<ClientState>, request: Request) -> Executed {
+    let mut state = shared.lock().clone();
+    let before = state.keyspace.clone();
+    let executed = match request {
+        Request::Query { query, params } => {
+            let meta = MetadataRequest {
+                skip: params.skip_metadata,
+                client_id: None,
+            };
+            let outcome = processor.query(&mut state, &query, &convert::query_options(&params));
+            finish(outcome, &meta, &mut state)
+        }
+        Request::Execute {
+            id,
+            result_metadata_id,
+            params,
+        } => {
+            let meta = MetadataRequest {
+                skip: params.skip_metadata,
+                client_id: result_metadata_id,
+            };
+            let outcome = processor.execute(&mut state, &id, &convert::query_options(&params));
+            finish(outcome, &meta, &mut state)
+        }
+        Request::Batch(b) => {
+            let (kind, items, opts) = convert::batch(&b);
+            let outcome = processor.batch(&mut state, kind, &items, &opts);
+            finish(outcome, &MetadataRequest::default(), &mut state)
+        }
+        Request::Prepare { query, keyspace } => {
+            match processor.prepare(&state, &query, keyspace.as_deref()) {
+                Ok(info) => Executed {
+                    response: Response::Result(convert::prepared(info)),
+                    warnings: Vec::new(),
+                    event: None,
+                },
+                Err(e) => Executed::error(&e),
+            }
+        }
+        other => Executed {
+            response: Response::Error(errors::server_error(format!(
+                "opcode 0x{:02x} is not a statement",
+                other.opcode()
+            ))),
+            warnings: Vec::new(),
+            event: None,
+        },
+    };
+    if state.keyspace != before {
+        shared.lock().keyspace = state.keyspace;
+    }
+    executed
+}
+
+/// Turns an outcome into the answer. A USE result also sets the state's
+/// keyspace, should the processor have left that to us.
+fn finish(
+    outcome: varve_query::Result<Outcome>,
+    meta: &MetadataRequest,
+    state: &mut ClientState,
+) -> Executed {
+    match outcome {
+        Ok(Outcome { result, warnings }) => {
+            if let QueryResult::SetKeyspace(ks) = &result {
+                state.keyspace = Some(ks.clone());
+            }
+            let (body, event): (ResultBody, _) = convert::outcome_result(result, meta);
+            Executed {
+                response: Response::Result(body),
+                warnings,
+                event,
+            }
+        }
+        Err(e) => Executed::error(&e),
+    }
+}

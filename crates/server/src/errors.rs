@@ -1,0 +1,153 @@
+//! The one place where errors become CQL ERROR bodies: query errors from
+//! `varve-query`, codec errors from `varve-protocol`, and the server's own
+//! (overload, state machine, panics).
+
+use varve_protocol::error::ProtocolError;
+use varve_protocol::error_code::{ErrorBody, ErrorCode, ErrorExtra};
+use varve_protocol::frame::body_too_large_error;
+use varve_query::QueryError;
+
+/// The ERROR body for a failed statement.
+pub fn query_error(e: &QueryError) -> ErrorBody {
+    let message = e.to_string();
+    match e {
+        QueryError::Syntax(_) => ErrorBody::new(ErrorCode::SYNTAX_ERROR, message),
+        QueryError::Invalid(_) => ErrorBody::new(ErrorCode::INVALID, message),
+        QueryError::Config(_) => ErrorBody::new(ErrorCode::CONFIG_ERROR, message),
+        QueryError::Unauthorized(_) => ErrorBody::new(ErrorCode::UNAUTHORIZED, message),
+        QueryError::AlreadyExists {
+            keyspace, table, ..
+        } => ErrorBody {
+            code: ErrorCode::ALREADY_EXISTS,
+            message,
+            extra: ErrorExtra::AlreadyExists {
+                keyspace: keyspace.clone(),
+                table: table.clone(),
+            },
+        },
+        QueryError::Unprepared { id } => ErrorBody {
+            code: ErrorCode::UNPREPARED,
+            message,
+            extra: ErrorExtra::Unprepared { id: id.clone() },
+        },
+        // Cassandra's ReadFailure carries replica counts; on one node the
+        // one replica failed: received 0 of block_for 1, one failure.
+        QueryError::ReadFailure { .. } => ErrorBody {
+            code: ErrorCode::READ_FAILURE,
+            message,
+            extra: ErrorExtra::ReadFailure {
+                consistency: varve_protocol::consistency::Consistency::One,
+                received: 0,
+                block_for: 1,
+                failures: varve_protocol::error_code::Failures {
+                    num_failures: 1,
+                    reasons: Vec::new(),
+                },
+                data_present: false,
+            },
+        },
+        QueryError::Overloaded(_) => ErrorBody::new(ErrorCode::OVERLOADED, message),
+        QueryError::Server(_) => ErrorBody::new(ErrorCode::SERVER_ERROR, message),
+    }
+}
+
+/// The ERROR body for a frame the codec refused (the connection stays
+/// open; fatal cases are decided by the caller).
+pub fn protocol_error(e: &ProtocolError) -> ErrorBody {
+    match e {
+        ProtocolError::BodyTooLarge { body_len, max, .. } => body_too_large_error(*body_len, *max),
+        other => ErrorBody::new(ErrorCode::PROTOCOL_ERROR, other.to_string()),
+    }
+}
+
+/// Protocol error with a message of ours.
+pub fn protocol_message(message: impl Into<String>) -> ErrorBody {
+    ErrorBody::new(ErrorCode::PROTOCOL_ERROR, message)
+}
+
+/// Overloaded error with a message naming the limit.
+pub fn overloaded(message: impl Into<String>) -> ErrorBody {
+    ErrorBody::new(ErrorCode::OVERLOADED, message)
+}
+
+/// ServerError for a request whose task panicked or vanished.
+pub fn server_error(message: impl Into<String>) -> ErrorBody {
+    ErrorBody::new(ErrorCode::SERVER_ERROR, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    #[test]
+    fn every_query_error_has_its_code() {
+        let cases = [
+            (QueryError::Syntax("s".into()), 0x2000),
+            (QueryError::Invalid("i".into()), 0x2200),
+            (QueryError::Config("c".into()), 0x2300),
+            (QueryError::Unauthorized("u".into()), 0x2100),
+            (
+                QueryError::AlreadyExists {
+                    keyspace: "k".into(),
+                    table: "t".into(),
+                    message: "m".into(),
+                },
+                0x2400,
+            ),
+            (
+                QueryError::Unprepared {
+                    id: Bytes::from_static(&[1, 2]),
+                },
+                0x2500,
+            ),
+            (
+                QueryError::ReadFailure {
+                    message: "r".into(),
+                },
+                0x1300,
+            ),
+            (QueryError::Overloaded("o".into()), 0x1001),
+            (QueryError::Server("x".into()), 0x0000),
+        ];
+        for (e, code) in cases {
+            let body = query_error(&e);
+            assert_eq!(body.code.0, code, "{e:?}");
+            assert!(!body.message.is_empty());
+        }
+        let body = query_error(&QueryError::AlreadyExists {
+            keyspace: "ks".into(),
+            table: "".into(),
+            message: "Cannot add existing keyspace \"ks\"".into(),
+        });
+        assert_eq!(
+            body.extra,
+            ErrorExtra::AlreadyExists {
+                keyspace: "ks".into(),
+                table: "".into()
+            }
+        );
+        let body = query_error(&QueryError::Unprepared {
+            id: Bytes::from_static(&[0xab]),
+        });
+        assert_eq!(
+            body.extra,
+            ErrorExtra::Unprepared {
+                id: Bytes::from_static(&[0xab])
+            }
+        );
+        assert!(body.message.contains("ab"));
+    }
+
+    #[test]
+    fn oversized_frame_is_invalid_not_protocol() {
+        let body = protocol_error(&ProtocolError::BodyTooLarge {
+            stream: 1,
+            body_len: 100,
+            max: 10,
+        });
+        assert_eq!(body.code, ErrorCode::INVALID);
+        let body = protocol_error(&ProtocolError::invalid("bad"));
+        assert_eq!(body.code, ErrorCode::PROTOCOL_ERROR);
+    }
+}

@@ -1,0 +1,283 @@
+//! The byte layer of one connection: legacy envelopes until READY, then
+//! (v5 only) segments with CRCs; LZ4 as STARTUP asked (v4 per frame body,
+//! v5 per segment).
+//!
+//! Errors say whether the connection can go on. Following Cassandra:
+//! - an unsupported version is fatal (reply, then close);
+//! - an oversized frame is not: its bytes are skipped and an `Invalid`
+//!   error answers its stream;
+//! - a v5 segment with a bad CRC, a bad LZ4 block or a broken run of
+//!   segments is fatal: the stream cannot be resynchronised.
+
+use std::collections::VecDeque;
+
+use bytes::BytesMut;
+use varve_protocol::{
+    Compression, EnvelopeDecoder, Frame, FrameAssembler, ProtocolError, Response, SegmentCodec,
+};
+
+/// A decode error and whether the connection must close after replying.
+#[derive(Debug)]
+pub struct FramingError {
+    pub error: ProtocolError,
+    pub fatal: bool,
+}
+
+impl FramingError {
+    fn classify(error: ProtocolError, in_segments: bool) -> Self {
+        let fatal = match &error {
+            ProtocolError::BodyTooLarge { .. } => false,
+            ProtocolError::UnsupportedVersion { .. } => true,
+            _ => in_segments,
+        };
+        FramingError { error, fatal }
+    }
+}
+
+enum Decoder {
+    Envelope(EnvelopeDecoder),
+    Segments {
+        codec: SegmentCodec,
+        assembler: FrameAssembler,
+        ready: VecDeque<Frame>,
+    },
+}
+
+/// Turns received bytes into frames.
+pub struct Inbound {
+    decoder: Decoder,
+    max_body: usize,
+}
+
+impl Inbound {
+    /// Legacy framing with the given body limit.
+    pub fn new(max_body: usize) -> Self {
+        Inbound {
+            decoder: Decoder::Envelope(EnvelopeDecoder::new(max_body)),
+            max_body,
+        }
+    }
+
+    /// Switches to v5 segments; bytes already buffered are read as segments.
+    pub fn switch_to_segments(&mut self, compression: Compression) {
+        self.decoder = Decoder::Segments {
+            codec: SegmentCodec::new(compression),
+            assembler: FrameAssembler::new(self.max_body),
+            ready: VecDeque::new(),
+        };
+    }
+
+    /// The next whole frame in `buf`, `Ok(None)` when more bytes are needed.
+    pub fn next_frame(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FramingError> {
+        match &mut self.decoder {
+            Decoder::Envelope(d) => d.decode(buf).map_err(|e| FramingError::classify(e, false)),
+            Decoder::Segments {
+                codec,
+                assembler,
+                ready,
+            } => loop {
+                if let Some(frame) = ready.pop_front() {
+                    return Ok(Some(frame));
+                }
+                let Some(segment) = codec
+                    .decode(buf)
+                    .map_err(|e| FramingError::classify(e, true))?
+                else {
+                    return Ok(None);
+                };
+                let frames = assembler
+                    .push(segment)
+                    .map_err(|e| FramingError::classify(e, true))?;
+                ready.extend(frames);
+            },
+        }
+    }
+}
+
+/// What the writer sends next.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// A response (or an EVENT, on stream -1).
+    Response {
+        version: u8,
+        stream: i16,
+        warnings: Vec<String>,
+        response: Box<Response>,
+    },
+    /// Bytes already framed as an envelope (the unsupported-version reply).
+    Raw(Vec<u8>),
+    /// STARTUP succeeded: compress from now on; `segments` for v5.
+    Negotiated {
+        compression: Compression,
+        segments: bool,
+    },
+}
+
+/// Turns responses into bytes for the socket.
+#[derive(Debug, Default)]
+pub struct Outbound {
+    compression: Compression,
+    segments: Option<SegmentCodec>,
+}
+
+impl Outbound {
+    /// Applies a negotiation message; returns false for other messages.
+    pub fn apply(&mut self, out: &Outgoing) -> bool {
+        match out {
+            Outgoing::Negotiated {
+                compression,
+                segments,
+            } => {
+                self.compression = *compression;
+                self.segments = segments.then(|| SegmentCodec::new(*compression));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Encodes a run of messages, in order, to socket bytes.
+    pub fn encode(&mut self, batch: Vec<Outgoing>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut envelopes: Vec<Vec<u8>> = Vec::new();
+        for item in batch {
+            if let Outgoing::Negotiated { .. } = item {
+                // Everything before the switch goes out in the old framing.
+                self.flush(&mut out, &mut envelopes);
+                self.apply(&item);
+                continue;
+            }
+            envelopes.push(self.envelope(item));
+        }
+        self.flush(&mut out, &mut envelopes);
+        out
+    }
+
+    fn envelope(&self, item: Outgoing) -> Vec<u8> {
+        match item {
+            Outgoing::Response {
+                version,
+                stream,
+                warnings,
+                response,
+            } => {
+                // v5 frames are compressed by the segment layer, not here.
+                let frame_compression = if self.segments.is_some() {
+                    Compression::None
+                } else {
+                    self.compression
+                };
+                varve_protocol::encode_frame(
+                    version,
+                    stream,
+                    &warnings,
+                    &response,
+                    frame_compression,
+                )
+            }
+            Outgoing::Raw(bytes) => bytes,
+            Outgoing::Negotiated { .. } => Vec::new(),
+        }
+    }
+
+    fn flush(&self, out: &mut Vec<u8>, envelopes: &mut Vec<Vec<u8>>) {
+        if envelopes.is_empty() {
+            return;
+        }
+        match &self.segments {
+            Some(codec) => {
+                let slices: Vec<&[u8]> = envelopes.iter().map(Vec::as_slice).collect();
+                out.extend_from_slice(&codec.encode_frames(&slices));
+            }
+            None => envelopes.iter().for_each(|e| out.extend_from_slice(e)),
+        }
+        envelopes.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use varve_protocol::{decode_response, encode_request_frame, Request};
+
+    #[test]
+    fn v5_switches_to_segments_after_ready() {
+        let mut out = Outbound::default();
+        let bytes = out.encode(vec![
+            Outgoing::Response {
+                version: 5,
+                stream: 1,
+                warnings: vec![],
+                response: Box::new(Response::Ready),
+            },
+            Outgoing::Negotiated {
+                compression: Compression::Lz4,
+                segments: true,
+            },
+            Outgoing::Response {
+                version: 5,
+                stream: 2,
+                warnings: vec!["w".into()],
+                response: Box::new(Response::Ready),
+            },
+        ]);
+        // The READY envelope first, as plain bytes.
+        let mut buf = BytesMut::from(&bytes[..]);
+        let ready = varve_protocol::decode_envelope(&mut buf, 1 << 20)
+            .expect("ok")
+            .expect("frame");
+        assert_eq!(ready.header.stream, 1);
+        // Then one LZ4 segment holding the second frame.
+        let seg = SegmentCodec::new(Compression::Lz4)
+            .decode(&mut buf)
+            .expect("ok")
+            .expect("segment");
+        assert!(seg.self_contained && buf.is_empty());
+        let mut inner = BytesMut::from(&seg.payload[..]);
+        let frame = varve_protocol::decode_envelope(&mut inner, 1 << 20)
+            .expect("ok")
+            .expect("frame");
+        let resp = decode_response(&frame, Compression::None).expect("decodes");
+        assert_eq!(resp.warnings, vec!["w".to_string()]);
+    }
+
+    #[test]
+    fn inbound_reads_segments_after_switch() {
+        let mut inb = Inbound::new(1 << 20);
+        let f1 = encode_request_frame(5, 3, &Request::Options, None, Compression::None);
+        let f2 = encode_request_frame(5, 4, &Request::Options, None, Compression::None);
+        let mut buf = BytesMut::new();
+        inb.switch_to_segments(Compression::Lz4);
+        buf.extend_from_slice(&SegmentCodec::new(Compression::Lz4).encode_frames(&[&f1, &f2]));
+        assert_eq!(
+            inb.next_frame(&mut buf)
+                .expect("ok")
+                .expect("f1")
+                .header
+                .stream,
+            3
+        );
+        assert_eq!(
+            inb.next_frame(&mut buf)
+                .expect("ok")
+                .expect("f2")
+                .header
+                .stream,
+            4
+        );
+        assert!(inb.next_frame(&mut buf).expect("ok").is_none());
+        buf.extend_from_slice(&[0xff; 16]);
+        let err = inb.next_frame(&mut buf).expect_err("bad crc");
+        assert!(err.fatal);
+    }
+
+    #[test]
+    fn oversized_envelope_is_not_fatal() {
+        let mut inb = Inbound::new(10);
+        let mut buf = BytesMut::from(&[4u8, 0, 0, 7, 0x07, 0, 0, 0, 100][..]);
+        let err = inb.next_frame(&mut buf).expect_err("too big");
+        assert!(!err.fatal);
+        let mut buf = BytesMut::from(&[3u8, 0, 0, 7, 0x05, 0, 0, 0, 0][..]);
+        assert!(Inbound::new(10).next_frame(&mut buf).expect_err("v3").fatal);
+    }
+}

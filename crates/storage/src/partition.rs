@@ -1,0 +1,220 @@
+//! A partition: its deletion, its static row, its rows in clustering order
+//! and its range tombstones. Used both as stored data and as an update.
+
+use crate::cell::DeletionTime;
+use crate::clustering::{ClusteringKey, Slice};
+use crate::row::{ReadStats, Row};
+use std::collections::BTreeMap;
+
+/// A deletion of every row between two bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeTombstone {
+    pub slice: Slice,
+    pub deletion: DeletionTime,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    pub deletion: DeletionTime,
+    pub static_row: Option<Row>,
+    pub rows: BTreeMap<ClusteringKey, Row>,
+    pub range_tombstones: Vec<RangeTombstone>,
+}
+
+impl Default for Partition {
+    fn default() -> Self {
+        Partition {
+            deletion: DeletionTime::LIVE,
+            static_row: None,
+            rows: BTreeMap::new(),
+            range_tombstones: Vec::new(),
+        }
+    }
+}
+
+impl Partition {
+    pub fn is_empty(&self) -> bool {
+        self.deletion.is_live()
+            && self.static_row.is_none()
+            && self.rows.is_empty()
+            && self.range_tombstones.is_empty()
+    }
+
+    /// Merges `other` into `self` with Cassandra's reconciliation.
+    pub fn merge(&mut self, other: Partition) {
+        self.deletion = self.deletion.max(other.deletion);
+        if let Some(s) = other.static_row {
+            match &mut self.static_row {
+                Some(mine) => mine.merge(s),
+                None => self.static_row = Some(s),
+            }
+        }
+        for (key, row) in other.rows {
+            match self.rows.get_mut(&key) {
+                Some(mine) => mine.merge(row),
+                None => {
+                    self.rows.insert(key, row);
+                }
+            }
+        }
+        for rt in other.range_tombstones {
+            merge_range_tombstone(&mut self.range_tombstones, rt);
+        }
+    }
+
+    /// The part of the partition the slices select: the static row, the
+    /// partition deletion, rows inside any slice and the range tombstones
+    /// that overlap one. Slices must be sorted and disjoint.
+    pub fn slice(&self, slices: &[Slice]) -> Partition {
+        let mut out = Partition {
+            deletion: self.deletion,
+            static_row: self.static_row.clone(),
+            ..Partition::default()
+        };
+        for s in slices {
+            if s.is_empty() {
+                continue;
+            }
+            for (k, r) in self.rows.range(s.start.clone()..s.end.clone()) {
+                out.rows.insert(k.clone(), r.clone());
+            }
+        }
+        out.range_tombstones = self
+            .range_tombstones
+            .iter()
+            .filter(|rt| {
+                slices
+                    .iter()
+                    .any(|s| rt.slice.start < s.end && s.start < rt.slice.end)
+            })
+            .cloned()
+            .collect();
+        out
+    }
+
+    /// The live data at `now_seconds`: every row and cell that no deletion
+    /// shadows and that has not expired. Tombstones read are counted.
+    pub fn resolve(&self, now_seconds: i32) -> (Partition, ReadStats) {
+        let mut stats = ReadStats::default();
+        if !self.deletion.is_live() {
+            stats.tombstones += 1;
+        }
+        stats.tombstones += self.range_tombstones.len() as u64;
+        let static_row = self
+            .static_row
+            .as_ref()
+            .and_then(|r| r.resolve(self.deletion, now_seconds, &mut stats));
+        let mut rows = BTreeMap::new();
+        for (key, row) in &self.rows {
+            let mut outer = self.deletion;
+            for rt in &self.range_tombstones {
+                if rt.slice.contains(key) {
+                    outer = outer.max(rt.deletion);
+                }
+            }
+            if let Some(live) = row.resolve(outer, now_seconds, &mut stats) {
+                rows.insert(key.clone(), live);
+            }
+        }
+        (
+            Partition {
+                deletion: DeletionTime::LIVE,
+                static_row,
+                rows,
+                range_tombstones: Vec::new(),
+            },
+            stats,
+        )
+    }
+
+    /// The largest timestamp of anything in the partition.
+    pub fn max_timestamp(&self) -> i64 {
+        let mut max = self.deletion.marked_for_delete_at;
+        if let Some(s) = &self.static_row {
+            max = max.max(s.max_timestamp());
+        }
+        for r in self.rows.values() {
+            max = max.max(r.max_timestamp());
+        }
+        for rt in &self.range_tombstones {
+            max = max.max(rt.deletion.marked_for_delete_at);
+        }
+        max
+    }
+}
+
+/// Adds `rt` to `list`, dropping exact duplicates and tombstones the same
+/// range already covers with a stronger deletion.
+fn merge_range_tombstone(list: &mut Vec<RangeTombstone>, rt: RangeTombstone) {
+    for existing in list.iter_mut() {
+        if existing.slice == rt.slice {
+            existing.deletion = existing.deletion.max(rt.deletion);
+            return;
+        }
+    }
+    list.push(rt);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell::Cell;
+    use crate::clustering::ClusteringComparator;
+    use bytes::Bytes;
+    use varve_types::CqlType;
+
+    fn int(v: i32) -> Bytes {
+        Bytes::copy_from_slice(&v.to_be_bytes())
+    }
+
+    fn partition_with_rows(n: i32) -> (Partition, std::sync::Arc<ClusteringComparator>) {
+        let cmp = ClusteringComparator::new(vec![(CqlType::Int, false)]);
+        let mut p = Partition::default();
+        for i in 0..n {
+            let mut row = Row::default();
+            row.cells.insert((1, None), Cell::live(10, int(i)));
+            p.rows.insert(ClusteringKey::row(vec![int(i)], &cmp), row);
+        }
+        (p, cmp)
+    }
+
+    #[test]
+    fn range_tombstone_hides_covered_rows() {
+        let (mut p, cmp) = partition_with_rows(10);
+        p.range_tombstones.push(RangeTombstone {
+            slice: Slice {
+                start: ClusteringKey::before(vec![int(3)], &cmp),
+                end: ClusteringKey::after(vec![int(5)], &cmp),
+            },
+            deletion: DeletionTime::new(10, 0),
+        });
+        let (live, stats) = p.resolve(0);
+        assert_eq!(live.rows.len(), 7);
+        assert_eq!(stats.tombstones, 1);
+    }
+
+    #[test]
+    fn partition_deletion_hides_older_rows() {
+        let (mut p, _) = partition_with_rows(3);
+        p.deletion = DeletionTime::new(10, 0);
+        assert!(p.resolve(0).0.rows.is_empty());
+        p.deletion = DeletionTime::new(9, 0);
+        assert_eq!(p.resolve(0).0.rows.len(), 3);
+    }
+
+    #[test]
+    fn slice_selects_rows_between_bounds() {
+        let (p, cmp) = partition_with_rows(10);
+        let s = Slice {
+            start: ClusteringKey::after(vec![int(2)], &cmp),
+            end: ClusteringKey::before(vec![int(6)], &cmp),
+        };
+        let got: Vec<_> = p
+            .slice(&[s])
+            .rows
+            .keys()
+            .map(|k| k.values[0].clone())
+            .collect();
+        assert_eq!(got, vec![int(3), int(4), int(5)]);
+    }
+}

@@ -1,0 +1,276 @@
+//! Settings of `varve server`: defaults, then the YAML file (cassandra.yaml
+//! names where the concept is the same), then flags. Unknown YAML keys are
+//! logged at WARN and ignored, so a cassandra.yaml can be used as it is.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+use serde_yaml::Value;
+
+use crate::sizes::{parse_duration_ms, parse_size_bytes};
+use crate::ServerArgs;
+
+/// Cassandra's default cluster name; drivers only display it.
+pub const DEFAULT_CLUSTER_NAME: &str = "Test Cluster";
+/// CQL native protocol port, as Cassandra.
+pub const DEFAULT_NATIVE_PORT: u16 = 9042;
+/// Admin HTTP port. Not Cassandra's 7199 (JMX), so both can run side by side.
+pub const DEFAULT_ADMIN_PORT: u16 = 9180;
+/// Default data directory, relative to the working directory.
+pub const DEFAULT_DATA_DIR: &str = "./varve-data";
+/// Tokens per node (cassandra.yaml `num_tokens`; Cassandra 4.0+ uses 16).
+pub const DEFAULT_NUM_TOKENS: usize = 16;
+/// Most tokens a node may own.
+pub const MAX_NUM_TOKENS: usize = 1536;
+/// cassandra.yaml's default `commitlog_sync_period`.
+pub const DEFAULT_COMMITLOG_SYNC_PERIOD_MS: u64 = 10_000;
+const MIB: u64 = 1 << 20;
+
+/// The YAML file as written; every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FileConfig {
+    cluster_name: Option<String>,
+    listen_address: Option<String>,
+    rpc_address: Option<String>,
+    native_transport_port: Option<u16>,
+    data_file_directories: Option<Vec<PathBuf>>,
+    commitlog_directory: Option<PathBuf>,
+    commitlog_sync: Option<String>,
+    commitlog_sync_period: Option<Value>,
+    commitlog_sync_period_in_ms: Option<u64>,
+    native_transport_max_frame_size: Option<Value>,
+    native_transport_max_frame_size_in_mb: Option<u64>,
+    native_transport_max_concurrent_connections: Option<i64>,
+    num_tokens: Option<usize>,
+    /// Varve's own key: the admin HTTP port.
+    admin_port: Option<u16>,
+    #[serde(flatten)]
+    unknown: BTreeMap<String, Value>,
+}
+
+/// The resolved settings of a node.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub cluster_name: String,
+    pub listen_address: IpAddr,
+    /// The address CQL and admin bind to.
+    pub rpc_address: IpAddr,
+    pub native_port: u16,
+    pub admin_port: u16,
+    pub data_dir: PathBuf,
+    /// Accepted and kept for the durable engine; memtables ignore it today.
+    pub commitlog_dir: PathBuf,
+    pub commitlog_sync: String,
+    pub commitlog_sync_period_ms: u64,
+    pub max_frame_body_bytes: usize,
+    pub max_connections: usize,
+    pub num_tokens: usize,
+}
+
+fn parse_address(key: &str, text: &str) -> anyhow::Result<IpAddr> {
+    if text == "localhost" {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    text.parse()
+        .with_context(|| format!("{key}: '{text}' is not an IP address"))
+}
+
+fn value_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+impl Settings {
+    /// Defaults, overridden by the config file, overridden by flags.
+    pub fn resolve(args: &ServerArgs) -> anyhow::Result<Settings> {
+        let file = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading config {}", path.display()))?;
+                parse_file(&text).with_context(|| format!("in config {}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        Settings::from_file_and_flags(file, args)
+    }
+
+    fn from_file_and_flags(file: FileConfig, args: &ServerArgs) -> anyhow::Result<Settings> {
+        for key in file.unknown.keys() {
+            tracing::warn!("config: unknown or unsupported key '{key}' ignored");
+        }
+        let listen_address = match &file.listen_address {
+            Some(a) => parse_address("listen_address", a)?,
+            None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        };
+        let rpc_address = match &file.rpc_address {
+            Some(a) => parse_address("rpc_address", a)?,
+            None => listen_address,
+        };
+        let (listen_address, rpc_address) = match args.listen {
+            Some(a) => (a, a),
+            None => (listen_address, rpc_address),
+        };
+        let data_dir = match (&args.data_dir, &file.data_file_directories) {
+            (Some(d), _) => d.clone(),
+            (None, Some(dirs)) => {
+                if dirs.len() > 1 {
+                    tracing::warn!(
+                        "config: data_file_directories: only the first directory is used"
+                    );
+                }
+                dirs.first()
+                    .cloned()
+                    .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR))
+            }
+            (None, None) => PathBuf::from(DEFAULT_DATA_DIR),
+        };
+        let commitlog_sync_period_ms = match (
+            &file.commitlog_sync_period,
+            file.commitlog_sync_period_in_ms,
+        ) {
+            (Some(v), _) => {
+                let text = value_text(v)
+                    .context("commitlog_sync_period must be a duration like 10000ms")?;
+                parse_duration_ms(&text).map_err(anyhow::Error::msg)?
+            }
+            (None, Some(ms)) => ms,
+            (None, None) => DEFAULT_COMMITLOG_SYNC_PERIOD_MS,
+        };
+        let max_frame = match (
+            &file.native_transport_max_frame_size,
+            file.native_transport_max_frame_size_in_mb,
+        ) {
+            (Some(v), _) => {
+                let text = value_text(v)
+                    .context("native_transport_max_frame_size must be a size like 16MiB")?;
+                parse_size_bytes(&text, MIB).map_err(anyhow::Error::msg)?
+            }
+            (None, Some(mb)) => mb.saturating_mul(MIB),
+            (None, None) => varve_server::limits::MAX_FRAME_BODY_BYTES as u64,
+        };
+        let max_connections = match file.native_transport_max_concurrent_connections {
+            None => varve_server::limits::MAX_CONNECTIONS,
+            Some(n) if n < 0 => varve_server::limits::MAX_CONNECTIONS_UNLIMITED,
+            Some(0) => bail!("native_transport_max_concurrent_connections must not be 0"),
+            Some(n) => {
+                usize::try_from(n).unwrap_or(varve_server::limits::MAX_CONNECTIONS_UNLIMITED)
+            }
+        };
+        let num_tokens = file.num_tokens.unwrap_or(DEFAULT_NUM_TOKENS);
+        if num_tokens == 0 || num_tokens > MAX_NUM_TOKENS {
+            bail!("num_tokens must be between 1 and {MAX_NUM_TOKENS}, not {num_tokens}");
+        }
+        let commitlog_sync = file
+            .commitlog_sync
+            .unwrap_or_else(|| "periodic".to_string());
+        if !["periodic", "batch", "group"].contains(&commitlog_sync.as_str()) {
+            bail!("commitlog_sync must be periodic, batch or group, not '{commitlog_sync}'");
+        }
+        Ok(Settings {
+            cluster_name: args
+                .cluster_name
+                .clone()
+                .or(file.cluster_name)
+                .unwrap_or_else(|| DEFAULT_CLUSTER_NAME.to_string()),
+            listen_address,
+            rpc_address,
+            native_port: args
+                .port
+                .or(file.native_transport_port)
+                .unwrap_or(DEFAULT_NATIVE_PORT),
+            admin_port: args
+                .admin_port
+                .or(file.admin_port)
+                .unwrap_or(DEFAULT_ADMIN_PORT),
+            commitlog_dir: file
+                .commitlog_directory
+                .unwrap_or_else(|| data_dir.join("commitlog")),
+            data_dir,
+            commitlog_sync,
+            commitlog_sync_period_ms,
+            max_frame_body_bytes: usize::try_from(max_frame).unwrap_or(usize::MAX),
+            max_connections,
+            num_tokens,
+        })
+    }
+
+    /// The network settings for `varve-server`.
+    pub fn server_config(&self) -> varve_server::ServerConfig {
+        varve_server::ServerConfig {
+            cql_addr: (self.rpc_address, self.native_port).into(),
+            admin_addr: (self.rpc_address, self.admin_port).into(),
+            max_connections: self.max_connections,
+            max_frame_body_bytes: self.max_frame_body_bytes,
+            ..varve_server::ServerConfig::default()
+        }
+    }
+}
+
+fn parse_file(text: &str) -> anyhow::Result<FileConfig> {
+    if text.trim().is_empty() {
+        return Ok(FileConfig::default());
+    }
+    Ok(serde_yaml::from_str(text)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(yaml: &str, args: &ServerArgs) -> anyhow::Result<Settings> {
+        Settings::from_file_and_flags(parse_file(yaml)?, args)
+    }
+
+    #[test]
+    fn defaults() {
+        let s = resolve("", &ServerArgs::default()).expect("defaults");
+        assert_eq!(s.cluster_name, "Test Cluster");
+        assert_eq!(s.native_port, 9042);
+        assert_eq!(s.admin_port, DEFAULT_ADMIN_PORT);
+        assert_eq!(s.rpc_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(s.data_dir, PathBuf::from("./varve-data"));
+        assert_eq!(s.num_tokens, 16);
+    }
+
+    #[test]
+    fn file_then_flags() {
+        let yaml = "cluster_name: Prod\nnative_transport_port: 9500\nrpc_address: 127.0.0.2\n\
+                    data_file_directories: [/tmp/a, /tmp/b]\ncommitlog_sync_period: 5s\n\
+                    native_transport_max_frame_size: 32MiB\nnative_transport_max_concurrent_connections: 10\n\
+                    num_tokens: 8\nhints_directory: /x\nseed_provider: [{class_name: foo}]\n";
+        let s = resolve(yaml, &ServerArgs::default()).expect("file");
+        assert_eq!(s.cluster_name, "Prod");
+        assert_eq!(s.native_port, 9500);
+        assert_eq!(s.rpc_address.to_string(), "127.0.0.2");
+        assert_eq!(s.data_dir, PathBuf::from("/tmp/a"));
+        assert_eq!(s.commitlog_sync_period_ms, 5000);
+        assert_eq!(s.max_frame_body_bytes, 32 << 20);
+        assert_eq!(s.max_connections, 10);
+        assert_eq!(s.num_tokens, 8);
+        let args = ServerArgs {
+            port: Some(1),
+            cluster_name: Some("Flag".into()),
+            ..ServerArgs::default()
+        };
+        let s = resolve(yaml, &args).expect("flags");
+        assert_eq!((s.native_port, s.cluster_name.as_str()), (1, "Flag"));
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let args = ServerArgs::default();
+        assert!(resolve("listen_address: nowhere", &args).is_err());
+        assert!(resolve("num_tokens: 0", &args).is_err());
+        assert!(resolve("commitlog_sync: sometimes", &args).is_err());
+        assert!(resolve("native_transport_port: 99999", &args).is_err());
+        assert!(resolve("- a list", &args).is_err());
+        assert!(resolve("native_transport_max_frame_size: 16XB", &args).is_err());
+    }
+}

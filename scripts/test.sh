@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The one test command (README, .ci/run): formatting, lints, Rust tests,
+# then the Python driver tests against a real `varve server` process.
+# Needs only cargo (rustup) and python3. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test"
+cargo test --workspace
+
+step "cargo build (varve binary)"
+cargo build -p varve --bin varve
+
+step "python venv (.venv)"
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+# Reinstall only when requirements.txt changed.
+stamp=.venv/.requirements.sha256
+want=$(sha256sum tests/python/requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+    echo "$want" > "$stamp"
+fi
+
+step "pytest tests/python"
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in
+    /*) ;;
+    *) target_dir="$(pwd)/$target_dir" ;;
+esac
+export VARVE_BIN="${VARVE_BIN:-$target_dir/debug/varve}"
+.venv/bin/python -m pytest tests/python "$@"

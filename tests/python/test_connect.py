@@ -1,0 +1,89 @@
+"""Smoke tests: the node starts, drivers connect with v4 and v5 and load the
+cluster metadata, and SIGTERM stops it cleanly."""
+
+import signal
+import time
+import urllib.request
+
+from conftest import connect
+
+
+def test_ready_line_and_admin_port(varve_server):
+    assert f"varve ready: CQL on 127.0.0.1:{varve_server.port}" in varve_server.log()
+    assert varve_server.ready_after_s < 5, f"ready after {varve_server.ready_after_s:.2f}s"
+    base = f"http://127.0.0.1:{varve_server.admin_port}"
+    with urllib.request.urlopen(f"{base}/health", timeout=5) as r:
+        assert r.status == 200 and r.read() == b"ok\n"
+    with urllib.request.urlopen(f"{base}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert "varve_connections_open" in text
+    assert 'varve_requests_total{opcode="STARTUP"}' in text
+
+
+def test_metadata_loads(cluster, session, protocol_version):
+    assert cluster.protocol_version == protocol_version
+    meta = cluster.metadata
+    assert "system" in meta.keyspaces
+    assert "system_schema" in meta.keyspaces
+    hosts = meta.all_hosts()
+    assert len(hosts) == 1
+    host = hosts[0]
+    assert host.datacenter == "datacenter1" and host.rack == "rack1"
+    assert host.release_version == "5.0.4"
+    # Token-aware routing needs the node's tokens (num_tokens 16).
+    assert meta.token_map is not None and len(meta.token_map.ring) == 16
+
+
+def test_release_version(session):
+    row = session.execute("SELECT release_version, cluster_name FROM system.local").one()
+    assert row.release_version == "5.0.4"
+    assert row.cluster_name == "Test Cluster"
+
+
+def test_lz4_compression(varve_addr, protocol_version):
+    c = connect(*varve_addr, protocol_version, compression="lz4")
+    try:
+        s = c.connect()
+        # Large enough that LZ4 actually compresses the response.
+        rows = list(s.execute("SELECT * FROM system_schema.columns"))
+        assert rows
+    finally:
+        c.shutdown()
+
+
+def test_schema_change_event_reaches_other_clients(varve_addr, protocol_version):
+    writer = connect(*varve_addr, protocol_version)
+    watcher = connect(*varve_addr, protocol_version)
+    try:
+        ws = writer.connect()
+        watcher.connect()
+        name = f"ks_event_v{protocol_version}_{int(time.time() * 1000) % 100000}"
+        ws.execute(f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+        # The watcher refreshes its metadata only when the SCHEMA_CHANGE event arrives.
+        deadline = time.monotonic() + 15
+        while name not in watcher.metadata.keyspaces and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert name in watcher.metadata.keyspaces
+        ws.execute(f"DROP KEYSPACE {name}")
+    finally:
+        writer.shutdown()
+        watcher.shutdown()
+
+
+def test_sigterm_exits_zero_and_identity_persists(start_varve, tmp_path):
+    node = start_varve(data_dir=tmp_path / "persist")
+    host_id = (tmp_path / "persist" / "host_id").read_text().strip()
+    tokens = (tmp_path / "persist" / "tokens").read_text().split()
+    assert len(tokens) == 16
+    c = connect(node.host, node.port, 5)
+    try:
+        row = c.connect().execute("SELECT host_id FROM system.local").one()
+        assert str(row.host_id) == host_id
+    finally:
+        c.shutdown()
+    assert node.stop(signal.SIGTERM) == 0, node.log_tail()
+    assert "varve stopped" in node.log()
+    again = start_varve(data_dir=tmp_path / "persist")
+    assert (tmp_path / "persist" / "host_id").read_text().strip() == host_id
+    assert (tmp_path / "persist" / "tokens").read_text().split() == tokens
+    assert again.stop(signal.SIGINT) == 0, again.log_tail()
