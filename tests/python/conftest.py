@@ -55,11 +55,12 @@ class VarveNode:
         cmd = [varve_bin(), "server", "--listen", "127.0.0.1", "--port", str(port),
                "--admin-port", str(admin_port), "--data-dir", str(self.data_dir), *self.extra_args]
         self._log = open(self.log_path, "ab")
+        self._log_offset = self.log_path.stat().st_size  # a restart appends to the same log
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self._started_at = time.monotonic()
         deadline = self._started_at + READY_TIMEOUT_S
         while time.monotonic() < deadline:
-            match = READY_RE.search(self.log())
+            match = READY_RE.search(self.log()[self._log_offset:])
             if match:
                 self.ready_after_s = time.monotonic() - self._started_at
                 self.host, self.port, self.admin_port = match["host"], int(match["port"]), int(match["admin"])
@@ -71,6 +72,7 @@ class VarveNode:
         raise RuntimeError(f"varve not ready after {READY_TIMEOUT_S}s:\n{self.log_tail()}")
 
     def log(self):
+        """The whole log, every start of this node included."""
         try:
             return self.log_path.read_text(errors="replace")
         except FileNotFoundError:

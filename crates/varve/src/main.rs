@@ -72,13 +72,16 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// Logs go to stderr; `RUST_LOG` overrides the default level (info).
+/// Logs go to stderr, colored only on a terminal; `RUST_LOG` overrides the
+/// default level (info).
 fn init_logging() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 
@@ -93,6 +96,7 @@ fn run_server(args: ServerArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
+    let shutdown = shutdown_signal()?;
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
     let server = varve_server::Server::bind(settings.server_config())
@@ -112,38 +116,22 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         server.cql_addr(),
         server.admin_addr()
     );
-    server
-        .run(processor, shutdown_signal())
-        .await
-        .context("serving")?;
+    server.run(processor, shutdown).await.context("serving")?;
     info!("varve stopped");
     Ok(())
 }
 
-/// Resolves on the first SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::warn!("cannot listen for SIGINT: {e}");
-            std::future::pending::<()>().await;
+/// Resolves on the first SIGINT or SIGTERM. The handlers are installed
+/// when this is called (before the ready line), so a signal sent right after
+/// the ready line is never lost to the default action.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => info!("SIGINT received, shutting down"),
+            _ = term.recv() => info!("SIGTERM received, shutting down"),
         }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!("cannot listen for SIGTERM: {e}");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => info!("SIGINT received, shutting down"),
-        _ = term => info!("SIGTERM received, shutting down"),
-    }
+    })
 }
