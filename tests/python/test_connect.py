@@ -2,8 +2,12 @@
 cluster metadata, and SIGTERM stops it cleanly."""
 
 import signal
+import socket
+import struct
 import time
 import urllib.request
+
+import pytest
 
 from conftest import connect
 
@@ -38,6 +42,26 @@ def test_release_version(session):
     row = session.execute("SELECT release_version, cluster_name FROM system.local").one()
     assert row.release_version == "5.0.4"
     assert row.cluster_name == "Test Cluster"
+
+
+def test_version_negotiation_falls_back_to_v5(varve_addr):
+    from cassandra.cluster import Cluster, NoHostAvailable
+
+    # Unpinned (with beta allowed the driver opens with v6): Varve's protocol
+    # error makes the driver step down to v5.
+    c = Cluster([varve_addr[0]], port=varve_addr[1], allow_beta_protocol_version=True)
+    try:
+        c.connect()
+        assert c.protocol_version == 5
+    finally:
+        c.shutdown()
+    # v3 is not spoken; a pinned v3 client gets the protocol error.
+    c = Cluster([varve_addr[0]], port=varve_addr[1], protocol_version=3)
+    try:
+        with pytest.raises(NoHostAvailable, match="ProtocolError"):
+            c.connect()
+    finally:
+        c.shutdown()
 
 
 def test_lz4_compression(varve_addr, protocol_version):
@@ -87,3 +111,50 @@ def test_sigterm_exits_zero_and_identity_persists(start_varve, tmp_path):
     assert (tmp_path / "persist" / "host_id").read_text().strip() == host_id
     assert (tmp_path / "persist" / "tokens").read_text().split() == tokens
     assert again.stop(signal.SIGINT) == 0, again.log_tail()
+
+
+def _options_reply(sock):
+    """Sends a v4 OPTIONS and returns (opcode, body) of the reply."""
+    sock.sendall(bytes([4, 0, 0, 1, 0x05, 0, 0, 0, 0]))
+    head = b""
+    while len(head) < 9:
+        chunk = sock.recv(9 - len(head))
+        if not chunk:
+            raise ConnectionError("closed before a reply")
+        head += chunk
+    length = struct.unpack(">I", head[5:9])[0]
+    body = b""
+    while len(body) < length:
+        chunk = sock.recv(length - len(body))
+        if not chunk:
+            raise ConnectionError("closed inside a reply")
+        body += chunk
+    return head[4], body
+
+
+def test_connections_past_the_limit_get_overloaded(start_varve, tmp_path):
+    config = tmp_path / "varve.yaml"
+    config.write_text("native_transport_max_concurrent_connections: 2\nsome_cassandra_only_key: 1\n")
+    node = start_varve("--config", str(config))
+    assert "unknown or unsupported key 'some_cassandra_only_key' ignored" in node.log()
+    held = [socket.create_connection((node.host, node.port), timeout=5) for _ in range(2)]
+    for s in held:
+        assert _options_reply(s)[0] == 0x06  # SUPPORTED
+    extra = socket.create_connection((node.host, node.port), timeout=5)
+    opcode, body = _options_reply(extra)
+    assert opcode == 0x00 and struct.unpack(">i", body[:4])[0] == 0x1001, body  # ERROR, Overloaded
+    assert b"Too many connections" in body
+    extra.close()
+    held.pop().close()
+    deadline = time.monotonic() + 5
+    while True:
+        s = socket.create_connection((node.host, node.port), timeout=5)
+        opcode, _ = _options_reply(s)
+        s.close()
+        if opcode == 0x06 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert opcode == 0x06, "a slot frees when a connection closes"
+    for s in held:
+        s.close()
+    assert node.stop() == 0, node.log_tail()

@@ -333,7 +333,8 @@ fn alter_table(p: &Processor, ctx: &mut Ctx, a: &ast::AlterTable) -> Result<Quer
     if !altered {
         return Ok(QueryResult::Void);
     }
-    p.forget_prepared();
+    // Prepared statements stay: each EXECUTE analyses against the current
+    // schema, and a changed result shape travels as new result metadata.
     Ok(change(
         SchemaChangeKind::Updated,
         SchemaChangeTarget::Table(ks_name, a.name.name.clone()),

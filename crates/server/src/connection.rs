@@ -87,7 +87,7 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
         compression: Compression::None,
         events: None,
         client: Arc::new(Mutex::new(ClientState::default())),
-        in_flight: Arc::new(Semaphore::new(max_in_flight)),
+        in_flight: Arc::new(Semaphore::new(max_in_flight.min(Semaphore::MAX_PERMITS))),
         closing: false,
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
@@ -117,7 +117,7 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
         }
     }
     let grace = conn.shared.config.shutdown_grace;
-    let permits = u32::try_from(max_in_flight).unwrap_or(u32::MAX);
+    let permits = u32::try_from(max_in_flight.min(Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
     if tokio::time::timeout(grace, conn.in_flight.acquire_many(permits))
         .await
         .is_err()

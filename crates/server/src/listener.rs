@@ -28,7 +28,9 @@ pub async fn accept_loop(
     shutdown: watch::Receiver<bool>,
     done: mpsc::Sender<()>,
 ) {
-    let slots = Arc::new(Semaphore::new(shared.config.max_connections));
+    let slots = Arc::new(Semaphore::new(
+        shared.config.max_connections.min(Semaphore::MAX_PERMITS),
+    ));
     let mut stop = shutdown.clone();
     loop {
         let accepted = tokio::select! {

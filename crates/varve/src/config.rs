@@ -28,6 +28,8 @@ pub const MAX_NUM_TOKENS: usize = 1536;
 /// cassandra.yaml's default `commitlog_sync_period`.
 pub const DEFAULT_COMMITLOG_SYNC_PERIOD_MS: u64 = 10_000;
 const MIB: u64 = 1 << 20;
+/// `native_transport_max_frame_size` must stay below this (as in Cassandra).
+pub const MAX_FRAME_SIZE_LIMIT_BYTES: u64 = 2048 * MIB;
 
 /// The YAML file as written; every field optional.
 #[derive(Debug, Default, Deserialize)]
@@ -155,6 +157,9 @@ impl Settings {
             (None, Some(mb)) => mb.saturating_mul(MIB),
             (None, None) => varve_server::limits::MAX_FRAME_BODY_BYTES as u64,
         };
+        if max_frame >= MAX_FRAME_SIZE_LIMIT_BYTES {
+            bail!("native_transport_max_frame_size must be below 2048MiB, not {max_frame} bytes");
+        }
         let max_connections = match file.native_transport_max_concurrent_connections {
             None => varve_server::limits::MAX_CONNECTIONS,
             Some(n) if n < 0 => varve_server::limits::MAX_CONNECTIONS_UNLIMITED,
@@ -272,5 +277,7 @@ mod tests {
         assert!(resolve("native_transport_port: 99999", &args).is_err());
         assert!(resolve("- a list", &args).is_err());
         assert!(resolve("native_transport_max_frame_size: 16XB", &args).is_err());
+        assert!(resolve("native_transport_max_frame_size: 2048MiB", &args).is_err());
+        assert!(resolve("native_transport_max_frame_size: 2047MiB", &args).is_ok());
     }
 }

@@ -157,12 +157,17 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
         rows: Vec::new(),
         sort_keys: Vec::new(),
         agg: vec![AggState::default(); projection.selectors.len()],
-        remaining: resume
-            .as_ref()
-            .map(|r| r.remaining)
-            .filter(|r| *r >= 0)
-            .map(|r| r as usize)
-            .or(limit),
+        // With ORDER BY over several partitions, LIMIT applies after the merge.
+        remaining: if multi_key_order {
+            None
+        } else {
+            resume
+                .as_ref()
+                .map(|r| r.remaining)
+                .filter(|r| *r >= 0)
+                .map(|r| r as usize)
+                .or(limit)
+        },
         page_size,
         per_partition,
         tombstones: 0,
@@ -241,6 +246,9 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
     }
     if multi_key_order {
         run.sort_rows(&cmp, reversed);
+        if let Some(l) = limit {
+            run.rows.truncate(l);
+        }
     }
     let exhausted = run.remaining == Some(0);
     let paging_state = if done || exhausted {
