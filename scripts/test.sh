@@ -13,11 +13,11 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
+step "cargo build (varve binary, needed by the driver tests)"
+cargo build -p varve --bin varve
+
 step "cargo test"
 cargo test --workspace
-
-step "cargo build (varve binary)"
-cargo build -p varve --bin varve
 
 step "python venv (.venv)"
 if [ ! -x .venv/bin/python ]; then

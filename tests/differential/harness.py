@@ -12,6 +12,10 @@ Corpus format (`corpus/*.cql`):
   `@shape`      compare only columns, types and the row count (time/random values);
   `@tolerance N` numbers may differ by up to N (remaining TTLs);
   `@ignore-columns` compare rows only, not column names/types (rarely needed);
+  `@fetch N`    page size (default 100);
+  `@bind [JSON list]` prepare the statement and execute it with these values;
+- `{blob:N}` / `{text:N}` expand, when the statement runs, to a blob literal of N
+  zero bytes / a text literal of N 'a's (for size limits; reports show the short form);
 - `{ks}` is replaced by the file's keyspace name (`diff_<file stem>`), which is
   created fresh before the file runs and set as the session's keyspace.
 
@@ -62,6 +66,7 @@ class Statement:
 
     def __init__(self, text, line, directives):
         self.text = text
+        self.raw = text  # as written in the corpus ({ks} not substituted): the known-differences key
         self.line = line
         self.directives = directives
 
@@ -213,11 +218,26 @@ def run_file(session, path):
     return out
 
 
+def expand(text):
+    """Expands the `{blob:N}` and `{text:N}` size macros."""
+    def one(m):
+        n = int(m.group(2))
+        return "0x" + "00" * n if m.group(1) == "blob" else "'" + "a" * n + "'"
+    return re.sub(r"\{(blob|text):(\d+)\}", one, text)
+
+
 def execute(session, st):
     from cassandra.query import SimpleStatement
 
+    fetch = int(st.directives.get("fetch", 100))
     try:
-        rs = session.execute(SimpleStatement(st.text, fetch_size=int(st.directives.get("fetch", 100))))
+        if "bind" in st.directives:
+            prepared = session.prepare(expand(st.text))
+            bound = prepared.bind(json.loads(st.directives["bind"]))
+            bound.fetch_size = fetch
+            rs = session.execute(bound)
+        else:
+            rs = session.execute(SimpleStatement(expand(st.text), fetch_size=fetch))
         rows = [[to_plain(v) for v in row] for row in rs]  # pages through everything
         cols = list(rs.column_names or [])
         types = [type_name(t) for t in (rs.column_types or [])]
@@ -235,7 +255,10 @@ def error_result(exc):
         inner = next(iter(exc.errors.values()))
         if isinstance(inner, Exception):
             return error_result(inner)
-    message = getattr(exc, "message", None) or str(exc)
+    message = str(getattr(exc, "message", None) or exc)
+    inner = re.search(r'message="(.*)"$', message, re.S)  # "Error from server: code=... message="..."
+    if inner:
+        message = inner.group(1)
     cls = ERROR_NAMES.get(code, name) if code is not None else f"client:{name}"
     return {"kind": "error", "code": code, "class": cls, "message": str(message)}
 
@@ -386,7 +409,7 @@ def diff_file(corpus_path, pairs, known):
         reason = compare(st, exp, act)
         if reason is None:
             continue
-        accepted = known.get((name, st.key))
+        accepted = known.get((name, normalize_ws(st.raw)))
         out.append({"file": name, "line": st.line, "statement": st.text, "reason": reason,
                     "expected": exp, "actual": act, "known": accepted})
     return out

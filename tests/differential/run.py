@@ -4,13 +4,14 @@
   run.py --hosts 127.0.0.2 127.0.0.1:9043    # live: reference (Cassandra) first, then Varve
   run.py --expected --hosts 127.0.0.1:9043   # Varve alone, against expected/*.json
 
-Writes a Markdown report (default report.md here) and exits 1 if any mismatch is
+Writes a Markdown report (default /tmp/varve-differential-report.md) and exits 1 if any mismatch is
 not accepted in known_differences.md (2 on stale or missing recordings).
 """
 
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import harness
@@ -54,7 +55,7 @@ def main():
                     help="reference then Varve (host[:port]); with --expected only Varve")
     ap.add_argument("--expected", action="store_true", help="compare Varve with expected/*.json")
     ap.add_argument("--protocol", type=int, default=4)
-    ap.add_argument("--report", default=str(harness.HERE / "report.md"))
+    ap.add_argument("--report", default=str(Path(tempfile.gettempdir()) / "varve-differential-report.md"))
     ap.add_argument("files", nargs="*", help="corpus file names or stems (default: all)")
     args = ap.parse_args()
 

@@ -156,7 +156,7 @@ fn value(ctx: &Ctx, t: &Term, ty: &CqlType, name: &str) -> Result<Option<Value>>
 pub fn run(
     p: &Processor,
     ctx: &mut Ctx,
-    groups: Vec<(Arc<Table>, Vec<(PartitionKey, Partition)>)>,
+    groups: Vec<crate::write::TableUpdates>,
     checks: Vec<CasCheck>,
 ) -> Result<QueryResult> {
     let first = checks

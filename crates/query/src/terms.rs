@@ -37,12 +37,14 @@ pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluate
             BoundValue::Unset => Ok(Evaluated::Unset),
             BoundValue::Null => Ok(Evaluated::Null),
             BoundValue::Value(bytes) => {
-                if bytes.is_empty() && !ty.is_collection() && codec::is_empty_allowed(ty) {
-                    return Ok(Evaluated::Null);
+                match codec::deserialize(ty, bytes) {
+                    Ok(v) => Ok(Evaluated::Value(v)),
+                    // Cassandra's "empty value" of a fixed-width type (an int of
+                    // zero bytes): drivers read it back as null, so we store null.
+                    // Text, ascii and blob decode zero bytes as the empty value above.
+                    Err(_) if bytes.is_empty() && codec::is_empty_allowed(ty) => Ok(Evaluated::Null),
+                    Err(e) => Err(QueryError::Invalid(format!("Invalid value for {name}: {e}"))),
                 }
-                codec::deserialize(ty, bytes)
-                    .map(Evaluated::Value)
-                    .map_err(|e| QueryError::Invalid(format!("Invalid value for {name}: {e}")))
             }
         },
         Term::List(items) => match ty {

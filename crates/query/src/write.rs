@@ -24,6 +24,9 @@ use varve_types::{CqlType, Value};
 /// The longest TTL Cassandra accepts (20 years).
 pub const MAX_TTL_SECONDS: i32 = 630_720_000;
 
+/// A table and the partition updates to apply to it.
+pub type TableUpdates = (Arc<Table>, Vec<(PartitionKey, Partition)>);
+
 /// One statement of a protocol BATCH, with its own bound values.
 pub struct BatchEntry {
     pub parsed: Arc<Parsed>,
@@ -297,7 +300,8 @@ fn plan_insert(
         .filter(|c| !ins.columns.contains(&c.name))
         .map(|c| c.name.as_str())
         .collect();
-    if !missing_ck.is_empty() && !(only_static && missing_ck.len() == table.clustering_len()) {
+    let statics_without_clustering = only_static && missing_ck.len() == table.clustering_len();
+    if !missing_ck.is_empty() && !statics_without_clustering {
         return Err(QueryError::Invalid(format!(
             "Some clustering keys are missing: {}",
             missing_ck.join(", ")
@@ -421,9 +425,9 @@ fn build(
         .all(|a| table.column(assignment_column(a)).map(|c| c.kind) == Some(ColumnKind::Static))
         && !assignments.is_empty();
     let exact = sel.clustering.is_exact(table);
-    if !exact && !(statics_only && sel.clustering.is_unrestricted()) {
+    if !(exact || statics_only && sel.clustering.is_unrestricted()) {
         if sel.clustering.lower.is_some() || sel.clustering.upper.is_some() {
-            return Err(QueryError::Invalid(format!("Slice restrictions are not supported on the clustering columns in UPDATE statements")));
+            return Err(QueryError::Invalid("Slice restrictions are not supported on the clustering columns in UPDATE statements".to_string()));
         }
         let missing: Vec<&str> = table
             .clustering()
@@ -453,7 +457,7 @@ fn build(
             .iter()
             .map(|p| (p.clone(), Row::default()))
             .collect();
-        if marker && table.clustering_len() > 0 || marker && !statics_only {
+        if marker {
             for (_, row) in rows.iter_mut() {
                 row.liveness = Some(LivenessInfo::new(ts, ttl, now));
             }
@@ -566,7 +570,7 @@ fn plan_delete(
                 }
             }
         } else {
-            if !exact && !(statics_only && sel.clustering.is_unrestricted()) {
+            if !(exact || statics_only && sel.clustering.is_unrestricted()) {
                 let missing: Vec<&str> = table
                     .clustering()
                     .skip(sel.clustering.eq_len)

@@ -155,7 +155,14 @@ async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>
                 Err(_) => break,
             }
         }
-        let bytes = outbound.encode(batch);
+        // Encoding is pure; should it ever panic (a bug, e.g. a row of the
+        // wrong width), close this connection rather than leave it hanging.
+        let encoded =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outbound.encode(batch)));
+        let Ok(bytes) = encoded else {
+            tracing::error!("encoding a response panicked; closing the connection");
+            return;
+        };
         if let Err(e) = writer.write_all(&bytes).await {
             tracing::debug!("connection write failed: {e}");
             return;

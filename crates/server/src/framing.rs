@@ -198,7 +198,30 @@ impl Outbound {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use varve_protocol::{decode_response, encode_request_frame, Request};
+
+    proptest! {
+        /// Found by nobody yet: any bytes, in either framing, give frames
+        /// or errors, never a panic, and a non-fatal error always makes
+        /// progress.
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096), lz4: bool, segments: bool) {
+            let mut inb = Inbound::new(1024);
+            if segments {
+                inb.switch_to_segments(if lz4 { Compression::Lz4 } else { Compression::None });
+            }
+            let mut buf = BytesMut::from(&bytes[..]);
+            for _ in 0..bytes.len() + 1 {
+                match inb.next_frame(&mut buf) {
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(e) if e.fatal => break,
+                    Err(_) => {}
+                }
+            }
+        }
+    }
 
     #[test]
     fn v5_switches_to_segments_after_ready() {

@@ -86,8 +86,9 @@ async fn reject(mut stream: TcpStream, limit: usize) {
         // Header only; the body is never read.
         let header = varve_protocol::FrameHeader::decode(&buf).ok()?;
         if !varve_protocol::is_supported_version(header.version) {
+            // v1/v2 headers carry a one-byte stream id at offset 2.
             let id = if header.version <= 2 {
-                i16::from(buf[2] as i8)
+                buf.get(2).map_or(0, |b| i16::from(*b as i8))
             } else {
                 header.stream
             };
