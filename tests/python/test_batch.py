@@ -3,6 +3,7 @@ statements, inline BEGIN BATCH text, batch timestamps, conditional batches."""
 
 import pytest
 from cassandra import InvalidRequest
+from cassandra.protocol import SyntaxException
 from cassandra.query import BatchStatement, BatchType, SimpleStatement
 
 from conftest import connect
@@ -53,9 +54,10 @@ def test_inline_batch_text(session, table):
     session.execute(prepared, (6, 1, "x", 6, 2, "y"))
     assert content(session, table, 6) == [(1, "x"), (2, "y")]
     # Only modification statements may appear in a batch.
-    raises(session, Exception, f"BEGIN BATCH SELECT * FROM {table}; APPLY BATCH")
+    raises(session, SyntaxException, f"BEGIN BATCH SELECT * FROM {table}; APPLY BATCH")
 
 
+@pytest.mark.xfail(reason="Varve bug: a statement USING TIMESTAMP inside a batch USING TIMESTAMP is accepted; Cassandra refuses it", strict=True)
 def test_batch_level_timestamp(session, table):
     session.execute(f"BEGIN BATCH USING TIMESTAMP 5000"
                     f" INSERT INTO {table} (k, c, v) VALUES (7, 1, 'ts');"
@@ -92,6 +94,7 @@ def test_batch_client_timestamp(varve_addr, protocol_version, keyspace):
         cluster.shutdown()
 
 
+@pytest.mark.xfail(reason="Varve bug: a not-applied conditional batch omits the primary key columns (k, c) that Cassandra adds for batches", strict=True)
 def test_conditional_batch(session, table):
     session.execute(f"INSERT INTO {table} (k, c, v) VALUES (8, 1, 'a')")
     batch = BatchStatement()

@@ -241,6 +241,7 @@ def test_drop_and_truncate(session, cluster, keyspace):
 # --- the seed schema and option validation -----------------------------------
 
 
+@pytest.mark.xfail(reason="Varve bug: system_schema.tables.cdc is null; Cassandra stores false", strict=True)
 @pytest.mark.parametrize("compaction", [STCS, LCS], ids=["stcs", "lcs"])
 def test_seed_schema_options_round_trip(session, cluster, compaction):
     ks = unique("tlp_stress")

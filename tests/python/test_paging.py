@@ -169,6 +169,7 @@ def test_distinct_count_and_filtering_paged(session, data):
     assert got == list(range(1291, BIG_ROWS))
 
 
+@pytest.mark.xfail(reason="Varve bug: a LIMIT 7 / first page of a 1300-row partition takes ~110 ms vs ~3 ms for 60 rows: the read materializes the partition", strict=True)
 def test_first_page_cost_does_not_grow_with_partition_size(session, data):
     """A page of a big partition costs about what a page of a small one does:
     a read must stop after the page (or LIMIT), not materialize the partition."""

@@ -105,6 +105,7 @@ def test_token_function_matches_driver(session, cluster, grid):
                                          Murmur3Token(t)) for t in list(got.values())[:5])
 
 
+@pytest.mark.xfail(reason="Varve bug: a bound empty string ('') is read as null: Invalid null value in condition for column b", strict=True)
 def test_token_vectors_for_text_and_composite_keys(session, keyspace):
     name = unique()
     session.execute(f"CREATE TABLE {name} (k text PRIMARY KEY)")
@@ -259,6 +260,7 @@ def test_now_uuid_and_time_conversions(session, events):
     assert n.version == 1
 
 
+@pytest.mark.xfail(reason="Varve bug: blobAsInt() of an int column is accepted; Cassandra refuses the argument type", strict=True)
 def test_blob_conversions_and_cast(session, events):
     session.execute(f"INSERT INTO {events} (k, t, b, i, txt) VALUES (2, minTimeuuid('2020-01-01 00:00:00+0000'),"
                     " intAsBlob(258), 7, '12')")
@@ -272,6 +274,7 @@ def test_blob_conversions_and_cast(session, events):
     raises(session, InvalidRequest, f"SELECT no_such_function(i) FROM {events} WHERE k = 2")
 
 
+@pytest.mark.xfail(reason="Varve bug: constant terms in the selection (minTimeuuid('...') AS lo) are not supported yet", strict=True)
 def test_min_max_timeuuid(session, events):
     insert = session.prepare(f"INSERT INTO {events} (k, t, i) VALUES (3, ?, ?)")
     base = datetime.datetime(2021, 6, 1, tzinfo=datetime.timezone.utc).timestamp()

@@ -102,6 +102,7 @@ def test_literals_round_trip(session, all_types):
     check_row(session.execute(f"SELECT * FROM {all_types} WHERE k = 1").one())
 
 
+@pytest.mark.xfail(reason="Varve bug: a bound empty string ('') for a text column is stored as null", strict=True)
 def test_bound_values_round_trip(session, all_types):
     names = ", ".join(COLUMNS)
     marks = ", ".join("?" for _ in COLUMNS)
@@ -181,7 +182,11 @@ SORTED = {
 }
 
 
-@pytest.mark.parametrize("cql_type", list(SORTED))
+_EMPTY_IS_NULL = pytest.mark.xfail(reason="Varve bug: an empty text/blob clustering value is taken for null", strict=True)
+
+
+@pytest.mark.parametrize("cql_type", [pytest.param(t, marks=_EMPTY_IS_NULL) if t in ("text", "blob") else t
+                                      for t in SORTED])
 def test_clustering_sort_order(session, keyspace, cql_type):
     name = unique()
     session.execute(f"CREATE TABLE {name} (k int, c {cql_type}, PRIMARY KEY (k, c))")
@@ -199,7 +204,9 @@ def test_clustering_sort_order(session, keyspace, cql_type):
     ("i", "'text'"), ("i", "1.5"), ("i", "2147483648"), ("t", "42"), ("ti", "200"), ("b", "'not a blob'"),
     ("u", "'not-a-uuid'"), ("u", "12"), ("tu", "550e8400-e29b-41d4-a716-446655440000"), ("ts", "'yesterday'"),
     ("d", "'2020-13-01'"), ("tm", "'25:00:00'"), ("ip", "'300.1.1.1'"), ("ip", "'not an ip'"),
-    ("l", "['a']"), ("l", "{1}"), ("s", "[1]"), ("m", "{1: 'a'}"), ("tp", "(1, 2, 3)"), ("tp", "('a', 'b')"),
+    ("l", "['a']"), ("l", "{1}"),
+    pytest.param("s", "[1]", marks=pytest.mark.xfail(reason="Varve bug: a list literal is accepted for a set column",
+                                                   strict=True)), ("m", "{1: 'a'}"), ("tp", "(1, 2, 3)"), ("tp", "('a', 'b')"),
     ("bo", "1"), ("du", "'P1X'"),
 ])
 def test_wrong_typed_literal_is_invalid_request(session, keyspace, column, literal):

@@ -47,6 +47,7 @@ pub struct CasCheck {
 
 /// Builds the check of a statement's IF clause, if it has one.
 pub fn check_for(
+    verb: &str,
     ctx: &Ctx,
     table: &Arc<Table>,
     keys: &[PartitionKey],
@@ -123,9 +124,23 @@ pub fn check_for(
             "IN on the partition key is not supported with conditional updates".into(),
         ));
     }
-    let clustering = if sel.clustering.is_unrestricted() && table.clustering_len() > 0 {
+    let statics_only = matches!(&kind, CasKind::Conditions(c) if c.iter().all(|c| c.column.kind == varve_schema::ColumnKind::Static));
+    let clustering = if sel.clustering.is_unrestricted()
+        && table.clustering_len() > 0
+        && statics_only
+    {
         None
     } else {
+        if !sel.clustering.is_exact(table) {
+            let missing = table
+                .clustering()
+                .nth(sel.clustering.eq_len)
+                .map(|c| c.name.clone())
+                .unwrap_or_default();
+            return Err(QueryError::Invalid(format!(
+                "{verb} statements must restrict all PRIMARY KEY columns with equality relations in order to use IF conditions, but column '{missing}' is not restricted"
+            )));
+        }
         if sel.clustering.prefixes.len() != 1 {
             return Err(QueryError::Invalid(
                 "IN on the clustering key columns is not supported with conditional updates".into(),
@@ -158,6 +173,7 @@ pub fn run(
     ctx: &mut Ctx,
     groups: Vec<crate::write::TableUpdates>,
     checks: Vec<CasCheck>,
+    is_batch: bool,
 ) -> Result<QueryResult> {
     let first = checks
         .first()
@@ -215,6 +231,14 @@ pub fn run(
         };
         if !ok {
             applied = false;
+            // Nothing read for this row: only `[applied]` comes back for it.
+            let read_something = match &c.clustering {
+                Some(_) => row.is_some(),
+                None => current.static_row.is_some(),
+            };
+            if !read_something {
+                continue;
+            }
             match &c.kind {
                 CasKind::NotExists => shown.push((table.columns.clone(), c.clustering.clone())),
                 CasKind::Exists => {}
@@ -236,7 +260,7 @@ pub fn run(
         }
     }
     Ok(QueryResult::Rows(result(
-        &table, applied, &shown, &current, &pk, &cmp,
+        &table, applied, &shown, &current, &pk, &cmp, is_batch,
     )))
 }
 
@@ -247,6 +271,7 @@ fn result(
     current: &Partition,
     pk: &[Bytes],
     cmp: &Arc<varve_storage::ClusteringComparator>,
+    is_batch: bool,
 ) -> ResultRows {
     let spec = |name: &str, ty: CqlType| ColumnSpec {
         keyspace: table.keyspace.clone(),
@@ -265,12 +290,23 @@ fn result(
             metadata_id,
         };
     }
-    let cols = &shown[0].0;
-    for c in cols {
+    // A batch names the rows it shows, so its primary key columns come first.
+    let mut cols: Vec<Column> = Vec::new();
+    if is_batch {
+        cols.extend(table.columns.iter().filter(|c| c.is_primary_key()).cloned());
+    }
+    for (list, _) in shown {
+        for c in list {
+            if !cols.iter().any(|x| x.name == c.name) {
+                cols.push(c.clone());
+            }
+        }
+    }
+    for c in &cols {
         columns.push(spec(&c.name, c.ty.clone()));
     }
     let mut rows = Vec::new();
-    for (cols_i, ck) in shown {
+    for (_, ck) in shown {
         let row = ck
             .as_ref()
             .and_then(|ck| current.rows.get(&ClusteringKey::row(ck.clone(), cmp)));
@@ -281,13 +317,11 @@ fn result(
             static_row: current.static_row.as_ref(),
         };
         let mut out = vec![applied_value.clone()];
-        for c in cols_i.iter().take(cols.len()) {
+        for c in &cols {
             out.push(view.value(c));
         }
-        out.resize(columns.len(), None);
         rows.push(out);
     }
-    rows.truncate(1);
     let metadata_id = crate::prepare::metadata_id(&columns);
     ResultRows {
         columns,

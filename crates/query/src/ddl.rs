@@ -333,8 +333,9 @@ fn alter_table(p: &Processor, ctx: &mut Ctx, a: &ast::AlterTable) -> Result<Quer
     if !altered {
         return Ok(QueryResult::Void);
     }
-    // Prepared statements stay: each EXECUTE analyses against the current
-    // schema, and a changed result shape travels as new result metadata.
+    // As Cassandra does, an altered table's prepared statements are dropped:
+    // drivers get UNPREPARED, re-prepare, and so learn the new result columns.
+    p.forget_prepared();
     Ok(change(
         SchemaChangeKind::Updated,
         SchemaChangeTarget::Table(ks_name, a.name.name.clone()),

@@ -27,6 +27,8 @@ pub fn call_term(
         let arg_ty = argument_type(fname, i).unwrap_or_else(|| natural_type(arg));
         typed_args.push((arg_ty.clone(), eval(ctx, arg, &arg_ty, name)?.into_option()));
     }
+    let types: Vec<CqlType> = typed_args.iter().map(|(t, _)| t.clone()).collect();
+    check_arguments(fname, &types)?;
     let (ret_ty, value) = apply(fname, typed_args)?;
     let Some(value) = value else {
         return Ok(Evaluated::Null);
@@ -58,7 +60,7 @@ fn compatible(from: &CqlType, to: &CqlType) -> bool {
 }
 
 /// The type an argument must have, when the function fixes it.
-fn argument_type(fname: &str, _index: usize) -> Option<CqlType> {
+pub fn argument_type(fname: &str, _index: usize) -> Option<CqlType> {
     let f = fname.to_ascii_lowercase();
     if let Some(_target) = f.strip_prefix("blobas") {
         return Some(CqlType::Blob);
@@ -128,6 +130,34 @@ fn type_by_name(name: &str) -> Option<CqlType> {
         "inet" => CqlType::Inet,
         _ => return None,
     })
+}
+
+/// Checks the argument types of a native function, as Cassandra resolves
+/// overloads: an argument of another type is an InvalidRequest.
+pub fn check_arguments(fname: &str, types: &[CqlType]) -> Result<()> {
+    let f = fname.to_ascii_lowercase();
+    let allowed: Vec<CqlType> = if f.starts_with("blobas") {
+        vec![CqlType::Blob]
+    } else if let Some(source) = f.strip_suffix("asblob") {
+        type_by_name(source).into_iter().collect()
+    } else {
+        match f.as_str() {
+            "totimestamp" | "todate" | "tounixtimestamp" => {
+                vec![CqlType::Timeuuid, CqlType::Timestamp, CqlType::Date]
+            }
+            "mintimeuuid" | "maxtimeuuid" => vec![CqlType::Timestamp],
+            _ => return Ok(()),
+        }
+    };
+    for (i, t) in types.iter().enumerate() {
+        if !allowed.iter().any(|a| a == t.unfrozen()) {
+            return Err(QueryError::Invalid(format!(
+                "Type error: argument {i} of type {t} cannot be passed to function system.{f}, which takes {}",
+                allowed.iter().map(|a| a.cql_name()).collect::<Vec<_>>().join(" or ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Applies a native scalar function to typed arguments.

@@ -42,22 +42,24 @@ pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluate
                     // Cassandra's "empty value" of a fixed-width type (an int of
                     // zero bytes): drivers read it back as null, so we store null.
                     // Text, ascii and blob decode zero bytes as the empty value above.
-                    Err(_) if bytes.is_empty() && codec::is_empty_allowed(ty) => Ok(Evaluated::Null),
-                    Err(e) => Err(QueryError::Invalid(format!("Invalid value for {name}: {e}"))),
+                    Err(_) if bytes.is_empty() && codec::is_empty_allowed(ty) => {
+                        Ok(Evaluated::Null)
+                    }
+                    Err(e) => Err(QueryError::Invalid(format!(
+                        "Invalid value for {name}: {e}"
+                    ))),
                 }
             }
         },
         Term::List(items) => match ty {
-            CqlType::List(elem) | CqlType::Set(elem) => {
+            // Drivers send Python tuples as list literals; accept them for tuples.
+            CqlType::Tuple(_) => eval(ctx, &Term::Tuple(items.clone()), ty, name),
+            CqlType::List(elem) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
                     out.push(element(ctx, item, elem, name)?);
                 }
-                Ok(Evaluated::Value(if matches!(ty, CqlType::Set(_)) {
-                    Value::Set(out)
-                } else {
-                    Value::List(out)
-                }))
+                Ok(Evaluated::Value(Value::List(out)))
             }
             _ => Err(type_mismatch("list literal", ty, name)),
         },

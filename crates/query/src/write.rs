@@ -45,7 +45,13 @@ pub struct Planned {
 pub fn execute(p: &Processor, ctx: &mut Ctx, stmt: &Statement) -> Result<QueryResult> {
     let planned = plan(p, ctx, stmt, None)?;
     if let Some(check) = planned.cas {
-        return cas::run(p, ctx, vec![(planned.table, planned.updates)], vec![check]);
+        return cas::run(
+            p,
+            ctx,
+            vec![(planned.table, planned.updates)],
+            vec![check],
+            false,
+        );
     }
     apply(p, &planned.table, planned.updates)?;
     Ok(QueryResult::Void)
@@ -60,12 +66,26 @@ pub fn execute_inline_batch(p: &Processor, ctx: &mut Ctx, b: &Batch) -> Result<Q
     }
     if let Some(ts) = &b.using.timestamp {
         ctx.timestamp_micros = timestamp_of(ctx, ts)?;
+        if b.statements.iter().any(has_own_timestamp) {
+            return Err(QueryError::Invalid(
+                "Timestamp must be set either on BATCH or individual statements".into(),
+            ));
+        }
     }
     let mut plans = Vec::new();
     for s in &b.statements {
         plans.push(plan(p, ctx, s, Some(ctx.timestamp_micros))?);
     }
     finish_batch(p, ctx, plans)
+}
+
+fn has_own_timestamp(s: &Statement) -> bool {
+    match s {
+        Statement::Insert(i) => i.using.timestamp.is_some(),
+        Statement::Update(u) => u.using.timestamp.is_some(),
+        Statement::Delete(d) => d.using.timestamp.is_some(),
+        _ => false,
+    }
 }
 
 /// A protocol BATCH: each statement with its own values.
@@ -134,7 +154,7 @@ fn finish_batch(p: &Processor, ctx: &mut Ctx, plans: Vec<Planned>) -> Result<Que
             }
             groups.push((pl.table, pl.updates));
         }
-        return cas::run(p, ctx, groups, checks);
+        return cas::run(p, ctx, groups, checks, true);
     }
     for pl in plans {
         apply(p, &pl.table, pl.updates)?;
@@ -495,7 +515,14 @@ fn build(
         }
         updates.push((key.clone(), partition));
     }
-    let cas = cas::check_for(ctx, table, keys, &sel, conditions)?;
+    let cas = cas::check_for(
+        if marker { "INSERT" } else { "UPDATE" },
+        ctx,
+        table,
+        keys,
+        &sel,
+        conditions,
+    )?;
     Ok(Planned {
         table: table.clone(),
         updates,
@@ -630,7 +657,7 @@ fn plan_delete(
         }
         updates.push((key.clone(), partition));
     }
-    let cas = cas::check_for(ctx, &table, keys, &sel, &del.conditions)?;
+    let cas = cas::check_for("DELETE", ctx, &table, keys, &sel, &del.conditions)?;
     Ok(Planned {
         table,
         updates,

@@ -14,6 +14,8 @@ use varve_types::{codec, compare, CqlType, Value};
 /// One compiled selector.
 #[derive(Debug, Clone)]
 pub enum Sel {
+    /// A literal in the selection, already converted to its type.
+    Const(CqlType, Option<Bytes>),
     Column(Column),
     WriteTime(Column),
     Ttl(Column),
@@ -149,18 +151,20 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
                 ty.clone(),
             )
         }
-        SelectorExpr::Term(_) => {
-            return Err(QueryError::Invalid(
-                "Terms in the selection clause are not supported by Varve yet".into(),
-            ))
+        SelectorExpr::Term(term) => {
+            let ty = crate::functions::natural_type(term);
+            constant(term, ty)?
         }
         SelectorExpr::FunctionCall { name, args } => {
             let lname = name.to_ascii_lowercase();
             let mut compiled = Vec::new();
             let mut names = Vec::new();
             let mut types = Vec::new();
-            for a in args {
-                let (s, n, t) = compile_expr(table, a)?;
+            for (i, a) in args.iter().enumerate() {
+                let (s, n, t) = match (a, crate::functions::argument_type(&lname, i)) {
+                    (SelectorExpr::Term(term), Some(ty)) => constant(term, ty)?,
+                    _ => compile_expr(table, a)?,
+                };
                 compiled.push(s);
                 names.push(n);
                 types.push(t);
@@ -209,6 +213,7 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
                 }
                 return Ok((Sel::Token, shown, CqlType::BigInt));
             }
+            crate::functions::check_arguments(&lname, &types)?;
             // Find the return type by applying the function to nulls.
             let probe: Vec<functions::Typed> = types.iter().map(|t| (t.clone(), None)).collect();
             let (ret, _) = functions::apply(&lname, probe)?;
@@ -222,6 +227,22 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
             )
         }
     })
+}
+
+/// A literal selector: its value, the name Cassandra shows, its type.
+fn constant(term: &varve_cql::ast::Term, ty: CqlType) -> Result<(Sel, String, CqlType)> {
+    let varve_cql::ast::Term::Literal(lit) = term else {
+        return Err(QueryError::Invalid(
+            "Only literals are supported as terms in the selection clause".into(),
+        ));
+    };
+    let value = crate::terms::eval_literal(lit, &ty, "selection")?;
+    let shown = match &value {
+        Some(v) => varve_types::literal::to_cql_literal(v),
+        None => "null".into(),
+    };
+    let bytes = value.map(|v| Bytes::from(codec::serialize(&v)));
+    Ok((Sel::Const(ty.clone(), bytes), shown, ty))
 }
 
 fn is_numeric(ty: &CqlType) -> bool {
@@ -242,6 +263,7 @@ fn is_numeric(ty: &CqlType) -> bool {
 /// Evaluates a non-aggregate selector on one row.
 pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<Bytes>> {
     Ok(match sel {
+        Sel::Const(_, v) => v.clone(),
         Sel::Column(c) => view.value(c),
         Sel::WriteTime(c) => view
             .cell(c)
@@ -287,6 +309,7 @@ pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<By
 /// The type a selector produces.
 pub fn type_of(sel: &Sel) -> CqlType {
     match sel {
+        Sel::Const(ty, _) => ty.clone(),
         Sel::Column(c) => c.ty.clone(),
         Sel::WriteTime(_) | Sel::Token => CqlType::BigInt,
         Sel::Ttl(_) => CqlType::Int,
