@@ -113,6 +113,8 @@ for t in "${targets[@]}"; do
     if [ "$rc" -ne 0 ]; then
         echo "FAIL $t (libFuzzer exit $rc) after ${runs:-?} runs"
         grep -v '^#[0-9]' "$log" | tail -n 60
+        # The panic message first, in case the stack trace pushed it out.
+        grep -A 2 'panicked at' "$log" || true
         artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
         echo "crashing input: ${artifact:-(none written; see the log above)}"
         echo "keep it as a regression: cp ${artifact:-<input>} fuzz/regressions/$t/"

@@ -57,7 +57,6 @@ def test_inline_batch_text(session, table):
     raises(session, SyntaxException, f"BEGIN BATCH SELECT * FROM {table}; APPLY BATCH")
 
 
-@pytest.mark.xfail(reason="Varve bug: a statement USING TIMESTAMP inside a batch USING TIMESTAMP is accepted; Cassandra refuses it", strict=True)
 def test_batch_level_timestamp(session, table):
     session.execute(f"BEGIN BATCH USING TIMESTAMP 5000"
                     f" INSERT INTO {table} (k, c, v) VALUES (7, 1, 'ts');"
@@ -94,7 +93,6 @@ def test_batch_client_timestamp(varve_addr, protocol_version, keyspace):
         cluster.shutdown()
 
 
-@pytest.mark.xfail(reason="Varve bug: a not-applied conditional batch omits the primary key columns (k, c) that Cassandra adds for batches", strict=True)
 def test_conditional_batch(session, table):
     session.execute(f"INSERT INTO {table} (k, c, v) VALUES (8, 1, 'a')")
     batch = BatchStatement()

@@ -38,7 +38,6 @@ def test_insert_if_not_exists(session, table):
     assert not session.execute(prepared, (1, 2, 6)).was_applied
 
 
-@pytest.mark.xfail(reason="Varve bug: IF on a missing row returns [applied] plus null condition columns; Cassandra returns only [applied]", strict=True)
 def test_update_if_condition(session, table):
     session.execute(f"INSERT INTO {table} (k, c, v, t) VALUES (2, 1, 10, 'a')")
     result = session.execute(f"UPDATE {table} SET v = 11 WHERE k = 2 AND c = 1 IF v = 10")
@@ -87,7 +86,6 @@ def test_delete_if(session, table):
     assert not session.execute(f"DELETE FROM {table} WHERE k = 4 AND c = 1 IF EXISTS").was_applied
 
 
-@pytest.mark.xfail(reason="Varve bug: DELETE over a clustering range with IF EXISTS is accepted; Cassandra refuses conditions on range deletes", strict=True)
 def test_conditional_errors(session, table):
     # IF NOT EXISTS is for INSERT; USING TIMESTAMP is refused on conditional updates.
     raises(session, InvalidRequest, f"UPDATE {table} USING TIMESTAMP 5 SET v = 1 WHERE k = 5 AND c = 1 IF v = 1")

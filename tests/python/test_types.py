@@ -86,9 +86,11 @@ def all_types(session, keyspace):
     return name
 
 
-def check_row(row):
+def check_row(row, skip=()):
     bad = []
     for col, (_, _, value) in COLUMNS.items():
+        if col in skip:
+            continue
         got = getattr(row, col)
         if normalize(got) != expected(value):
             bad.append(f"{col}: {got!r} != {value!r}")
@@ -102,7 +104,6 @@ def test_literals_round_trip(session, all_types):
     check_row(session.execute(f"SELECT * FROM {all_types} WHERE k = 1").one())
 
 
-@pytest.mark.xfail(reason="Varve bug: a bound empty string ('') for a text column is stored as null", strict=True)
 def test_bound_values_round_trip(session, all_types):
     names = ", ".join(COLUMNS)
     marks = ", ".join("?" for _ in COLUMNS)
@@ -112,7 +113,12 @@ def test_bound_values_round_trip(session, all_types):
     # Simple (non-prepared) statements with client-side formatting too.
     fmt = ", ".join("%s" for _ in COLUMNS)
     session.execute(f"INSERT INTO {all_types} (k, {names}) VALUES (%s, {fmt})", [3] + [v for _, _, v in COLUMNS.values()])
-    check_row(session.execute(f"SELECT * FROM {all_types} WHERE k = 3").one())
+    # The driver formats a Decimal for a simple statement through float
+    # (cql_encode_all_types gives -1.2345678901234568e+29), so the exact
+    # decimal only survives the prepared path above.
+    row = session.execute(f"SELECT * FROM {all_types} WHERE k = 3").one()
+    check_row(row, skip=("a_decimal",))
+    assert float(row.a_decimal) == float(COLUMNS["a_decimal"][2])
 
 
 def test_nulls_and_empty_collections(session, all_types):
@@ -182,11 +188,7 @@ SORTED = {
 }
 
 
-_EMPTY_IS_NULL = pytest.mark.xfail(reason="Varve bug: an empty text/blob clustering value is taken for null", strict=True)
-
-
-@pytest.mark.parametrize("cql_type", [pytest.param(t, marks=_EMPTY_IS_NULL) if t in ("text", "blob") else t
-                                      for t in SORTED])
+@pytest.mark.parametrize("cql_type", list(SORTED))
 def test_clustering_sort_order(session, keyspace, cql_type):
     name = unique()
     session.execute(f"CREATE TABLE {name} (k int, c {cql_type}, PRIMARY KEY (k, c))")
@@ -205,8 +207,7 @@ def test_clustering_sort_order(session, keyspace, cql_type):
     ("u", "'not-a-uuid'"), ("u", "12"), ("tu", "550e8400-e29b-41d4-a716-446655440000"), ("ts", "'yesterday'"),
     ("d", "'2020-13-01'"), ("tm", "'25:00:00'"), ("ip", "'300.1.1.1'"), ("ip", "'not an ip'"),
     ("l", "['a']"), ("l", "{1}"),
-    pytest.param("s", "[1]", marks=pytest.mark.xfail(reason="Varve bug: a list literal is accepted for a set column",
-                                                   strict=True)), ("m", "{1: 'a'}"), ("tp", "(1, 2, 3)"), ("tp", "('a', 'b')"),
+    ("s", "[1]"), ("m", "{1: 'a'}"), ("tp", "(1, 2, 3)"), ("tp", "('a', 'b')"),
     ("bo", "1"), ("du", "'P1X'"),
 ])
 def test_wrong_typed_literal_is_invalid_request(session, keyspace, column, literal):

@@ -177,3 +177,17 @@ fn paging_walks_all_rows() {
     }
     assert_eq!(seen, 35);
 }
+
+#[test]
+fn decimal_literals_keep_every_digit() {
+    let mut db = Db::new();
+    db.ok("CREATE TABLE dec (k int PRIMARY KEY, d decimal, v varint)");
+    db.ok("INSERT INTO dec (k, d, v) VALUES (1, -123456789012345678901234567890.000000000987654321, 123456789012345678901234567890)");
+    assert_eq!(
+        db.rows("SELECT d, v FROM dec WHERE k = 1"),
+        vec![vec![
+            "-123456789012345678901234567890.000000000987654321",
+            "123456789012345678901234567890"
+        ]]
+    );
+}

@@ -4,6 +4,7 @@
 use crate::clustering::{ClusteringComparator, Slice};
 use crate::error::{Error, Result};
 use crate::partition::Partition;
+use crate::row::ReadStats;
 use bytes::Bytes;
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
@@ -117,6 +118,25 @@ impl Storage {
         Ok(memtable
             .get(&(key.token, key.key.clone()))
             .map(|p| p.slice(slices)))
+    }
+
+    /// The live rows of `slices` at `now_seconds` (see
+    /// [`Partition::resolve_slices`]), reading at most `max_rows` live rows;
+    /// `None` when nothing is stored under the key.
+    pub fn read_live(
+        &self,
+        id: TableId,
+        key: &PartitionKey,
+        slices: &[Slice],
+        reversed: bool,
+        now_seconds: i32,
+        max_rows: usize,
+    ) -> Result<Option<(Partition, ReadStats, bool)>> {
+        let table = self.table(id)?;
+        let memtable = table.memtable.read();
+        Ok(memtable
+            .get(&(key.token, key.key.clone()))
+            .map(|p| p.resolve_slices(slices, reversed, now_seconds, max_rows)))
     }
 
     /// Up to `limit` partition keys in token order between `start` and

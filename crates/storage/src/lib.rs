@@ -33,4 +33,4 @@ pub use clustering::{ClusteringComparator, ClusteringKey, Slice};
 pub use engine::{PartitionKey, Storage, TableId, TokenBound};
 pub use error::{Error, Result};
 pub use partition::{Partition, RangeTombstone};
-pub use row::{CellPath, Row};
+pub use row::{CellPath, ReadStats, Row};

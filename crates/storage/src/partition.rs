@@ -127,6 +127,77 @@ impl Partition {
         )
     }
 
+    /// The live rows of `slices` at `now_seconds`, in clustering order (or
+    /// reversed), stopping after `max_rows` live rows; the static row comes
+    /// along. Returns whether every row of the slices was visited. Only the
+    /// rows walked are resolved, so a page of a huge partition costs a page.
+    pub fn resolve_slices(
+        &self,
+        slices: &[Slice],
+        reversed: bool,
+        now_seconds: i32,
+        max_rows: usize,
+    ) -> (Partition, ReadStats, bool) {
+        let mut stats = ReadStats::default();
+        if !self.deletion.is_live() {
+            stats.tombstones += 1;
+        }
+        let static_row = self
+            .static_row
+            .as_ref()
+            .and_then(|r| r.resolve(self.deletion, now_seconds, &mut stats));
+        let mut rows = BTreeMap::new();
+        let mut complete = true;
+        let order: Box<dyn Iterator<Item = &Slice>> = if reversed {
+            Box::new(slices.iter().rev())
+        } else {
+            Box::new(slices.iter())
+        };
+        let tombstones: Vec<&RangeTombstone> = self
+            .range_tombstones
+            .iter()
+            .filter(|rt| {
+                slices
+                    .iter()
+                    .any(|s| rt.slice.start < s.end && s.start < rt.slice.end)
+            })
+            .collect();
+        stats.tombstones += tombstones.len() as u64;
+        'slices: for s in order {
+            if s.is_empty() {
+                continue;
+            }
+            let range = self.rows.range(s.start.clone()..s.end.clone());
+            let walk: Box<dyn Iterator<Item = (&ClusteringKey, &Row)>> = if reversed {
+                Box::new(range.rev())
+            } else {
+                Box::new(range)
+            };
+            for (key, row) in walk {
+                if rows.len() >= max_rows {
+                    complete = false;
+                    break 'slices;
+                }
+                let mut outer = self.deletion;
+                for rt in &tombstones {
+                    if rt.slice.contains(key) {
+                        outer = outer.max(rt.deletion);
+                    }
+                }
+                if let Some(live) = row.resolve(outer, now_seconds, &mut stats) {
+                    rows.insert(key.clone(), live);
+                }
+            }
+        }
+        let live = Partition {
+            deletion: DeletionTime::LIVE,
+            static_row,
+            rows,
+            range_tombstones: Vec::new(),
+        };
+        (live, stats, complete)
+    }
+
     /// The largest timestamp of anything in the partition.
     pub fn max_timestamp(&self) -> i64 {
         let mut max = self.deletion.marked_for_delete_at;
@@ -200,6 +271,31 @@ mod tests {
         assert!(p.resolve(0).0.rows.is_empty());
         p.deletion = DeletionTime::new(9, 0);
         assert_eq!(p.resolve(0).0.rows.len(), 3);
+    }
+
+    #[test]
+    fn resolve_slices_stops_after_max_rows() {
+        let (mut p, cmp) = partition_with_rows(100);
+        // Rows 0..10 are deleted: they are walked but not counted as live.
+        p.range_tombstones.push(RangeTombstone {
+            slice: Slice {
+                start: ClusteringKey::before(vec![int(0)], &cmp),
+                end: ClusteringKey::after(vec![int(9)], &cmp),
+            },
+            deletion: DeletionTime::new(10, 0),
+        });
+        let all = [Slice::all(&cmp)];
+        let (live, _, complete) = p.resolve_slices(&all, false, 0, 5);
+        let got: Vec<_> = live.rows.keys().map(|k| k.values[0].clone()).collect();
+        assert_eq!(got, (10..15).map(int).collect::<Vec<_>>());
+        assert!(!complete);
+        let (live, _, complete) = p.resolve_slices(&all, true, 0, 3);
+        let got: Vec<_> = live.rows.keys().map(|k| k.values[0].clone()).collect();
+        assert_eq!(got, (97..100).map(int).collect::<Vec<_>>());
+        assert!(!complete);
+        let (live, _, complete) = p.resolve_slices(&all, false, 0, 1000);
+        assert_eq!(live.rows.len(), 90);
+        assert!(complete);
     }
 
     #[test]

@@ -25,6 +25,9 @@ use varve_types::{codec, compare, CqlType, Value};
 pub const TOMBSTONE_WARN_THRESHOLD: u64 = 1_000;
 /// Past this many tombstones read by one query, fail it (ReadFailure).
 pub const TOMBSTONE_FAILURE_THRESHOLD: u64 = 100_000;
+/// Live rows read from storage per step when filters or aggregates decide
+/// how many rows are needed.
+const FILTERING_CHUNK_ROWS: usize = 1_000;
 /// Partition keys fetched per step of a range scan.
 const SCAN_BATCH: usize = 128;
 
@@ -354,32 +357,95 @@ impl Run<'_> {
             return Ok(false);
         }
         let cmp = storage.comparator(self.table.id)?;
-        let slices: Vec<Slice> = match after {
-            None => slices.to_vec(),
-            Some(ck) => slices
-                .iter()
-                .map(|s| {
-                    let mut s = s.clone();
-                    if reversed {
-                        let bound = ClusteringKey::before(ck.clone(), &cmp);
-                        if bound < s.end {
-                            s.end = bound;
-                        }
-                    } else {
-                        let bound = ClusteringKey::after(ck.clone(), &cmp);
-                        if bound > s.start {
-                            s.start = bound;
-                        }
-                    }
-                    s
-                })
-                .collect(),
+        let pk = key_components(self.table, key);
+        let mut quota = match quota {
+            Some(q) if q >= 0 => Some(q as usize),
+            _ => self.per_partition,
         };
-        let Some(raw) = storage.read_partition(self.table.id, key, &slices)? else {
-            return Ok(true);
-        };
-        let (live, stats) = raw.resolve(self.now);
-        self.tombstones += stats.tombstones;
+        let mut after: Option<Vec<Bytes>> = after.cloned();
+        let mut first_chunk = true;
+        loop {
+            let chunk = self.chunk_size(quota);
+            let sliced = restrict_after(slices, after.as_ref(), reversed, &cmp);
+            let Some((live, stats, complete)) =
+                storage.read_live(self.table.id, key, &sliced, reversed, self.now, chunk)?
+            else {
+                return Ok(true);
+            };
+            self.count_tombstones(stats.tombstones)?;
+            let static_only = first_chunk
+                && live.rows.is_empty()
+                && live.static_row.is_some()
+                && !self.clustering_restricted
+                && after.is_none();
+            if self.distinct || static_only {
+                if live.rows.is_empty() && live.static_row.is_none() {
+                    return Ok(true);
+                }
+                let view = RowView {
+                    pk: &pk,
+                    clustering: None,
+                    row: None,
+                    static_row: live.static_row.as_ref(),
+                };
+                if self.emit(&view, key, None)? {
+                    self.mark(key, key_index, None, None);
+                }
+                return Ok(true);
+            }
+            first_chunk = false;
+            // `live.rows` is in clustering order; walk it in the query's order.
+            let rows: Box<dyn Iterator<Item = (&ClusteringKey, &varve_storage::Row)>> = if reversed
+            {
+                Box::new(live.rows.iter().rev())
+            } else {
+                Box::new(live.rows.iter())
+            };
+            for (ck, row) in rows {
+                if quota == Some(0) {
+                    return Ok(true);
+                }
+                if self.full() {
+                    return Ok(false);
+                }
+                let view = RowView {
+                    pk: &pk,
+                    clustering: Some(&ck.values),
+                    row: Some(row),
+                    static_row: live.static_row.as_ref(),
+                };
+                if self.emit(&view, key, Some(&ck.values))? {
+                    quota = quota.map(|q| q - 1);
+                    self.mark(key, key_index, Some(ck.values.clone()), quota);
+                }
+                after = Some(ck.values.clone());
+            }
+            if complete {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// How many live rows to read from storage in one step: just enough for
+    /// the page, LIMIT and PER PARTITION LIMIT when no filter can drop rows.
+    fn chunk_size(&self, quota: Option<usize>) -> usize {
+        if self.distinct {
+            return 1;
+        }
+        if !self.filters.is_empty() || self.projection.aggregate || self.keep_sort_keys {
+            return FILTERING_CHUNK_ROWS;
+        }
+        let page_left = self.page_size.map(|n| n.saturating_sub(self.rows.len()));
+        [page_left, self.remaining, quota]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(FILTERING_CHUNK_ROWS)
+            .clamp(1, FILTERING_CHUNK_ROWS)
+    }
+
+    fn count_tombstones(&mut self, n: u64) -> Result<()> {
+        self.tombstones += n;
         if self.tombstones > TOMBSTONE_FAILURE_THRESHOLD {
             return Err(QueryError::ReadFailure {
                 message: format!(
@@ -388,54 +454,7 @@ impl Run<'_> {
                 ),
             });
         }
-        let pk = key_components(self.table, key);
-        let mut quota = match quota {
-            Some(q) if q >= 0 => Some(q as usize),
-            _ => self.per_partition,
-        };
-        let static_only = live.rows.is_empty()
-            && live.static_row.is_some()
-            && !self.clustering_restricted
-            && after.is_none();
-        if self.distinct || static_only {
-            if live.rows.is_empty() && live.static_row.is_none() {
-                return Ok(true);
-            }
-            let view = RowView {
-                pk: &pk,
-                clustering: None,
-                row: None,
-                static_row: live.static_row.as_ref(),
-            };
-            if self.emit(&view, key, None)? {
-                self.mark(key, key_index, None, None);
-            }
-            return Ok(true);
-        }
-        let rows: Box<dyn Iterator<Item = (&ClusteringKey, &varve_storage::Row)>> = if reversed {
-            Box::new(live.rows.iter().rev())
-        } else {
-            Box::new(live.rows.iter())
-        };
-        for (ck, row) in rows {
-            if quota == Some(0) {
-                break;
-            }
-            if self.full() {
-                return Ok(false);
-            }
-            let view = RowView {
-                pk: &pk,
-                clustering: Some(&ck.values),
-                row: Some(row),
-                static_row: live.static_row.as_ref(),
-            };
-            if self.emit(&view, key, Some(&ck.values))? {
-                quota = quota.map(|q| q - 1);
-                self.mark(key, key_index, Some(ck.values.clone()), quota);
-            }
-        }
-        Ok(true)
+        Ok(())
     }
 
     /// Records where the next page starts: after the row just emitted.
@@ -502,6 +521,36 @@ impl Run<'_> {
         });
         self.rows = pairs.into_iter().map(|(_, r)| r).collect();
     }
+}
+
+/// The slices narrowed to what lies after `after` in the query's order.
+fn restrict_after(
+    slices: &[Slice],
+    after: Option<&Vec<Bytes>>,
+    reversed: bool,
+    cmp: &Arc<varve_storage::ClusteringComparator>,
+) -> Vec<Slice> {
+    let Some(ck) = after else {
+        return slices.to_vec();
+    };
+    slices
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            if reversed {
+                let bound = ClusteringKey::before(ck.clone(), cmp);
+                if bound < s.end {
+                    s.end = bound;
+                }
+            } else {
+                let bound = ClusteringKey::after(ck.clone(), cmp);
+                if bound > s.start {
+                    s.start = bound;
+                }
+            }
+            s
+        })
+        .collect()
 }
 
 /// Whether a row passes an ALLOW FILTERING relation.
