@@ -57,13 +57,27 @@ def v4_frame(opcode, body=b"", stream=0, version=V4_REQUEST, length=None):
     return struct.pack(">BBhBI", version, 0, stream, opcode, announced) + body
 
 
+LEGACY_FRAME_HEADER_LEN = 8
+
+
 def read_frame(sock):
     """Reads one response frame: (opcode, body), or None when the server
     closed the connection (orderly or by reset) before a whole frame came."""
-    header = _read_exact(sock, FRAME_HEADER_LEN)
-    if header is None:
+    first = _read_exact(sock, 1)
+    if first is None:
         return None
-    _version, _flags, _stream, opcode, length = struct.unpack(">BBhBI", header)
+    if first[0] & 0x7F <= 2:
+        # v1/v2 responses (to a client that opened with v1/v2) have an
+        # 8-byte header with a one-byte stream id.
+        rest = _read_exact(sock, LEGACY_FRAME_HEADER_LEN - 1)
+        if rest is None:
+            return None
+        _flags, _stream, opcode, length = struct.unpack(">BbBI", rest)
+    else:
+        rest = _read_exact(sock, FRAME_HEADER_LEN - 1)
+        if rest is None:
+            return None
+        _flags, _stream, opcode, length = struct.unpack(">BhBI", rest)
     body = _read_exact(sock, length)
     if body is None:
         return None

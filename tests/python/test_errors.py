@@ -184,12 +184,7 @@ def test_raw_garbage(varve_addr, session, garbage):
     assert session.execute("SELECT key FROM system.local").one().key == "local"
 
 
-_OLD_VERSION = pytest.mark.xfail(reason="Varve bug: a v1/v2 header gets a closed connection, not the protocol error"
-                                  " drivers negotiate on", strict=True)
-
-
-@pytest.mark.parametrize("version", [pytest.param(0x01, marks=_OLD_VERSION), pytest.param(0x02, marks=_OLD_VERSION),
-                                     0x07, 0x7f])
+@pytest.mark.parametrize("version", [0x01, 0x02, 0x03, 0x07, 0x7f])
 def test_raw_unsupported_version(varve_addr, session, version):
     """Drivers negotiate down on this protocol error. (v1/v2 headers are 8
     bytes, but Cassandra still answers with a protocol error in the client's
