@@ -107,6 +107,22 @@ pub fn check_for(
                             ))
                         }
                     },
+                    (Operator::Contains | Operator::ContainsKey, t) => {
+                        let inner = match (c.op, col.ty.unfrozen()) {
+                            (Operator::Contains, CqlType::List(e) | CqlType::Set(e)) => {
+                                (**e).clone()
+                            }
+                            (Operator::Contains, CqlType::Map(_, v)) => (**v).clone(),
+                            (Operator::ContainsKey, CqlType::Map(k, _)) => (**k).clone(),
+                            _ => {
+                                return Err(QueryError::Invalid(format!(
+                                    "Invalid CONTAINS condition on non-collection column {}",
+                                    col.name
+                                )))
+                            }
+                        };
+                        vec![value(ctx, t, &inner, &col.name)?]
+                    }
                     (_, t) => vec![value(ctx, t, &elem_ty, &col.name)?],
                 };
                 out.push(Cond {
@@ -229,8 +245,8 @@ pub fn run(
             CasKind::Exists => exists,
             CasKind::Conditions(conds) => conds.iter().all(|cond| holds(cond, &view)),
         };
-        if !ok {
-            applied = false;
+        if !ok || is_batch {
+            applied &= ok;
             // Nothing read for this row: only `[applied]` comes back for it.
             let read_something = match &c.clustering {
                 Some(_) => row.is_some(),
@@ -371,6 +387,23 @@ fn holds(cond: &Cond, view: &RowView) -> bool {
         }
     };
     match cond.op {
+        Operator::Contains | Operator::ContainsKey => {
+            let Some(want) = &cond.values[0] else {
+                return false;
+            };
+            match (&current, cond.op) {
+                (Some(Value::List(items) | Value::Set(items)), Operator::Contains) => {
+                    items.contains(want)
+                }
+                (Some(Value::Map(entries)), Operator::Contains) => {
+                    entries.iter().any(|(_, v)| v == want)
+                }
+                (Some(Value::Map(entries)), Operator::ContainsKey) => {
+                    entries.iter().any(|(k, _)| k == want)
+                }
+                _ => false,
+            }
+        }
         Operator::Eq => cmp(&cond.values[0]) == Some(Ordering::Equal),
         Operator::Ne => cmp(&cond.values[0]) != Some(Ordering::Equal),
         Operator::In => cond.values.iter().any(|v| cmp(v) == Some(Ordering::Equal)),

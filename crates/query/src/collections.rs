@@ -233,10 +233,21 @@ pub fn delete_target(
                 .insert((col.id, Some(path)), Cell::tombstone(ts, now));
             Ok(())
         }
-        CqlType::Set(_) => Err(QueryError::Invalid(format!(
-            "Invalid operation: cannot delete an element of set {} by index",
-            col.name
-        ))),
+        CqlType::Set(et) => {
+            let e = match eval(ctx, elem, et, &col.name)? {
+                Evaluated::Value(e) => e,
+                _ => {
+                    return Err(QueryError::Invalid(
+                        "Invalid null value for set element".into(),
+                    ))
+                }
+            };
+            row.cells.insert(
+                (col.id, Some(Bytes::from(codec::serialize(&e)))),
+                Cell::tombstone(ts, now),
+            );
+            Ok(())
+        }
         _ => Err(QueryError::Invalid(format!(
             "Invalid deletion operation for non collection column {}",
             col.name

@@ -64,6 +64,22 @@ fn props(list: &[(String, PropertyValue)]) -> Vec<(String, OptionValue)> {
 
 fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<QueryResult> {
     check_name(&c.name, "Keyspace")?;
+    if !c.properties.iter().any(|(n, _)| n == "replication") {
+        return Err(QueryError::Invalid(
+            "Missing mandatory option 'replication'".into(),
+        ));
+    }
+    // Cassandra reports an existing keyspace before looking at its options.
+    if p.schema().keyspace(&c.name).is_some() {
+        if c.if_not_exists {
+            return Ok(QueryResult::Void);
+        }
+        return Err(QueryError::AlreadyExists {
+            keyspace: c.name.clone(),
+            table: String::new(),
+            message: format!("Keyspace '{}' already exists", c.name),
+        });
+    }
     let options = KeyspaceOptions::for_create(
         &c.name,
         &props(&c.properties),
@@ -113,8 +129,8 @@ fn alter_keyspace(p: &Processor, a: &ast::AlterKeyspace) -> Result<QueryResult> 
             )));
         };
         if ks.is_system {
-            return Err(QueryError::Invalid(format!(
-                "Cannot alter system keyspace {}",
+            return Err(QueryError::Unauthorized(format!(
+                "{} keyspace is not user-modifiable.",
                 a.name
             )));
         }
@@ -145,8 +161,8 @@ fn alter_keyspace(p: &Processor, a: &ast::AlterKeyspace) -> Result<QueryResult> 
 fn drop_keyspace(p: &Processor, name: &str, if_exists: bool) -> Result<QueryResult> {
     let dropped = p.update_schema(|s| match s.keyspaces.get(name) {
         None if if_exists => Ok(None),
-        None => Err(QueryError::Config(format!(
-            "Cannot drop non existing keyspace '{name}'."
+        None => Err(QueryError::Invalid(format!(
+            "Keyspace '{name}' doesn't exist"
         ))),
         Some(ks) if ks.is_system => Err(QueryError::Unauthorized(format!(
             "Cannot DROP <keyspace {name}>"

@@ -24,7 +24,7 @@ pub fn call_term(
 ) -> Result<Evaluated> {
     let mut typed_args = Vec::with_capacity(args.len());
     for (i, arg) in args.iter().enumerate() {
-        let arg_ty = argument_type(fname, i).unwrap_or_else(|| natural_type(arg));
+        let arg_ty = argument_type(fname, i, arg).unwrap_or_else(|| natural_type(arg));
         typed_args.push((arg_ty.clone(), eval(ctx, arg, &arg_ty, name)?.into_option()));
     }
     let types: Vec<CqlType> = typed_args.iter().map(|(t, _)| t.clone()).collect();
@@ -59,14 +59,30 @@ fn compatible(from: &CqlType, to: &CqlType) -> bool {
     )
 }
 
-/// The type an argument must have, when the function fixes it.
-pub fn argument_type(fname: &str, _index: usize) -> Option<CqlType> {
+/// The type a literal argument takes in a call of `fname`, picking the
+/// overload Cassandra would (an integer or string given to toDate() is a
+/// timestamp, a uuid is a timeuuid).
+pub fn argument_type(fname: &str, _index: usize, arg: &Term) -> Option<CqlType> {
     let f = fname.to_ascii_lowercase();
-    if let Some(_target) = f.strip_prefix("blobas") {
+    if f.starts_with("blobas") {
         return Some(CqlType::Blob);
+    }
+    if let Some(source) = f.strip_suffix("asblob") {
+        return type_by_name(source);
     }
     match f.as_str() {
         "mintimeuuid" | "maxtimeuuid" => Some(CqlType::Timestamp),
+        "totimestamp" | "todate" | "tounixtimestamp" => match arg {
+            Term::Literal(Literal::Uuid(_)) => Some(CqlType::Timeuuid),
+            Term::Literal(Literal::Integer(_) | Literal::String(_)) => Some(CqlType::Timestamp),
+            _ => None,
+        },
+        "abs" => match arg {
+            Term::Literal(Literal::Integer(_)) => Some(CqlType::Int),
+            Term::Literal(Literal::Float(_)) => Some(CqlType::Double),
+            _ => None,
+        },
+        "exp" | "log" | "log10" | "round" => Some(CqlType::Double),
         _ => None,
     }
 }
@@ -103,6 +119,7 @@ fn return_type(fname: &str) -> Option<CqlType> {
         "currentdate" | "todate" => CqlType::Date,
         "currenttime" => CqlType::Time,
         "tounixtimestamp" => CqlType::BigInt,
+        "exp" | "log" | "log10" | "round" => CqlType::Double,
         _ => return None,
     })
 }
@@ -137,7 +154,9 @@ fn type_by_name(name: &str) -> Option<CqlType> {
 pub fn check_arguments(fname: &str, types: &[CqlType]) -> Result<()> {
     let f = fname.to_ascii_lowercase();
     let allowed: Vec<CqlType> = if f.starts_with("blobas") {
-        vec![CqlType::Blob]
+        // Every type is value-compatible with blob: any argument is taken
+        // as its bytes (Cassandra accepts blobAsInt(int_column)).
+        return Ok(());
     } else if let Some(source) = f.strip_suffix("asblob") {
         type_by_name(source).into_iter().collect()
     } else {
@@ -176,8 +195,12 @@ pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
     if let Some(target) = f.strip_prefix("blobas") {
         arity(1)?;
         let ty = type_by_name(target).ok_or_else(|| unknown(&f))?;
-        let value = match &args[0].1 {
-            Some(Value::Blob(b)) => Some(codec::deserialize(&ty, b).map_err(|e| {
+        let bytes = args[0].1.as_ref().map(|v| match v {
+            Value::Blob(b) => b.clone(),
+            other => codec::serialize(other),
+        });
+        let value = match &bytes {
+            Some(b) => Some(codec::deserialize(&ty, b).map_err(|e| {
                 QueryError::Invalid(format!("In call to function system.{f}, value 0x{} is not a valid binary representation for type {target}: {e}", hex(b)))
             })?),
             _ => None,
@@ -263,8 +286,55 @@ pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
                 .transpose()?;
             Ok((CqlType::Timeuuid, v))
         }
+        "abs" => {
+            arity(1)?;
+            let (ty, v) = args.into_iter().next().unwrap_or((CqlType::Int, None));
+            let v = v.map(|v| match v {
+                Value::TinyInt(x) => Ok(Value::TinyInt(x.wrapping_abs())),
+                Value::SmallInt(x) => Ok(Value::SmallInt(x.wrapping_abs())),
+                Value::Int(x) => Ok(Value::Int(x.wrapping_abs())),
+                Value::BigInt(x) => Ok(Value::BigInt(x.wrapping_abs())),
+                Value::Float(x) => Ok(Value::Float(x.abs())),
+                Value::Double(x) => Ok(Value::Double(x.abs())),
+                Value::Varint(x) => Ok(Value::Varint(if x < Default::default() { -x } else { x })),
+                other => Err(QueryError::Invalid(format!(
+                    "Invalid argument {other:?} for function system.abs"
+                ))),
+            });
+            Ok((ty, v.transpose()?))
+        }
+        "exp" | "log" | "log10" | "round" => {
+            arity(1)?;
+            let x = match &args[0].1 {
+                None => return Ok((CqlType::Double, None)),
+                Some(v) => as_f64(v).ok_or_else(|| {
+                    QueryError::Invalid(format!(
+                        "Invalid argument for function system.{f}: not a number"
+                    ))
+                })?,
+            };
+            let y = match f.as_str() {
+                "exp" => x.exp(),
+                "log" => x.ln(),
+                "log10" => x.log10(),
+                _ => x.round(),
+            };
+            Ok((CqlType::Double, Some(Value::Double(y))))
+        }
         _ => Err(unknown(&f)),
     }
+}
+
+fn as_f64(v: &Value) -> Option<f64> {
+    Some(match v {
+        Value::TinyInt(x) => *x as f64,
+        Value::SmallInt(x) => *x as f64,
+        Value::Int(x) => *x as f64,
+        Value::BigInt(x) => *x as f64,
+        Value::Float(x) => *x as f64,
+        Value::Double(x) => *x,
+        _ => return None,
+    })
 }
 
 fn unknown(f: &str) -> QueryError {

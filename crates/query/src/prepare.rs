@@ -33,6 +33,8 @@ struct Specs<'a> {
     specs: Vec<Option<ColumnSpec>>,
     /// marker index bound by `pk = ?` per partition key position
     pk: Vec<Option<u16>>,
+    /// The first invalid term met (reported once the walk is done).
+    error: Option<QueryError>,
 }
 
 impl Specs<'_> {
@@ -49,6 +51,9 @@ impl Specs<'_> {
     }
 
     fn term(&mut self, term: &Term, name: &str, ty: &CqlType) {
+        if let Err(e) = crate::terms::check_collection_literal(term, name) {
+            self.error.get_or_insert(e);
+        }
         match term {
             Term::Bind(i) => self.set(*i, name, ty),
             Term::List(items) | Term::Set(items) => {
@@ -256,6 +261,7 @@ pub fn bind_specs(
         table: None,
         specs: vec![None; n],
         pk: Vec::new(),
+        error: None,
     };
     let mut pk_indices = Vec::new();
     let mut statements: Vec<&Statement> = vec![&parsed.statement];
@@ -313,6 +319,7 @@ pub fn bind_specs(
                     if let (Some(el), Some(col)) = (&target.element, t.column(&target.column)) {
                         match col.ty.unfrozen() {
                             CqlType::Map(k, _) => specs.term(el, &format!("key({})", col.name), k),
+                            CqlType::Set(e) => specs.term(el, &col.name, e),
                             _ => specs.term(el, &format!("idx({})", col.name), &CqlType::Int),
                         }
                     }
@@ -326,6 +333,9 @@ pub fn bind_specs(
         if si == 0 && specs.pk.iter().all(Option::is_some) && !specs.pk.is_empty() {
             pk_indices = specs.pk.iter().flatten().copied().collect();
         }
+    }
+    if let Some(e) = specs.error.take() {
+        return Err(e);
     }
     let fallback = tables.first().copied();
     let out = specs

@@ -238,6 +238,12 @@ impl Processor {
                 QueryResult::SetKeyspace(name.clone())
             }
             Statement::Describe(d) => describe::execute(self, &ctx, d)?,
+            Statement::Unsupported(what) if what == "authentication and authorization" => {
+                // As Cassandra without authentication: roles need a login.
+                return Err(QueryError::Unauthorized(
+                    "You have to be logged in and not anonymous to perform this request".into(),
+                ));
+            }
             Statement::Unsupported(what) => {
                 return Err(QueryError::Invalid(format!(
                     "{what} are not supported by Varve yet"

@@ -298,18 +298,34 @@ pub fn analyse(ctx: &Ctx, table: &Table, relations: &[Relation]) -> Result<Selec
     }
 
     let restricted = pk_options.iter().filter(|o| o.is_some()).count();
-    let partition_exact = restricted == pk_options.len() && !has_token;
+    let partition_exact = restricted == pk_options.len();
     let partitions = if partition_exact {
         let mut keys = vec![Vec::new()];
         for o in &pk_options {
             keys = cartesian(keys, o.as_ref().map(Vec::as_slice).unwrap_or(&[]))?;
         }
+        // Cassandra returns IN partitions in key order (each component by
+        // its type), whatever order the IN lists them in.
+        let types: Vec<CqlType> = table.partition_key().map(|c| c.ty.clone()).collect();
+        keys.sort_by(|a, b| {
+            for ((x, y), ty) in a.iter().zip(b.iter()).zip(&types) {
+                let o = varve_types::compare::compare(ty, x, y);
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
         let mut pks = Vec::with_capacity(keys.len());
         for k in keys {
             let pk = partition_key(&k)?;
             if !pks.contains(&pk) {
                 pks.push(pk);
             }
+        }
+        if has_token {
+            // Both a token range and exact keys: the keys inside the range.
+            pks.retain(|k| token_in(k.token, &token_start, &token_end));
         }
         PartitionSelection::Keys(pks)
     } else {
@@ -352,6 +368,7 @@ pub fn analyse(ctx: &Ctx, table: &Table, relations: &[Relation]) -> Result<Selec
         }
     };
 
+    check_filter_bounds(&filters)?;
     let (clustering, ck_filters) = clustering_selection(ctx, table, &ck_rel)?;
     if !ck_filters.is_empty() {
         needs_filtering = true;
@@ -367,6 +384,54 @@ pub fn analyse(ctx: &Ctx, table: &Table, relations: &[Relation]) -> Result<Selec
         needs_filtering,
         partition_exact,
     })
+}
+
+fn token_in(t: i64, start: &TokenBound, end: &TokenBound) -> bool {
+    let above = match start {
+        TokenBound::TokenInclusive(s) => t >= *s,
+        TokenBound::TokenExclusive(s) => t > *s,
+        _ => true,
+    };
+    let below = match end {
+        TokenBound::TokenInclusive(e) => t <= *e,
+        TokenBound::TokenExclusive(e) => t < *e,
+        _ => true,
+    };
+    above && below
+}
+
+/// Rejects two relations on the same bound of one filtered column.
+fn check_filter_bounds(filters: &[Filter]) -> Result<()> {
+    for (i, f) in filters.iter().enumerate() {
+        for g in &filters[i + 1..] {
+            if f.column.name != g.column.name || f.element.is_some() || g.element.is_some() {
+                continue;
+            }
+            let start = |op| matches!(op, Operator::Gt | Operator::Ge);
+            let end = |op| matches!(op, Operator::Lt | Operator::Le);
+            if start(f.op) && start(g.op) {
+                return Err(QueryError::Invalid(format!(
+                    "More than one restriction was found for the start bound on {}",
+                    f.column.name
+                )));
+            }
+            if end(f.op) && end(g.op) {
+                return Err(QueryError::Invalid(format!(
+                    "More than one restriction was found for the end bound on {}",
+                    f.column.name
+                )));
+            }
+            if matches!(f.op, Operator::Eq | Operator::In)
+                || matches!(g.op, Operator::Eq | Operator::In)
+            {
+                return Err(QueryError::Invalid(format!(
+                    "{} cannot be restricted by more than one relation if it includes an Equal",
+                    f.column.name
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The token a `token(...) op rhs` relation compares with.

@@ -49,6 +49,37 @@ impl<'a> RowView<'a> {
     }
 }
 
+impl<'a> RowView<'a> {
+    /// The element cells of a non-frozen collection, in element order.
+    pub fn element_cells(&self, col: &Column) -> Vec<&'a Cell> {
+        let row = match col.kind {
+            ColumnKind::Static => self.static_row,
+            ColumnKind::Regular => self.row,
+            _ => None,
+        };
+        let Some(row) = row else { return Vec::new() };
+        let mut cells: Vec<(&Bytes, &Cell)> = row
+            .cells
+            .range((col.id, Some(Bytes::new()))..)
+            .take_while(|((c, _), _)| *c == col.id)
+            .filter_map(|((_, path), cell)| path.as_ref().map(|p| (p, cell)))
+            .collect();
+        let key_ty = element_key_type(&col.ty);
+        cells.sort_by(|a, b| compare::compare(&key_ty, a.0, b.0));
+        cells.into_iter().map(|(_, c)| c).collect()
+    }
+}
+
+/// The type that orders a collection's cell paths.
+fn element_key_type(ty: &CqlType) -> CqlType {
+    match ty {
+        CqlType::List(_) => CqlType::Timeuuid,
+        CqlType::Set(e) => (**e).clone(),
+        CqlType::Map(k, _) => (**k).clone(),
+        _ => CqlType::Blob,
+    }
+}
+
 fn cell_value(row: &Row, col: &Column) -> Option<Bytes> {
     if !col.ty.is_multi_cell() {
         return row.cells.get(&(col.id, None)).map(|c| c.value.clone());
@@ -62,12 +93,7 @@ fn cell_value(row: &Row, col: &Column) -> Option<Bytes> {
     if elements.is_empty() {
         return None;
     }
-    let key_ty = match &col.ty {
-        CqlType::List(_) => CqlType::Timeuuid,
-        CqlType::Set(e) => (**e).clone(),
-        CqlType::Map(k, _) => (**k).clone(),
-        _ => CqlType::Blob,
-    };
+    let key_ty = element_key_type(&col.ty);
     elements.sort_by(|a, b| compare::compare(&key_ty, a.0, b.0));
     let mut out = BytesMut::new();
     out.put_i32(elements.len() as i32);

@@ -25,8 +25,41 @@ impl Evaluated {
     }
 }
 
+/// True when a bind marker appears anywhere inside `term`.
+pub fn contains_bind(term: &Term) -> bool {
+    match term {
+        Term::Bind(_) => true,
+        Term::List(items) | Term::Set(items) | Term::Tuple(items) => {
+            items.iter().any(contains_bind)
+        }
+        Term::Map(entries) => entries
+            .iter()
+            .any(|(k, v)| contains_bind(k) || contains_bind(v)),
+        Term::FunctionCall { args, .. } => args.iter().any(contains_bind),
+        Term::Cast { term, .. } | Term::Negate(term) => contains_bind(term),
+        Term::Literal(_) => false,
+    }
+}
+
+/// Cassandra refuses bind markers inside list, set and map literals.
+pub fn check_collection_literal(term: &Term, name: &str) -> Result<()> {
+    let (kind, inner): (&str, Vec<&Term>) = match term {
+        Term::List(items) => ("list", items.iter().collect()),
+        Term::Set(items) => ("set", items.iter().collect()),
+        Term::Map(entries) => ("map", entries.iter().flat_map(|(k, v)| [k, v]).collect()),
+        _ => return Ok(()),
+    };
+    if inner.iter().any(|t| contains_bind(t)) {
+        return Err(QueryError::Invalid(format!(
+            "Invalid {kind} literal for {name}: bind variables are not supported inside collection literals"
+        )));
+    }
+    Ok(())
+}
+
 /// Evaluates `term` as a value of `ty` for the column (or marker) `name`.
 pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluated> {
+    check_collection_literal(term, name)?;
     let ty = ty.unfrozen();
     match term {
         Term::Literal(lit) => eval_literal(lit, ty, name).map(|v| match v {

@@ -460,7 +460,9 @@ fn build(
         )));
     }
     if statics_only && !sel.clustering.is_unrestricted() && !marker {
-        // UPDATE of static columns with a full clustering is fine in Cassandra.
+        return Err(QueryError::Invalid(
+            "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns".into(),
+        ));
     }
     let cmp = p.storage.comparator(table.id)?;
     let mut updates = Vec::new();
@@ -574,6 +576,11 @@ fn plan_delete(
     let exact = sel.clustering.is_exact(&table);
     let statics_only =
         !targets.is_empty() && targets.iter().all(|(c, _)| c.kind == ColumnKind::Static);
+    if statics_only && !sel.clustering.is_unrestricted() {
+        return Err(QueryError::Invalid(
+            "Invalid restrictions on clustering columns since the DELETE statement modifies only static columns".into(),
+        ));
+    }
     for key in keys {
         let mut partition = Partition::default();
         if targets.is_empty() {

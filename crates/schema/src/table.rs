@@ -207,8 +207,11 @@ impl Table {
             ));
         }
         if let Some(d) = self.dropped.get(name) {
-            if d.ty.is_collection() != ty.is_collection() || (d.ty.is_multi_cell() && d.ty != ty) {
-                return Err(Error::Invalid(format!("Cannot re-add previously dropped column '{name}' of type {}, incompatible with previous type {}", ty, d.ty)));
+            if !value_compatible(&ty, &d.ty) {
+                return Err(Error::Invalid(format!(
+                    "Cannot re-add previously dropped column '{name}' of type {}, incompatible with previous type {}",
+                    ty, d.ty
+                )));
             }
         }
         let kind = if is_static {
@@ -282,6 +285,27 @@ impl Table {
         self.columns
             .sort_by(|a, b| (a.kind, a.position, &a.name).cmp(&(b.kind, b.position, &b.name)));
     }
+}
+
+/// Whether values written as `old` can be read as `new` (Cassandra's
+/// `isValueCompatibleWith`, for the types Varve has).
+fn value_compatible(new: &CqlType, old: &CqlType) -> bool {
+    if new == old || matches!(new, CqlType::Blob) {
+        return true;
+    }
+    if new.is_multi_cell() || old.is_multi_cell() {
+        return false;
+    }
+    matches!(
+        (new.unfrozen(), old.unfrozen()),
+        (CqlType::Text, CqlType::Ascii)
+            | (
+                CqlType::Varint,
+                CqlType::TinyInt | CqlType::SmallInt | CqlType::Int | CqlType::BigInt
+            )
+            | (CqlType::BigInt, CqlType::Timestamp)
+            | (CqlType::Uuid, CqlType::Timeuuid)
+    )
 }
 
 fn check_key_column(name: &str, ty: &CqlType, is_static: bool) -> Result<()> {

@@ -56,6 +56,14 @@ pub fn from_string_literal(ty: &CqlType, s: &str) -> Result<Value> {
         }
         CqlType::Inet => {
             let ip: IpAddr = s.parse().map_err(|_| unable("inet address", s))?;
+            // Like Java's InetAddress, an IPv4-mapped IPv6 literal reads as IPv4.
+            let ip = match ip {
+                std::net::IpAddr::V6(v6) => v6
+                    .to_ipv4_mapped()
+                    .map(std::net::IpAddr::V4)
+                    .unwrap_or(std::net::IpAddr::V6(v6)),
+                v4 => v4,
+            };
             Value::Inet(ip)
         }
         CqlType::Date => Value::Date(parse_date(s)?),

@@ -51,6 +51,25 @@ pub fn result_columns(
 
 fn check_distinct(table: &Table, s: &Select) -> Result<()> {
     let proj = selectors::compile(table, &s.selection)?;
+    let requested: Vec<&str> = proj
+        .selectors
+        .iter()
+        .filter_map(|sel| match sel {
+            selectors::Sel::Column(c) => Some(c.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let missing: Vec<&str> = table
+        .partition_key()
+        .map(|c| c.name.as_str())
+        .filter(|n| !requested.contains(n))
+        .collect();
+    if !missing.is_empty() && !requested.is_empty() {
+        return Err(QueryError::Invalid(format!(
+            "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+            missing.join(", ")
+        )));
+    }
     for sel in &proj.selectors {
         if let selectors::Sel::Column(c) = sel {
             if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
@@ -176,6 +195,7 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
         tombstones: 0,
         last: None,
         keep_sort_keys: multi_key_order,
+        first_row: None,
     };
 
     let mut done = true;
@@ -264,7 +284,11 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
             .selectors
             .iter()
             .zip(&run.agg)
-            .map(|(sel, st)| selectors::finish(sel, st))
+            .enumerate()
+            .map(|(i, (sel, st))| match sel {
+                selectors::Sel::Aggregate { .. } => selectors::finish(sel, st),
+                _ => run.first_row.as_ref().and_then(|r| r[i].clone()),
+            })
             .collect()]
     } else {
         run.rows
@@ -333,6 +357,8 @@ struct Run<'a> {
     tombstones: u64,
     last: Option<PagingState>,
     keep_sort_keys: bool,
+    /// With aggregates: the plain selectors' values on the first row.
+    first_row: Option<Vec<Option<Bytes>>>,
 }
 
 impl Run<'_> {
@@ -489,6 +515,17 @@ impl Run<'_> {
         if self.projection.aggregate {
             for (sel, st) in self.projection.selectors.iter().zip(self.agg.iter_mut()) {
                 selectors::accumulate(sel, st, view, key.token, self.now)?;
+            }
+            // Plain columns beside an aggregate show the first row's value.
+            if self.first_row.is_none() {
+                let mut first = Vec::with_capacity(self.projection.selectors.len());
+                for sel in &self.projection.selectors {
+                    first.push(match sel {
+                        selectors::Sel::Aggregate { .. } => None,
+                        other => selectors::eval(other, view, key.token, self.now)?,
+                    });
+                }
+                self.first_row = Some(first);
             }
         } else {
             let mut out = Vec::with_capacity(self.projection.selectors.len());

@@ -118,9 +118,13 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
                 )));
             }
             if c.ty.is_multi_cell() {
-                return Err(QueryError::Invalid(format!(
-                    "Cannot use selection function {fname} on non-frozen collection {n}"
-                )));
+                // Cassandra 5.0: one value per element, as a list.
+                let (sel, elem) = if is_wt {
+                    (Sel::WriteTime(c.clone()), CqlType::BigInt)
+                } else {
+                    (Sel::Ttl(c.clone()), CqlType::Int)
+                };
+                return Ok((sel, format!("{fname}({n})"), CqlType::List(Box::new(elem))));
             }
             if is_wt {
                 (
@@ -161,8 +165,12 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
             let mut names = Vec::new();
             let mut types = Vec::new();
             for (i, a) in args.iter().enumerate() {
-                let (s, n, t) = match (a, crate::functions::argument_type(&lname, i)) {
-                    (SelectorExpr::Term(term), Some(ty)) => constant(term, ty)?,
+                let (s, n, t) = match a {
+                    SelectorExpr::Term(term) => {
+                        let ty = crate::functions::argument_type(&lname, i, term)
+                            .unwrap_or_else(|| crate::functions::natural_type(term));
+                        constant(term, ty)?
+                    }
                     _ => compile_expr(table, a)?,
                 };
                 compiled.push(s);
@@ -237,9 +245,18 @@ fn constant(term: &varve_cql::ast::Term, ty: CqlType) -> Result<(Sel, String, Cq
         ));
     };
     let value = crate::terms::eval_literal(lit, &ty, "selection")?;
-    let shown = match &value {
-        Some(v) => varve_types::literal::to_cql_literal(v),
-        None => "null".into(),
+    // Cassandra names the column after the literal as written.
+    use varve_cql::ast::Literal;
+    let shown = match lit {
+        Literal::String(s) => format!("'{}'", s.replace('\'', "''")),
+        Literal::Integer(s) | Literal::Float(s) | Literal::Duration(s) => s.clone(),
+        Literal::Boolean(b) => b.to_string(),
+        Literal::Uuid(u) => varve_types::time::format_uuid(u),
+        Literal::Blob(b) => format!(
+            "0x{}",
+            b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+        ),
+        Literal::Null => "null".into(),
     };
     let bytes = value.map(|v| Bytes::from(codec::serialize(&v)));
     Ok((Sel::Const(ty.clone(), bytes), shown, ty))
@@ -265,6 +282,20 @@ pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<By
     Ok(match sel {
         Sel::Const(_, v) => v.clone(),
         Sel::Column(c) => view.value(c),
+        Sel::WriteTime(c) if c.ty.is_multi_cell() => {
+            let cells = view.element_cells(c);
+            element_list(cells.iter().map(|cell| Some(Value::BigInt(cell.timestamp))))
+        }
+        Sel::Ttl(c) if c.ty.is_multi_cell() => {
+            let cells = view.element_cells(c);
+            if !cells.iter().any(|cell| cell.is_expiring()) {
+                return Ok(None);
+            }
+            element_list(cells.iter().map(|cell| {
+                cell.is_expiring()
+                    .then(|| Value::Int((cell.local_deletion_time - now).max(0)))
+            }))
+        }
         Sel::WriteTime(c) => view
             .cell(c)
             .map(|cell| Bytes::from(codec::serialize(&Value::BigInt(cell.timestamp)))),
@@ -306,11 +337,34 @@ pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<By
     })
 }
 
+/// A list result with possibly-null elements; `None` when it is empty.
+fn element_list(items: impl Iterator<Item = Option<Value>>) -> Option<Bytes> {
+    let items: Vec<Option<Value>> = items.collect();
+    if items.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(&(items.len() as i32).to_be_bytes());
+    for it in items {
+        match it {
+            Some(v) => {
+                let b = codec::serialize(&v);
+                out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                out.extend_from_slice(&b);
+            }
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+    Some(Bytes::from(out))
+}
+
 /// The type a selector produces.
 pub fn type_of(sel: &Sel) -> CqlType {
     match sel {
         Sel::Const(ty, _) => ty.clone(),
         Sel::Column(c) => c.ty.clone(),
+        Sel::WriteTime(c) if c.ty.is_multi_cell() => CqlType::List(Box::new(CqlType::BigInt)),
+        Sel::Ttl(c) if c.ty.is_multi_cell() => CqlType::List(Box::new(CqlType::Int)),
         Sel::WriteTime(_) | Sel::Token => CqlType::BigInt,
         Sel::Ttl(_) => CqlType::Int,
         Sel::Cast { ty, .. } => ty.clone(),
