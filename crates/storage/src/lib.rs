@@ -23,7 +23,9 @@
 
 pub mod cell;
 pub mod clustering;
+pub mod encoding;
 pub mod engine;
+pub mod fs;
 pub mod error;
 pub mod partition;
 pub mod row;
