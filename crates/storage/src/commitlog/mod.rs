@@ -1,0 +1,1 @@
+//! The commitlog (being built).

@@ -1,0 +1,1 @@
+//! A simulated file system for crash tests (being built).

@@ -1,0 +1,1 @@
+//! SSTables (being built).
