@@ -16,6 +16,7 @@ pub mod describe;
 pub mod error;
 mod functions;
 pub mod paging;
+mod persist;
 mod prepare;
 pub mod processor;
 mod restrictions;

@@ -3,14 +3,17 @@
 use crate::api::*;
 use crate::context::{order_values, Ctx};
 use crate::error::{QueryError, Result};
+use crate::persist::SchemaStore;
 use crate::{ddl, describe, prepare, select, system, write};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use varve_cql::ast::{Parsed, Statement};
 use varve_schema::Schema;
+use varve_storage::fs::{Fs, RealFs};
 use varve_storage::Storage;
 
 /// How many prepared statements are kept (`prepared_statements_cache_size`
@@ -37,21 +40,48 @@ pub struct Processor {
     prepared: RwLock<HashMap<Bytes, Arc<Prepared>>>,
     last_micros: AtomicI64,
     cas_locks: Vec<Mutex<()>>,
+    /// Where schema changes are saved; `None` for a node kept in memory.
+    schema_store: Option<SchemaStore>,
 }
 
 impl Processor {
+    /// A node that keeps everything in memory (tests).
     pub fn new(node: NodeInfo) -> Arc<Processor> {
-        let storage = Storage::new();
-        let schema = system::initial_schema();
-        Arc::new(Processor {
+        Arc::new(Processor::build(node, system::initial_schema(), None))
+    }
+
+    /// A node whose schema lives under `data_dir`: the saved schema is read
+    /// back and its tables are opened.
+    pub fn open(node: NodeInfo, data_dir: &Path) -> Result<Arc<Processor>> {
+        let fs: Arc<dyn Fs> = Arc::new(RealFs);
+        let store = SchemaStore::new(fs, &data_dir.join("schema"))?;
+        let mut schema = system::initial_schema();
+        if let Some((keyspaces, version)) = store.load()? {
+            for ks in keyspaces {
+                schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
+            }
+            schema.version = version;
+        }
+        let p = Processor::build(node, schema, Some(store));
+        for ks in p.schema().keyspaces.values().filter(|k| !k.is_system) {
+            for t in ks.tables.values() {
+                p.storage.create_table(t.id, ddl::comparator(t));
+            }
+        }
+        Ok(Arc::new(p))
+    }
+
+    fn build(node: NodeInfo, schema: Schema, schema_store: Option<SchemaStore>) -> Processor {
+        Processor {
             node,
             schema: RwLock::new(Arc::new(schema)),
             ddl_lock: Mutex::new(()),
-            storage,
+            storage: Storage::new(),
             prepared: RwLock::new(HashMap::new()),
             last_micros: AtomicI64::new(0),
             cas_locks: (0..CAS_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-        })
+            schema_store,
+        }
     }
 
     /// The current schema snapshot.
@@ -265,6 +295,10 @@ impl Processor {
         let mut copy = (*self.schema()).clone();
         let r = f(&mut copy)?;
         copy.version = varve_types::time::random_uuid();
+        // Durable before it is visible: an acknowledged change survives a crash.
+        if let Some(store) = &self.schema_store {
+            store.save(&copy)?;
+        }
         *self.schema.write() = Arc::new(copy);
         Ok(r)
     }

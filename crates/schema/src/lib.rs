@@ -9,6 +9,7 @@ pub mod column;
 pub mod error;
 pub mod keyspace;
 pub mod options;
+pub mod snapshot;
 pub mod table;
 
 pub use column::{Column, ColumnKind};

@@ -102,7 +102,11 @@ pub fn encode_row(out: &mut Vec<u8>, row: &Row) {
 /// Appends the encoding of a whole partition.
 pub fn encode_partition(out: &mut Vec<u8>, p: &Partition) {
     put_deletion(out, &p.deletion);
-    out.push(if p.static_row.is_some() { PARTITION_HAS_STATIC } else { 0 });
+    out.push(if p.static_row.is_some() {
+        PARTITION_HAS_STATIC
+    } else {
+        0
+    });
     if let Some(s) = &p.static_row {
         encode_row(out, s);
     }
@@ -143,7 +147,10 @@ impl<'a> Reader<'a> {
     }
 
     fn err(&self, what: &'static str) -> DecodeError {
-        DecodeError { what, offset: self.pos }
+        DecodeError {
+            what,
+            offset: self.pos,
+        }
     }
 
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
@@ -225,7 +232,11 @@ pub fn decode_row(r: &mut Reader) -> Result<Row, DecodeError> {
     }
     let mut row = Row::default();
     if flags & ROW_HAS_LIVENESS != 0 {
-        row.liveness = Some(LivenessInfo { timestamp: r.i64()?, ttl: r.i32()?, local_expiration_time: r.i32()? });
+        row.liveness = Some(LivenessInfo {
+            timestamp: r.i64()?,
+            ttl: r.i32()?,
+            local_expiration_time: r.i32()?,
+        });
     }
     if flags & ROW_HAS_DELETION != 0 {
         row.deletion = Some(r.deletion()?);
@@ -238,7 +249,12 @@ pub fn decode_row(r: &mut Reader) -> Result<Row, DecodeError> {
             CELL_HAS_PATH => Some(r.bytes()?),
             _ => return Err(r.err("unknown cell flags")),
         };
-        let cell = Cell { timestamp: r.i64()?, ttl: r.i32()?, local_deletion_time: r.i32()?, value: r.bytes()? };
+        let cell = Cell {
+            timestamp: r.i64()?,
+            ttl: r.i32()?,
+            local_deletion_time: r.i32()?,
+            value: r.bytes()?,
+        };
         row.cells.insert((column, path), cell);
     }
     let complex = r.count()?;
@@ -250,8 +266,14 @@ pub fn decode_row(r: &mut Reader) -> Result<Row, DecodeError> {
 }
 
 /// Decodes a whole partition; `cmp` orders its rows.
-pub fn decode_partition(r: &mut Reader, cmp: &Arc<ClusteringComparator>) -> Result<Partition, DecodeError> {
-    let mut p = Partition { deletion: r.deletion()?, ..Partition::default() };
+pub fn decode_partition(
+    r: &mut Reader,
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<Partition, DecodeError> {
+    let mut p = Partition {
+        deletion: r.deletion()?,
+        ..Partition::default()
+    };
     match r.u8()? {
         0 => {}
         PARTITION_HAS_STATIC => p.static_row = Some(decode_row(r)?),
@@ -277,7 +299,10 @@ pub fn decode_partition(r: &mut Reader, cmp: &Arc<ClusteringComparator>) -> Resu
         }
         let end = bounds.pop().ok_or_else(|| r.err("missing bound"))?;
         let start = bounds.pop().ok_or_else(|| r.err("missing bound"))?;
-        p.range_tombstones.push(RangeTombstone { slice: Slice { start, end }, deletion: r.deletion()? });
+        p.range_tombstones.push(RangeTombstone {
+            slice: Slice { start, end },
+            deletion: r.deletion()?,
+        });
     }
     Ok(p)
 }
@@ -289,24 +314,46 @@ mod tests {
 
     fn sample() -> (Partition, Arc<ClusteringComparator>) {
         let cmp = ClusteringComparator::new(vec![(CqlType::Int, false), (CqlType::Text, true)]);
-        let mut p = Partition { deletion: DeletionTime::new(5, 100), ..Partition::default() };
+        let mut p = Partition {
+            deletion: DeletionTime::new(5, 100),
+            ..Partition::default()
+        };
         let mut s = Row::default();
-        s.cells.insert((3, None), Cell::live(9, Bytes::from_static(b"static")));
+        s.cells
+            .insert((3, None), Cell::live(9, Bytes::from_static(b"static")));
         p.static_row = Some(s);
         for i in 0..3 {
-            let mut row = Row { liveness: Some(LivenessInfo::new(10 + i, 0, 0)), ..Row::default() };
-            row.cells.insert((4, None), Cell::expiring(11, 60, 1000, Bytes::from(vec![i as u8; 40])));
-            row.cells.insert((5, Some(Bytes::from_static(b"k"))), Cell::tombstone(12, 2000));
+            let mut row = Row {
+                liveness: Some(LivenessInfo::new(10 + i, 0, 0)),
+                ..Row::default()
+            };
+            row.cells.insert(
+                (4, None),
+                Cell::expiring(11, 60, 1000, Bytes::from(vec![i as u8; 40])),
+            );
+            row.cells.insert(
+                (5, Some(Bytes::from_static(b"k"))),
+                Cell::tombstone(12, 2000),
+            );
             row.complex_deletions.insert(5, DeletionTime::new(7, 3));
             if i == 1 {
                 row.deletion = Some(DeletionTime::new(8, 4));
             }
-            let key = ClusteringKey::row(vec![Bytes::copy_from_slice(&(i as i32).to_be_bytes()), Bytes::from_static(b"x")], &cmp);
+            let key = ClusteringKey::row(
+                vec![
+                    Bytes::copy_from_slice(&(i as i32).to_be_bytes()),
+                    Bytes::from_static(b"x"),
+                ],
+                &cmp,
+            );
             p.rows.insert(key, row);
         }
         p.range_tombstones.push(RangeTombstone {
             slice: Slice {
-                start: ClusteringKey::before(vec![Bytes::copy_from_slice(&1i32.to_be_bytes())], &cmp),
+                start: ClusteringKey::before(
+                    vec![Bytes::copy_from_slice(&1i32.to_be_bytes())],
+                    &cmp,
+                ),
                 end: ClusteringKey::after(vec![], &cmp),
             },
             deletion: DeletionTime::new(6, 50),
@@ -331,7 +378,10 @@ mod tests {
         let mut out = Vec::new();
         encode_partition(&mut out, &p);
         for cut in 0..out.len() {
-            assert!(decode_partition(&mut Reader::new(&out[..cut]), &cmp).is_err(), "cut at {cut}");
+            assert!(
+                decode_partition(&mut Reader::new(&out[..cut]), &cmp).is_err(),
+                "cut at {cut}"
+            );
         }
         for i in 0..out.len() {
             let mut bad = out.clone();

@@ -27,11 +27,18 @@ pub enum Error {
 
 impl Error {
     pub fn io(file: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { file: file.into(), source }
+        Error::Io {
+            file: file.into(),
+            source,
+        }
     }
 
     pub fn corruption(file: impl Into<PathBuf>, offset: u64, reason: impl Into<String>) -> Self {
-        Error::Corruption { file: file.into(), offset, reason: reason.into() }
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
     }
 }
 

@@ -23,15 +23,15 @@
 
 pub mod cell;
 pub mod clustering;
+pub mod commitlog;
 pub mod encoding;
 pub mod engine;
+pub mod error;
 pub mod fs;
 pub mod fs_sim;
-pub mod sstable;
-pub mod commitlog;
-pub mod error;
 pub mod partition;
 pub mod row;
+pub mod sstable;
 
 pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
 pub use clustering::{ClusteringComparator, ClusteringKey, Slice};

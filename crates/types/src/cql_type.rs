@@ -134,3 +134,117 @@ mod tests {
         );
     }
 }
+
+impl CqlType {
+    /// Parses a type name as [`CqlType::cql_name`] prints it (and the usual
+    /// aliases). Returns `None` for anything else; the CQL parser handles
+    /// user input, this reads back what Varve itself wrote.
+    pub fn parse_name(s: &str) -> Option<CqlType> {
+        let (t, rest) = parse_type_prefix(s.trim(), 0)?;
+        rest.trim().is_empty().then_some(t)
+    }
+}
+
+/// Deepest nesting accepted when reading a type name back.
+const MAX_NAME_DEPTH: usize = 64;
+
+fn parse_type_prefix(s: &str, depth: usize) -> Option<(CqlType, &str)> {
+    if depth > MAX_NAME_DEPTH {
+        return None;
+    }
+    let s = s.trim_start();
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    let (word, rest) = s.split_at(end);
+    let simple = match word.to_ascii_lowercase().as_str() {
+        "ascii" => Some(CqlType::Ascii),
+        "text" | "varchar" => Some(CqlType::Text),
+        "blob" => Some(CqlType::Blob),
+        "boolean" => Some(CqlType::Boolean),
+        "tinyint" => Some(CqlType::TinyInt),
+        "smallint" => Some(CqlType::SmallInt),
+        "int" => Some(CqlType::Int),
+        "bigint" => Some(CqlType::BigInt),
+        "varint" => Some(CqlType::Varint),
+        "float" => Some(CqlType::Float),
+        "double" => Some(CqlType::Double),
+        "decimal" => Some(CqlType::Decimal),
+        "uuid" => Some(CqlType::Uuid),
+        "timeuuid" => Some(CqlType::Timeuuid),
+        "timestamp" => Some(CqlType::Timestamp),
+        "date" => Some(CqlType::Date),
+        "time" => Some(CqlType::Time),
+        "duration" => Some(CqlType::Duration),
+        "inet" => Some(CqlType::Inet),
+        "counter" => Some(CqlType::Counter),
+        _ => None,
+    };
+    if let Some(t) = simple {
+        return Some((t, rest));
+    }
+    let mut rest = rest.trim_start().strip_prefix('<')?;
+    let mut args = Vec::new();
+    loop {
+        let (t, r) = parse_type_prefix(rest, depth + 1)?;
+        args.push(t);
+        let r = r.trim_start();
+        if let Some(r) = r.strip_prefix(',') {
+            rest = r;
+        } else {
+            rest = r.strip_prefix('>')?;
+            break;
+        }
+    }
+    let one = |args: Vec<CqlType>| -> Option<Box<CqlType>> {
+        let mut it = args.into_iter();
+        let t = it.next()?;
+        it.next().is_none().then(|| Box::new(t))
+    };
+    let t = match word.to_ascii_lowercase().as_str() {
+        "frozen" => match one(args)? {
+            t if matches!(*t, CqlType::Tuple(_)) => *t,
+            t => CqlType::Frozen(t),
+        },
+        "list" => CqlType::List(one(args)?),
+        "set" => CqlType::Set(one(args)?),
+        "map" if args.len() == 2 => {
+            let mut it = args.into_iter();
+            CqlType::Map(Box::new(it.next()?), Box::new(it.next()?))
+        }
+        "tuple" => CqlType::Tuple(args),
+        _ => return None,
+    };
+    Some((t, rest))
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    #[test]
+    fn names_read_back() {
+        for t in [
+            CqlType::Int,
+            CqlType::Frozen(Box::new(CqlType::Map(
+                Box::new(CqlType::Text),
+                Box::new(CqlType::List(Box::new(CqlType::Int))),
+            ))),
+            CqlType::Set(Box::new(CqlType::Frozen(Box::new(CqlType::Tuple(vec![
+                CqlType::Int,
+                CqlType::Blob,
+            ]))))),
+            CqlType::Tuple(vec![
+                CqlType::Int,
+                CqlType::Frozen(Box::new(CqlType::List(Box::new(CqlType::Text)))),
+            ]),
+        ] {
+            let name = t.cql_name();
+            let back = CqlType::parse_name(&name).unwrap();
+            assert_eq!(back.cql_name(), name);
+        }
+        assert_eq!(CqlType::parse_name("nope"), None);
+        assert_eq!(CqlType::parse_name("list<int"), None);
+        assert_eq!(CqlType::parse_name(&"list<".repeat(100)), None);
+    }
+}

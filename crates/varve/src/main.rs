@@ -110,7 +110,8 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         settings.commitlog_sync,
         settings.commitlog_sync_period_ms
     );
-    let processor = varve_query::Processor::new(node);
+    let processor = varve_query::Processor::open(node, &settings.data_dir)
+        .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
     info!(
         "varve ready: CQL on {}, admin on http://{}",
         server.cql_addr(),

@@ -1,0 +1,322 @@
+//! The schema as a file: user keyspaces and tables written as JSON so a
+//! node finds its schema again after a restart. The format is specified in
+//! docs/format/schema-file.md; system keyspaces are never written (they are
+//! built in).
+
+use crate::column::{Column, ColumnKind};
+use crate::error::{Error, Result};
+use crate::keyspace::Keyspace;
+use crate::options::{ReplicationContext, ReplicationParams, SchemaValue, TableOptions};
+use crate::table::{DroppedColumn, Table};
+use crate::Schema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use varve_types::CqlType;
+
+/// Version of the schema file format.
+pub const SCHEMA_FILE_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct FileV1 {
+    version: u32,
+    schema_version: String,
+    keyspaces: Vec<KeyspaceV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeyspaceV1 {
+    name: String,
+    replication: BTreeMap<String, String>,
+    durable_writes: bool,
+    tables: Vec<TableV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TableV1 {
+    name: String,
+    id: String,
+    columns: Vec<ColumnV1>,
+    dropped: Vec<DroppedV1>,
+    next_column_id: u32,
+    options: BTreeMap<String, OptionV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ColumnV1 {
+    name: String,
+    #[serde(rename = "type")]
+    ty: String,
+    kind: String,
+    position: i32,
+    descending: bool,
+    id: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DroppedV1 {
+    name: String,
+    #[serde(rename = "type")]
+    ty: String,
+    kind: String,
+    dropped_at_micros: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum OptionV1 {
+    Boolean(bool),
+    Int(i32),
+    Double(f64),
+    Text(String),
+    TextMap(BTreeMap<String, String>),
+    BlobMap(BTreeMap<String, Vec<u8>>),
+}
+
+fn kind_name(k: ColumnKind) -> &'static str {
+    k.schema_name()
+}
+
+fn kind_of(s: &str) -> Result<ColumnKind> {
+    Ok(match s {
+        "partition_key" => ColumnKind::PartitionKey,
+        "clustering" => ColumnKind::Clustering,
+        "static" => ColumnKind::Static,
+        "regular" => ColumnKind::Regular,
+        other => return Err(bad(format!("unknown column kind {other}"))),
+    })
+}
+
+fn bad(msg: String) -> Error {
+    Error::Config(format!("invalid schema file: {msg}"))
+}
+
+fn ty_of(s: &str) -> Result<CqlType> {
+    CqlType::parse_name(s).ok_or_else(|| bad(format!("unknown type {s}")))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex16(s: &str) -> Result<[u8; 16]> {
+    let err = || bad(format!("bad id {s}"));
+    if s.len() != 32 {
+        return Err(err());
+    }
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2).ok_or_else(err)?, 16).map_err(|_| err())?;
+    }
+    Ok(out)
+}
+
+/// The user keyspaces of `schema` as the file's JSON text.
+pub fn to_json(schema: &Schema) -> String {
+    let keyspaces = schema
+        .keyspaces
+        .values()
+        .filter(|k| !k.is_system)
+        .map(|k| KeyspaceV1 {
+            name: k.name.clone(),
+            replication: k.replication.to_map(),
+            durable_writes: k.durable_writes,
+            tables: k
+                .tables
+                .values()
+                .map(|t| TableV1 {
+                    name: t.name.clone(),
+                    id: hex(&t.id.to_be_bytes()),
+                    columns: t
+                        .columns
+                        .iter()
+                        .map(|c| ColumnV1 {
+                            name: c.name.clone(),
+                            ty: c.ty.cql_name(),
+                            kind: kind_name(c.kind).into(),
+                            position: c.position,
+                            descending: c.descending,
+                            id: c.id,
+                        })
+                        .collect(),
+                    dropped: t
+                        .dropped
+                        .iter()
+                        .map(|(n, d)| DroppedV1 {
+                            name: n.clone(),
+                            ty: d.ty.cql_name(),
+                            kind: kind_name(d.kind).into(),
+                            dropped_at_micros: d.dropped_at_micros,
+                        })
+                        .collect(),
+                    next_column_id: t.next_column_id,
+                    options: t
+                        .options
+                        .to_schema_row()
+                        .into_iter()
+                        .filter_map(|(n, v)| {
+                            let v = match v {
+                                SchemaValue::Null => return None,
+                                SchemaValue::Boolean(b) => OptionV1::Boolean(b),
+                                SchemaValue::Int(i) => OptionV1::Int(i),
+                                SchemaValue::Double(d) => OptionV1::Double(d),
+                                SchemaValue::Text(s) => OptionV1::Text(s),
+                                SchemaValue::TextMap(m) => OptionV1::TextMap(m),
+                                SchemaValue::BlobMap(m) => OptionV1::BlobMap(m),
+                            };
+                            Some((n.to_string(), v))
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    let file = FileV1 {
+        version: SCHEMA_FILE_VERSION,
+        schema_version: hex(&schema.version),
+        keyspaces,
+    };
+    serde_json::to_string_pretty(&file).unwrap_or_default()
+}
+
+/// Reads a schema file back: the user keyspaces and the schema version.
+pub fn from_json(text: &str) -> Result<(Vec<Keyspace>, [u8; 16])> {
+    let file: FileV1 = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    if file.version != SCHEMA_FILE_VERSION {
+        return Err(bad(format!("unsupported version {}", file.version)));
+    }
+    let mut out = Vec::new();
+    for k in file.keyspaces {
+        let replication = ReplicationParams::for_keyspace(
+            &k.name,
+            &k.replication,
+            None,
+            &ReplicationContext::default(),
+        )?;
+        let mut tables = BTreeMap::new();
+        for t in k.tables {
+            let mut columns = Vec::new();
+            for c in t.columns {
+                columns.push(Column {
+                    name: c.name,
+                    ty: ty_of(&c.ty)?,
+                    kind: kind_of(&c.kind)?,
+                    position: c.position,
+                    descending: c.descending,
+                    id: c.id,
+                });
+            }
+            let mut dropped = BTreeMap::new();
+            for d in t.dropped {
+                dropped.insert(
+                    d.name,
+                    DroppedColumn {
+                        ty: ty_of(&d.ty)?,
+                        dropped_at_micros: d.dropped_at_micros,
+                        kind: kind_of(&d.kind)?,
+                    },
+                );
+            }
+            let row: Vec<(&str, SchemaValue)> = t
+                .options
+                .iter()
+                .map(|(n, v)| {
+                    let v = match v {
+                        OptionV1::Boolean(b) => SchemaValue::Boolean(*b),
+                        OptionV1::Int(i) => SchemaValue::Int(*i),
+                        OptionV1::Double(d) => SchemaValue::Double(*d),
+                        OptionV1::Text(s) => SchemaValue::Text(s.clone()),
+                        OptionV1::TextMap(m) => SchemaValue::TextMap(m.clone()),
+                        OptionV1::BlobMap(m) => SchemaValue::BlobMap(m.clone()),
+                    };
+                    (n.as_str(), v)
+                })
+                .collect();
+            let options = TableOptions::from_schema_row(&row)?;
+            let table = Table {
+                keyspace: k.name.clone(),
+                name: t.name.clone(),
+                id: u128::from_be_bytes(unhex16(&t.id)?),
+                columns,
+                options,
+                dropped,
+                next_column_id: t.next_column_id,
+                is_virtual: false,
+            };
+            tables.insert(t.name, Arc::new(table));
+        }
+        out.push(Keyspace {
+            name: k.name,
+            replication,
+            durable_writes: k.durable_writes,
+            tables,
+            is_system: false,
+        });
+    }
+    Ok((out, unhex16(&file.schema_version)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::TableSpec;
+
+    #[test]
+    fn schema_round_trips_through_json() {
+        let mut options = TableOptions::default();
+        options.gc_grace_seconds = 42;
+        options.comment = "it's".into();
+        let spec = TableSpec {
+            keyspace: "ks".into(),
+            name: "t".into(),
+            id: 0x1234,
+            columns: vec![
+                ("k".into(), CqlType::Int, false),
+                ("c".into(), CqlType::Text, false),
+                ("s".into(), CqlType::Tuple(vec![CqlType::Int]), true),
+                (
+                    "m".into(),
+                    CqlType::Map(Box::new(CqlType::Text), Box::new(CqlType::Int)),
+                    false,
+                ),
+            ],
+            partition_key: vec!["k".into()],
+            clustering: vec![("c".into(), true)],
+            options,
+        };
+        let mut table = Table::create(spec).unwrap();
+        table.add_column("x", CqlType::Blob, false).unwrap();
+        table.drop_column("m", 99).unwrap();
+        let mut schema = Schema::default();
+        let mut tables = BTreeMap::new();
+        tables.insert("t".to_string(), Arc::new(table.clone()));
+        schema.keyspaces.insert(
+            "ks".into(),
+            Arc::new(Keyspace {
+                name: "ks".into(),
+                replication: ReplicationParams::simple(1),
+                durable_writes: false,
+                tables,
+                is_system: false,
+            }),
+        );
+        schema.version = [9; 16];
+        let text = to_json(&schema);
+        let (kss, version) = from_json(&text).unwrap();
+        assert_eq!(version, [9; 16]);
+        let back = &kss[0].tables["t"];
+        assert_eq!(back.columns, table.columns);
+        assert_eq!(back.dropped, table.dropped);
+        assert_eq!(back.next_column_id, table.next_column_id);
+        assert_eq!(back.options.to_cql(), table.options.to_cql());
+        assert!(!kss[0].durable_writes);
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(from_json("{").is_err());
+        assert!(
+            from_json("{\"version\": 99, \"schema_version\": \"\", \"keyspaces\": []}").is_err()
+        );
+    }
+}
