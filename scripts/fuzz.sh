@@ -60,7 +60,7 @@ rustflags="-Cpasses=sancov-module \
 echo "building fuzz targets (profile $profile, $target_dir)"
 build_start=$(date +%s)
 RUSTFLAGS="$rustflags" CARGO_TARGET_DIR="$target_dir" \
-    cargo build --quiet --locked --manifest-path fuzz/Cargo.toml \
+    cargo build --quiet --manifest-path fuzz/Cargo.toml \
     --target "$triple" --profile "$profile" --bins
 echo "built in $(( $(date +%s) - build_start )) s"
 

@@ -19,6 +19,9 @@ cargo build -p varve --bin varve
 step "cargo test"
 cargo test --workspace
 
+step "fuzz (libFuzzer, 10 s per target)"
+bash scripts/fuzz.sh 10
+
 step "python venv (.venv)"
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

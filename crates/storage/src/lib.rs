@@ -29,6 +29,8 @@ pub mod engine;
 pub mod error;
 pub mod fs;
 pub mod fs_sim;
+pub mod manifest;
+pub mod memtable;
 pub mod partition;
 pub mod row;
 pub mod sstable;
