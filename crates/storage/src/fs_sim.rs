@@ -1,1 +1,521 @@
-//! A simulated file system for crash tests (being built).
+//! A simulated, in-memory file system for crash tests: [`SimFs`].
+//!
+//! It enforces the durability contract of [`crate::fs`] the way a machine
+//! losing power does:
+//! - every file holds *durable* bytes (made so by [`WriteFile::sync`]) and
+//!   the bytes written since, which are only in the "page cache";
+//! - every directory change (create, rename, remove) is pending until
+//!   [`Fs::sync_dir`] on that directory;
+//! - [`SimFs::power_loss`] (alias [`SimFs::crash`]) drops every pending
+//!   byte and every pending directory change; [`SimFs::kill`] models
+//!   SIGKILL, which keeps them (the kernel still has the page cache).
+//!
+//! Both return a new handle for the "restarted process"; the old handle and
+//! every file opened through it are dead afterwards (each call fails), so a
+//! test can keep the old process's threads running without them touching
+//! the new process's files.
+//!
+//! Fault injection: [`SimFs::set_disk_full`] and
+//! [`SimFs::fail_writes_after`] make writes fail with ENOSPC (after a
+//! partial write, as a real `write(2)` may), and [`SimFs::corrupt`] flips a
+//! byte on "disk".
+//!
+//! Simplifications: directories themselves are durable as soon as they are
+//! created; a file truncated by [`Fs::create`] keeps its durable bytes
+//! until the next sync.
+
+use crate::fs::{Fs, ReadFile, WriteFile};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Linux's ENOSPC, so the error looks exactly like a real full disk.
+const ENOSPC: i32 = 28;
+
+#[derive(Default)]
+struct SimFile {
+    /// What survives a power loss.
+    durable: Vec<u8>,
+    /// What a process reads now (durable bytes plus pending writes).
+    data: Vec<u8>,
+}
+
+#[derive(Default)]
+struct SimState {
+    /// Bumped by every crash or kill; handles of older generations are dead.
+    generation: u64,
+    inodes: HashMap<u64, SimFile>,
+    next_inode: u64,
+    /// The namespace a process sees now.
+    entries: BTreeMap<PathBuf, u64>,
+    /// The namespace that survives a power loss.
+    durable_entries: BTreeMap<PathBuf, u64>,
+    dirs: BTreeSet<PathBuf>,
+    /// Bytes that may still be written before writes fail (None: no limit).
+    write_budget: Option<u64>,
+    disk_full: bool,
+}
+
+impl SimState {
+    fn check(&self, generation: u64) -> io::Result<()> {
+        if generation == self.generation {
+            Ok(())
+        } else {
+            Err(io::Error::other("simulated process is dead (crashed or killed)"))
+        }
+    }
+
+    /// Drops inodes that no name (current or durable) refers to.
+    fn collect_garbage(&mut self) {
+        let live: BTreeSet<u64> = self
+            .entries
+            .values()
+            .chain(self.durable_entries.values())
+            .copied()
+            .collect();
+        self.inodes.retain(|ino, _| live.contains(ino));
+    }
+
+    fn dir_exists(&self, dir: &Path) -> bool {
+        dir.as_os_str().is_empty() || self.dirs.contains(dir)
+    }
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file", path.display()))
+}
+
+/// An in-memory [`Fs`] that can lose power. Cloning gives another handle
+/// of the same process.
+#[derive(Clone, Default)]
+pub struct SimFs {
+    state: Arc<Mutex<SimState>>,
+    generation: u64,
+}
+
+impl SimFs {
+    pub fn new() -> Self {
+        SimFs::default()
+    }
+
+    /// A machine losing power: every byte not synced and every directory
+    /// change not synced is gone. Returns the handle for the restarted
+    /// process; this handle (and its open files) stop working.
+    pub fn power_loss(&self) -> SimFs {
+        let mut s = self.state.lock();
+        s.entries = s.durable_entries.clone();
+        s.collect_garbage();
+        for f in s.inodes.values_mut() {
+            f.data = f.durable.clone();
+        }
+        s.generation += 1;
+        SimFs { state: self.state.clone(), generation: s.generation }
+    }
+
+    /// Same as [`SimFs::power_loss`].
+    pub fn crash(&self) -> SimFs {
+        self.power_loss()
+    }
+
+    /// SIGKILL: the process dies but the kernel keeps every byte written.
+    /// Returns the handle for the restarted process.
+    pub fn kill(&self) -> SimFs {
+        let mut s = self.state.lock();
+        s.generation += 1;
+        SimFs { state: self.state.clone(), generation: s.generation }
+    }
+
+    /// Makes every write fail with ENOSPC (`true`), or lifts both this and
+    /// [`SimFs::fail_writes_after`] (`false`).
+    pub fn set_disk_full(&self, full: bool) {
+        let mut s = self.state.lock();
+        s.disk_full = full;
+        if !full {
+            s.write_budget = None;
+        }
+    }
+
+    /// Lets `bytes` more bytes be written, then fails writes with ENOSPC
+    /// (the write that crosses the limit writes its first part).
+    pub fn fail_writes_after(&self, bytes: u64) {
+        self.state.lock().write_budget = Some(bytes);
+    }
+
+    /// Flips every bit of the byte at `offset` of `path`, on "disk" and in
+    /// the page cache.
+    pub fn corrupt(&self, path: &Path, offset: u64) -> io::Result<()> {
+        let mut s = self.state.lock();
+        let ino = *s.entries.get(path).ok_or_else(|| not_found(path))?;
+        let f = s.inodes.get_mut(&ino).ok_or_else(|| not_found(path))?;
+        let i = usize::try_from(offset).map_err(io::Error::other)?;
+        if i >= f.data.len() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "offset past the end"));
+        }
+        f.data[i] ^= 0xff;
+        if let Some(b) = f.durable.get_mut(i) {
+            *b ^= 0xff;
+        }
+        Ok(())
+    }
+
+    /// Cuts `path` to `len` bytes, durably (a torn write made permanent).
+    pub fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let mut s = self.state.lock();
+        let ino = *s.entries.get(path).ok_or_else(|| not_found(path))?;
+        let f = s.inodes.get_mut(&ino).ok_or_else(|| not_found(path))?;
+        let len = usize::try_from(len).map_err(io::Error::other)?;
+        f.data.truncate(len);
+        f.durable.truncate(len);
+        Ok(())
+    }
+
+    /// The length of `path` as a process sees it, and as it would survive
+    /// a power loss (0 when its directory entry is not durable).
+    pub fn lengths(&self, path: &Path) -> Option<(u64, u64)> {
+        let s = self.state.lock();
+        let now = s.entries.get(path).and_then(|i| s.inodes.get(i))?.data.len() as u64;
+        let durable = s
+            .durable_entries
+            .get(path)
+            .and_then(|i| s.inodes.get(i))
+            .map_or(0, |f| f.durable.len() as u64);
+        Some((now, durable))
+    }
+}
+
+struct SimWriteFile {
+    state: Arc<Mutex<SimState>>,
+    generation: u64,
+    inode: u64,
+    len: u64,
+}
+
+impl WriteFile for SimWriteFile {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        let mut s = self.state.lock();
+        s.check(self.generation)?;
+        if s.disk_full {
+            return Err(io::Error::from_raw_os_error(ENOSPC));
+        }
+        let (n, fail) = match s.write_budget {
+            Some(budget) if (buf.len() as u64) > budget => (budget as usize, true),
+            _ => (buf.len(), false),
+        };
+        if let Some(budget) = s.write_budget.as_mut() {
+            *budget -= n as u64;
+        }
+        // A removed (unlinked) file accepts writes that go nowhere.
+        if let Some(f) = s.inodes.get_mut(&self.inode) {
+            f.data.extend_from_slice(&buf[..n]);
+        }
+        self.len += n as u64;
+        if fail {
+            return Err(io::Error::from_raw_os_error(ENOSPC));
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        let mut s = self.state.lock();
+        s.check(self.generation)?;
+        if let Some(f) = s.inodes.get_mut(&self.inode) {
+            f.durable = f.data.clone();
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+struct SimReadFile {
+    state: Arc<Mutex<SimState>>,
+    generation: u64,
+    inode: u64,
+    len: u64,
+}
+
+impl ReadFile for SimReadFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let s = self.state.lock();
+        s.check(self.generation)?;
+        let data = s.inodes.get(&self.inode).map_or(&[][..], |f| &f.data[..]);
+        let start = usize::try_from(offset).map_err(io::Error::other)?;
+        let end = start.checked_add(buf.len()).filter(|e| *e <= data.len());
+        match end {
+            Some(end) => {
+                buf.copy_from_slice(&data[start..end]);
+                Ok(())
+            }
+            None => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end")),
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl Fs for SimFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        let mut s = self.state.lock();
+        s.check(self.generation)?;
+        let parent = path.parent().unwrap_or(Path::new(""));
+        if !s.dir_exists(parent) {
+            return Err(not_found(parent));
+        }
+        let inode = match s.entries.get(path).copied() {
+            Some(ino) => {
+                if let Some(f) = s.inodes.get_mut(&ino) {
+                    f.data.clear();
+                }
+                ino
+            }
+            None => {
+                s.next_inode += 1;
+                let ino = s.next_inode;
+                s.inodes.insert(ino, SimFile::default());
+                s.entries.insert(path.to_path_buf(), ino);
+                ino
+            }
+        };
+        Ok(Box::new(SimWriteFile { state: self.state.clone(), generation: self.generation, inode, len: 0 }))
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
+        let s = self.state.lock();
+        s.check(self.generation)?;
+        let inode = *s.entries.get(path).ok_or_else(|| not_found(path))?;
+        let len = s.inodes.get(&inode).map_or(0, |f| f.data.len() as u64);
+        Ok(Box::new(SimReadFile { state: self.state.clone(), generation: self.generation, inode, len }))
+    }
+
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let s = self.state.lock();
+        s.check(self.generation)?;
+        let inode = s.entries.get(path).ok_or_else(|| not_found(path))?;
+        Ok(s.inodes.get(inode).map(|f| f.data.clone()).unwrap_or_default())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.state.lock();
+        s.check(self.generation)?;
+        let inode = s.entries.remove(from).ok_or_else(|| not_found(from))?;
+        s.entries.insert(to.to_path_buf(), inode);
+        s.collect_garbage();
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.state.lock();
+        s.check(self.generation)?;
+        s.entries.remove(path).ok_or_else(|| not_found(path))?;
+        s.collect_garbage();
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let s = self.state.lock();
+        s.check(self.generation)?;
+        if !s.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let files = s.entries.keys().filter(|p| p.parent() == Some(dir));
+        let dirs = s.dirs.iter().filter(|p| p.parent() == Some(dir));
+        let mut out: Vec<PathBuf> = files.chain(dirs).cloned().collect();
+        out.sort();
+        Ok(out)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.state.lock();
+        s.check(self.generation)?;
+        for d in dir.ancestors() {
+            if !d.as_os_str().is_empty() {
+                s.dirs.insert(d.to_path_buf());
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.state.lock();
+        s.check(self.generation)?;
+        let names: BTreeSet<PathBuf> = s
+            .entries
+            .keys()
+            .chain(s.durable_entries.keys())
+            .filter(|p| p.parent() == Some(dir))
+            .cloned()
+            .collect();
+        for name in names {
+            match s.entries.get(&name).copied() {
+                Some(ino) => s.durable_entries.insert(name, ino),
+                None => s.durable_entries.remove(&name),
+            };
+        }
+        s.collect_garbage();
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let s = self.state.lock();
+        s.entries.contains_key(path) || s.dirs.contains(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (SimFs, PathBuf) {
+        let fs = SimFs::new();
+        let dir = PathBuf::from("/data");
+        fs.create_dir_all(&dir).unwrap();
+        (fs, dir)
+    }
+
+    fn write(fs: &SimFs, path: &Path, bytes: &[u8], sync: bool) {
+        let mut f = fs.create(path).unwrap();
+        f.write_all(bytes).unwrap();
+        if sync {
+            f.sync().unwrap();
+        }
+    }
+
+    #[test]
+    fn unsynced_bytes_are_lost_on_power_loss() {
+        let (fs, dir) = setup();
+        let a = dir.join("a");
+        let mut f = fs.create(&a).unwrap();
+        f.write_all(b"durable").unwrap();
+        f.sync().unwrap();
+        f.write_all(b"-pending").unwrap();
+        fs.sync_dir(&dir).unwrap();
+        assert_eq!(fs.read_all(&a).unwrap(), b"durable-pending");
+        let fs = fs.power_loss();
+        assert_eq!(fs.read_all(&a).unwrap(), b"durable");
+    }
+
+    #[test]
+    fn kill_keeps_everything() {
+        let (fs, dir) = setup();
+        let a = dir.join("a");
+        write(&fs, &a, b"pending", false);
+        let fs = fs.kill();
+        assert_eq!(fs.read_all(&a).unwrap(), b"pending");
+    }
+
+    #[test]
+    fn a_created_file_needs_a_directory_sync() {
+        let (fs, dir) = setup();
+        let a = dir.join("a");
+        write(&fs, &a, b"x", true);
+        let fs2 = fs.power_loss();
+        assert!(!fs2.exists(&a));
+        write(&fs2, &a, b"x", true);
+        fs2.sync_dir(&dir).unwrap();
+        let fs3 = fs2.power_loss();
+        assert_eq!(fs3.read_all(&a).unwrap(), b"x");
+    }
+
+    #[test]
+    fn renames_and_removes_need_a_directory_sync() {
+        let (fs, dir) = setup();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        write(&fs, &a, b"x", true);
+        fs.sync_dir(&dir).unwrap();
+        fs.rename(&a, &b).unwrap();
+        let fs = fs.power_loss();
+        assert!(fs.exists(&a) && !fs.exists(&b));
+        fs.rename(&a, &b).unwrap();
+        fs.sync_dir(&dir).unwrap();
+        fs.remove(&b).unwrap();
+        let fs = fs.power_loss();
+        assert_eq!(fs.read_all(&b).unwrap(), b"x");
+        fs.remove(&b).unwrap();
+        fs.sync_dir(&dir).unwrap();
+        let fs = fs.power_loss();
+        assert!(!fs.exists(&b));
+        assert!(fs.list(&dir).unwrap().is_empty());
+    }
+
+    #[test]
+    fn handles_of_a_dead_process_fail() {
+        let (fs, dir) = setup();
+        let a = dir.join("a");
+        let mut f = fs.create(&a).unwrap();
+        let fs2 = fs.kill();
+        assert!(f.write_all(b"x").is_err());
+        assert!(f.sync().is_err());
+        assert!(fs.create(&dir.join("b")).is_err());
+        assert!(fs2.create(&dir.join("b")).is_ok());
+    }
+
+    #[test]
+    fn a_full_disk_fails_writes_with_enospc() {
+        let (fs, dir) = setup();
+        let mut f = fs.create(&dir.join("a")).unwrap();
+        fs.set_disk_full(true);
+        let e = f.write_all(b"abc").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(ENOSPC));
+        assert_eq!(f.len(), 0);
+        fs.set_disk_full(false);
+        f.write_all(b"abc").unwrap();
+        fs.fail_writes_after(2);
+        assert!(f.write_all(b"defg").is_err());
+        assert_eq!(fs.read_all(&dir.join("a")).unwrap(), b"abcde");
+        assert!(f.write_all(b"h").is_err());
+        fs.set_disk_full(false);
+        f.write_all(b"h").unwrap();
+        assert_eq!(f.len(), 6);
+    }
+
+    #[test]
+    fn corrupt_flips_a_byte_durably() {
+        let (fs, dir) = setup();
+        let a = dir.join("a");
+        write(&fs, &a, b"abc", true);
+        fs.sync_dir(&dir).unwrap();
+        fs.corrupt(&a, 1).unwrap();
+        assert!(fs.corrupt(&a, 3).is_err());
+        let fs = fs.power_loss();
+        assert_eq!(fs.read_all(&a).unwrap(), vec![b'a', !b'b', b'c']);
+        let r = fs.open_read(&a).unwrap();
+        let mut buf = [0u8; 2];
+        r.read_exact_at(1, &mut buf).unwrap();
+        assert!(r.read_exact_at(2, &mut buf).is_err());
+    }
+
+    #[test]
+    fn list_is_sorted_and_per_directory() {
+        let (fs, dir) = setup();
+        fs.create_dir_all(&dir.join("sub")).unwrap();
+        for n in ["c", "a", "b"] {
+            write(&fs, &dir.join(n), b"", false);
+        }
+        write(&fs, &dir.join("sub").join("z"), b"", false);
+        let names: Vec<_> = fs.list(&dir).unwrap();
+        assert_eq!(names, vec![dir.join("a"), dir.join("b"), dir.join("c"), dir.join("sub")]);
+        assert!(fs.list(Path::new("/nope")).is_err());
+        assert!(fs.create(Path::new("/nope/x")).is_err());
+    }
+
+    #[test]
+    fn lengths_report_durable_and_current() {
+        let (fs, dir) = setup();
+        let a = dir.join("a");
+        let mut f = fs.create(&a).unwrap();
+        f.write_all(b"abcd").unwrap();
+        assert_eq!(fs.lengths(&a), Some((4, 0)));
+        f.sync().unwrap();
+        fs.sync_dir(&dir).unwrap();
+        f.write_all(b"ef").unwrap();
+        assert_eq!(fs.lengths(&a), Some((6, 4)));
+        fs.truncate(&a, 2).unwrap();
+        assert_eq!(fs.lengths(&a), Some((2, 2)));
+    }
+}

@@ -164,3 +164,25 @@ pub fn key_in_range(key: &PartitionKey, start: &TokenBound, end: &TokenBound) ->
     };
     after_start && before_end
 }
+
+/// Bytes a partition update adds to a memtable, estimated from its cells
+/// and keys (for the memory budget; not exact, but proportional).
+pub fn estimate_bytes(p: &Partition) -> usize {
+    const CELL_OVERHEAD: usize = 48;
+    const ROW_OVERHEAD: usize = 64;
+    let row_bytes = |r: &crate::row::Row| -> usize {
+        ROW_OVERHEAD
+            + r.cells
+                .iter()
+                .map(|((_, path), c)| CELL_OVERHEAD + c.value.len() + path.as_ref().map_or(0, |p| p.len()))
+                .sum::<usize>()
+    };
+    let mut n = 32;
+    if let Some(s) = &p.static_row {
+        n += row_bytes(s);
+    }
+    for (k, r) in &p.rows {
+        n += row_bytes(r) + k.values.iter().map(|v| v.len() + 8).sum::<usize>();
+    }
+    n + p.range_tombstones.len() * 96
+}

@@ -1,0 +1,293 @@
+//! The two histograms kept in an sstable's statistics.
+//!
+//! [`SizeHistogram`]: partition sizes in fixed, exponentially growing
+//! buckets (each bound is the previous times 1.2, rounded up, and at least
+//! one more), like Cassandra's `EstimatedHistogram`; the last bucket counts
+//! values above every bound.
+//!
+//! [`DropTimeHistogram`]: the local deletion times of tombstones and
+//! expiring values, as a streaming histogram with at most `max_bins` bins
+//! (Ben-Haim and Tom-Tov, "A Streaming Parallel Decision Tree Algorithm",
+//! the idea behind Cassandra's `StreamingTombstoneHistogramBuilder`). Each
+//! time is first rounded up to a multiple of [`DROP_TIME_ROUND_SECONDS`];
+//! equal points share a bin; when a new point makes one bin too many, the
+//! two adjacent bins closest together become one bin at their
+//! count-weighted mean. [`DropTimeHistogram::sum`] estimates how many
+//! values are at or before a time, which compaction uses to estimate the
+//! droppable tombstones of an sstable (`sum(gc_before)`).
+
+use crate::encoding::{put_varint, Reader};
+use crate::sstable::format::get_u32;
+use std::collections::BTreeMap;
+
+/// Number of bucket bounds of a [`SizeHistogram`].
+pub const SIZE_BUCKETS: usize = 150;
+/// Default and largest bin counts of a [`DropTimeHistogram`].
+pub const DROP_TIME_MAX_BINS: usize = 100;
+pub const DROP_TIME_MAX_BINS_LIMIT: usize = 10_000;
+/// Drop times are rounded up to a multiple of this.
+pub const DROP_TIME_ROUND_SECONDS: i64 = 60;
+
+/// The upper bound of each bucket (inclusive).
+pub fn size_bucket_bounds() -> Vec<u64> {
+    let mut bounds = Vec::with_capacity(SIZE_BUCKETS);
+    let mut last = 1u64;
+    bounds.push(last);
+    while bounds.len() < SIZE_BUCKETS {
+        let next = last.saturating_mul(6).div_ceil(5).max(last.saturating_add(1));
+        bounds.push(next);
+        last = next;
+    }
+    bounds
+}
+
+/// Counts of values per bucket; `counts[SIZE_BUCKETS]` is the overflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeHistogram {
+    pub counts: Vec<u64>,
+}
+
+impl Default for SizeHistogram {
+    fn default() -> Self {
+        SizeHistogram { counts: vec![0; SIZE_BUCKETS + 1] }
+    }
+}
+
+impl SizeHistogram {
+    pub fn add(&mut self, bounds: &[u64], value: u64) {
+        let i = bounds.partition_point(|b| *b < value);
+        if let Some(c) = self.counts.get_mut(i) {
+            *c += 1;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The bucket bound at or above the `q`-quantile (0.0..=1.0);
+    /// `u64::MAX` when it falls in the overflow bucket, 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        let total = self.total();
+        if total == 0 {
+            return 0;
+        }
+        let want = ((total as f64) * q.clamp(0.0, 1.0)).ceil().max(1.0) as u64;
+        let bounds = size_bucket_bounds();
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return bounds.get(i).copied().unwrap_or(u64::MAX);
+            }
+        }
+        u64::MAX
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        put_varint(out, self.counts.len() as u64);
+        for c in &self.counts {
+            put_varint(out, *c);
+        }
+    }
+
+    pub fn decode(r: &mut Reader) -> Result<Self, &'static str> {
+        let n = r.varint().map_err(|_| "truncated size histogram")?;
+        if n != (SIZE_BUCKETS + 1) as u64 {
+            return Err("size histogram has the wrong bucket count");
+        }
+        let mut counts = Vec::with_capacity(SIZE_BUCKETS + 1);
+        for _ in 0..n {
+            counts.push(r.varint().map_err(|_| "truncated size histogram")?);
+        }
+        Ok(SizeHistogram { counts })
+    }
+}
+
+/// A bounded streaming histogram of drop times (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropTimeHistogram {
+    max_bins: usize,
+    bins: BTreeMap<i64, u64>,
+}
+
+impl Default for DropTimeHistogram {
+    fn default() -> Self {
+        DropTimeHistogram::new(DROP_TIME_MAX_BINS)
+    }
+}
+
+impl DropTimeHistogram {
+    pub fn new(max_bins: usize) -> Self {
+        DropTimeHistogram {
+            max_bins: max_bins.clamp(1, DROP_TIME_MAX_BINS_LIMIT),
+            bins: BTreeMap::new(),
+        }
+    }
+
+    /// The bins, as (point, count) in point order.
+    pub fn bins(&self) -> impl Iterator<Item = (i64, u64)> + '_ {
+        self.bins.iter().map(|(p, c)| (*p, *c))
+    }
+
+    pub fn total(&self) -> u64 {
+        self.bins.values().sum()
+    }
+
+    /// Records one drop time (seconds).
+    pub fn add(&mut self, seconds: i32) {
+        let p = seconds as i64;
+        let rounded = p.div_euclid(DROP_TIME_ROUND_SECONDS) * DROP_TIME_ROUND_SECONDS;
+        let point = if rounded == p {
+            p
+        } else {
+            rounded + DROP_TIME_ROUND_SECONDS
+        };
+        self.add_point(point, 1);
+    }
+
+    fn add_point(&mut self, point: i64, count: u64) {
+        *self.bins.entry(point).or_insert(0) += count;
+        while self.bins.len() > self.max_bins {
+            self.merge_closest();
+        }
+    }
+
+    /// Replaces the two adjacent bins closest together by one.
+    fn merge_closest(&mut self) {
+        let mut best: Option<(i64, i64, i64)> = None;
+        let mut prev: Option<i64> = None;
+        for p in self.bins.keys() {
+            if let Some(q) = prev {
+                let gap = p - q;
+                if best.is_none_or(|(g, _, _)| gap < g) {
+                    best = Some((gap, q, *p));
+                }
+            }
+            prev = Some(*p);
+        }
+        let Some((_, a, b)) = best else { return };
+        let ca = self.bins.remove(&a).unwrap_or(0);
+        let cb = self.bins.remove(&b).unwrap_or(0);
+        let total = ca + cb;
+        let mean = if total == 0 {
+            a
+        } else {
+            let sum = a as i128 * ca as i128 + b as i128 * cb as i128;
+            (sum / total as i128) as i64
+        };
+        *self.bins.entry(mean).or_insert(0) += total;
+    }
+
+    /// Adds every bin of `other` (for merging the statistics of inputs).
+    pub fn merge(&mut self, other: &DropTimeHistogram) {
+        for (p, c) in other.bins() {
+            self.add_point(p, c);
+        }
+    }
+
+    /// Estimated number of values at or before `seconds`.
+    pub fn sum(&self, seconds: i64) -> f64 {
+        let bins: Vec<(f64, f64)> = self.bins().map(|(p, c)| (p as f64, c as f64)).collect();
+        let b = seconds as f64;
+        let Some(first) = bins.first() else { return 0.0 };
+        if b < first.0 {
+            return 0.0;
+        }
+        let mut total = 0.0;
+        for w in bins.windows(2) {
+            let ((pi, mi), (pj, mj)) = (w[0], w[1]);
+            if b < pj {
+                let frac = (b - pi) / (pj - pi);
+                let mb = mi + (mj - mi) * frac;
+                return total + mi / 2.0 + (mi + mb) / 2.0 * frac;
+            }
+            total += mi;
+        }
+        total + bins.last().map_or(0.0, |l| l.1)
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(self.max_bins as u32).to_be_bytes());
+        put_varint(out, self.bins.len() as u64);
+        for (p, c) in self.bins() {
+            out.extend_from_slice(&p.to_be_bytes());
+            put_varint(out, c);
+        }
+    }
+
+    pub fn decode(r: &mut Reader) -> Result<Self, &'static str> {
+        let bad = |_| "truncated drop time histogram";
+        let max_bins = get_u32(r).map_err(bad)? as usize;
+        let n = r.varint().map_err(bad)?;
+        if max_bins == 0 || max_bins > DROP_TIME_MAX_BINS_LIMIT || n > max_bins as u64 {
+            return Err("impossible drop time histogram");
+        }
+        let mut bins = BTreeMap::new();
+        let mut last = None;
+        for _ in 0..n {
+            let p = r.i64().map_err(bad)?;
+            let c = r.varint().map_err(bad)?;
+            if last.is_some_and(|l| l >= p) {
+                return Err("drop time histogram points out of order");
+            }
+            last = Some(p);
+            bins.insert(p, c);
+        }
+        Ok(DropTimeHistogram { max_bins, bins })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_bounds_grow_and_values_land_in_the_right_bucket() {
+        let bounds = size_bucket_bounds();
+        assert_eq!(&bounds[..8], &[1, 2, 3, 4, 5, 6, 8, 10]);
+        assert!(bounds.windows(2).all(|w| w[0] < w[1]));
+        let mut h = SizeHistogram::default();
+        for v in [1, 7, 7, 1000, u64::MAX] {
+            h.add(&bounds, v);
+        }
+        assert_eq!(h.counts[0], 1);
+        assert_eq!(h.counts[6], 2);
+        assert_eq!(h.counts[SIZE_BUCKETS], 1);
+        assert_eq!(h.quantile(0.5), 8);
+        let mut out = Vec::new();
+        h.encode(&mut out);
+        assert_eq!(SizeHistogram::decode(&mut Reader::new(&out)).unwrap(), h);
+    }
+
+    #[test]
+    fn drop_times_stay_within_bins_and_sum_estimates() {
+        let mut h = DropTimeHistogram::new(10);
+        for t in 0..10_000 {
+            h.add(t * 7);
+        }
+        assert!(h.bins.len() <= 10);
+        assert_eq!(h.total(), 10_000);
+        // Uniform data: about half the values lie before the midpoint.
+        let half = h.sum(35_000);
+        assert!((half - 5_000.0).abs() < 600.0, "{half}");
+        assert_eq!(h.sum(-1), 0.0);
+        assert_eq!(h.sum(i64::MAX), 10_000.0);
+        let mut out = Vec::new();
+        h.encode(&mut out);
+        assert_eq!(DropTimeHistogram::decode(&mut Reader::new(&out)).unwrap(), h);
+    }
+
+    #[test]
+    fn drop_times_round_up_to_the_minute() {
+        let mut h = DropTimeHistogram::default();
+        h.add(1);
+        h.add(60);
+        h.add(-59);
+        h.add(i32::MAX);
+        let bins: Vec<_> = h.bins().collect();
+        assert_eq!(bins[0], (0, 1));
+        assert_eq!(bins[1], (60, 2));
+        assert_eq!(bins[2].1, 1);
+    }
+}
