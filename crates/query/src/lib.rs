@@ -7,6 +7,7 @@
 //! [`Outcome`] into protocol messages. Errors carry their CQL meaning
 //! ([`QueryError`]) so the server maps them to codes in one place.
 
+pub mod admin;
 pub mod api;
 mod cas;
 mod collections;

@@ -3,6 +3,11 @@
 //!
 //! - `GET /health` → 200 `ok`
 //! - `GET /metrics` → 200, Prometheus text ([`crate::metrics`])
+//! - `POST /nodetool/flush?keyspace=K&tables=a,b` → flushes memtables
+//! - `POST /nodetool/drain` → flushes everything, syncs the commitlog
+//! - `GET /nodetool/tablestats?keyspace=K&table=T` → nodetool's text
+//!
+//! Errors of nodetool operations come back as 400 with the message.
 //! - any other path → 404; any other method → 405; a malformed or too
 //!   large request head → 400.
 
@@ -14,11 +19,13 @@ use tokio::sync::watch;
 
 use crate::limits::{HTTP_REQUEST_TIMEOUT, MAX_HTTP_REQUEST_BYTES};
 use crate::metrics::Metrics;
+use varve_query::Processor;
 
 /// Serves the admin port until `shutdown` turns true.
 pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
+    processor: Arc<Processor>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
@@ -26,8 +33,9 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let metrics = Arc::clone(&metrics);
+                    let processor = Arc::clone(&processor);
                     tokio::spawn(async move {
-                        if let Err(e) = handle(stream, &metrics).await {
+                        if let Err(e) = handle(stream, &metrics, processor).await {
                             tracing::debug!("admin connection: {e}");
                         }
                     });
@@ -42,12 +50,22 @@ pub async fn serve(
     }
 }
 
-async fn handle(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
+async fn handle(
+    mut stream: TcpStream,
+    metrics: &Metrics,
+    processor: Arc<Processor>,
+) -> std::io::Result<()> {
     let head = match tokio::time::timeout(HTTP_REQUEST_TIMEOUT, read_head(&mut stream)).await {
         Ok(r) => r?,
         Err(_) => return Ok(()),
     };
     let (status, content_type, body) = match head {
+        Some(head) if head.contains(" /nodetool/") => {
+            let head = head.clone();
+            tokio::task::spawn_blocking(move || nodetool(&head, &processor))
+                .await
+                .unwrap_or((500, "text/plain", "nodetool operation failed\n".to_string()))
+        }
         Some(head) => respond(&head, metrics),
         None => (400, "text/plain", "bad request\n".to_string()),
     };
@@ -55,6 +73,7 @@ async fn handle(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()>
         200 => "OK",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        500 => "Internal Server Error",
         _ => "Bad Request",
     };
     let response = format!(
@@ -100,6 +119,56 @@ fn respond(head: &str, metrics: &Metrics) -> (u16, &'static str, String) {
         "/health" => (200, "text/plain", "ok\n".to_string()),
         "/metrics" => (200, "text/plain; version=0.0.4", metrics.render()),
         _ => (404, "text/plain", "not found\n".to_string()),
+    }
+}
+
+/// The query parameters of a request target.
+fn params(target: &str) -> Vec<(String, String)> {
+    let Some((_, query)) = target.split_once('?') else {
+        return Vec::new();
+    };
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Runs a nodetool operation (blocking: flushes write files).
+fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
+    let mut parts = head.lines().next().unwrap_or("").split_whitespace();
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+        return (400, "text/plain", "bad request\n".to_string());
+    };
+    let path = target.split('?').next().unwrap_or(target);
+    let p = params(target);
+    let get = |name: &str| {
+        p.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
+    let result = match (method, path) {
+        ("POST", "/nodetool/flush") => {
+            let tables: Vec<String> = get("tables")
+                .map(|t| t.split(',').map(str::to_string).collect())
+                .unwrap_or_default();
+            processor
+                .flush(get("keyspace").as_deref(), &tables)
+                .map(|n| format!("flushed {n} tables\n"))
+        }
+        ("POST", "/nodetool/drain") => processor.drain().map(|_| "drained\n".to_string()),
+        ("GET", "/nodetool/tablestats") => {
+            processor.table_stats_text(get("keyspace").as_deref(), get("table").as_deref())
+        }
+        (_, "/nodetool/flush" | "/nodetool/drain" | "/nodetool/tablestats") => {
+            return (405, "text/plain", "wrong method\n".to_string())
+        }
+        _ => return (404, "text/plain", "not found\n".to_string()),
+    };
+    match result {
+        Ok(text) => (200, "text/plain", text),
+        Err(e) => (400, "text/plain", format!("{e}\n")),
     }
 }
 

@@ -134,7 +134,12 @@ impl Server {
             stop_rx.clone(),
             done_tx,
         ));
-        let admin = tokio::spawn(admin::serve(self.admin, Arc::clone(&self.metrics), stop_rx));
+        let admin = tokio::spawn(admin::serve(
+            self.admin,
+            Arc::clone(&self.metrics),
+            Arc::clone(&shared.processor),
+            stop_rx,
+        ));
         shutdown.await;
         tracing::info!("shutting down: no new connections, draining in-flight requests");
         let _ = stop_tx.send(true);

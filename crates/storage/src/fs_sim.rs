@@ -63,7 +63,9 @@ impl SimState {
         if generation == self.generation {
             Ok(())
         } else {
-            Err(io::Error::other("simulated process is dead (crashed or killed)"))
+            Err(io::Error::other(
+                "simulated process is dead (crashed or killed)",
+            ))
         }
     }
 
@@ -84,7 +86,10 @@ impl SimState {
 }
 
 fn not_found(path: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file", path.display()))
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{}: no such file", path.display()),
+    )
 }
 
 /// An in-memory [`Fs`] that can lose power. Cloning gives another handle
@@ -111,7 +116,10 @@ impl SimFs {
             f.data = f.durable.clone();
         }
         s.generation += 1;
-        SimFs { state: self.state.clone(), generation: s.generation }
+        SimFs {
+            state: self.state.clone(),
+            generation: s.generation,
+        }
     }
 
     /// Same as [`SimFs::power_loss`].
@@ -124,7 +132,10 @@ impl SimFs {
     pub fn kill(&self) -> SimFs {
         let mut s = self.state.lock();
         s.generation += 1;
-        SimFs { state: self.state.clone(), generation: s.generation }
+        SimFs {
+            state: self.state.clone(),
+            generation: s.generation,
+        }
     }
 
     /// Makes every write fail with ENOSPC (`true`), or lifts both this and
@@ -151,7 +162,10 @@ impl SimFs {
         let f = s.inodes.get_mut(&ino).ok_or_else(|| not_found(path))?;
         let i = usize::try_from(offset).map_err(io::Error::other)?;
         if i >= f.data.len() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "offset past the end"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "offset past the end",
+            ));
         }
         f.data[i] ^= 0xff;
         if let Some(b) = f.durable.get_mut(i) {
@@ -175,7 +189,12 @@ impl SimFs {
     /// a power loss (0 when its directory entry is not durable).
     pub fn lengths(&self, path: &Path) -> Option<(u64, u64)> {
         let s = self.state.lock();
-        let now = s.entries.get(path).and_then(|i| s.inodes.get(i))?.data.len() as u64;
+        let now = s
+            .entries
+            .get(path)
+            .and_then(|i| s.inodes.get(i))?
+            .data
+            .len() as u64;
         let durable = s
             .durable_entries
             .get(path)
@@ -250,7 +269,10 @@ impl ReadFile for SimReadFile {
                 buf.copy_from_slice(&data[start..end]);
                 Ok(())
             }
-            None => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end")),
+            None => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "read past the end",
+            )),
         }
     }
 
@@ -282,7 +304,12 @@ impl Fs for SimFs {
                 ino
             }
         };
-        Ok(Box::new(SimWriteFile { state: self.state.clone(), generation: self.generation, inode, len: 0 }))
+        Ok(Box::new(SimWriteFile {
+            state: self.state.clone(),
+            generation: self.generation,
+            inode,
+            len: 0,
+        }))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
@@ -290,14 +317,22 @@ impl Fs for SimFs {
         s.check(self.generation)?;
         let inode = *s.entries.get(path).ok_or_else(|| not_found(path))?;
         let len = s.inodes.get(&inode).map_or(0, |f| f.data.len() as u64);
-        Ok(Box::new(SimReadFile { state: self.state.clone(), generation: self.generation, inode, len }))
+        Ok(Box::new(SimReadFile {
+            state: self.state.clone(),
+            generation: self.generation,
+            inode,
+            len,
+        }))
     }
 
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         let s = self.state.lock();
         s.check(self.generation)?;
         let inode = s.entries.get(path).ok_or_else(|| not_found(path))?;
-        Ok(s.inodes.get(inode).map(|f| f.data.clone()).unwrap_or_default())
+        Ok(s.inodes
+            .get(inode)
+            .map(|f| f.data.clone())
+            .unwrap_or_default())
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -499,7 +534,10 @@ mod tests {
         }
         write(&fs, &dir.join("sub").join("z"), b"", false);
         let names: Vec<_> = fs.list(&dir).unwrap();
-        assert_eq!(names, vec![dir.join("a"), dir.join("b"), dir.join("c"), dir.join("sub")]);
+        assert_eq!(
+            names,
+            vec![dir.join("a"), dir.join("b"), dir.join("c"), dir.join("sub")]
+        );
         assert!(fs.list(Path::new("/nope")).is_err());
         assert!(fs.create(Path::new("/nope/x")).is_err());
     }

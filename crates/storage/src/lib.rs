@@ -37,7 +37,7 @@ pub mod sstable;
 
 pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
 pub use clustering::{ClusteringComparator, ClusteringKey, Slice};
-pub use engine::{PartitionKey, Storage, TableId, TokenBound};
+pub use engine::{PartitionKey, Storage, TableId, TableStats, TokenBound};
 pub use error::{Error, Result};
 pub use partition::{Partition, RangeTombstone};
 pub use row::{CellPath, ReadStats, Row};

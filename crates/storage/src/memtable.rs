@@ -174,7 +174,9 @@ pub fn estimate_bytes(p: &Partition) -> usize {
         ROW_OVERHEAD
             + r.cells
                 .iter()
-                .map(|((_, path), c)| CELL_OVERHEAD + c.value.len() + path.as_ref().map_or(0, |p| p.len()))
+                .map(|((_, path), c)| {
+                    CELL_OVERHEAD + c.value.len() + path.as_ref().map_or(0, |p| p.len())
+                })
                 .sum::<usize>()
     };
     let mut n = 32;

@@ -1,4 +1,5 @@
-//! `varve`: the one binary of Varve. Subcommands: `server` (run a node).
+//! `varve`: the one binary of Varve. Subcommands: `server` (run a node),
+//! `nodetool` (operate a running node).
 //!
 //! The binary only wires things together: it reads flags and the YAML
 //! config, prepares the data directory and the node's identity
@@ -6,6 +7,7 @@
 
 mod config;
 mod node;
+mod nodetool;
 mod sizes;
 
 use std::path::PathBuf;
@@ -31,6 +33,8 @@ struct Cli {
 enum Command {
     /// Run a node: CQL native protocol v4/v5 plus an admin HTTP port.
     Server(ServerArgs),
+    /// Operate a running node (flush, drain, tablestats) over its admin port.
+    Nodetool(nodetool::NodetoolArgs),
 }
 
 /// Flags of `varve server`; each overrides the same setting of `--config`.
@@ -61,6 +65,7 @@ fn main() -> std::process::ExitCode {
     init_logging();
     let result = match cli.command {
         Command::Server(args) => run_server(args),
+        Command::Nodetool(args) => nodetool::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -117,7 +122,15 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         server.cql_addr(),
         server.admin_addr()
     );
-    server.run(processor, shutdown).await.context("serving")?;
+    server
+        .run(processor.clone(), shutdown)
+        .await
+        .context("serving")?;
+    // As Cassandra does on shutdown: flush memtables, sync the commitlog.
+    tokio::task::spawn_blocking(move || processor.drain())
+        .await
+        .context("draining")?
+        .map_err(|e| anyhow::anyhow!("draining: {e}"))?;
     info!("varve stopped");
     Ok(())
 }

@@ -1,0 +1,266 @@
+//! The data section: the partition stream cut into chunks of
+//! `chunk_length` uncompressed bytes (the last may be shorter), each stored
+//! compressed (or as is) and followed by the CRC32 of its stored bytes.
+//! The chunk offset table gives the file offset of every chunk, so chunk
+//! `i` holds stream bytes `[i * chunk_length, (i + 1) * chunk_length)`.
+//!
+//! Reads verify a chunk's CRC with probability `crc_check_chance`; a
+//! mismatch, a failed decompression or a wrong decompressed length is a
+//! [`Error::Corruption`] naming the chunk's file offset. A chunk is never
+//! decompressed into more than [`LZ4_MAX_RATIO`] times its stored size, so
+//! a forged length cannot make a reader allocate without bound.
+
+use crate::error::{Error, Result};
+use crate::fs::{ReadFile, WriteFile};
+use crate::sstable::format::{Compression, Section, CHUNK_CRC_LEN, LZ4_MAX_RATIO};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Writes the data section, chunk by chunk.
+pub struct ChunkWriter {
+    compression: Compression,
+    chunk_length: usize,
+    pending: Vec<u8>,
+    offsets: Vec<u64>,
+    uncompressed_len: u64,
+    start: u64,
+    written: u64,
+    crc: crc32fast::Hasher,
+    scratch: Vec<u8>,
+}
+
+impl ChunkWriter {
+    /// A writer whose first chunk starts at file offset `start`.
+    pub fn new(compression: Compression, chunk_length: usize, start: u64) -> Self {
+        ChunkWriter {
+            compression,
+            chunk_length,
+            pending: Vec::with_capacity(chunk_length),
+            offsets: Vec::new(),
+            uncompressed_len: 0,
+            start,
+            written: 0,
+            crc: crc32fast::Hasher::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Stream bytes written so far (the position of the next byte).
+    pub fn position(&self) -> u64 {
+        self.uncompressed_len
+    }
+
+    pub fn write(&mut self, file: &mut dyn WriteFile, path: &Path, mut bytes: &[u8]) -> Result<()> {
+        self.uncompressed_len += bytes.len() as u64;
+        while !bytes.is_empty() {
+            let room = self.chunk_length - self.pending.len();
+            let (now, later) = bytes.split_at(room.min(bytes.len()));
+            self.pending.extend_from_slice(now);
+            bytes = later;
+            if self.pending.len() == self.chunk_length {
+                self.flush_chunk(file, path)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_chunk(&mut self, file: &mut dyn WriteFile, path: &Path) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.scratch.clear();
+        match self.compression {
+            Compression::None => self.scratch.extend_from_slice(&self.pending),
+            Compression::Lz4 => {
+                self.scratch.extend_from_slice(&lz4_flex::block::compress(&self.pending));
+            }
+        }
+        let crc = crc32fast::hash(&self.scratch);
+        self.scratch.extend_from_slice(&crc.to_be_bytes());
+        self.offsets.push(self.start + self.written);
+        file.write_all(&self.scratch).map_err(|e| Error::io(path, e))?;
+        self.crc.update(&self.scratch);
+        self.written += self.scratch.len() as u64;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Writes the last chunk; returns the data section, the chunk offset
+    /// table's bytes and the stream length.
+    pub fn finish(mut self, file: &mut dyn WriteFile, path: &Path) -> Result<(Section, Vec<u8>, u64)> {
+        self.flush_chunk(file, path)?;
+        let data = Section {
+            offset: self.start,
+            len: self.written,
+            crc: self.crc.finalize(),
+        };
+        let mut table = Vec::with_capacity(8 + self.offsets.len() * 8);
+        table.extend_from_slice(&(self.offsets.len() as u64).to_be_bytes());
+        for o in &self.offsets {
+            table.extend_from_slice(&o.to_be_bytes());
+        }
+        Ok((data, table, self.uncompressed_len))
+    }
+}
+
+/// Reads chunks of an open sstable; shared by every reader thread.
+pub struct ChunkReader {
+    file: Arc<dyn ReadFile>,
+    path: PathBuf,
+    compression: Compression,
+    chunk_length: u64,
+    uncompressed_len: u64,
+    /// File offset of each chunk, then the end of the data section.
+    bounds: Vec<u64>,
+    crc_check_chance: f64,
+    sampler: AtomicU64,
+}
+
+impl ChunkReader {
+    /// Parses and checks the chunk offset table against the data section.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        file: Arc<dyn ReadFile>,
+        path: &Path,
+        compression: Compression,
+        chunk_length: u64,
+        uncompressed_len: u64,
+        data: Section,
+        table: &[u8],
+        crc_check_chance: f64,
+    ) -> std::result::Result<Self, &'static str> {
+        let count = uncompressed_len.div_ceil(chunk_length.max(1));
+        if table.len() < 8 || (table.len() as u64 - 8) / 8 != count || table.len() % 8 != 0 {
+            return Err("chunk offset table does not match the stream length");
+        }
+        if u64::from_be_bytes(table[..8].try_into().map_err(|_| "short table")?) != count {
+            return Err("chunk count does not match the stream length");
+        }
+        let mut bounds = Vec::with_capacity(count as usize + 1);
+        for w in table[8..].chunks_exact(8) {
+            bounds.push(u64::from_be_bytes(w.try_into().map_err(|_| "short table")?));
+        }
+        bounds.push(data.end());
+        if bounds[0] != data.offset {
+            return Err("first chunk does not start the data section");
+        }
+        if bounds.windows(2).any(|w| w[1] < w[0].saturating_add(CHUNK_CRC_LEN + 1)) {
+            return Err("chunk offsets out of order");
+        }
+        Ok(ChunkReader {
+            file,
+            path: path.to_path_buf(),
+            compression,
+            chunk_length,
+            uncompressed_len,
+            bounds,
+            crc_check_chance,
+            sampler: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
+        })
+    }
+
+    pub fn uncompressed_len(&self) -> u64 {
+        self.uncompressed_len
+    }
+
+    pub fn chunk_count(&self) -> u64 {
+        self.bounds.len() as u64 - 1
+    }
+
+    /// The file offset of chunk `i` (for error messages).
+    pub fn chunk_offset(&self, i: u64) -> u64 {
+        self.bounds.get(i as usize).copied().unwrap_or(0)
+    }
+
+    /// The chunk holding stream position `pos`.
+    pub fn chunk_of(&self, pos: u64) -> u64 {
+        pos / self.chunk_length
+    }
+
+    /// Whether this read verifies its CRC (splitmix64 of a shared counter).
+    fn should_verify(&self) -> bool {
+        if self.crc_check_chance >= 1.0 {
+            return true;
+        }
+        if self.crc_check_chance <= 0.0 {
+            return false;
+        }
+        let mut z = self.sampler.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        ((z >> 11) as f64 / (1u64 << 53) as f64) < self.crc_check_chance
+    }
+
+    fn corrupt(&self, i: u64, reason: impl Into<String>) -> Error {
+        Error::corruption(&self.path, self.chunk_offset(i), reason)
+    }
+
+    /// The uncompressed bytes of chunk `i`.
+    pub fn read_chunk(&self, i: u64) -> Result<Vec<u8>> {
+        let (Some(&start), Some(&end)) = (self.bounds.get(i as usize), self.bounds.get(i as usize + 1)) else {
+            return Err(self.corrupt(i, format!("chunk {i} does not exist")));
+        };
+        let expected = self.chunk_length.min(self.uncompressed_len - i * self.chunk_length);
+        let stored_len = end - start - CHUNK_CRC_LEN;
+        let plausible = match self.compression {
+            Compression::None => stored_len == expected,
+            Compression::Lz4 => expected <= stored_len.saturating_mul(LZ4_MAX_RATIO).saturating_add(16),
+        };
+        if !plausible {
+            return Err(self.corrupt(i, format!("chunk {i} has an impossible length")));
+        }
+        let mut raw = vec![0u8; (end - start) as usize];
+        self.file
+            .read_exact_at(start, &mut raw)
+            .map_err(|e| Error::io(&self.path, e))?;
+        let (body, crc) = raw.split_at(stored_len as usize);
+        if self.should_verify() {
+            let stored = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
+            if crc32fast::hash(body) != stored {
+                return Err(self.corrupt(i, format!("checksum mismatch in chunk {i}")));
+            }
+        }
+        match self.compression {
+            Compression::None => {
+                raw.truncate(stored_len as usize);
+                Ok(raw)
+            }
+            Compression::Lz4 => {
+                let mut out = vec![0u8; expected as usize];
+                match lz4_flex::block::decompress_into(body, &mut out) {
+                    Ok(n) if n as u64 == expected => Ok(out),
+                    Ok(_) => Err(self.corrupt(i, format!("chunk {i} decompressed to the wrong length"))),
+                    Err(e) => Err(self.corrupt(i, format!("chunk {i} does not decompress: {e}"))),
+                }
+            }
+        }
+    }
+
+    /// Stream bytes `[pos, pos + len)`, read chunk by chunk (the buffer
+    /// grows with what is actually read, never from `len` alone).
+    pub fn read_range(&self, pos: u64, len: u64) -> Result<Vec<u8>> {
+        let end = pos.checked_add(len).filter(|e| *e <= self.uncompressed_len);
+        let Some(end) = end else {
+            return Err(self.corrupt(self.chunk_of(pos), "range past the end of the data"));
+        };
+        let mut out = Vec::new();
+        let mut at = pos;
+        while at < end {
+            let i = self.chunk_of(at);
+            let chunk = self.read_chunk(i)?;
+            let from = (at - i * self.chunk_length) as usize;
+            let to = ((end - i * self.chunk_length) as usize).min(chunk.len());
+            let Some(part) = chunk.get(from..to) else {
+                return Err(self.corrupt(i, "chunk shorter than expected"));
+            };
+            out.extend_from_slice(part);
+            at += part.len() as u64;
+            if part.is_empty() {
+                return Err(self.corrupt(i, "empty chunk"));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,213 @@
+//! The partition index and its summary.
+//!
+//! The index section is a run of blocks; a block holds up to
+//! `min_index_interval` consecutive entries (fewer once it passes
+//! [`INDEX_BLOCK_TARGET_LEN`] bytes) and is followed by the CRC32 of its
+//! bytes, checked every time the block is read. An entry is a partition's
+//! token, key, position in the uncompressed stream and entry length.
+//!
+//! The summary section has one entry per block: the block's first key and
+//! where the block lies in the index section. It is read on open and kept
+//! in memory; a lookup binary-searches it, then reads a single block.
+
+use crate::encoding::{put_varint, DecodeError, Reader};
+use crate::engine::PartitionKey;
+use crate::sstable::format::{
+    get_key, get_u32, get_u64, put_key, INDEX_BLOCK_TARGET_LEN, MAX_INDEX_BLOCK_LEN,
+};
+use bytes::Bytes;
+
+/// One index entry, borrowed from a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexEntry<'a> {
+    pub token: i64,
+    pub key: &'a [u8],
+    /// Position of the partition's entry in the uncompressed stream.
+    pub position: u64,
+    /// Length of that entry.
+    pub len: u64,
+}
+
+impl IndexEntry<'_> {
+    pub fn partition_key(&self) -> PartitionKey {
+        PartitionKey { token: self.token, key: Bytes::copy_from_slice(self.key) }
+    }
+
+    /// Orders the entry against a key, as (token, key bytes).
+    pub fn cmp_key(&self, key: &PartitionKey) -> std::cmp::Ordering {
+        (self.token, self.key).cmp(&(key.token, &key.key[..]))
+    }
+}
+
+/// One summary entry: the first key of an index block and its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryEntry {
+    pub first: PartitionKey,
+    /// Offset of the block in the index section.
+    pub offset: u64,
+    /// Bytes of the block including its CRC.
+    pub len: u64,
+}
+
+/// Builds the index and summary sections in memory.
+pub struct IndexWriter {
+    interval: usize,
+    index: Vec<u8>,
+    block: Vec<u8>,
+    block_count: usize,
+    block_first: Option<PartitionKey>,
+    summary: Vec<SummaryEntry>,
+}
+
+impl IndexWriter {
+    pub fn new(interval: usize) -> Self {
+        IndexWriter {
+            interval: interval.max(1),
+            index: Vec::new(),
+            block: Vec::new(),
+            block_count: 0,
+            block_first: None,
+            summary: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, key: &PartitionKey, position: u64, len: u64) {
+        if self.block_first.is_none() {
+            self.block_first = Some(key.clone());
+        }
+        put_key(&mut self.block, key.token, &key.key);
+        put_varint(&mut self.block, position);
+        put_varint(&mut self.block, len);
+        self.block_count += 1;
+        if self.block_count >= self.interval || self.block.len() >= INDEX_BLOCK_TARGET_LEN {
+            self.close_block();
+        }
+    }
+
+    fn close_block(&mut self) {
+        let Some(first) = self.block_first.take() else { return };
+        let start = self.index.len();
+        put_varint(&mut self.index, self.block_count as u64);
+        self.index.extend_from_slice(&self.block);
+        let crc = crc32fast::hash(&self.index[start..]);
+        self.index.extend_from_slice(&crc.to_be_bytes());
+        self.summary.push(SummaryEntry {
+            first,
+            offset: start as u64,
+            len: (self.index.len() - start) as u64,
+        });
+        self.block.clear();
+        self.block_count = 0;
+    }
+
+    /// The index section's bytes and the summary section's bytes.
+    pub fn finish(mut self) -> (Vec<u8>, Vec<u8>) {
+        self.close_block();
+        let mut summary = Vec::new();
+        summary.extend_from_slice(&(self.summary.len() as u64).to_be_bytes());
+        for e in &self.summary {
+            put_key(&mut summary, e.first.token, &e.first.key);
+            summary.extend_from_slice(&e.offset.to_be_bytes());
+            summary.extend_from_slice(&(e.len as u32).to_be_bytes());
+        }
+        (self.index, summary)
+    }
+}
+
+/// Parses the summary and checks that its blocks tile the index section
+/// (of `index_len` bytes) and that first keys ascend.
+pub fn decode_summary(bytes: &[u8], index_len: u64) -> Result<Vec<SummaryEntry>, &'static str> {
+    let mut r = Reader::new(bytes);
+    let bad = |_: DecodeError| "truncated summary";
+    let n = get_u64(&mut r).map_err(bad)?;
+    // Each entry takes at least 22 bytes: bound the allocation.
+    if n > bytes.len() as u64 / 22 {
+        return Err("summary count larger than the section");
+    }
+    let mut out: Vec<SummaryEntry> = Vec::with_capacity(n as usize);
+    let mut at = 0u64;
+    for _ in 0..n {
+        let (token, key) = get_key(&mut r).map_err(bad)?;
+        let first = PartitionKey { token, key: Bytes::copy_from_slice(key) };
+        let offset = get_u64(&mut r).map_err(bad)?;
+        let len = get_u32(&mut r).map_err(bad)? as u64;
+        if offset != at || len < 5 || len > MAX_INDEX_BLOCK_LEN {
+            return Err("summary blocks do not tile the index");
+        }
+        if out.last().is_some_and(|p| p.first >= first) {
+            return Err("summary keys out of order");
+        }
+        at += len;
+        out.push(SummaryEntry { first, offset, len });
+    }
+    if !r.is_empty() {
+        return Err("trailing bytes after the summary");
+    }
+    if at != index_len {
+        return Err("summary does not cover the index");
+    }
+    Ok(out)
+}
+
+/// Checks a block's CRC and returns its entries, which must ascend.
+pub fn decode_block(block: &[u8]) -> Result<Vec<IndexEntry<'_>>, &'static str> {
+    let Some(body_len) = block.len().checked_sub(4) else {
+        return Err("index block too short");
+    };
+    let (body, crc) = block.split_at(body_len);
+    if crc32fast::hash(body) != u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]) {
+        return Err("index block checksum mismatch");
+    }
+    let mut r = Reader::new(body);
+    let bad = |_: DecodeError| "malformed index block";
+    let n = r.varint().map_err(bad)?;
+    // Each entry takes at least 12 bytes.
+    if n == 0 || n > body.len() as u64 / 12 {
+        return Err("impossible index block entry count");
+    }
+    let mut out: Vec<IndexEntry> = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let (token, key) = get_key(&mut r).map_err(bad)?;
+        let e = IndexEntry { token, key, position: r.varint().map_err(bad)?, len: r.varint().map_err(bad)? };
+        if out.last().is_some_and(|p| (p.token, p.key) >= (e.token, e.key)) {
+            return Err("index keys out of order");
+        }
+        out.push(e);
+    }
+    if !r.is_empty() {
+        return Err("trailing bytes in index block");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: u32) -> PartitionKey {
+        PartitionKey { token: i as i64, key: Bytes::from(format!("k{i}")) }
+    }
+
+    #[test]
+    fn blocks_round_trip_and_tile_the_index() {
+        let mut w = IndexWriter::new(3);
+        for i in 0..10 {
+            w.add(&key(i), i as u64 * 100, 100);
+        }
+        let (index, summary) = w.finish();
+        let s = decode_summary(&summary, index.len() as u64).unwrap();
+        assert_eq!(s.len(), 4);
+        assert_eq!(s[1].first, key(3));
+        let block = &index[s[3].offset as usize..(s[3].offset + s[3].len) as usize];
+        let entries = decode_block(block).unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].partition_key(), key(9));
+        assert_eq!(entries[0].position, 900);
+        assert!(decode_summary(&summary, index.len() as u64 + 1).is_err());
+        for i in 0..block.len() {
+            let mut bad = block.to_vec();
+            bad[i] ^= 1;
+            assert!(decode_block(&bad).is_err(), "flip at {i}");
+        }
+    }
+}

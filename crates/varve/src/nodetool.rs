@@ -1,0 +1,89 @@
+//! `varve nodetool`: node operations over the admin HTTP port, with
+//! nodetool's flags (`-h HOST -p PORT`) and command names.
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// How long a nodetool command waits for the node (a flush can take a while).
+const NODETOOL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// `-h` is the host, as in nodetool; help is `--help` only.
+#[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
+pub struct NodetoolArgs {
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Node host (its admin HTTP port listens there).
+    #[arg(short = 'h', long = "host", default_value = "127.0.0.1")]
+    pub host: String,
+    /// The node's admin HTTP port.
+    #[arg(short = 'p', long = "port", default_value_t = 9180)]
+    pub port: u16,
+    #[command(subcommand)]
+    pub command: NodetoolCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum NodetoolCommand {
+    /// Write memtables to sstables: all tables, a keyspace's, or some tables.
+    Flush {
+        keyspace: Option<String>,
+        tables: Vec<String>,
+    },
+    /// Flush everything and sync the commitlog (before a restart).
+    Drain,
+    /// Per-table statistics: `tablestats [keyspace[.table]]`.
+    Tablestats { name: Option<String> },
+}
+
+pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
+    let (method, target) = match &args.command {
+        NodetoolCommand::Flush { keyspace, tables } => {
+            let mut t = String::from("/nodetool/flush?");
+            if let Some(k) = keyspace {
+                t.push_str(&format!("keyspace={k}&tables={}", tables.join(",")));
+            }
+            ("POST", t)
+        }
+        NodetoolCommand::Drain => ("POST", "/nodetool/drain".to_string()),
+        NodetoolCommand::Tablestats { name } => {
+            let mut t = String::from("/nodetool/tablestats?");
+            if let Some(n) = name {
+                match n.split_once('.') {
+                    Some((k, table)) => t.push_str(&format!("keyspace={k}&table={table}")),
+                    None => t.push_str(&format!("keyspace={n}")),
+                }
+            }
+            ("GET", t)
+        }
+    };
+    let (status, body) = request(&args.host, args.port, method, &target)?;
+    if status != 200 {
+        bail!("{}", body.trim_end());
+    }
+    print!("{body}");
+    Ok(())
+}
+
+/// One HTTP/1.1 request; returns the status and the body.
+fn request(host: &str, port: u16, method: &str, target: &str) -> anyhow::Result<(u16, String)> {
+    let mut stream =
+        TcpStream::connect((host, port)).with_context(|| format!("connecting to {host}:{port}"))?;
+    stream.set_read_timeout(Some(NODETOOL_TIMEOUT))?;
+    write!(stream, "{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .context("reading the response")?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("malformed HTTP response")?;
+    Ok((status, body.to_string()))
+}
