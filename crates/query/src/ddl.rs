@@ -10,7 +10,7 @@ use varve_cql::ast::{self, AlterTableOp, Order, PropertyValue, Statement};
 use varve_schema::options::{KeyspaceOptions, OptionValue, ReplicationContext, TableOptions};
 use varve_schema::table::TableSpec;
 use varve_schema::{Keyspace, Table};
-use varve_storage::ClusteringComparator;
+use varve_storage::{ClusteringComparator, TableDescriptor};
 
 /// Names longer than this are rejected (Cassandra's SchemaConstants.NAME_LENGTH).
 pub const MAX_NAME_LENGTH: usize = 48;
@@ -152,6 +152,7 @@ fn alter_keyspace(p: &Processor, a: &ast::AlterKeyspace) -> Result<QueryResult> 
     if !altered {
         return Ok(QueryResult::Void);
     }
+    sync_storage(p, &a.name)?;
     Ok(change(
         SchemaChangeKind::Updated,
         SchemaChangeTarget::Keyspace(a.name.clone()),
@@ -173,7 +174,7 @@ fn drop_keyspace(p: &Processor, name: &str, if_exists: bool) -> Result<QueryResu
         return Ok(QueryResult::Void);
     };
     for t in ks.tables.values() {
-        p.storage.drop_table(t.id);
+        p.storage.drop_table(t.id)?;
     }
     p.forget_prepared();
     Ok(change(
@@ -189,6 +190,43 @@ pub fn comparator(t: &Table) -> Arc<ClusteringComparator> {
             .map(|c| (c.ty.clone(), c.descending))
             .collect(),
     )
+}
+
+/// Hands storage the current options of a keyspace's tables (after ALTER).
+fn sync_storage(p: &Processor, keyspace: &str) -> Result<()> {
+    if let Some(ks) = p.schema().keyspace(keyspace) {
+        for t in ks.tables.values() {
+            p.storage.update_table(descriptor(t, ks.durable_writes))?;
+        }
+    }
+    Ok(())
+}
+
+/// What storage needs to know of a table, from its schema and options.
+/// Snappy, Deflate and Zstd are accepted in the schema (Cassandra users
+/// write them) but stored with LZ4: Varve has no other compressor yet.
+pub fn descriptor(t: &Table, durable_writes: bool) -> TableDescriptor {
+    use varve_schema::options::CompressionAlgorithm;
+    use varve_storage::sstable::{Compression, SstableParams};
+    let c = &t.options.compression;
+    let compression = match c.algorithm {
+        None | Some(CompressionAlgorithm::Noop) => Compression::None,
+        Some(_) => Compression::Lz4,
+    };
+    TableDescriptor {
+        id: t.id,
+        keyspace: t.keyspace.clone(),
+        name: t.name.clone(),
+        comparator: comparator(t),
+        params: SstableParams {
+            chunk_length: (c.chunk_length_kb.max(1) as usize) * 1024,
+            compression,
+            bloom_fp_chance: t.options.bloom_filter_fp_chance,
+            min_index_interval: t.options.min_index_interval.max(1) as usize,
+            crc_check_chance: t.options.crc_check_chance,
+        },
+        durable_writes,
+    }
 }
 
 fn create_table(p: &Processor, ctx: &mut Ctx, c: &ast::CreateTable) -> Result<QueryResult> {
@@ -253,7 +291,8 @@ fn create_table(p: &Processor, ctx: &mut Ctx, c: &ast::CreateTable) -> Result<Qu
                 message: format!("Table {ks_name}.{} already exists", table.name),
             });
         }
-        p.storage.create_table(table.id, comparator(&table));
+        p.storage
+            .create_table(descriptor(&table, ks.durable_writes))?;
         let mut ks = (**ks).clone();
         ks.tables
             .insert(table.name.clone(), Arc::new(table.clone()));
@@ -352,6 +391,7 @@ fn alter_table(p: &Processor, ctx: &mut Ctx, a: &ast::AlterTable) -> Result<Quer
     // As Cassandra does, an altered table's prepared statements are dropped:
     // drivers get UNPREPARED, re-prepare, and so learn the new result columns.
     p.forget_prepared();
+    sync_storage(p, &ks_name)?;
     Ok(change(
         SchemaChangeKind::Updated,
         SchemaChangeTarget::Table(ks_name, a.name.name.clone()),
@@ -394,7 +434,7 @@ fn drop_table(
     let Some(t) = dropped else {
         return Ok(QueryResult::Void);
     };
-    p.storage.drop_table(t.id);
+    p.storage.drop_table(t.id)?;
     p.forget_prepared();
     Ok(change(
         SchemaChangeKind::Dropped,

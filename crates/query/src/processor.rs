@@ -8,13 +8,11 @@ use crate::{ddl, describe, prepare, select, system, write};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use varve_cql::ast::{Parsed, Statement};
 use varve_schema::Schema;
-use varve_storage::fs::{Fs, RealFs};
-use varve_storage::Storage;
+use varve_storage::{Storage, StorageOptions, TableDescriptor};
 
 /// How many prepared statements are kept (`prepared_statements_cache_size`
 /// in spirit); past it the oldest half is dropped and drivers re-prepare.
@@ -47,14 +45,19 @@ pub struct Processor {
 impl Processor {
     /// A node that keeps everything in memory (tests).
     pub fn new(node: NodeInfo) -> Arc<Processor> {
-        Arc::new(Processor::build(node, system::initial_schema(), None))
+        Arc::new(Processor::build(
+            node,
+            system::initial_schema(),
+            None,
+            Storage::new(),
+        ))
     }
 
-    /// A node whose schema lives under `data_dir`: the saved schema is read
-    /// back and its tables are opened.
-    pub fn open(node: NodeInfo, data_dir: &Path) -> Result<Arc<Processor>> {
-        let fs: Arc<dyn Fs> = Arc::new(RealFs);
-        let store = SchemaStore::new(fs, &data_dir.join("schema"))?;
+    /// A durable node: its schema and data live under the storage options'
+    /// data directory; the saved schema is read back, every table opened and
+    /// the commitlog replayed.
+    pub fn open(node: NodeInfo, options: StorageOptions) -> Result<Arc<Processor>> {
+        let store = SchemaStore::new(options.fs.clone(), &options.data_dir.join("schema"))?;
         let mut schema = system::initial_schema();
         if let Some((keyspaces, version)) = store.load()? {
             for ks in keyspaces {
@@ -62,21 +65,36 @@ impl Processor {
             }
             schema.version = version;
         }
-        let p = Processor::build(node, schema, Some(store));
-        for ks in p.schema().keyspaces.values().filter(|k| !k.is_system) {
-            for t in ks.tables.values() {
-                p.storage.create_table(t.id, ddl::comparator(t));
-            }
-        }
-        Ok(Arc::new(p))
+        let tables: Vec<TableDescriptor> = schema
+            .keyspaces
+            .values()
+            .filter(|k| !k.is_system)
+            .flat_map(|k| {
+                k.tables
+                    .values()
+                    .map(|t| ddl::descriptor(t, k.durable_writes))
+            })
+            .collect();
+        let storage = Storage::open(options, tables)?;
+        Ok(Arc::new(Processor::build(
+            node,
+            schema,
+            Some(store),
+            storage,
+        )))
     }
 
-    fn build(node: NodeInfo, schema: Schema, schema_store: Option<SchemaStore>) -> Processor {
+    fn build(
+        node: NodeInfo,
+        schema: Schema,
+        schema_store: Option<SchemaStore>,
+        storage: Storage,
+    ) -> Processor {
         Processor {
             node,
             schema: RwLock::new(Arc::new(schema)),
             ddl_lock: Mutex::new(()),
-            storage: Storage::new(),
+            storage,
             prepared: RwLock::new(HashMap::new()),
             last_micros: AtomicI64::new(0),
             cas_locks: (0..CAS_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),

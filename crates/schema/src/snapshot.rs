@@ -263,9 +263,11 @@ mod tests {
 
     #[test]
     fn schema_round_trips_through_json() {
-        let mut options = TableOptions::default();
-        options.gc_grace_seconds = 42;
-        options.comment = "it's".into();
+        let options = TableOptions {
+            gc_grace_seconds: 42,
+            comment: "it's".into(),
+            ..TableOptions::default()
+        };
         let spec = TableSpec {
             keyspace: "ks".into(),
             name: "t".into(),

@@ -1,14 +1,30 @@
 //! The storage API the query layer uses: tables, writes, point reads and
-//! token-ordered scans.
+//! token-ordered scans, over memtables, a commitlog and sstables.
+//!
+//! Write path: a write of a table whose keyspace has durable_writes goes to
+//! the commitlog first (durable per the sync mode when `apply` returns),
+//! then into the table's memtable. Flush: the memtable is swapped for an
+//! empty one under the table's state lock, written to a new sstable,
+//! fsynced, renamed into place and recorded in the table's manifest; then
+//! the commitlog learns that the table's entries up to the swap are safe.
+//! Read path: the requested slices of the memtable(s) and of every sstable
+//! whose bloom filter may hold the key are merged with Cassandra's
+//! reconciliation, then resolved at `now`.
 
 use crate::clustering::{ClusteringComparator, Slice};
+use crate::commitlog::{CommitLog, CommitLogConfig, Position};
 use crate::error::{Error, Result};
+use crate::fs::{Fs, RealFs};
+use crate::manifest::Manifest;
+use crate::memtable::{key_in_range, Memtable};
 use crate::partition::Partition;
 use crate::row::ReadStats;
+use crate::sstable::{Sstable, SstableParams, SstableWriter};
 use bytes::Bytes;
-use parking_lot::RwLock;
-use std::collections::{BTreeMap, HashMap};
-use std::ops::Bound;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A table's id (its schema UUID as a number).
@@ -43,6 +59,33 @@ pub enum TokenBound {
     AfterKey(PartitionKey),
 }
 
+/// What storage needs to know about a table.
+#[derive(Clone)]
+pub struct TableDescriptor {
+    pub id: TableId,
+    pub keyspace: String,
+    pub name: String,
+    pub comparator: Arc<ClusteringComparator>,
+    pub params: SstableParams,
+    /// False for keyspaces created with durable_writes = false.
+    pub durable_writes: bool,
+}
+
+/// Where and how the node stores data.
+#[derive(Clone)]
+pub struct StorageOptions {
+    pub data_dir: PathBuf,
+    pub commitlog_dir: PathBuf,
+    pub commitlog: CommitLogConfig,
+    /// Memory all memtables may use before the largest is flushed
+    /// (memtable_heap_space).
+    pub memtable_space_bytes: usize,
+    /// Commitlog size past which the tables holding its oldest segments are
+    /// flushed (commitlog_total_space).
+    pub commitlog_total_space_bytes: u64,
+    pub fs: Arc<dyn Fs>,
+}
+
 /// Counters that tablestats shows.
 #[derive(Debug, Clone, Default)]
 pub struct TableStats {
@@ -55,45 +98,257 @@ pub struct TableStats {
     pub bloom_filter_true_positives: u64,
 }
 
-/// One table's data: a memtable holding partitions in token order.
+struct TableState {
+    memtable: Arc<Memtable>,
+    /// Memtables being written out; still read until their sstable is live.
+    flushing: Vec<Arc<Memtable>>,
+    sstables: Vec<Arc<Sstable>>,
+    manifest: Manifest,
+}
+
 struct TableStore {
-    comparator: Arc<ClusteringComparator>,
-    memtable: RwLock<BTreeMap<(i64, Bytes), Partition>>,
+    desc: RwLock<TableDescriptor>,
+    /// None for a table kept only in memory.
+    dir: Option<PathBuf>,
+    state: RwLock<TableState>,
+    /// One flush of this table at a time.
+    flush_lock: Mutex<()>,
 }
 
 /// The node's storage engine.
-#[derive(Default)]
 pub struct Storage {
+    fs: Arc<dyn Fs>,
+    options: Option<StorageOptions>,
+    commitlog: Option<CommitLog>,
     tables: RwLock<HashMap<TableId, Arc<TableStore>>>,
+    memtable_bytes: AtomicUsize,
+    flushes_completed: AtomicU64,
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Storage::new()
+    }
+}
+
+fn table_dir(data_dir: &Path, desc: &TableDescriptor) -> PathBuf {
+    data_dir
+        .join(&desc.keyspace)
+        .join(format!("{}-{:032x}", desc.name, desc.id))
+}
+
+fn sstable_path(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(format!("{generation}.sst"))
 }
 
 impl Storage {
+    /// A storage engine kept entirely in memory (virtual tables, tests).
     pub fn new() -> Self {
-        Storage::default()
+        Storage {
+            fs: Arc::new(RealFs),
+            options: None,
+            commitlog: None,
+            tables: RwLock::new(HashMap::new()),
+            memtable_bytes: AtomicUsize::new(0),
+            flushes_completed: AtomicU64::new(0),
+        }
     }
 
-    /// Creates the table's store (idempotent).
-    pub fn create_table(&self, id: TableId, comparator: Arc<ClusteringComparator>) {
-        self.tables.write().entry(id).or_insert_with(|| {
-            Arc::new(TableStore {
-                comparator,
-                memtable: RwLock::new(BTreeMap::new()),
-            })
-        });
+    /// Opens the durable engine: every table's live sstables, then the
+    /// commitlog, whose entries not yet in sstables are replayed into
+    /// memtables.
+    pub fn open(options: StorageOptions, tables: Vec<TableDescriptor>) -> Result<Storage> {
+        let fs = options.fs.clone();
+        let mut storage = Storage {
+            fs: fs.clone(),
+            options: Some(options.clone()),
+            commitlog: None,
+            tables: RwLock::new(HashMap::new()),
+            memtable_bytes: AtomicUsize::new(0),
+            flushes_completed: AtomicU64::new(0),
+        };
+        for desc in tables {
+            storage.open_table(desc)?;
+        }
+        let comparators: HashMap<TableId, Arc<ClusteringComparator>> = storage
+            .tables
+            .read()
+            .iter()
+            .map(|(id, t)| (*id, t.desc.read().comparator.clone()))
+            .collect();
+        let lookup = |id: TableId| comparators.get(&id).cloned();
+        // New segments must sort after every position a manifest recorded.
+        let floor = storage
+            .tables
+            .read()
+            .values()
+            .filter_map(|t| t.state.read().manifest.replayed_up_to)
+            .map(|(segment, _)| segment.saturating_add(1))
+            .max()
+            .unwrap_or(0);
+        let mut config = options.commitlog.clone();
+        config.min_segment_id = config.min_segment_id.max(floor);
+        let (commitlog, mut replay) = CommitLog::open(fs, &options.commitlog_dir, config, &lookup)?;
+        let mut replayed = 0u64;
+        for entry in replay.by_ref() {
+            let Some(table) = storage.tables.read().get(&entry.table).cloned() else {
+                continue;
+            };
+            let state = table.state.read();
+            if let Some(done) = state.manifest.replayed_up_to {
+                // Entries before the last flush's switch point are in sstables.
+                if (entry.position.segment_id, entry.position.offset) < done {
+                    continue;
+                }
+            }
+            let size = crate::memtable::estimate_bytes(&entry.partition);
+            state.memtable.apply(&entry.key, entry.partition, size);
+            storage.memtable_bytes.fetch_add(size, Ordering::Relaxed);
+            replayed += 1;
+        }
+        for w in replay.warnings() {
+            tracing::warn!(
+                "commitlog replay skipped data in {} at offset {}: {:?}: {}",
+                w.file.display(),
+                w.offset,
+                w.kind,
+                w.reason
+            );
+        }
+        if replayed > 0 {
+            tracing::info!("replayed {replayed} commitlog entries");
+        }
+        storage.commitlog = Some(commitlog);
+        Ok(storage)
     }
 
-    pub fn drop_table(&self, id: TableId) {
-        self.tables.write().remove(&id);
+    /// Registers a table (idempotent). With a data directory, its live
+    /// sstables are opened and leftovers of interrupted writes removed.
+    pub fn create_table(&self, desc: TableDescriptor) -> Result<()> {
+        if self.tables.read().contains_key(&desc.id) {
+            return Ok(());
+        }
+        self.open_table(desc)
+    }
+
+    fn open_table(&self, desc: TableDescriptor) -> Result<()> {
+        let (dir, manifest, sstables) = match &self.options {
+            None => (None, Manifest::default(), Vec::new()),
+            Some(o) => {
+                let dir = table_dir(&o.data_dir, &desc);
+                self.fs
+                    .create_dir_all(&dir)
+                    .map_err(|e| Error::io(&dir, e))?;
+                let manifest = Manifest::load(self.fs.as_ref(), &dir)?;
+                let mut sstables = Vec::new();
+                for g in &manifest.live {
+                    let path = sstable_path(&dir, *g);
+                    sstables.push(Arc::new(Sstable::open(
+                        self.fs.clone(),
+                        &path,
+                        desc.comparator.clone(),
+                        desc.params.crc_check_chance,
+                    )?));
+                }
+                self.remove_leftovers(&dir, &manifest)?;
+                (Some(dir), manifest, sstables)
+            }
+        };
+        let store = TableStore {
+            desc: RwLock::new(desc.clone()),
+            dir,
+            state: RwLock::new(TableState {
+                memtable: Arc::new(Memtable::new()),
+                flushing: Vec::new(),
+                sstables,
+                manifest,
+            }),
+            flush_lock: Mutex::new(()),
+        };
+        self.tables.write().insert(desc.id, Arc::new(store));
+        Ok(())
+    }
+
+    /// Deletes files of the table directory the manifest does not list
+    /// (sstables of an interrupted flush, temporary files).
+    fn remove_leftovers(&self, dir: &Path, manifest: &Manifest) -> Result<()> {
+        let live: BTreeSet<PathBuf> = manifest
+            .live
+            .iter()
+            .map(|g| sstable_path(dir, *g))
+            .collect();
+        for path in self.fs.list(dir).map_err(|e| Error::io(dir, e))? {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let ours = name.ends_with(".sst") || name.ends_with(".tmp");
+            if ours && !live.contains(&path) {
+                self.fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes the sstable parameters used by the next flushes (ALTER TABLE).
+    pub fn update_table(&self, desc: TableDescriptor) -> Result<()> {
+        let table = self.table(desc.id)?;
+        *table.desc.write() = desc;
+        Ok(())
+    }
+
+    /// Forgets a table and deletes its files.
+    pub fn drop_table(&self, id: TableId) -> Result<()> {
+        let Some(table) = self.tables.write().remove(&id) else {
+            return Ok(());
+        };
+        let _flush = table.flush_lock.lock();
+        let state = table.state.read();
+        self.memtable_bytes.fetch_sub(
+            state
+                .memtable
+                .bytes()
+                .min(self.memtable_bytes.load(Ordering::Relaxed)),
+            Ordering::Relaxed,
+        );
+        if let Some(dir) = &table.dir {
+            for path in self.fs.list(dir).map_err(|e| Error::io(dir, e))? {
+                self.fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+            }
+        }
+        if let Some(cl) = &self.commitlog {
+            cl.mark_flushed(id, Position::MAX)?;
+        }
+        Ok(())
     }
 
     /// Removes every partition of the table.
     pub fn truncate(&self, id: TableId) -> Result<()> {
-        self.table(id)?.memtable.write().clear();
+        let table = self.table(id)?;
+        let _flush = table.flush_lock.lock();
+        let mut state = table.state.write();
+        let old = std::mem::replace(&mut state.memtable, Arc::new(Memtable::new()));
+        self.release_memory(old.bytes());
+        let removed = std::mem::take(&mut state.sstables);
+        state.flushing.clear();
+        if let Some(dir) = &table.dir {
+            let position = self.commitlog.as_ref().map(|c| c.current_position());
+            state.manifest.live.clear();
+            if let Some(p) = position {
+                state.manifest.replayed_up_to = Some((p.segment_id, p.offset));
+            }
+            state.manifest.store(self.fs.as_ref(), dir)?;
+            for s in removed {
+                let path = s.path().to_path_buf();
+                drop(s);
+                self.fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+            }
+            if let (Some(cl), Some(p)) = (&self.commitlog, position) {
+                cl.mark_flushed(id, p)?;
+            }
+        }
         Ok(())
     }
 
     pub fn comparator(&self, id: TableId) -> Result<Arc<ClusteringComparator>> {
-        Ok(self.table(id)?.comparator.clone())
+        Ok(self.table(id)?.desc.read().comparator.clone())
     }
 
     fn table(&self, id: TableId) -> Result<Arc<TableStore>> {
@@ -104,21 +359,156 @@ impl Storage {
             .ok_or(Error::UnknownTable(id))
     }
 
-    /// Merges `update` into the stored partition.
+    fn release_memory(&self, bytes: usize) {
+        let _ = self
+            .memtable_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(bytes))
+            });
+    }
+
+    /// Writes `update`: to the commitlog (when the table is durable), then
+    /// to the memtable. Returns once the write is as durable as the sync
+    /// mode promises.
     pub fn apply(&self, id: TableId, key: &PartitionKey, update: Partition) -> Result<()> {
         let table = self.table(id)?;
-        let mut memtable = table.memtable.write();
-        match memtable.get_mut(&(key.token, key.key.clone())) {
-            Some(existing) => existing.merge(update),
-            None => {
-                memtable.insert((key.token, key.key.clone()), update);
+        let size = crate::memtable::estimate_bytes(&update);
+        {
+            // The read lock keeps a flush from swapping the memtable between
+            // the commitlog append and the memtable insert.
+            let state = table.state.read();
+            if let (Some(cl), true) = (&self.commitlog, table.desc.read().durable_writes) {
+                cl.append(id, key, &update)?;
+            }
+            state.memtable.apply(key, update, size);
+        }
+        let total = self.memtable_bytes.fetch_add(size, Ordering::Relaxed) + size;
+        if let Some(o) = &self.options {
+            if total > o.memtable_space_bytes {
+                self.flush_largest()?;
             }
         }
         Ok(())
     }
 
+    /// Flushes the table with the largest memtable (memory pressure).
+    fn flush_largest(&self) -> Result<()> {
+        let largest = {
+            let tables = self.tables.read();
+            tables
+                .values()
+                .max_by_key(|t| t.state.read().memtable.bytes())
+                .cloned()
+        };
+        if let Some(t) = largest {
+            if let Some(_guard) = t.flush_lock.try_lock() {
+                drop(_guard);
+                let id = t.desc.read().id;
+                self.flush(id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the table's memtable to a new sstable.
+    pub fn flush(&self, id: TableId) -> Result<()> {
+        let table = self.table(id)?;
+        let Some(dir) = table.dir.clone() else {
+            return Ok(());
+        };
+        let _flush = table.flush_lock.lock();
+        let (memtable, position, generation) = {
+            let mut state = table.state.write();
+            if state.memtable.is_empty() {
+                return Ok(());
+            }
+            let old = std::mem::replace(&mut state.memtable, Arc::new(Memtable::new()));
+            state.flushing.push(old.clone());
+            let generation = state.manifest.next_generation.max(1);
+            state.manifest.next_generation = generation + 1;
+            (
+                old,
+                self.commitlog.as_ref().map(|c| c.current_position()),
+                generation,
+            )
+        };
+        let desc = table.desc.read().clone();
+        let path = sstable_path(&dir, generation);
+        let tmp = dir.join(format!("{generation}.sst.tmp"));
+        let result = (|| -> Result<Arc<Sstable>> {
+            let mut w =
+                SstableWriter::create(self.fs.clone(), &tmp, desc.params, desc.comparator.clone())?;
+            for (key, partition) in memtable.snapshot() {
+                w.add(&key, &partition)?;
+            }
+            w.finish()?;
+            self.fs
+                .rename(&tmp, &path)
+                .map_err(|e| Error::io(&path, e))?;
+            self.fs.sync_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+            Ok(Arc::new(Sstable::open(
+                self.fs.clone(),
+                &path,
+                desc.comparator.clone(),
+                desc.params.crc_check_chance,
+            )?))
+        })();
+        let mut state = table.state.write();
+        let sstable = match result {
+            Ok(s) => s,
+            Err(e) => {
+                // The memtable stays readable in `flushing`; a later flush or
+                // the commitlog (on restart) still has its data.
+                let _ = self.fs.remove(&tmp);
+                return Err(e);
+            }
+        };
+        state.manifest.live.push(generation);
+        if let Some(p) = position {
+            state.manifest.replayed_up_to = Some((p.segment_id, p.offset));
+        }
+        state.manifest.store(self.fs.as_ref(), &dir)?;
+        state.sstables.push(sstable);
+        state.flushing.retain(|m| !Arc::ptr_eq(m, &memtable));
+        drop(state);
+        self.release_memory(memtable.bytes());
+        if let (Some(cl), Some(p)) = (&self.commitlog, position) {
+            cl.mark_flushed(id, p)?;
+        }
+        self.flushes_completed.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Flushes every table.
+    pub fn flush_all(&self) -> Result<()> {
+        let ids: Vec<TableId> = self.tables.read().keys().copied().collect();
+        for id in ids {
+            self.flush(id)?;
+        }
+        Ok(())
+    }
+
+    /// Flushes everything and syncs the commitlog: after drain, a restart
+    /// replays nothing.
+    pub fn drain(&self) -> Result<()> {
+        self.flush_all()?;
+        if let Some(cl) = &self.commitlog {
+            cl.sync()?;
+        }
+        Ok(())
+    }
+
+    /// The data sources of a table, newest first: memtable, flushing
+    /// memtables, sstables.
+    fn sources(&self, table: &TableStore) -> (Vec<Arc<Memtable>>, Vec<Arc<Sstable>>) {
+        let state = table.state.read();
+        let mut memtables = vec![state.memtable.clone()];
+        memtables.extend(state.flushing.iter().rev().cloned());
+        (memtables, state.sstables.iter().rev().cloned().collect())
+    }
+
     /// The stored partition restricted to `slices` (tombstones included),
-    /// or `None` when nothing is stored under the key.
+    /// merged from every source, or `None` when no source has the key.
     pub fn read_partition(
         &self,
         id: TableId,
@@ -126,15 +516,31 @@ impl Storage {
         slices: &[Slice],
     ) -> Result<Option<Partition>> {
         let table = self.table(id)?;
-        let memtable = table.memtable.read();
-        Ok(memtable
-            .get(&(key.token, key.key.clone()))
-            .map(|p| p.slice(slices)))
+        let (memtables, sstables) = self.sources(&table);
+        let mut merged: Option<Partition> = None;
+        let mut add = |p: Partition| match &mut merged {
+            Some(m) => m.merge(p),
+            None => merged = Some(p),
+        };
+        for m in &memtables {
+            if let Some(p) = m.read(key, slices) {
+                add(p);
+            }
+        }
+        for s in &sstables {
+            if !s.may_contain(key) {
+                continue;
+            }
+            if let Some(p) = s.read_partition(key)? {
+                add(p.slice(slices));
+            }
+        }
+        Ok(merged)
     }
 
-    /// The live rows of `slices` at `now_seconds` (see
-    /// [`Partition::resolve_slices`]), reading at most `max_rows` live rows;
-    /// `None` when nothing is stored under the key.
+    /// The live rows of `slices` at `now_seconds`, at most `max_rows` of
+    /// them (see [`Partition::resolve_slices`]); `None` when nothing is
+    /// stored under the key.
     pub fn read_live(
         &self,
         id: TableId,
@@ -144,15 +550,13 @@ impl Storage {
         now_seconds: i32,
         max_rows: usize,
     ) -> Result<Option<(Partition, ReadStats, bool)>> {
-        let table = self.table(id)?;
-        let memtable = table.memtable.read();
-        Ok(memtable
-            .get(&(key.token, key.key.clone()))
+        Ok(self
+            .read_partition(id, key, slices)?
             .map(|p| p.resolve_slices(slices, reversed, now_seconds, max_rows)))
     }
 
     /// Up to `limit` partition keys in token order between `start` and
-    /// `end`.
+    /// `end`, from every source.
     pub fn scan_keys(
         &self,
         id: TableId,
@@ -161,178 +565,48 @@ impl Storage {
         limit: usize,
     ) -> Result<Vec<PartitionKey>> {
         let table = self.table(id)?;
-        let memtable = table.memtable.read();
-        let (lo, hi) = match (start_bound(start), end_bound(end)) {
-            (Some(lo), Some(hi)) => (lo, hi),
-            _ => return Ok(Vec::new()),
-        };
-        if !range_is_valid(&lo, &hi) {
-            return Ok(Vec::new());
+        let (memtables, sstables) = self.sources(&table);
+        let mut keys: BTreeSet<PartitionKey> = BTreeSet::new();
+        for m in &memtables {
+            keys.extend(m.keys(start, end, limit));
         }
-        Ok(memtable
-            .range((lo, hi))
+        for s in &sstables {
+            keys.extend(s.keys(start, end, limit)?);
+        }
+        let keys: Vec<PartitionKey> = keys
+            .into_iter()
+            .filter(|k| key_in_range(k, start, end))
             .take(limit)
-            .map(|((token, key), _)| PartitionKey {
-                token: *token,
-                key: key.clone(),
-            })
-            .collect())
+            .collect();
+        Ok(keys)
     }
 
-    /// Writes memtables to sstables (no-op while data lives in memory only).
-    pub fn flush(&self, id: TableId) -> Result<()> {
-        self.table(id).map(|_| ())
+    /// Number of partitions stored (an estimate: sources may overlap).
+    pub fn partition_count(&self, id: TableId) -> Result<usize> {
+        let stats = self.table_stats(id)?;
+        Ok(stats.memtable_partitions + stats.sstable_partitions as usize)
     }
 
-    /// Flushes every table and syncs the commitlog.
-    pub fn drain(&self) -> Result<()> {
-        Ok(())
-    }
-
-    /// Counters for tablestats.
     pub fn table_stats(&self, id: TableId) -> Result<TableStats> {
         let table = self.table(id)?;
-        let memtable = table.memtable.read();
-        Ok(TableStats {
-            memtable_partitions: memtable.len(),
+        let state = table.state.read();
+        let mut s = TableStats {
+            live_sstables: state.sstables.len(),
+            memtable_bytes: state.memtable.bytes(),
+            memtable_partitions: state.memtable.partition_count(),
             ..TableStats::default()
-        })
-    }
-
-    /// Number of partitions stored (estimate for statistics).
-    pub fn partition_count(&self, id: TableId) -> Result<usize> {
-        Ok(self.table(id)?.memtable.read().len())
-    }
-}
-
-type Pos = (i64, Bytes);
-
-/// The lowest position within a token: the empty key is never stored.
-fn first_of(token: i64) -> Pos {
-    (token, Bytes::new())
-}
-
-fn start_bound(b: &TokenBound) -> Option<Bound<Pos>> {
-    Some(match b {
-        TokenBound::Unbounded => Bound::Unbounded,
-        TokenBound::TokenInclusive(t) => Bound::Included(first_of(*t)),
-        TokenBound::TokenExclusive(t) => match t.checked_add(1) {
-            Some(next) => Bound::Included(first_of(next)),
-            None => return None,
-        },
-        TokenBound::AfterKey(k) => Bound::Excluded((k.token, k.key.clone())),
-    })
-}
-
-fn end_bound(b: &TokenBound) -> Option<Bound<Pos>> {
-    Some(match b {
-        TokenBound::Unbounded => Bound::Unbounded,
-        TokenBound::TokenInclusive(t) => match t.checked_add(1) {
-            Some(next) => Bound::Excluded(first_of(next)),
-            None => Bound::Unbounded,
-        },
-        TokenBound::TokenExclusive(t) => Bound::Excluded(first_of(*t)),
-        TokenBound::AfterKey(k) => Bound::Excluded((k.token, k.key.clone())),
-    })
-}
-
-/// BTreeMap::range panics on an inverted or empty-excluded range: check.
-fn range_is_valid(lo: &Bound<Pos>, hi: &Bound<Pos>) -> bool {
-    match (lo, hi) {
-        (Bound::Included(a), Bound::Included(b)) => a <= b,
-        (Bound::Included(a), Bound::Excluded(b)) | (Bound::Excluded(a), Bound::Included(b)) => {
-            a < b
+        };
+        for t in &state.sstables {
+            s.space_used_bytes += t.size_on_disk();
+            s.sstable_partitions += t.stats().partition_count;
+            s.bloom_filter_false_positives += t.bloom_false_positives();
+            s.bloom_filter_true_positives += t.bloom_true_positives();
         }
-        (Bound::Excluded(a), Bound::Excluded(b)) => a < b,
-        _ => true,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cell::Cell;
-    use crate::clustering::ClusteringKey;
-    use crate::row::Row;
-    use varve_types::CqlType;
-
-    fn storage_with_keys(keys: &[&str]) -> (Storage, Vec<PartitionKey>) {
-        let s = Storage::new();
-        let cmp = ClusteringComparator::new(vec![(CqlType::Int, false)]);
-        s.create_table(1, cmp.clone());
-        let mut pks = Vec::new();
-        for k in keys {
-            let pk = PartitionKey::new(Bytes::copy_from_slice(k.as_bytes()));
-            let mut p = Partition::default();
-            let mut row = Row::default();
-            row.cells
-                .insert((1, None), Cell::live(1, Bytes::from_static(b"v")));
-            p.rows.insert(
-                ClusteringKey::row(vec![Bytes::from_static(&[0, 0, 0, 1])], &cmp),
-                row,
-            );
-            s.apply(1, &pk, p).unwrap();
-            pks.push(pk);
-        }
-        pks.sort();
-        (s, pks)
+        Ok(s)
     }
 
-    #[test]
-    fn scan_is_in_token_order_and_pages_after_key() {
-        let (s, pks) = storage_with_keys(&["a", "b", "c", "d", "e"]);
-        let all = s
-            .scan_keys(1, &TokenBound::Unbounded, &TokenBound::Unbounded, 100)
-            .unwrap();
-        assert_eq!(all, pks);
-        let rest = s
-            .scan_keys(
-                1,
-                &TokenBound::AfterKey(pks[1].clone()),
-                &TokenBound::Unbounded,
-                100,
-            )
-            .unwrap();
-        assert_eq!(rest, pks[2..].to_vec());
-    }
-
-    #[test]
-    fn token_bounds_are_respected() {
-        let (s, pks) = storage_with_keys(&["a", "b", "c", "d", "e"]);
-        let t = pks[2].token;
-        let after = s
-            .scan_keys(
-                1,
-                &TokenBound::TokenExclusive(t),
-                &TokenBound::Unbounded,
-                100,
-            )
-            .unwrap();
-        assert_eq!(after, pks[3..].to_vec());
-        let upto = s
-            .scan_keys(
-                1,
-                &TokenBound::Unbounded,
-                &TokenBound::TokenInclusive(t),
-                100,
-            )
-            .unwrap();
-        assert_eq!(upto, pks[..3].to_vec());
-        let none = s
-            .scan_keys(
-                1,
-                &TokenBound::TokenExclusive(t),
-                &TokenBound::TokenExclusive(t),
-                100,
-            )
-            .unwrap();
-        assert!(none.is_empty());
-    }
-
-    #[test]
-    fn truncate_empties_the_table() {
-        let (s, _) = storage_with_keys(&["a", "b"]);
-        s.truncate(1).unwrap();
-        assert_eq!(s.partition_count(1).unwrap(), 0);
+    /// Flushes completed since start (a metric).
+    pub fn flushes_completed(&self) -> u64 {
+        self.flushes_completed.load(Ordering::Relaxed)
     }
 }

@@ -37,7 +37,9 @@ pub mod sstable;
 
 pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
 pub use clustering::{ClusteringComparator, ClusteringKey, Slice};
-pub use engine::{PartitionKey, Storage, TableId, TableStats, TokenBound};
+pub use engine::{
+    PartitionKey, Storage, StorageOptions, TableDescriptor, TableId, TableStats, TokenBound,
+};
 pub use error::{Error, Result};
 pub use partition::{Partition, RangeTombstone};
 pub use row::{CellPath, ReadStats, Row};

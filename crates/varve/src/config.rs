@@ -25,6 +25,13 @@ pub const DEFAULT_DATA_DIR: &str = "./varve-data";
 pub const DEFAULT_NUM_TOKENS: usize = 16;
 /// Most tokens a node may own.
 pub const MAX_NUM_TOKENS: usize = 1536;
+/// Memory for memtables before the largest is flushed (Cassandra: a
+/// quarter of the heap; Varve has no heap to size it from).
+pub const DEFAULT_MEMTABLE_SPACE_BYTES: u64 = 256 * MIB;
+/// cassandra.yaml's default `commitlog_segment_size`.
+pub const DEFAULT_COMMITLOG_SEGMENT_BYTES: u64 = 32 * MIB;
+/// Default `commitlog_sync_group_window` for group mode.
+pub const DEFAULT_GROUP_WINDOW_MS: u64 = 15;
 /// cassandra.yaml's default `commitlog_sync_period`.
 pub const DEFAULT_COMMITLOG_SYNC_PERIOD_MS: u64 = 10_000;
 const MIB: u64 = 1 << 20;
@@ -48,6 +55,9 @@ struct FileConfig {
     native_transport_max_frame_size_in_mb: Option<u64>,
     native_transport_max_concurrent_connections: Option<i64>,
     num_tokens: Option<usize>,
+    memtable_heap_space: Option<Value>,
+    commitlog_segment_size: Option<Value>,
+    commitlog_sync_group_window: Option<Value>,
     /// Varve's own key: the admin HTTP port.
     admin_port: Option<u16>,
     #[serde(flatten)]
@@ -68,6 +78,12 @@ pub struct Settings {
     pub commitlog_dir: PathBuf,
     pub commitlog_sync: String,
     pub commitlog_sync_period_ms: u64,
+    /// `commitlog_sync_group_window` (group mode).
+    pub commitlog_group_window_ms: u64,
+    /// `commitlog_segment_size`.
+    pub commitlog_segment_bytes: u64,
+    /// `memtable_heap_space`: memory all memtables may use before a flush.
+    pub memtable_space_bytes: u64,
     pub max_frame_body_bytes: usize,
     pub max_connections: usize,
     pub num_tokens: usize,
@@ -168,6 +184,34 @@ impl Settings {
                 usize::try_from(n).unwrap_or(varve_server::limits::MAX_CONNECTIONS_UNLIMITED)
             }
         };
+        let size_or = |v: &Option<Value>, default: u64, what: &str| -> anyhow::Result<u64> {
+            match v {
+                None => Ok(default),
+                Some(v) => {
+                    let text = value_text(v)
+                        .with_context(|| format!("{what} must be a size like 256MiB"))?;
+                    parse_size_bytes(&text, MIB).map_err(anyhow::Error::msg)
+                }
+            }
+        };
+        let memtable_space_bytes = size_or(
+            &file.memtable_heap_space,
+            DEFAULT_MEMTABLE_SPACE_BYTES,
+            "memtable_heap_space",
+        )?;
+        let commitlog_segment_bytes = size_or(
+            &file.commitlog_segment_size,
+            DEFAULT_COMMITLOG_SEGMENT_BYTES,
+            "commitlog_segment_size",
+        )?;
+        let commitlog_group_window_ms = match &file.commitlog_sync_group_window {
+            None => DEFAULT_GROUP_WINDOW_MS,
+            Some(v) => {
+                let text = value_text(v)
+                    .context("commitlog_sync_group_window must be a duration like 15ms")?;
+                parse_duration_ms(&text).map_err(anyhow::Error::msg)?
+            }
+        };
         let num_tokens = file.num_tokens.unwrap_or(DEFAULT_NUM_TOKENS);
         if num_tokens == 0 || num_tokens > MAX_NUM_TOKENS {
             bail!("num_tokens must be between 1 and {MAX_NUM_TOKENS}, not {num_tokens}");
@@ -194,6 +238,9 @@ impl Settings {
                 .admin_port
                 .or(file.admin_port)
                 .unwrap_or(DEFAULT_ADMIN_PORT),
+            commitlog_group_window_ms,
+            commitlog_segment_bytes,
+            memtable_space_bytes,
             commitlog_dir: file
                 .commitlog_directory
                 .unwrap_or_else(|| data_dir.join("commitlog")),

@@ -108,15 +108,12 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         .await
         .context("binding the CQL and admin ports")?;
     let node = node::node_info(&settings, server.cql_addr().port())?;
-    tracing::debug!(
-        "data in {}; commitlog {} ({}, {} ms) is not used yet: data lives in memtables",
-        settings.data_dir.display(),
-        settings.commitlog_dir.display(),
-        settings.commitlog_sync,
-        settings.commitlog_sync_period_ms
-    );
-    let processor = varve_query::Processor::open(node, &settings.data_dir)
-        .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
+    let options = storage_options(&settings);
+    let processor =
+        tokio::task::spawn_blocking(move || varve_query::Processor::open(node, options))
+            .await
+            .context("opening storage")?
+            .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
     info!(
         "varve ready: CQL on {}, admin on http://{}",
         server.cql_addr(),
@@ -133,6 +130,33 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("draining: {e}"))?;
     info!("varve stopped");
     Ok(())
+}
+
+/// The storage engine's options from the node's settings.
+fn storage_options(settings: &Settings) -> varve_storage::StorageOptions {
+    use std::time::Duration;
+    use varve_storage::commitlog::{CommitLogConfig, SyncMode};
+    let sync = match settings.commitlog_sync.as_str() {
+        "batch" => SyncMode::Batch,
+        "group" => SyncMode::Group {
+            window: Duration::from_millis(settings.commitlog_group_window_ms),
+        },
+        _ => SyncMode::Periodic {
+            period: Duration::from_millis(settings.commitlog_sync_period_ms),
+        },
+    };
+    varve_storage::StorageOptions {
+        data_dir: settings.data_dir.clone(),
+        commitlog_dir: settings.commitlog_dir.clone(),
+        commitlog: CommitLogConfig {
+            sync,
+            segment_size_bytes: settings.commitlog_segment_bytes,
+            ..CommitLogConfig::default()
+        },
+        memtable_space_bytes: settings.memtable_space_bytes as usize,
+        commitlog_total_space_bytes: 8 * settings.commitlog_segment_bytes,
+        fs: std::sync::Arc::new(varve_storage::fs::RealFs),
+    }
 }
 
 /// Resolves on the first SIGINT or SIGTERM. The handlers are installed

@@ -103,7 +103,7 @@ fn positive(ctx: &Ctx, t: &Option<Term>, what: &str) -> Result<Option<usize>> {
 /// What a query reads from: the node's storage, or a snapshot of a virtual table.
 enum Source<'a> {
     Real(&'a Storage),
-    Virtual(Storage),
+    Virtual(Box<Storage>),
 }
 
 impl Source<'_> {
@@ -145,7 +145,7 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
     let reversed = order(&table, s, &sel.partitions)?;
 
     let source = if table.is_virtual {
-        Source::Virtual(system::materialize(p, &table, ctx)?)
+        Source::Virtual(Box::new(system::materialize(p, &table, ctx)?))
     } else {
         Source::Real(&p.storage)
     };

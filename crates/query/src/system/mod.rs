@@ -34,7 +34,7 @@ pub fn materialize(p: &Processor, table: &Table, ctx: &Ctx) -> Result<Storage> {
     };
     let storage = Storage::new();
     let cmp = crate::ddl::comparator(table);
-    storage.create_table(table.id, cmp.clone());
+    storage.create_table(crate::ddl::descriptor(table, false))?;
     for r in rows {
         let mut pk = Vec::new();
         let mut ck = Vec::new();

@@ -12,10 +12,16 @@ pub struct Position {
 
 impl Position {
     /// Before every entry.
-    pub const ZERO: Position = Position { segment_id: 0, offset: 0 };
+    pub const ZERO: Position = Position {
+        segment_id: 0,
+        offset: 0,
+    };
     /// After every entry: `mark_flushed(table, Position::MAX)` forgets a
     /// table (it was dropped or truncated).
-    pub const MAX: Position = Position { segment_id: u64::MAX, offset: u64::MAX };
+    pub const MAX: Position = Position {
+        segment_id: u64::MAX,
+        offset: u64::MAX,
+    };
 
     pub fn new(segment_id: u64, offset: u64) -> Self {
         Position { segment_id, offset }

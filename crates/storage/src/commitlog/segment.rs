@@ -7,7 +7,6 @@
 use crate::encoding::{encode_partition, put_varint, Reader, PARTITION_ENCODING_VERSION};
 use crate::engine::{PartitionKey, TableId};
 use crate::partition::Partition;
-use bytes::Bytes;
 
 /// "VCLG": the first four bytes of every segment.
 pub const SEGMENT_MAGIC: u32 = 0x5643_4C47;
@@ -69,7 +68,10 @@ fn be_u32(b: &[u8], at: usize) -> Option<u32> {
 pub fn decode_header(bytes: &[u8]) -> Result<SegmentHeader, (bool, String)> {
     let n = SEGMENT_HEADER_BYTES as usize;
     if bytes.len() < n {
-        return Err((true, format!("segment header cut short ({} bytes)", bytes.len())));
+        return Err((
+            true,
+            format!("segment header cut short ({} bytes)", bytes.len()),
+        ));
     }
     let stored_crc = be_u32(bytes, n - 4).unwrap_or(0);
     if crc32fast::hash(&bytes[..n - 4]) != stored_crc {
@@ -80,18 +82,28 @@ pub fn decode_header(bytes: &[u8]) -> Result<SegmentHeader, (bool, String)> {
     }
     let version = u16::from_be_bytes([bytes[4], bytes[5]]);
     if version != COMMITLOG_FORMAT_VERSION {
-        return Err((false, format!("unsupported commitlog format version {version}")));
+        return Err((
+            false,
+            format!("unsupported commitlog format version {version}"),
+        ));
     }
     let encoding_version = bytes[6];
     if encoding_version != PARTITION_ENCODING_VERSION {
-        return Err((false, format!("unsupported partition encoding version {encoding_version}")));
+        return Err((
+            false,
+            format!("unsupported partition encoding version {encoding_version}"),
+        ));
     }
     if bytes[7] != 0 {
         return Err((false, format!("unknown segment flags {:#04x}", bytes[7])));
     }
     let mut id = [0u8; 8];
     id.copy_from_slice(&bytes[8..16]);
-    Ok(SegmentHeader { version, encoding_version, id: u64::from_be_bytes(id) })
+    Ok(SegmentHeader {
+        version,
+        encoding_version,
+        id: u64::from_be_bytes(id),
+    })
 }
 
 /// A whole framed entry: header, payload, trailer.
@@ -123,7 +135,10 @@ pub fn decode_payload_head(payload: &[u8]) -> Result<(TableId, PartitionKey, Rea
     let mut token = [0u8; 8];
     token.copy_from_slice(&head[16..24]);
     let key = r.bytes().map_err(|e| format!("partition key: {e}"))?;
-    let key = PartitionKey { token: i64::from_be_bytes(token), key };
+    let key = PartitionKey {
+        token: i64::from_be_bytes(token),
+        key,
+    };
     Ok((u128::from_be_bytes(id), key, r))
 }
 
@@ -170,13 +185,18 @@ fn step(bytes: &[u8], at: usize) -> Step<'_> {
     let start = at + ENTRY_HEADER_BYTES as usize;
     let end = start.saturating_add(len);
     let Some(stored) = end.checked_add(4).and_then(|_| be_u32(bytes, end)) else {
-        return Step::Bad(format!("entry of {len} bytes cut short ({left} bytes left)"));
+        return Step::Bad(format!(
+            "entry of {len} bytes cut short ({left} bytes left)"
+        ));
     };
     let payload = &bytes[start..end];
     if crc32fast::hash(payload) != stored {
         return Step::Bad("entry checksum mismatch".into());
     }
-    Step::Entry { payload, next: end + ENTRY_TRAILER_BYTES as usize }
+    Step::Entry {
+        payload,
+        next: end + ENTRY_TRAILER_BYTES as usize,
+    }
 }
 
 /// Whether an intact entry starts anywhere after `from` (a resync scan,
@@ -188,7 +208,10 @@ fn intact_entry_after(bytes: &[u8], from: usize) -> Option<usize> {
 /// Walks the entries of a segment image from `*pos` (which starts at
 /// [`SEGMENT_HEADER_BYTES`]): each call returns the next payload and its
 /// offset, `Ok(None)` at a clean end, or `Err` where the walk stops.
-pub fn next_entry<'a>(bytes: &'a [u8], pos: &mut usize) -> Result<Option<(u64, &'a [u8])>, ScanStop> {
+pub fn next_entry<'a>(
+    bytes: &'a [u8],
+    pos: &mut usize,
+) -> Result<Option<(u64, &'a [u8])>, ScanStop> {
     let at = *pos;
     match step(bytes, at) {
         Step::End => Ok(None),
@@ -202,7 +225,11 @@ pub fn next_entry<'a>(bytes: &'a [u8], pos: &mut usize) -> Result<Option<(u64, &
                 Some(o) => format!("{reason}; intact entries follow at offset {o}"),
                 None => reason,
             };
-            Err(ScanStop { offset: at as u64, torn: after.is_none(), reason })
+            Err(ScanStop {
+                offset: at as u64,
+                torn: after.is_none(),
+                reason,
+            })
         }
     }
 }
@@ -212,11 +239,13 @@ mod tests {
     use super::*;
     use crate::cell::Cell;
     use crate::row::Row;
+    use bytes::Bytes;
 
     pub(crate) fn sample_partition(value: &[u8]) -> Partition {
         let mut p = Partition::default();
         let mut row = Row::default();
-        row.cells.insert((1, None), Cell::live(7, Bytes::copy_from_slice(value)));
+        row.cells
+            .insert((1, None), Cell::live(7, Bytes::copy_from_slice(value)));
         p.static_row = Some(row);
         p
     }
@@ -226,7 +255,12 @@ mod tests {
         let name = segment_file_name(1234);
         assert_eq!(name, "CommitLog-1-1234.log");
         assert_eq!(parse_segment_file_name(&name), Some((1, 1234)));
-        for bad in ["CommitLog-1-x.log", "CommitLog-1.log", "foo", "CommitLog-1-2.log.tmp"] {
+        for bad in [
+            "CommitLog-1-x.log",
+            "CommitLog-1.log",
+            "foo",
+            "CommitLog-1-2.log.tmp",
+        ] {
             assert_eq!(parse_segment_file_name(bad), None, "{bad}");
         }
     }
@@ -246,7 +280,10 @@ mod tests {
 
     #[test]
     fn the_smallest_entry_is_the_minimum_payload() {
-        let key = PartitionKey { token: 0, key: Bytes::new() };
+        let key = PartitionKey {
+            token: 0,
+            key: Bytes::new(),
+        };
         let e = encode_entry(1, &key, &Partition::default());
         assert_eq!(e.len() as u64, ENTRY_OVERHEAD_BYTES + MIN_PAYLOAD_BYTES);
     }

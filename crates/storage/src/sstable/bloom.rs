@@ -36,7 +36,11 @@ impl BloomFilter {
     /// An empty filter for `keys` keys at `fp_chance`.
     pub fn with_capacity(keys: u64, fp_chance: f64) -> Self {
         if fp_chance >= 1.0 || keys == 0 {
-            return BloomFilter { hashes: 0, bits: 0, words: Vec::new() };
+            return BloomFilter {
+                hashes: 0,
+                bits: 0,
+                words: Vec::new(),
+            };
         }
         let p = fp_chance.max(1e-12);
         let ln2 = std::f64::consts::LN_2;
@@ -111,7 +115,11 @@ impl BloomFilter {
                 u64::from_le_bytes(a)
             })
             .collect();
-        Ok(BloomFilter { hashes, bits, words })
+        Ok(BloomFilter {
+            hashes,
+            bits,
+            words,
+        })
     }
 }
 

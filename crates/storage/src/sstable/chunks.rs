@@ -73,13 +73,15 @@ impl ChunkWriter {
         match self.compression {
             Compression::None => self.scratch.extend_from_slice(&self.pending),
             Compression::Lz4 => {
-                self.scratch.extend_from_slice(&lz4_flex::block::compress(&self.pending));
+                self.scratch
+                    .extend_from_slice(&lz4_flex::block::compress(&self.pending));
             }
         }
         let crc = crc32fast::hash(&self.scratch);
         self.scratch.extend_from_slice(&crc.to_be_bytes());
         self.offsets.push(self.start + self.written);
-        file.write_all(&self.scratch).map_err(|e| Error::io(path, e))?;
+        file.write_all(&self.scratch)
+            .map_err(|e| Error::io(path, e))?;
         self.crc.update(&self.scratch);
         self.written += self.scratch.len() as u64;
         self.pending.clear();
@@ -88,7 +90,11 @@ impl ChunkWriter {
 
     /// Writes the last chunk; returns the data section, the chunk offset
     /// table's bytes and the stream length.
-    pub fn finish(mut self, file: &mut dyn WriteFile, path: &Path) -> Result<(Section, Vec<u8>, u64)> {
+    pub fn finish(
+        mut self,
+        file: &mut dyn WriteFile,
+        path: &Path,
+    ) -> Result<(Section, Vec<u8>, u64)> {
         self.flush_chunk(file, path)?;
         let data = Section {
             offset: self.start,
@@ -131,7 +137,7 @@ impl ChunkReader {
         crc_check_chance: f64,
     ) -> std::result::Result<Self, &'static str> {
         let count = uncompressed_len.div_ceil(chunk_length.max(1));
-        if table.len() < 8 || (table.len() as u64 - 8) / 8 != count || table.len() % 8 != 0 {
+        if Some(table.len() as u64) != count.checked_mul(8).and_then(|n| n.checked_add(8)) {
             return Err("chunk offset table does not match the stream length");
         }
         if u64::from_be_bytes(table[..8].try_into().map_err(|_| "short table")?) != count {
@@ -145,7 +151,10 @@ impl ChunkReader {
         if bounds[0] != data.offset {
             return Err("first chunk does not start the data section");
         }
-        if bounds.windows(2).any(|w| w[1] < w[0].saturating_add(CHUNK_CRC_LEN + 1)) {
+        if bounds
+            .windows(2)
+            .any(|w| w[1] < w[0].saturating_add(CHUNK_CRC_LEN + 1))
+        {
             return Err("chunk offsets out of order");
         }
         Ok(ChunkReader {
@@ -155,17 +164,17 @@ impl ChunkReader {
             chunk_length,
             uncompressed_len,
             bounds,
-            crc_check_chance,
+            crc_check_chance: if crc_check_chance.is_nan() {
+                1.0
+            } else {
+                crc_check_chance
+            },
             sampler: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
         })
     }
 
     pub fn uncompressed_len(&self) -> u64 {
         self.uncompressed_len
-    }
-
-    pub fn chunk_count(&self) -> u64 {
-        self.bounds.len() as u64 - 1
     }
 
     /// The file offset of chunk `i` (for error messages).
@@ -186,7 +195,9 @@ impl ChunkReader {
         if self.crc_check_chance <= 0.0 {
             return false;
         }
-        let mut z = self.sampler.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+        let mut z = self
+            .sampler
+            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
@@ -199,14 +210,20 @@ impl ChunkReader {
 
     /// The uncompressed bytes of chunk `i`.
     pub fn read_chunk(&self, i: u64) -> Result<Vec<u8>> {
-        let (Some(&start), Some(&end)) = (self.bounds.get(i as usize), self.bounds.get(i as usize + 1)) else {
+        let (Some(&start), Some(&end)) =
+            (self.bounds.get(i as usize), self.bounds.get(i as usize + 1))
+        else {
             return Err(self.corrupt(i, format!("chunk {i} does not exist")));
         };
-        let expected = self.chunk_length.min(self.uncompressed_len - i * self.chunk_length);
+        let expected = self
+            .chunk_length
+            .min(self.uncompressed_len - i * self.chunk_length);
         let stored_len = end - start - CHUNK_CRC_LEN;
         let plausible = match self.compression {
             Compression::None => stored_len == expected,
-            Compression::Lz4 => expected <= stored_len.saturating_mul(LZ4_MAX_RATIO).saturating_add(16),
+            Compression::Lz4 => {
+                expected <= stored_len.saturating_mul(LZ4_MAX_RATIO).saturating_add(16)
+            }
         };
         if !plausible {
             return Err(self.corrupt(i, format!("chunk {i} has an impossible length")));
@@ -231,7 +248,9 @@ impl ChunkReader {
                 let mut out = vec![0u8; expected as usize];
                 match lz4_flex::block::decompress_into(body, &mut out) {
                     Ok(n) if n as u64 == expected => Ok(out),
-                    Ok(_) => Err(self.corrupt(i, format!("chunk {i} decompressed to the wrong length"))),
+                    Ok(_) => {
+                        Err(self.corrupt(i, format!("chunk {i} decompressed to the wrong length")))
+                    }
                     Err(e) => Err(self.corrupt(i, format!("chunk {i} does not decompress: {e}"))),
                 }
             }
@@ -241,6 +260,12 @@ impl ChunkReader {
     /// Stream bytes `[pos, pos + len)`, read chunk by chunk (the buffer
     /// grows with what is actually read, never from `len` alone).
     pub fn read_range(&self, pos: u64, len: u64) -> Result<Vec<u8>> {
+        self.read_range_cached(&mut None, pos, len)
+    }
+
+    /// Like [`ChunkReader::read_range`], reusing the last chunk read
+    /// (`cache` holds its index and bytes) for sequential reads.
+    pub fn read_range_cached(&self, cache: &mut ChunkCache, pos: u64, len: u64) -> Result<Vec<u8>> {
         let end = pos.checked_add(len).filter(|e| *e <= self.uncompressed_len);
         let Some(end) = end else {
             return Err(self.corrupt(self.chunk_of(pos), "range past the end of the data"));
@@ -249,18 +274,23 @@ impl ChunkReader {
         let mut at = pos;
         while at < end {
             let i = self.chunk_of(at);
-            let chunk = self.read_chunk(i)?;
+            if cache.as_ref().is_none_or(|(ci, _)| *ci != i) {
+                *cache = Some((i, self.read_chunk(i)?));
+            }
+            let chunk = cache.as_ref().map_or(&[][..], |(_, c)| &c[..]);
             let from = (at - i * self.chunk_length) as usize;
             let to = ((end - i * self.chunk_length) as usize).min(chunk.len());
-            let Some(part) = chunk.get(from..to) else {
-                return Err(self.corrupt(i, "chunk shorter than expected"));
-            };
-            out.extend_from_slice(part);
-            at += part.len() as u64;
-            if part.is_empty() {
-                return Err(self.corrupt(i, "empty chunk"));
+            match chunk.get(from..to) {
+                Some(part) if !part.is_empty() => {
+                    out.extend_from_slice(part);
+                    at += part.len() as u64;
+                }
+                _ => return Err(self.corrupt(i, "chunk shorter than expected")),
             }
         }
         Ok(out)
     }
 }
+
+/// The last chunk read by a sequential reader: its index and bytes.
+pub type ChunkCache = Option<(u64, Vec<u8>)>;

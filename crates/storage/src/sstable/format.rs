@@ -230,12 +230,19 @@ impl Footer {
             if s.offset != at {
                 return Err("sections do not tile the file");
             }
-            at = s.offset.checked_add(s.len).ok_or("section length overflows")?;
+            at = s
+                .offset
+                .checked_add(s.len)
+                .ok_or("section length overflows")?;
         }
         if Some(at) != file_len.checked_sub(FOOTER_LEN) {
             return Err("sections do not end at the footer");
         }
-        check_limit(self.chunk_offsets.len, MAX_CHUNK_OFFSETS_LEN, "chunk offset table too large")?;
+        check_limit(
+            self.chunk_offsets.len,
+            MAX_CHUNK_OFFSETS_LEN,
+            "chunk offset table too large",
+        )?;
         check_limit(self.summary.len, MAX_SUMMARY_LEN, "summary too large")?;
         check_limit(self.bloom.len, MAX_BLOOM_LEN, "bloom filter too large")?;
         check_limit(self.stats.len, MAX_STATS_LEN, "statistics too large")?;
@@ -290,7 +297,11 @@ mod tests {
     fn sample(file_len: u64) -> Footer {
         let mut at = HEADER_LEN;
         let mut next = |len: u64| {
-            let s = Section { offset: at, len, crc: len as u32 };
+            let s = Section {
+                offset: at,
+                len,
+                crc: len as u32,
+            };
             at += len;
             s
         };
@@ -337,7 +348,10 @@ mod tests {
         let file_len = HEADER_LEN + 206 + stats_len + FOOTER_LEN;
         assert!(sample(file_len).validate_layout(file_len).is_ok());
         let file_len = file_len + 1;
-        assert_eq!(sample(file_len).validate_layout(file_len), Err("statistics too large"));
+        assert_eq!(
+            sample(file_len).validate_layout(file_len),
+            Err("statistics too large")
+        );
         assert!(check_limit(MAX_BLOOM_LEN, MAX_BLOOM_LEN, "x").is_ok());
         assert!(check_limit(MAX_BLOOM_LEN + 1, MAX_BLOOM_LEN, "x").is_err());
     }

@@ -34,7 +34,10 @@ pub fn size_bucket_bounds() -> Vec<u64> {
     let mut last = 1u64;
     bounds.push(last);
     while bounds.len() < SIZE_BUCKETS {
-        let next = last.saturating_mul(6).div_ceil(5).max(last.saturating_add(1));
+        let next = last
+            .saturating_mul(6)
+            .div_ceil(5)
+            .max(last.saturating_add(1));
         bounds.push(next);
         last = next;
     }
@@ -49,7 +52,9 @@ pub struct SizeHistogram {
 
 impl Default for SizeHistogram {
     fn default() -> Self {
-        SizeHistogram { counts: vec![0; SIZE_BUCKETS + 1] }
+        SizeHistogram {
+            counts: vec![0; SIZE_BUCKETS + 1],
+        }
     }
 }
 
@@ -62,7 +67,7 @@ impl SizeHistogram {
     }
 
     pub fn total(&self) -> u64 {
-        self.counts.iter().sum()
+        self.counts.iter().fold(0u64, |a, c| a.saturating_add(*c))
     }
 
     /// The bucket bound at or above the `q`-quantile (0.0..=1.0);
@@ -76,7 +81,7 @@ impl SizeHistogram {
         let bounds = size_bucket_bounds();
         let mut seen = 0;
         for (i, c) in self.counts.iter().enumerate() {
-            seen += c;
+            seen = c.saturating_add(seen);
             if seen >= want {
                 return bounds.get(i).copied().unwrap_or(u64::MAX);
             }
@@ -131,7 +136,7 @@ impl DropTimeHistogram {
     }
 
     pub fn total(&self) -> u64 {
-        self.bins.values().sum()
+        self.bins.values().fold(0u64, |a, c| a.saturating_add(*c))
     }
 
     /// Records one drop time (seconds).
@@ -147,7 +152,8 @@ impl DropTimeHistogram {
     }
 
     fn add_point(&mut self, point: i64, count: u64) {
-        *self.bins.entry(point).or_insert(0) += count;
+        let slot = self.bins.entry(point).or_insert(0);
+        *slot = slot.saturating_add(count);
         while self.bins.len() > self.max_bins {
             self.merge_closest();
         }
@@ -155,11 +161,11 @@ impl DropTimeHistogram {
 
     /// Replaces the two adjacent bins closest together by one.
     fn merge_closest(&mut self) {
-        let mut best: Option<(i64, i64, i64)> = None;
+        let mut best: Option<(i128, i64, i64)> = None;
         let mut prev: Option<i64> = None;
         for p in self.bins.keys() {
             if let Some(q) = prev {
-                let gap = p - q;
+                let gap = *p as i128 - q as i128;
                 if best.is_none_or(|(g, _, _)| gap < g) {
                     best = Some((gap, q, *p));
                 }
@@ -169,14 +175,19 @@ impl DropTimeHistogram {
         let Some((_, a, b)) = best else { return };
         let ca = self.bins.remove(&a).unwrap_or(0);
         let cb = self.bins.remove(&b).unwrap_or(0);
-        let total = ca + cb;
-        let mean = if total == 0 {
-            a
-        } else {
-            let sum = a as i128 * ca as i128 + b as i128 * cb as i128;
-            (sum / total as i128) as i64
+        let total = ca.saturating_add(cb);
+        // The weighted mean lies between a and b; on (forged) counts too
+        // large for i128, fall back to the midpoint.
+        let weighted = (a as i128)
+            .checked_mul(ca as i128)
+            .zip((b as i128).checked_mul(cb as i128))
+            .and_then(|(x, y)| x.checked_add(y));
+        let mean = match weighted {
+            Some(sum) if total > 0 => (sum / total as i128) as i64,
+            _ => a / 2 + b / 2,
         };
-        *self.bins.entry(mean).or_insert(0) += total;
+        let slot = self.bins.entry(mean).or_insert(0);
+        *slot = slot.saturating_add(total);
     }
 
     /// Adds every bin of `other` (for merging the statistics of inputs).
@@ -190,7 +201,9 @@ impl DropTimeHistogram {
     pub fn sum(&self, seconds: i64) -> f64 {
         let bins: Vec<(f64, f64)> = self.bins().map(|(p, c)| (p as f64, c as f64)).collect();
         let b = seconds as f64;
-        let Some(first) = bins.first() else { return 0.0 };
+        let Some(first) = bins.first() else {
+            return 0.0;
+        };
         if b < first.0 {
             return 0.0;
         }
@@ -275,7 +288,10 @@ mod tests {
         assert_eq!(h.sum(i64::MAX), 10_000.0);
         let mut out = Vec::new();
         h.encode(&mut out);
-        assert_eq!(DropTimeHistogram::decode(&mut Reader::new(&out)).unwrap(), h);
+        assert_eq!(
+            DropTimeHistogram::decode(&mut Reader::new(&out)).unwrap(),
+            h
+        );
     }
 
     #[test]

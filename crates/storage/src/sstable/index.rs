@@ -30,7 +30,10 @@ pub struct IndexEntry<'a> {
 
 impl IndexEntry<'_> {
     pub fn partition_key(&self) -> PartitionKey {
-        PartitionKey { token: self.token, key: Bytes::copy_from_slice(self.key) }
+        PartitionKey {
+            token: self.token,
+            key: Bytes::copy_from_slice(self.key),
+        }
     }
 
     /// Orders the entry against a key, as (token, key bytes).
@@ -85,7 +88,9 @@ impl IndexWriter {
     }
 
     fn close_block(&mut self) {
-        let Some(first) = self.block_first.take() else { return };
+        let Some(first) = self.block_first.take() else {
+            return;
+        };
         let start = self.index.len();
         put_varint(&mut self.index, self.block_count as u64);
         self.index.extend_from_slice(&self.block);
@@ -128,10 +133,13 @@ pub fn decode_summary(bytes: &[u8], index_len: u64) -> Result<Vec<SummaryEntry>,
     let mut at = 0u64;
     for _ in 0..n {
         let (token, key) = get_key(&mut r).map_err(bad)?;
-        let first = PartitionKey { token, key: Bytes::copy_from_slice(key) };
+        let first = PartitionKey {
+            token,
+            key: Bytes::copy_from_slice(key),
+        };
         let offset = get_u64(&mut r).map_err(bad)?;
         let len = get_u32(&mut r).map_err(bad)? as u64;
-        if offset != at || len < 5 || len > MAX_INDEX_BLOCK_LEN {
+        if offset != at || !(5..=MAX_INDEX_BLOCK_LEN).contains(&len) {
             return Err("summary blocks do not tile the index");
         }
         if out.last().is_some_and(|p| p.first >= first) {
@@ -168,8 +176,16 @@ pub fn decode_block(block: &[u8]) -> Result<Vec<IndexEntry<'_>>, &'static str> {
     let mut out: Vec<IndexEntry> = Vec::with_capacity(n as usize);
     for _ in 0..n {
         let (token, key) = get_key(&mut r).map_err(bad)?;
-        let e = IndexEntry { token, key, position: r.varint().map_err(bad)?, len: r.varint().map_err(bad)? };
-        if out.last().is_some_and(|p| (p.token, p.key) >= (e.token, e.key)) {
+        let e = IndexEntry {
+            token,
+            key,
+            position: r.varint().map_err(bad)?,
+            len: r.varint().map_err(bad)?,
+        };
+        if out
+            .last()
+            .is_some_and(|p| (p.token, p.key) >= (e.token, e.key))
+        {
             return Err("index keys out of order");
         }
         out.push(e);
@@ -185,7 +201,10 @@ mod tests {
     use super::*;
 
     fn key(i: u32) -> PartitionKey {
-        PartitionKey { token: i as i64, key: Bytes::from(format!("k{i}")) }
+        PartitionKey {
+            token: i as i64,
+            key: Bytes::from(format!("k{i}")),
+        }
     }
 
     #[test]
@@ -209,5 +228,19 @@ mod tests {
             bad[i] ^= 1;
             assert!(decode_block(&bad).is_err(), "flip at {i}");
         }
+    }
+
+    #[test]
+    fn block_length_limit_holds_at_n_and_fails_at_n_plus_one() {
+        let summary = |len: u32| {
+            let mut out = 1u64.to_be_bytes().to_vec();
+            put_key(&mut out, 1, b"k");
+            out.extend_from_slice(&0u64.to_be_bytes());
+            out.extend_from_slice(&len.to_be_bytes());
+            out
+        };
+        let n = MAX_INDEX_BLOCK_LEN as u32;
+        assert!(decode_summary(&summary(n), n as u64).is_ok());
+        assert!(decode_summary(&summary(n + 1), n as u64 + 1).is_err());
     }
 }

@@ -181,7 +181,9 @@ impl StatsCollector {
         for r in p.rows.values() {
             self.row(r);
         }
-        if let (Some((first, _)), Some((last, _))) = (p.rows.first_key_value(), p.rows.last_key_value()) {
+        if let (Some((first, _)), Some((last, _))) =
+            (p.rows.first_key_value(), p.rows.last_key_value())
+        {
             self.clustering(first);
             self.clustering(last);
         }
@@ -225,7 +227,10 @@ fn get_opt_key(r: &mut Reader) -> Result<Option<PartitionKey>, &'static str> {
         0 => Ok(None),
         1 => {
             let (token, key) = get_key(r).map_err(|_| "truncated statistics")?;
-            Ok(Some(PartitionKey { token, key: Bytes::copy_from_slice(key) }))
+            Ok(Some(PartitionKey {
+                token,
+                key: Bytes::copy_from_slice(key),
+            }))
         }
         _ => Err("bad key flag in statistics"),
     }
@@ -276,12 +281,23 @@ fn get_opt_clustering(
 /// The stats section's bytes (see docs/format/sstable.md).
 pub fn encode_stats(s: &SstableStats) -> Vec<u8> {
     let mut out = Vec::new();
-    for v in [s.partition_count, s.row_count, s.cell_count, s.tombstone_count, s.expiring_count] {
+    for v in [
+        s.partition_count,
+        s.row_count,
+        s.cell_count,
+        s.tombstone_count,
+        s.expiring_count,
+    ] {
         out.extend_from_slice(&v.to_be_bytes());
     }
     out.extend_from_slice(&s.min_timestamp.to_be_bytes());
     out.extend_from_slice(&s.max_timestamp.to_be_bytes());
-    for v in [s.min_local_deletion_time, s.max_local_deletion_time, s.min_ttl, s.max_ttl] {
+    for v in [
+        s.min_local_deletion_time,
+        s.max_local_deletion_time,
+        s.min_ttl,
+        s.max_ttl,
+    ] {
         out.extend_from_slice(&v.to_be_bytes());
     }
     out.extend_from_slice(&s.uncompressed_len.to_be_bytes());
@@ -296,7 +312,10 @@ pub fn encode_stats(s: &SstableStats) -> Vec<u8> {
 }
 
 /// Parses the stats section; every byte must be used.
-pub fn decode_stats(bytes: &[u8], cmp: &Arc<ClusteringComparator>) -> Result<SstableStats, &'static str> {
+pub fn decode_stats(
+    bytes: &[u8],
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<SstableStats, &'static str> {
     let mut r = Reader::new(bytes);
     let bad = |_| "truncated statistics";
     let mut counts = [0u64; 5];

@@ -1,0 +1,346 @@
+//! Appending: callers serialize their entry, reserve a position under one
+//! short lock, and queue the bytes; a single background thread writes the
+//! queue and fsyncs it according to the [`SyncMode`], then completes the
+//! tickets of the appends that wait (batch and group modes, or periodic
+//! mode while the disk is failing). Concurrent appends therefore share one
+//! write and one fsync ("group commit").
+//!
+//! When a write or fsync fails (a full disk), the segment being written is
+//! abandoned: every append queued for it fails, and the next append starts
+//! a new segment. Nothing synced before is touched, so nothing acknowledged
+//! is lost; what was partly written stays as a torn tail of that segment.
+
+use super::position::Position;
+use super::replay::ScannedSegment;
+use super::segment::{encode_entry, encode_header, segment_file_name, SEGMENT_HEADER_BYTES};
+use super::{CommitLogConfig, SyncMode, SYNC_LAG_BLOCK_TENTHS};
+use crate::engine::{PartitionKey, TableId};
+use crate::error::{Error, Result};
+use crate::fs::Fs;
+use crate::partition::Partition;
+use parking_lot::{Condvar, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// An error that can be handed to many waiters.
+pub(super) type SharedError = (io::ErrorKind, String);
+
+fn to_io(e: &SharedError) -> io::Error {
+    io::Error::new(e.0, e.1.clone())
+}
+
+/// What one waiting append (or sync request) learns when its round ends.
+pub(super) struct Ticket {
+    done: Mutex<Option<std::result::Result<(), SharedError>>>,
+    cv: Condvar,
+}
+
+impl Ticket {
+    fn new() -> Arc<Ticket> {
+        Arc::new(Ticket {
+            done: Mutex::new(None),
+            cv: Condvar::new(),
+        })
+    }
+
+    pub(super) fn complete(&self, r: std::result::Result<(), SharedError>) {
+        *self.done.lock() = Some(r);
+        self.cv.notify_all();
+    }
+
+    fn wait(&self) -> std::result::Result<(), SharedError> {
+        let mut done = self.done.lock();
+        loop {
+            if let Some(r) = done.as_ref() {
+                return r.clone();
+            }
+            self.cv.wait(&mut done);
+        }
+    }
+}
+
+/// Bytes queued for one segment, and who waits for them.
+pub(super) struct Chunk {
+    pub segment: u64,
+    pub bytes: Vec<u8>,
+    pub tickets: Vec<Arc<Ticket>>,
+    /// Holds entries already acknowledged (periodic mode, no ticket).
+    pub acknowledged: bool,
+}
+
+/// What the log knows of one segment file.
+pub(super) struct SegmentState {
+    pub path: PathBuf,
+    /// Tables with unflushed data here, and the position of their last entry.
+    pub dirty: HashMap<TableId, Position>,
+    /// Bytes written or queued.
+    pub bytes: u64,
+    /// No longer written to (synced and left behind, abandoned, or found at
+    /// open): it may be deleted once clean.
+    pub closed: bool,
+}
+
+pub(super) struct Inner {
+    /// The segment appends go to, and its length including queued bytes.
+    pub active: Option<(u64, u64)>,
+    next_id: u64,
+    /// Start a new segment at the next append (the active one failed).
+    pub force_roll: bool,
+    pub pending: Vec<Chunk>,
+    pub sync_tickets: Vec<Arc<Ticket>>,
+    pub segments: BTreeMap<u64, SegmentState>,
+    /// Periodic mode: when the last sync succeeded, and a counter bumped by
+    /// every sync attempt (blocked appends wait for it to move).
+    pub last_sync: Instant,
+    pub sync_attempts: u64,
+    /// Periodic mode: the last write failed; appends wait for their write.
+    pub failing: bool,
+    /// A failed write lost appends already acknowledged (periodic mode):
+    /// the next [`sync_now`] reports it.
+    pub unreported_error: Option<SharedError>,
+    pub shutdown: bool,
+    pub final_error: Option<SharedError>,
+}
+
+impl Inner {
+    pub fn current_position(&self) -> Position {
+        match self.active {
+            Some((id, len)) => Position::new(id, len),
+            None => Position::new(self.next_id, SEGMENT_HEADER_BYTES),
+        }
+    }
+
+    /// Reserves `size` bytes, starting a new segment when they do not fit.
+    fn allocate(&mut self, size: u64, config: &CommitLogConfig, dir: &std::path::Path) -> Position {
+        let fits = |len: u64| len + size <= config.segment_size_bytes;
+        match self.active {
+            Some((id, len)) if !self.force_roll && fits(len) => {
+                self.active = Some((id, len + size));
+                Position::new(id, len)
+            }
+            _ => {
+                self.force_roll = false;
+                let id = self.next_id;
+                self.next_id += 1;
+                self.active = Some((id, SEGMENT_HEADER_BYTES + size));
+                self.segments.insert(
+                    id,
+                    SegmentState {
+                        path: dir.join(segment_file_name(id)),
+                        dirty: HashMap::new(),
+                        bytes: SEGMENT_HEADER_BYTES,
+                        closed: false,
+                    },
+                );
+                let header = encode_header(id);
+                self.pending.push(Chunk {
+                    segment: id,
+                    bytes: header,
+                    tickets: Vec::new(),
+                    acknowledged: false,
+                });
+                Position::new(id, SEGMENT_HEADER_BYTES)
+            }
+        }
+    }
+
+    fn enqueue(&mut self, segment: u64, bytes: Vec<u8>, ticket: Option<Arc<Ticket>>) {
+        match self.pending.last_mut() {
+            Some(c) if c.segment == segment => c.bytes.extend_from_slice(&bytes),
+            _ => self.pending.push(Chunk {
+                segment,
+                bytes,
+                tickets: Vec::new(),
+                acknowledged: false,
+            }),
+        }
+        if let Some(c) = self.pending.last_mut() {
+            match ticket {
+                Some(t) => c.tickets.push(t),
+                None => c.acknowledged = true,
+            }
+        }
+    }
+
+    /// Removes the segments that are closed and clean; returns their paths.
+    pub fn take_releasable(&mut self) -> Vec<PathBuf> {
+        let active = self.active.map(|(id, _)| id);
+        let ids: Vec<u64> = self
+            .segments
+            .iter()
+            .filter(|(id, s)| s.closed && s.dirty.is_empty() && Some(**id) != active)
+            .map(|(id, _)| *id)
+            .collect();
+        ids.into_iter()
+            .filter_map(|id| self.segments.remove(&id))
+            .map(|s| s.path)
+            .collect()
+    }
+}
+
+pub(super) struct Shared {
+    pub fs: Arc<dyn Fs>,
+    pub dir: PathBuf,
+    pub config: CommitLogConfig,
+    pub inner: Mutex<Inner>,
+    /// Wakes the writer thread.
+    pub work: Condvar,
+    /// Wakes appends blocked on a lagging periodic sync.
+    pub synced: Condvar,
+}
+
+impl Shared {
+    pub fn new(
+        fs: Arc<dyn Fs>,
+        dir: PathBuf,
+        config: CommitLogConfig,
+        scanned: Vec<ScannedSegment>,
+    ) -> Self {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let max_old = scanned.iter().map(|s| s.id).max().unwrap_or(0);
+        let segments = scanned
+            .into_iter()
+            .map(|s| {
+                (
+                    s.id,
+                    SegmentState {
+                        path: s.path,
+                        dirty: s.tables,
+                        bytes: s.bytes,
+                        closed: true,
+                    },
+                )
+            })
+            .collect();
+        let inner = Inner {
+            active: None,
+            next_id: now_ms.max(max_old + 1).max(config.min_segment_id),
+            force_roll: false,
+            pending: Vec::new(),
+            sync_tickets: Vec::new(),
+            segments,
+            last_sync: Instant::now(),
+            sync_attempts: 0,
+            failing: false,
+            unreported_error: None,
+            shutdown: false,
+            final_error: None,
+        };
+        Shared {
+            fs,
+            dir,
+            config,
+            inner: Mutex::new(inner),
+            work: Condvar::new(),
+            synced: Condvar::new(),
+        }
+    }
+
+    fn closed_error(&self) -> Error {
+        Error::io(
+            self.dir.clone(),
+            io::Error::new(io::ErrorKind::BrokenPipe, "the commitlog is shut down"),
+        )
+    }
+}
+
+pub(super) fn append(
+    shared: &Shared,
+    table: TableId,
+    key: &PartitionKey,
+    partition: &Partition,
+) -> Result<Position> {
+    let entry = encode_entry(table, key, partition);
+    let size = entry.len() as u64;
+    let max = shared.config.max_mutation_bytes();
+    if size > max {
+        let msg = format!(
+            "mutation of {size} bytes is larger than the maximum {max} (half a commitlog segment)"
+        );
+        return Err(Error::io(
+            shared.dir.clone(),
+            io::Error::new(io::ErrorKind::InvalidInput, msg),
+        ));
+    }
+    let mut inner = shared.inner.lock();
+    if inner.shutdown {
+        return Err(shared.closed_error());
+    }
+    let pos = inner.allocate(size, &shared.config, &shared.dir);
+    let periodic = matches!(shared.config.sync, SyncMode::Periodic { .. });
+    let ticket = (!periodic || inner.failing).then(Ticket::new);
+    inner.enqueue(pos.segment_id, entry, ticket.clone());
+    let path = match inner.segments.get_mut(&pos.segment_id) {
+        Some(seg) => {
+            seg.bytes += size;
+            let last = seg.dirty.entry(table).or_insert(pos);
+            *last = (*last).max(pos);
+            seg.path.clone()
+        }
+        None => shared.dir.join(segment_file_name(pos.segment_id)),
+    };
+    shared.work.notify_one();
+    if let (SyncMode::Periodic { period }, None) = (shared.config.sync, &ticket) {
+        let lag_block = period * SYNC_LAG_BLOCK_TENTHS / 10;
+        if inner.last_sync.elapsed() > lag_block {
+            let attempts = inner.sync_attempts;
+            while inner.sync_attempts == attempts && !inner.shutdown {
+                shared.synced.wait(&mut inner);
+            }
+        }
+    }
+    drop(inner);
+    match ticket {
+        Some(t) => t
+            .wait()
+            .map(|()| pos)
+            .map_err(|e| Error::io(path, to_io(&e))),
+        None => Ok(pos),
+    }
+}
+
+pub(super) fn sync_now(shared: &Shared) -> Result<()> {
+    let ticket = Ticket::new();
+    {
+        let mut inner = shared.inner.lock();
+        if inner.shutdown {
+            return Err(shared.closed_error());
+        }
+        inner.sync_tickets.push(ticket.clone());
+    }
+    shared.work.notify_one();
+    ticket
+        .wait()
+        .map_err(|e| Error::io(shared.dir.clone(), to_io(&e)))
+}
+
+pub(super) fn mark_flushed(shared: &Shared, table: TableId, up_to: Position) -> Result<()> {
+    let paths = {
+        let mut inner = shared.inner.lock();
+        for seg in inner.segments.values_mut() {
+            if seg.dirty.get(&table).is_some_and(|last| *last < up_to) {
+                seg.dirty.remove(&table);
+            }
+        }
+        inner.take_releasable()
+    };
+    remove_segments(shared, &paths)
+}
+
+pub(super) fn remove_segments(shared: &Shared, paths: &[PathBuf]) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    for p in paths {
+        shared.fs.remove(p).map_err(|e| Error::io(p.clone(), e))?;
+    }
+    shared
+        .fs
+        .sync_dir(&shared.dir)
+        .map_err(|e| Error::io(shared.dir.clone(), e))
+}

@@ -1,0 +1,418 @@
+//! An open sstable: the footer, summary, bloom filter and statistics in
+//! memory; index blocks and data chunks read on demand with positional
+//! reads, so one [`Sstable`] serves any number of threads.
+//!
+//! Open checks the footer, the header and the CRCs of the chunk offset
+//! table, summary, bloom filter and statistics. Index blocks are checked
+//! whenever read; data chunks with probability `crc_check_chance`.
+
+use crate::clustering::ClusteringComparator;
+use crate::encoding::{decode_partition, Reader};
+use crate::engine::{PartitionKey, TokenBound};
+use crate::error::{Error, Result};
+use crate::fs::{Fs, ReadFile};
+use crate::partition::Partition;
+use crate::sstable::bloom::{key_hash, BloomFilter};
+use crate::sstable::chunks::{ChunkCache, ChunkReader};
+use crate::sstable::format::{
+    check_header, get_key, Footer, Section, FOOTER_LEN, HEADER_LEN, MAX_INDEX_BLOCK_LEN,
+};
+use crate::sstable::index::{decode_block, decode_summary, SummaryEntry};
+use crate::sstable::stats::{decode_stats, SstableStats};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// An open, immutable sstable.
+pub struct Sstable {
+    path: PathBuf,
+    file: Arc<dyn ReadFile>,
+    cmp: Arc<ClusteringComparator>,
+    footer: Footer,
+    size_on_disk: u64,
+    chunks: ChunkReader,
+    summary: Vec<SummaryEntry>,
+    bloom: BloomFilter,
+    stats: SstableStats,
+    bloom_true_positives: AtomicU64,
+    bloom_false_positives: AtomicU64,
+}
+
+impl Sstable {
+    pub fn open(
+        fs: Arc<dyn Fs>,
+        path: &Path,
+        cmp: Arc<ClusteringComparator>,
+        crc_check_chance: f64,
+    ) -> Result<Self> {
+        let file: Arc<dyn ReadFile> =
+            Arc::from(fs.open_read(path).map_err(|e| Error::io(path, e))?);
+        let size = file.len();
+        let corrupt = |offset: u64, reason: &str| Error::corruption(path, offset, reason);
+        let Some(footer_at) = size.checked_sub(FOOTER_LEN).filter(|at| *at >= HEADER_LEN) else {
+            return Err(corrupt(0, "file too short for an sstable"));
+        };
+        let footer_bytes = read_at(&*file, path, footer_at, FOOTER_LEN)?;
+        let footer = Footer::decode(&footer_bytes).map_err(|r| corrupt(footer_at, r))?;
+        footer
+            .validate_layout(size)
+            .map_err(|r| corrupt(footer_at, r))?;
+        let header = read_at(&*file, path, 0, HEADER_LEN)?;
+        check_header(&header, footer.version).map_err(|r| corrupt(0, r))?;
+
+        let table = read_section(&*file, path, &footer.chunk_offsets)?;
+        let chunks = ChunkReader::new(
+            file.clone(),
+            path,
+            footer.compression,
+            footer.chunk_length as u64,
+            footer.uncompressed_len,
+            footer.data,
+            &table,
+            crc_check_chance,
+        )
+        .map_err(|r| corrupt(footer.chunk_offsets.offset, r))?;
+        let summary_bytes = read_section(&*file, path, &footer.summary)?;
+        let summary = decode_summary(&summary_bytes, footer.index.len)
+            .map_err(|r| corrupt(footer.summary.offset, r))?;
+        let bloom_bytes = read_section(&*file, path, &footer.bloom)?;
+        let bloom =
+            BloomFilter::decode(&bloom_bytes).map_err(|r| corrupt(footer.bloom.offset, r))?;
+        let stats_bytes = read_section(&*file, path, &footer.stats)?;
+        let stats =
+            decode_stats(&stats_bytes, &cmp).map_err(|r| corrupt(footer.stats.offset, r))?;
+        if stats.partition_count != footer.partition_count
+            || stats.uncompressed_len != footer.uncompressed_len
+            || stats.compressed_len != footer.data.len
+            || (footer.partition_count == 0) != summary.is_empty()
+        {
+            return Err(corrupt(
+                footer.stats.offset,
+                "statistics disagree with the footer",
+            ));
+        }
+        Ok(Sstable {
+            path: path.to_path_buf(),
+            file,
+            cmp,
+            footer,
+            size_on_disk: size,
+            chunks,
+            summary,
+            bloom,
+            stats,
+            bloom_true_positives: AtomicU64::new(0),
+            bloom_false_positives: AtomicU64::new(0),
+        })
+    }
+
+    pub fn stats(&self) -> &SstableStats {
+        &self.stats
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn size_on_disk(&self) -> u64 {
+        self.size_on_disk
+    }
+
+    /// Bytes of the bloom filter's bit array (for tablestats).
+    pub fn bloom_filter_size(&self) -> usize {
+        self.bloom.size_bytes()
+    }
+
+    /// Reads whose bloom check passed and found the key.
+    pub fn bloom_true_positives(&self) -> u64 {
+        self.bloom_true_positives.load(Ordering::Relaxed)
+    }
+
+    /// Reads whose bloom check passed but did not find the key.
+    pub fn bloom_false_positives(&self) -> u64 {
+        self.bloom_false_positives.load(Ordering::Relaxed)
+    }
+
+    /// False only when the key is certainly absent (bloom filter).
+    pub fn may_contain(&self, key: &PartitionKey) -> bool {
+        self.bloom.may_contain(key_hash(&key.key))
+    }
+
+    fn corrupt(&self, offset: u64, reason: impl Into<String>) -> Error {
+        Error::corruption(&self.path, offset, reason)
+    }
+
+    /// The index block `i` of the summary, CRC-checked.
+    fn read_block(&self, i: usize) -> Result<Vec<u8>> {
+        let Some(e) = self.summary.get(i) else {
+            return Err(self.corrupt(self.footer.index.offset, "index block does not exist"));
+        };
+        let at = self.footer.index.offset + e.offset;
+        debug_assert!(e.len <= MAX_INDEX_BLOCK_LEN);
+        read_at(&*self.file, &self.path, at, e.len)
+    }
+
+    fn block_entries<'a>(
+        &self,
+        i: usize,
+        block: &'a [u8],
+    ) -> Result<Vec<crate::sstable::index::IndexEntry<'a>>> {
+        let at = self.footer.index.offset + self.summary.get(i).map_or(0, |e| e.offset);
+        decode_block(block).map_err(|r| self.corrupt(at, r))
+    }
+
+    /// Where the partition's entry lies in the stream, from the index.
+    fn locate(&self, key: &PartitionKey) -> Result<Option<(u64, u64)>> {
+        let i = self.summary.partition_point(|e| e.first <= *key);
+        if i == 0 {
+            return Ok(None);
+        }
+        let block = self.read_block(i - 1)?;
+        let entries = self.block_entries(i - 1, &block)?;
+        Ok(entries
+            .binary_search_by(|e| e.cmp_key(key))
+            .ok()
+            .and_then(|j| entries.get(j))
+            .map(|e| (e.position, e.len)))
+    }
+
+    /// The stored partition, or `None` when the sstable does not hold it.
+    pub fn read_partition(&self, key: &PartitionKey) -> Result<Option<Partition>> {
+        if !self.may_contain(key) {
+            return Ok(None);
+        }
+        let found = self.locate(key)?;
+        let counter = if found.is_some() {
+            &self.bloom_true_positives
+        } else {
+            &self.bloom_false_positives
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let Some((position, len)) = found else {
+            return Ok(None);
+        };
+        let bytes = self.chunks.read_range(position, len)?;
+        let (got, partition) = self.decode_entry(position, &bytes)?;
+        if got != *key {
+            return Err(self.corrupt(
+                self.entry_offset(position),
+                "index points at another partition",
+            ));
+        }
+        Ok(Some(partition))
+    }
+
+    /// The file offset of the chunk holding stream position `pos`.
+    fn entry_offset(&self, pos: u64) -> u64 {
+        self.chunks.chunk_offset(self.chunks.chunk_of(pos))
+    }
+
+    /// Decodes one whole stream entry (key and partition).
+    fn decode_entry(&self, position: u64, bytes: &[u8]) -> Result<(PartitionKey, Partition)> {
+        let bad = |what: &str| {
+            self.corrupt(
+                self.entry_offset(position),
+                format!("{what} in the partition at stream position {position}"),
+            )
+        };
+        let mut r = Reader::new(bytes);
+        let (token, key) = get_key(&mut r).map_err(|e| bad(e.what))?;
+        let key = PartitionKey {
+            token,
+            key: bytes::Bytes::copy_from_slice(key),
+        };
+        let body_len = r.varint().map_err(|e| bad(e.what))?;
+        if body_len != (bytes.len() - r.position()) as u64 {
+            return Err(bad("entry length disagrees with the index"));
+        }
+        let partition = decode_partition(&mut r, &self.cmp).map_err(|e| bad(e.what))?;
+        if !r.is_empty() {
+            return Err(bad("trailing bytes"));
+        }
+        Ok((key, partition))
+    }
+
+    /// Up to `limit` partition keys between `start` and `end`, in order.
+    pub fn keys(
+        &self,
+        start: &TokenBound,
+        end: &TokenBound,
+        limit: usize,
+    ) -> Result<Vec<PartitionKey>> {
+        let mut out = Vec::new();
+        let first = self
+            .summary
+            .partition_point(|e| !after_start(start, e.first.token, &e.first.key));
+        for i in first.saturating_sub(1)..self.summary.len() {
+            let block = self.read_block(i)?;
+            for e in self.block_entries(i, &block)? {
+                if out.len() >= limit || !before_end(end, e.token, e.key) {
+                    return Ok(out);
+                }
+                if after_start(start, e.token, e.key) {
+                    out.push(e.partition_key());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Checks the whole file: the data and index sections against their
+    /// CRCs in the footer, then every chunk, index block and partition
+    /// (whatever `crc_check_chance`). For `nodetool verify`-like checks.
+    pub fn verify(&self) -> Result<()> {
+        for section in [&self.footer.data, &self.footer.index] {
+            let mut crc = crc32fast::Hasher::new();
+            let mut at = section.offset;
+            while at < section.end() {
+                let n = (section.end() - at).min(VERIFY_READ_LEN);
+                crc.update(&read_at(&*self.file, &self.path, at, n)?);
+                at += n;
+            }
+            if crc.finalize() != section.crc {
+                return Err(self.corrupt(section.offset, "section checksum mismatch"));
+            }
+        }
+        for item in self.iter()? {
+            item?;
+        }
+        Ok(())
+    }
+
+    /// Every partition in key order (for compaction and verification).
+    pub fn iter(&self) -> Result<SstableIter<'_>> {
+        Ok(SstableIter {
+            sstable: self,
+            block: 0,
+            pending: Vec::new(),
+            cache: None,
+            next_position: 0,
+            seen: 0,
+            failed: false,
+        })
+    }
+}
+
+/// Bytes per read when verifying a whole section.
+const VERIFY_READ_LEN: u64 = 1 << 20;
+
+/// True when a key at (token, key) lies at or after a scan's start.
+fn after_start(b: &TokenBound, token: i64, key: &[u8]) -> bool {
+    match b {
+        TokenBound::Unbounded => true,
+        TokenBound::TokenInclusive(t) => token >= *t,
+        TokenBound::TokenExclusive(t) => token > *t,
+        TokenBound::AfterKey(k) => (token, key) > (k.token, &k.key[..]),
+    }
+}
+
+/// True when a key at (token, key) lies before a scan's end.
+fn before_end(b: &TokenBound, token: i64, key: &[u8]) -> bool {
+    match b {
+        TokenBound::Unbounded => true,
+        TokenBound::TokenInclusive(t) => token <= *t,
+        TokenBound::TokenExclusive(t) => token < *t,
+        TokenBound::AfterKey(k) => (token, key) < (k.token, &k.key[..]),
+    }
+}
+
+fn read_at(file: &dyn ReadFile, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; len as usize];
+    file.read_exact_at(offset, &mut buf)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(buf)
+}
+
+/// A whole section, its CRC checked.
+fn read_section(file: &dyn ReadFile, path: &Path, s: &Section) -> Result<Vec<u8>> {
+    let bytes = read_at(file, path, s.offset, s.len)?;
+    if crc32fast::hash(&bytes) != s.crc {
+        return Err(Error::corruption(
+            path,
+            s.offset,
+            "section checksum mismatch",
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Iterates the partitions of an sstable in order, one index block at a
+/// time. Stops after the first error.
+pub struct SstableIter<'a> {
+    sstable: &'a Sstable,
+    block: usize,
+    pending: Vec<(u64, u64, PartitionKey)>,
+    cache: ChunkCache,
+    /// Where the next entry must start: entries tile the stream.
+    next_position: u64,
+    seen: u64,
+    failed: bool,
+}
+
+impl SstableIter<'_> {
+    fn refill(&mut self) -> Result<()> {
+        let s = self.sstable;
+        let block = s.read_block(self.block)?;
+        let entries = s.block_entries(self.block, &block)?;
+        self.pending = entries
+            .iter()
+            .rev()
+            .map(|e| (e.position, e.len, e.partition_key()))
+            .collect();
+        self.block += 1;
+        Ok(())
+    }
+
+    fn next_entry(&mut self) -> Option<Result<(PartitionKey, Partition)>> {
+        let s = self.sstable;
+        if self.pending.is_empty() {
+            if self.block >= s.summary.len() {
+                if self.next_position != s.chunks.uncompressed_len()
+                    || self.seen != s.footer.partition_count
+                {
+                    let at = s.footer.index.offset;
+                    return Some(Err(s.corrupt(at, "index does not cover the data")));
+                }
+                return None;
+            }
+            if let Err(e) = self.refill() {
+                return Some(Err(e));
+            }
+        }
+        let (position, len, key) = self.pending.pop()?;
+        if position != self.next_position {
+            return Some(Err(s.corrupt(
+                s.entry_offset(position),
+                "index entries do not tile the data",
+            )));
+        }
+        self.next_position = position.saturating_add(len);
+        self.seen += 1;
+        let entry = s
+            .chunks
+            .read_range_cached(&mut self.cache, position, len)
+            .and_then(|bytes| s.decode_entry(position, &bytes));
+        Some(match entry {
+            Ok((got, _)) if got != key => Err(s.corrupt(
+                s.entry_offset(position),
+                "index points at another partition",
+            )),
+            other => other,
+        })
+    }
+}
+
+impl Iterator for SstableIter<'_> {
+    type Item = Result<(PartitionKey, Partition)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let item = self.next_entry();
+        if matches!(item, Some(Err(_))) {
+            self.failed = true;
+        }
+        item
+    }
+}
