@@ -65,11 +65,14 @@ impl From<varve_storage::Error> for QueryError {
             varve_storage::Error::UnknownTable(_) => {
                 QueryError::Invalid(format!("{e} (the table was dropped)"))
             }
-            // A damaged file or a failed disk: the request fails, the node
-            // keeps serving; the message names the file and offset.
-            varve_storage::Error::Corruption { .. } | varve_storage::Error::Io { .. } => {
-                QueryError::Server(e.to_string())
-            }
+            // A damaged file: this read fails (ReadFailure, as Cassandra
+            // reports a corrupt sstable), the node keeps serving; the
+            // message names the file and offset.
+            varve_storage::Error::Corruption { .. } => QueryError::ReadFailure {
+                message: e.to_string(),
+            },
+            // A failing or full disk: the request fails with the reason.
+            varve_storage::Error::Io { .. } => QueryError::Server(e.to_string()),
         }
     }
 }

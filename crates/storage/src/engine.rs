@@ -21,11 +21,14 @@ use crate::partition::Partition;
 use crate::row::ReadStats;
 use crate::sstable::{Sstable, SstableParams, SstableWriter};
 use bytes::Bytes;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// How often the flusher looks at memory and commitlog use unprompted.
+const FLUSHER_IDLE_WAKEUP: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A table's id (its schema UUID as a number).
 pub type TableId = u128;
@@ -115,19 +118,76 @@ struct TableStore {
     flush_lock: Mutex<()>,
 }
 
-/// The node's storage engine.
-pub struct Storage {
+/// The engine's state and operations; [`Storage`] owns one and runs its
+/// background flusher.
+pub struct Engine {
     fs: Arc<dyn Fs>,
     options: Option<StorageOptions>,
     commitlog: Option<CommitLog>,
     tables: RwLock<HashMap<TableId, Arc<TableStore>>>,
     memtable_bytes: AtomicUsize,
     flushes_completed: AtomicU64,
+    /// Wakes the flusher: (work may be due, shutting down).
+    flusher_signal: (Mutex<(bool, bool)>, Condvar),
+}
+
+/// The node's storage engine: the [`Engine`] plus the thread that flushes
+/// memtables in the background when memory or the commitlog fills, so
+/// writes continue during a flush.
+pub struct Storage {
+    engine: Arc<Engine>,
+    flusher: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Default for Storage {
     fn default() -> Self {
         Storage::new()
+    }
+}
+
+impl std::ops::Deref for Storage {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl Storage {
+    /// A storage engine kept entirely in memory (virtual tables, tests).
+    pub fn new() -> Self {
+        Storage {
+            engine: Arc::new(Engine::new()),
+            flusher: None,
+        }
+    }
+
+    /// Opens the durable engine (see [`Engine::open`]) and starts its
+    /// background flusher.
+    pub fn open(options: StorageOptions, tables: Vec<TableDescriptor>) -> Result<Storage> {
+        let engine = Arc::new(Engine::open(options, tables)?);
+        let worker = engine.clone();
+        let flusher = std::thread::Builder::new()
+            .name("memtable-flusher".into())
+            .spawn(move || worker.run_flusher())
+            .map_err(|e| Error::io("memtable-flusher", e))?;
+        Ok(Storage {
+            engine,
+            flusher: Some(flusher),
+        })
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        {
+            let mut signal = self.engine.flusher_signal.0.lock();
+            signal.1 = true;
+        }
+        self.engine.flusher_signal.1.notify_all();
+        if let Some(handle) = self.flusher.take() {
+            let _ = handle.join();
+        }
     }
 }
 
@@ -141,31 +201,33 @@ fn sstable_path(dir: &Path, generation: u64) -> PathBuf {
     dir.join(format!("{generation}.sst"))
 }
 
-impl Storage {
-    /// A storage engine kept entirely in memory (virtual tables, tests).
-    pub fn new() -> Self {
-        Storage {
+impl Engine {
+    /// An engine kept entirely in memory.
+    fn new() -> Self {
+        Engine {
             fs: Arc::new(RealFs),
             options: None,
             commitlog: None,
             tables: RwLock::new(HashMap::new()),
             memtable_bytes: AtomicUsize::new(0),
             flushes_completed: AtomicU64::new(0),
+            flusher_signal: (Mutex::new((false, false)), Condvar::new()),
         }
     }
 
     /// Opens the durable engine: every table's live sstables, then the
     /// commitlog, whose entries not yet in sstables are replayed into
     /// memtables.
-    pub fn open(options: StorageOptions, tables: Vec<TableDescriptor>) -> Result<Storage> {
+    fn open(options: StorageOptions, tables: Vec<TableDescriptor>) -> Result<Engine> {
         let fs = options.fs.clone();
-        let mut storage = Storage {
+        let mut storage = Engine {
             fs: fs.clone(),
             options: Some(options.clone()),
             commitlog: None,
             tables: RwLock::new(HashMap::new()),
             memtable_bytes: AtomicUsize::new(0),
             flushes_completed: AtomicU64::new(0),
+            flusher_signal: (Mutex::new((false, false)), Condvar::new()),
         };
         for desc in tables {
             storage.open_table(desc)?;
@@ -384,11 +446,69 @@ impl Storage {
         }
         let total = self.memtable_bytes.fetch_add(size, Ordering::Relaxed) + size;
         if let Some(o) = &self.options {
-            if total > o.memtable_space_bytes {
+            let log_full = self
+                .commitlog
+                .as_ref()
+                .is_some_and(|c| c.total_bytes() > o.commitlog_total_space_bytes);
+            if total > o.memtable_space_bytes || log_full {
+                self.wake_flusher();
+            }
+            // Back-pressure: past twice the budget the writer helps flush.
+            if total > o.memtable_space_bytes.saturating_mul(2) {
                 self.flush_largest()?;
             }
         }
         Ok(())
+    }
+
+    fn wake_flusher(&self) {
+        let mut signal = self.flusher_signal.0.lock();
+        if !signal.0 {
+            signal.0 = true;
+            self.flusher_signal.1.notify_one();
+        }
+    }
+
+    /// The background flusher: flushes the largest memtables while memory
+    /// is over budget, and every table when the commitlog is over its
+    /// space (so its oldest segments can be released).
+    fn run_flusher(&self) {
+        let Some(options) = self.options.clone() else {
+            return;
+        };
+        loop {
+            {
+                let mut signal = self.flusher_signal.0.lock();
+                if !signal.0 && !signal.1 {
+                    self.flusher_signal
+                        .1
+                        .wait_for(&mut signal, FLUSHER_IDLE_WAKEUP);
+                }
+                if signal.1 {
+                    return;
+                }
+                signal.0 = false;
+            }
+            let mut rounds = 0;
+            while self.memtable_bytes.load(Ordering::Relaxed) > options.memtable_space_bytes
+                && rounds < 64
+            {
+                if let Err(e) = self.flush_largest() {
+                    tracing::error!("background flush failed: {e}");
+                    break;
+                }
+                rounds += 1;
+            }
+            let log_full = self
+                .commitlog
+                .as_ref()
+                .is_some_and(|c| c.total_bytes() > options.commitlog_total_space_bytes);
+            if log_full {
+                if let Err(e) = self.flush_all() {
+                    tracing::error!("flush for commitlog space failed: {e}");
+                }
+            }
+        }
     }
 
     /// Flushes the table with the largest memtable (memory pressure).
