@@ -638,21 +638,34 @@ impl Engine {
         let table = self.table(id)?;
         let (memtables, sstables) = self.sources(&table);
         let mut merged: Option<Partition> = None;
-        let mut add = |p: Partition| match &mut merged {
-            Some(m) => m.merge(p),
-            None => merged = Some(p),
-        };
         for m in &memtables {
             if let Some(p) = m.read(key, slices) {
-                add(p);
+                match &mut merged {
+                    Some(m) => m.merge(p),
+                    None => merged = Some(p),
+                }
             }
         }
+        // Newest sstables first, so that a partition deletion already read
+        // can rule out older sstables without reading them: everything in
+        // an sstable whose max timestamp is at or below the deletion is
+        // shadowed by it.
+        let mut sstables = sstables;
+        sstables.sort_by_key(|s| std::cmp::Reverse(s.stats().max_timestamp));
         for s in &sstables {
+            let shadowed_below = merged.as_ref().map(|m| m.deletion.marked_for_delete_at);
+            if shadowed_below.is_some_and(|d| s.stats().max_timestamp <= d) {
+                continue;
+            }
             if !s.may_contain(key) {
                 continue;
             }
             if let Some(p) = s.read_partition(key)? {
-                add(p.slice(slices));
+                let p = p.slice(slices);
+                match &mut merged {
+                    Some(m) => m.merge(p),
+                    None => merged = Some(p),
+                }
             }
         }
         Ok(merged)
