@@ -202,7 +202,7 @@ CRASH_VARIANTS = {
     # Small segments and a small memtable budget: the kill also lands in the
     # middle of background flushes, segment switches and segment releases.
     "batch-small": (dict(commitlog_sync="batch", commitlog_segment_size="64KiB",
-                         memtable_heap_space="1MiB"),
+                         memtable_heap_space="256KiB"),
                     ["plain", "flush-t", "plain", "kill-in-flush", "plain", "plain"]),
     # SIGKILL keeps the page cache: whatever reached the segment file with
     # write() survives it, fsynced or not. The commitlog-writer thread write()s
@@ -311,6 +311,33 @@ def test_drain_then_restart_replays_nothing(start_varve, tmp_path):
     cluster, s = open_session(node)
     assert {(r.k, r.c): r.v for r in s.execute("SELECT k, c, v FROM dr.t")} == expected
     cluster.shutdown()
+
+
+def segments(node):
+    return {p.name: p.stat().st_size for p in (node.data_dir / "commitlog").glob("CommitLog-*.log")}
+
+
+def test_flushed_commitlog_segments_are_released_after_restart(start_varve, tmp_path):
+    """A segment is released once every memtable it covers is flushed: after a
+    drain nothing is unflushed, so once the restarted node has flushed (a drain
+    again, with no write in between) no segment of before the restart is left.
+    Without that, every restart leaves one more segment behind for good, and each
+    later start reads them all again."""
+    node = start_varve(data_dir=tmp_path / "release")
+    cluster, s = open_session(node)
+    s.execute(KS_CQL.format("rl"))
+    s.execute("CREATE TABLE rl.t (k int PRIMARY KEY, v text)")
+    ins = s.prepare("INSERT INTO rl.t (k, v) VALUES (?, ?)")
+    for k in range(100):
+        s.execute(ins, (k, "v"))
+    cluster.shutdown()
+    nodetool(node, "drain")
+    before = segments(node)
+    restart(node, signal.SIGTERM)
+    assert replayed_count(node) == 0
+    nodetool(node, "drain")
+    left = set(before) & set(segments(node))
+    assert not left, f"flushed segments kept after restart and drain: {sorted(left)}"
 
 
 # ---------------------------------------------------------------- 3. memory budget

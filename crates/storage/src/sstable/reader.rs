@@ -36,7 +36,15 @@ pub struct Sstable {
     stats: SstableStats,
     bloom_true_positives: AtomicU64,
     bloom_false_positives: AtomicU64,
+    /// Where recently read partitions start: (stream position, length).
+    /// Saves the index-block read of repeated point reads (Cassandra's key
+    /// cache, kept per sstable).
+    key_cache: parking_lot::Mutex<std::collections::HashMap<PartitionKey, (u64, u64)>>,
+    key_cache_hits: AtomicU64,
 }
+
+/// Entries the key cache of one sstable holds; when full, it is cleared.
+pub const KEY_CACHE_ENTRIES: usize = 16_384;
 
 impl Sstable {
     pub fn open(
@@ -103,7 +111,14 @@ impl Sstable {
             stats,
             bloom_true_positives: AtomicU64::new(0),
             bloom_false_positives: AtomicU64::new(0),
+            key_cache: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            key_cache_hits: AtomicU64::new(0),
         })
+    }
+
+    /// Point reads served by the key cache.
+    pub fn key_cache_hits(&self) -> u64 {
+        self.key_cache_hits.load(Ordering::Relaxed)
     }
 
     pub fn stats(&self) -> &SstableStats {
@@ -181,7 +196,24 @@ impl Sstable {
         if !self.may_contain(key) {
             return Ok(None);
         }
-        let found = self.locate(key)?;
+        let cached = self.key_cache.lock().get(key).copied();
+        let found = match cached {
+            Some(hit) => {
+                self.key_cache_hits.fetch_add(1, Ordering::Relaxed);
+                Some(hit)
+            }
+            None => {
+                let found = self.locate(key)?;
+                if let Some(at) = found {
+                    let mut cache = self.key_cache.lock();
+                    if cache.len() >= KEY_CACHE_ENTRIES {
+                        cache.clear();
+                    }
+                    cache.insert(key.clone(), at);
+                }
+                found
+            }
+        };
         let counter = if found.is_some() {
             &self.bloom_true_positives
         } else {

@@ -325,3 +325,24 @@ fn limits_hold_at_n_and_fail_at_n_plus_one() {
     };
     assert!(SstableWriter::create(fs.clone(), path, params, cmp).is_ok());
 }
+
+#[test]
+fn key_cache_serves_repeated_point_reads() {
+    let fs = MemFs::new();
+    let path = Path::new("t/cache.db");
+    let parts = super::test_util::sample_partitions(50);
+    write(&fs, path, SstableParams::default(), &parts);
+    let sst = open(&fs, path, 1.0).unwrap();
+    for (k, p) in &parts {
+        assert_eq!(sst.read_partition(k).unwrap().as_ref(), Some(p));
+    }
+    assert_eq!(sst.key_cache_hits(), 0);
+    for (k, p) in &parts {
+        assert_eq!(
+            sst.read_partition(k).unwrap().as_ref(),
+            Some(p),
+            "cached read"
+        );
+    }
+    assert_eq!(sst.key_cache_hits(), parts.len() as u64);
+}
