@@ -577,9 +577,17 @@ impl Engine {
         let sstable = match result {
             Ok(s) => s,
             Err(e) => {
-                // The memtable stays readable in `flushing`; a later flush or
-                // the commitlog (on restart) still has its data.
+                // The flush failed (a full disk, say): its data goes back into
+                // the active memtable, so the next flush writes it and no
+                // commitlog segment holding it is released before that.
+                // Found by the full-disk test: leaving it aside lost it once
+                // a later flush released the commitlog.
                 let _ = self.fs.remove(&tmp);
+                for (key, partition) in memtable.snapshot() {
+                    let size = crate::memtable::estimate_bytes(&partition);
+                    state.memtable.apply(&key, partition, size);
+                }
+                state.flushing.retain(|m| !Arc::ptr_eq(m, &memtable));
                 return Err(e);
             }
         };

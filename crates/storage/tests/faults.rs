@@ -1,0 +1,103 @@
+//! Disk faults under the durable engine: a full disk fails writes and
+//! flushes with a clear error, keeps everything acknowledged, and the engine
+//! recovers once space returns.
+
+use bytes::Bytes;
+use std::path::PathBuf;
+use std::sync::Arc;
+use varve_storage::commitlog::{CommitLogConfig, SyncMode};
+use varve_storage::fs_sim::SimFs;
+use varve_storage::sstable::SstableParams;
+use varve_storage::*;
+use varve_types::CqlType;
+
+const TABLE: TableId = 3;
+
+fn desc() -> TableDescriptor {
+    TableDescriptor {
+        id: TABLE,
+        keyspace: "ks".into(),
+        name: "t".into(),
+        comparator: ClusteringComparator::new(vec![(CqlType::Int, false)]),
+        params: SstableParams::default(),
+        durable_writes: true,
+    }
+}
+
+fn options(fs: Arc<SimFs>) -> StorageOptions {
+    StorageOptions {
+        data_dir: PathBuf::from("/data"),
+        commitlog_dir: PathBuf::from("/commitlog"),
+        commitlog: CommitLogConfig {
+            sync: SyncMode::Batch,
+            segment_size_bytes: 64 * 1024,
+            ..CommitLogConfig::default()
+        },
+        memtable_space_bytes: 1 << 30,
+        commitlog_total_space_bytes: 1 << 30,
+        fs,
+    }
+}
+
+fn update(v: u8) -> Partition {
+    let cmp = ClusteringComparator::new(vec![(CqlType::Int, false)]);
+    let mut p = Partition::default();
+    let mut row = Row::default();
+    row.cells
+        .insert((0, None), Cell::live(v as i64 + 1, Bytes::from(vec![v; 8])));
+    p.rows.insert(
+        ClusteringKey::row(vec![Bytes::copy_from_slice(&1i32.to_be_bytes())], &cmp),
+        row,
+    );
+    p
+}
+
+fn read(s: &Storage, k: &PartitionKey) -> Option<u8> {
+    let cmp = ClusteringComparator::new(vec![(CqlType::Int, false)]);
+    s.read_live(TABLE, k, &[Slice::all(&cmp)], false, 0, 10)
+        .unwrap()
+        .and_then(|(p, _, _)| {
+            p.rows
+                .values()
+                .next()
+                .and_then(|r| r.cells.values().next())
+                .map(|c| c.value[0])
+        })
+}
+
+#[test]
+fn full_disk_fails_writes_and_flushes_and_loses_nothing() {
+    let fs = Arc::new(SimFs::new());
+    let s = Storage::open(options(fs.clone()), vec![desc()]).unwrap();
+    let keys: Vec<PartitionKey> = (0..20)
+        .map(|i| PartitionKey::new(Bytes::from(format!("k{i}"))))
+        .collect();
+    for (i, k) in keys.iter().enumerate().take(10) {
+        s.apply(TABLE, k, update(i as u8)).unwrap();
+    }
+    fs.set_disk_full(true);
+    let err = s.apply(TABLE, &keys[10], update(10)).unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    assert!(
+        err.to_string().contains("commitlog") || err.to_string().to_lowercase().contains("space"),
+        "{err}"
+    );
+    let err = s.flush(TABLE).unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    // Everything acknowledged is still readable while the disk is full.
+    for (i, k) in keys.iter().enumerate().take(10) {
+        assert_eq!(read(&s, k), Some(i as u8));
+    }
+    fs.set_disk_full(false);
+    for (i, k) in keys.iter().enumerate().skip(10) {
+        s.apply(TABLE, k, update(i as u8)).unwrap();
+    }
+    s.flush(TABLE).unwrap();
+    // A power loss now keeps every acknowledged write (batch mode).
+    let fs = Arc::new(fs.power_loss());
+    drop(s);
+    let s = Storage::open(options(fs), vec![desc()]).unwrap();
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(read(&s, k), Some(i as u8), "key {i}");
+    }
+}
