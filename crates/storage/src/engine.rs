@@ -280,6 +280,14 @@ impl Engine {
         if replayed > 0 {
             tracing::info!("replayed {replayed} commitlog entries");
         }
+        // What the manifests say is already in sstables no segment needs to
+        // keep (found by the durability tests: without this, segments found
+        // at start were never released).
+        for (id, table) in storage.tables.read().iter() {
+            if let Some((segment, offset)) = table.state.read().manifest.replayed_up_to {
+                commitlog.mark_flushed(*id, Position::new(segment, offset))?;
+            }
+        }
         storage.commitlog = Some(commitlog);
         Ok(storage)
     }
@@ -540,6 +548,13 @@ impl Engine {
         let (memtable, position, generation) = {
             let mut state = table.state.write();
             if state.memtable.is_empty() {
+                // Nothing to write, but the commitlog may drop this table's
+                // claim on its segments (replayed data already in sstables).
+                if state.flushing.is_empty() {
+                    if let Some(cl) = &self.commitlog {
+                        cl.mark_flushed(id, cl.current_position())?;
+                    }
+                }
                 return Ok(());
             }
             let old = std::mem::replace(&mut state.memtable, Arc::new(Memtable::new()));

@@ -1,0 +1,19 @@
+//! Compaction: which sstables to merge, and (later) the executor that merges them.
+//!
+//! This module holds the *policy* only: [`policy`] maps a view of the live sstables
+//! ([`policy::SstableView`]) to the next task ([`policy::Task`]) for each of Cassandra's four
+//! strategies (SizeTiered, Leveled, TimeWindow, Unified), plus the rules every strategy shares
+//! (fully expired sstables, single-sstable tombstone compactions). Policies are pure: no files,
+//! no clocks (time arrives as an argument), so they can be tested exactly and replayed by the
+//! write-amplification simulator in [`sim`].
+//!
+//! The I/O side (reading inputs, writing outputs, swapping them atomically) is not here; it
+//! calls [`policy::Strategy::next_task`] and applies the result.
+
+pub mod policy;
+pub mod sim;
+
+pub use policy::{
+    new_strategy, CommonOptions, LeveledOptions, Reason, SizeTieredOptions, SstableView,
+    Strategy, StrategyOptions, Task, TimeUnit, TimeWindowOptions, UnifiedOptions,
+};
