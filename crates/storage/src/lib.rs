@@ -24,6 +24,7 @@
 pub mod cell;
 pub mod clustering;
 pub mod commitlog;
+pub mod compaction;
 pub mod encoding;
 pub mod engine;
 pub mod error;

@@ -175,7 +175,7 @@ impl Leveled {
     }
 
     /// Candidates from L0 (with their L1 overlaps when they make a full sstable).
-    fn candidates_for_l0(&self, levels: &[Vec<&SstableView>]) -> Vec<&SstableView> {
+    fn candidates_for_l0<'a>(&self, levels: &[Vec<&'a SstableView>]) -> Vec<&'a SstableView> {
         let l0 = &levels[0];
         let compacting_l0: Vec<&SstableView> = l0.iter().copied().filter(|s| s.compacting).collect();
         let compacting_span = span(&compacting_l0);

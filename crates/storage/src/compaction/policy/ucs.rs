@@ -155,19 +155,15 @@ pub fn overlap_sets<'a>(sstables: &[&'a SstableView]) -> Vec<Vec<&'a SstableView
     sorted.sort_by_key(|s| (s.first_token, s.id));
     let mut sets = Vec::new();
     let mut active: Vec<&SstableView> = Vec::new();
-    let mut grown = false;
     for s in sorted {
+        // Every removal follows a push, so the active set is new (maximal) when emitted.
         if active.iter().any(|a| a.last_token < s.first_token) {
-            if grown {
-                sets.push(active.clone());
-                grown = false;
-            }
+            sets.push(active.clone());
             active.retain(|a| a.last_token >= s.first_token);
         }
         active.push(s);
-        grown = true;
     }
-    if grown {
+    if !active.is_empty() {
         sets.push(active);
     }
     sets
