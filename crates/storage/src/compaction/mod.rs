@@ -14,6 +14,6 @@ pub mod policy;
 pub mod sim;
 
 pub use policy::{
-    new_strategy, CommonOptions, LeveledOptions, Reason, SizeTieredOptions, SstableView,
-    Strategy, StrategyOptions, Task, TimeUnit, TimeWindowOptions, UnifiedOptions,
+    new_strategy, CommonOptions, LeveledOptions, Reason, SizeTieredOptions, SstableView, Strategy,
+    StrategyOptions, Task, TimeUnit, TimeWindowOptions, UnifiedOptions,
 };

@@ -11,7 +11,7 @@
 //! Run `cargo test -p varve-storage --lib compaction::sim -- --ignored --nocapture` to print
 //! the table in docs/design/compaction.md.
 
-use super::policy::{Strategy, SstableView, Task};
+use super::policy::{SstableView, Strategy, Task};
 use crate::cell::NO_DELETION_TIME;
 
 /// Stop after this many tasks following one flush (a strategy that never settles).
@@ -95,13 +95,25 @@ impl State {
             Task::TombstoneCompaction { .. } => taken
                 .iter()
                 .map(|s| {
-                    let like = SstableView { created_at_seconds: now, ..s.clone() };
+                    let like = SstableView {
+                        created_at_seconds: now,
+                        ..s.clone()
+                    };
                     self.view(s.size_bytes, s.first_token, s.last_token, &like)
                 })
                 .collect(),
-            Task::Compact { output_level, max_output_bytes, shard_boundaries, .. } => {
-                self.merge(&taken, *output_level, *max_output_bytes, shard_boundaries, now)
-            }
+            Task::Compact {
+                output_level,
+                max_output_bytes,
+                shard_boundaries,
+                ..
+            } => self.merge(
+                &taken,
+                *output_level,
+                *max_output_bytes,
+                shard_boundaries,
+                now,
+            ),
         };
         self.bytes_written += outputs.iter().map(|s| s.size_bytes).sum::<u64>();
         self.sstables.extend(outputs.iter().cloned());
@@ -148,7 +160,11 @@ impl State {
             let step = seg_width / i128::from(pieces);
             for p in 0..pieces {
                 let lo = i128::from(a) + step * i128::from(p);
-                let hi = if p + 1 == pieces { i128::from(b) } else { lo + step - 1 };
+                let hi = if p + 1 == pieces {
+                    i128::from(b)
+                } else {
+                    lo + step - 1
+                };
                 let size = seg_bytes / pieces;
                 outputs.push(self.view(size, lo as i64, hi as i64, &like));
             }
@@ -160,7 +176,11 @@ impl State {
 /// Runs the load through `strategy`.
 pub fn simulate(strategy: &mut dyn Strategy, config: &SimConfig) -> SimResult {
     let mut rng = Rng(config.seed | 1);
-    let mut state = State { sstables: Vec::new(), next_id: 0, bytes_written: 0 };
+    let mut state = State {
+        sstables: Vec::new(),
+        next_id: 0,
+        bytes_written: 0,
+    };
     let mut result = SimResult {
         strategy: strategy.name(),
         bytes_flushed: 0,
@@ -197,7 +217,9 @@ pub fn simulate(strategy: &mut dyn Strategy, config: &SimConfig) -> SimResult {
         state.bytes_written += config.flush_size_bytes;
         result.bytes_flushed += config.flush_size_bytes;
         result.max_sstables = result.max_sstables.max(state.sstables.len());
-        result.max_pending = result.max_pending.max(strategy.pending_tasks(&state.sstables));
+        result.max_pending = result
+            .max_pending
+            .max(strategy.pending_tasks(&state.sstables));
         let mut done = 0;
         while let Some(task) = strategy.next_task(&state.sstables, now, 0) {
             let outputs = state.apply(&task, now);

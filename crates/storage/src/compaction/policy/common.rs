@@ -160,7 +160,12 @@ pub fn worth_dropping_tombstones(
 pub fn uncovered_fraction(s: &SstableView, others: &[&SstableView]) -> f64 {
     let mut ranges: Vec<(i64, i64)> = others
         .iter()
-        .map(|o| (o.first_token.max(s.first_token), o.last_token.min(s.last_token)))
+        .map(|o| {
+            (
+                o.first_token.max(s.first_token),
+                o.last_token.min(s.last_token),
+            )
+        })
         .filter(|(a, b)| a <= b)
         .collect();
     ranges.sort_unstable();

@@ -138,7 +138,11 @@ impl Leveled {
         if levels[0].len() <= MAX_COMPACTING_L0 {
             return None;
         }
-        let l0: Vec<&SstableView> = levels[0].iter().copied().filter(|s| !s.compacting).collect();
+        let l0: Vec<&SstableView> = levels[0]
+            .iter()
+            .copied()
+            .filter(|s| !s.compacting)
+            .collect();
         let inputs = stcs::choose(&l0, &self.options.l0)?;
         Some(Task::Compact {
             inputs,
@@ -177,10 +181,12 @@ impl Leveled {
     /// Candidates from L0 (with their L1 overlaps when they make a full sstable).
     fn candidates_for_l0<'a>(&self, levels: &[Vec<&'a SstableView>]) -> Vec<&'a SstableView> {
         let l0 = &levels[0];
-        let compacting_l0: Vec<&SstableView> = l0.iter().copied().filter(|s| s.compacting).collect();
+        let compacting_l0: Vec<&SstableView> =
+            l0.iter().copied().filter(|s| s.compacting).collect();
         let compacting_span = span(&compacting_l0);
-        let touches_compacting =
-            |s: &SstableView| compacting_span.is_some_and(|(a, b)| s.first_token <= b && a <= s.last_token);
+        let touches_compacting = |s: &SstableView| {
+            compacting_span.is_some_and(|(a, b)| s.first_token <= b && a <= s.last_token)
+        };
         let mut aged: Vec<&SstableView> = l0.clone();
         aged.sort_by_key(|s| (s.max_timestamp, s.id));
         let max_threshold = self.options.l0.max_threshold.max(1) as usize;
@@ -191,7 +197,12 @@ impl Leveled {
                 continue;
             }
             let mut overlapped: Vec<&SstableView> = vec![s];
-            overlapped.extend(remaining.iter().copied().filter(|r| r.id != s.id && r.overlaps(s)));
+            overlapped.extend(
+                remaining
+                    .iter()
+                    .copied()
+                    .filter(|r| r.id != s.id && r.overlaps(s)),
+            );
             if overlapped.iter().any(|o| o.compacting) {
                 continue;
             }
@@ -277,7 +288,8 @@ impl Leveled {
             if ids.is_empty() {
                 continue;
             }
-            let inputs: Vec<&SstableView> = effective.iter().filter(|s| ids.contains(&s.id)).collect();
+            let inputs: Vec<&SstableView> =
+                effective.iter().filter(|s| ids.contains(&s.id)).collect();
             let pointer = inputs
                 .iter()
                 .filter(|s| s.level as usize == level)
@@ -285,7 +297,13 @@ impl Leveled {
                 .max();
             self.last_compacted_first_token[level] = pointer;
             let output = self.next_level(&inputs);
-            return Some(self.compact(&inputs, output, Reason::Leveled { from_level: level as u32 }));
+            return Some(self.compact(
+                &inputs,
+                output,
+                Reason::Leveled {
+                    from_level: level as u32,
+                },
+            ));
         }
         if levels[0].is_empty() {
             return None;
@@ -327,10 +345,15 @@ impl Strategy for Leveled {
         worth.sort_by(|a, b| {
             b.level
                 .cmp(&a.level)
-                .then(b.droppable_tombstone_ratio.total_cmp(&a.droppable_tombstone_ratio))
+                .then(
+                    b.droppable_tombstone_ratio
+                        .total_cmp(&a.droppable_tombstone_ratio),
+                )
                 .then(a.id.cmp(&b.id))
         });
-        worth.first().map(|s| Task::TombstoneCompaction { input: s.id })
+        worth
+            .first()
+            .map(|s| Task::TombstoneCompaction { input: s.id })
     }
 
     /// Sum over levels of `ceil(max(0, bytes - 1.001 * capacity) / sstable_size)`, plus
@@ -341,7 +364,8 @@ impl Strategy for Leveled {
         let mut tasks = 0u64;
         for (level, members) in levels.iter().enumerate() {
             let bytes = total_bytes(members.iter().copied());
-            let allowed = (self.options.max_bytes_for_level(level) as f64 * LEVEL_SCORE_THRESHOLD) as u64;
+            let allowed =
+                (self.options.max_bytes_for_level(level) as f64 * LEVEL_SCORE_THRESHOLD) as u64;
             tasks += bytes.saturating_sub(allowed).div_ceil(size);
         }
         let max_threshold = self.options.l0.max_threshold.max(1) as usize;

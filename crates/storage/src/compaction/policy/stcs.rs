@@ -85,7 +85,11 @@ pub fn most_interesting_bucket(
     for bucket in buckets {
         let mut members = bucket.clone();
         // Hottest first; stable on size order for equal hotness.
-        members.sort_by(|&a, &b| sstables[b].reads_per_key.total_cmp(&sstables[a].reads_per_key));
+        members.sort_by(|&a, &b| {
+            sstables[b]
+                .reads_per_key
+                .total_cmp(&sstables[a].reads_per_key)
+        });
         members.truncate(max_threshold as usize);
         if members.len() < min_threshold as usize || members.is_empty() {
             continue;

@@ -45,20 +45,35 @@ fn expired_without_overlap_is_dropped() {
 fn expired_shadowing_older_overlapping_data_is_kept() {
     // The live sstable overlaps and holds data from ts 10 < 100: the tombstones may shadow it.
     let t = vec![expired(1, 0, 100), live(2, 50, 300, 10)];
-    assert_eq!(fully_expired(&[&t[0]], &t, GC_BEFORE, i64::MAX, false), Vec::<u64>::new());
-    assert_eq!(stcs(CommonOptions::default()).next_task(&t, 0, GC_BEFORE), None);
+    assert_eq!(
+        fully_expired(&[&t[0]], &t, GC_BEFORE, i64::MAX, false),
+        Vec::<u64>::new()
+    );
+    assert_eq!(
+        stcs(CommonOptions::default()).next_task(&t, 0, GC_BEFORE),
+        None
+    );
     // Same, but the overlapping data is newer than every tombstone: nothing to shadow.
     let t = vec![expired(1, 0, 100), live(2, 50, 300, 101)];
-    assert_eq!(fully_expired(&[&t[0]], &t, GC_BEFORE, i64::MAX, false), vec![1]);
+    assert_eq!(
+        fully_expired(&[&t[0]], &t, GC_BEFORE, i64::MAX, false),
+        vec![1]
+    );
     // Unsafe aggressive expiration ignores overlaps.
     let t = vec![expired(1, 0, 100), live(2, 50, 300, 10)];
-    assert_eq!(fully_expired(&[&t[0]], &t, GC_BEFORE, i64::MAX, true), vec![1]);
+    assert_eq!(
+        fully_expired(&[&t[0]], &t, GC_BEFORE, i64::MAX, true),
+        vec![1]
+    );
 }
 
 #[test]
 fn memtable_data_older_than_the_tombstones_blocks_the_drop() {
     let t = vec![expired(1, 0, 100)];
-    assert_eq!(fully_expired(&[&t[0]], &t, GC_BEFORE, 60, false), Vec::<u64>::new());
+    assert_eq!(
+        fully_expired(&[&t[0]], &t, GC_BEFORE, 60, false),
+        Vec::<u64>::new()
+    );
     assert_eq!(fully_expired(&[&t[0]], &t, GC_BEFORE, 101, false), vec![1]);
 }
 
@@ -66,10 +81,16 @@ fn memtable_data_older_than_the_tombstones_blocks_the_drop() {
 fn not_yet_purgeable_or_compacting_is_not_dropped() {
     let mut t = vec![expired(1, 0, 100)];
     t[0].max_local_deletion_time = GC_BEFORE; // not strictly before gc_before
-    assert_eq!(stcs(CommonOptions::default()).next_task(&t, 0, GC_BEFORE), None);
+    assert_eq!(
+        stcs(CommonOptions::default()).next_task(&t, 0, GC_BEFORE),
+        None
+    );
     let mut t = vec![expired(1, 0, 100)];
     t[0].compacting = true;
-    assert_eq!(stcs(CommonOptions::default()).next_task(&t, 0, GC_BEFORE), None);
+    assert_eq!(
+        stcs(CommonOptions::default()).next_task(&t, 0, GC_BEFORE),
+        None
+    );
 }
 
 #[test]
@@ -94,9 +115,15 @@ fn tombstone_compaction_needs_ratio_above_threshold_and_age() {
     let o = CommonOptions::default();
     let t = vec![tombstoned(1, 0.3, 0, 99)];
     assert!(worth_dropping_tombstones(&t[0], &t, &o, DAY, 0));
-    assert!(!worth_dropping_tombstones(&t[0], &t, &o, DAY - 1, 0), "younger than the interval");
+    assert!(
+        !worth_dropping_tombstones(&t[0], &t, &o, DAY - 1, 0),
+        "younger than the interval"
+    );
     let t = vec![tombstoned(1, 0.2, 0, 99)];
-    assert!(!worth_dropping_tombstones(&t[0], &t, &o, DAY, 0), "ratio must exceed 0.2");
+    assert!(
+        !worth_dropping_tombstones(&t[0], &t, &o, DAY, 0),
+        "ratio must exceed 0.2"
+    );
     let t = vec![tombstoned(1, 0.3, 0, 99)];
     let task = stcs(o).next_task(&t, DAY, 0);
     assert_eq!(task, Some(Task::TombstoneCompaction { input: 1 }));
@@ -106,8 +133,14 @@ fn tombstone_compaction_needs_ratio_above_threshold_and_age() {
 fn overlap_blocks_tombstone_compaction_unless_unchecked() {
     let o = CommonOptions::default();
     let t = vec![tombstoned(1, 0.9, 0, 99), live(2, 0, 99, 0)];
-    assert!(!worth_dropping_tombstones(&t[0], &t, &o, DAY, 0), "fully overlapped");
-    let unchecked = CommonOptions { unchecked_tombstone_compaction: true, ..o.clone() };
+    assert!(
+        !worth_dropping_tombstones(&t[0], &t, &o, DAY, 0),
+        "fully overlapped"
+    );
+    let unchecked = CommonOptions {
+        unchecked_tombstone_compaction: true,
+        ..o.clone()
+    };
     assert!(worth_dropping_tombstones(&t[0], &t, &unchecked, DAY, 0));
     // Half the range is outside the other sstable: 0.5 * 0.5 = 0.25 > 0.2, 0.5 * 0.3 < 0.2.
     let t = vec![tombstoned(1, 0.5, 0, 99), live(2, 50, 200, 0)];
@@ -115,7 +148,13 @@ fn overlap_blocks_tombstone_compaction_unless_unchecked() {
     assert!(worth_dropping_tombstones(&t[0], &t, &o, DAY, 0));
     let t = vec![tombstoned(1, 0.3, 0, 99), live(2, 50, 200, 0)];
     assert!(!worth_dropping_tombstones(&t[0], &t, &o, DAY, 0));
-    let off = CommonOptions { tombstone_compactions: false, ..o };
+    let off = CommonOptions {
+        tombstone_compactions: false,
+        ..o
+    };
     let t = vec![tombstoned(1, 0.9, 0, 99)];
-    assert!(!worth_dropping_tombstones(&t[0], &t, &off, DAY, 0), "TWCS default");
+    assert!(
+        !worth_dropping_tombstones(&t[0], &t, &off, DAY, 0),
+        "TWCS default"
+    );
 }

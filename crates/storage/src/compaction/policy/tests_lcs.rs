@@ -11,21 +11,38 @@ fn lcs() -> Leveled {
 }
 
 fn at(id: u64, level: u32, size: u64, first: i64, last: i64) -> SstableView {
-    SstableView { level, first_token: first, last_token: last, ..SstableView::new(id, size) }
+    SstableView {
+        level,
+        first_token: first,
+        last_token: last,
+        ..SstableView::new(id, size)
+    }
 }
 
 /// `n` non-overlapping full-size sstables in `level`, ids from `first_id`, tokens 1000 apart.
 fn run(first_id: u64, level: u32, n: u64) -> Vec<SstableView> {
     (0..n)
-        .map(|i| at(first_id + i, level, SSTABLE, i as i64 * 1000, i as i64 * 1000 + 999))
+        .map(|i| {
+            at(
+                first_id + i,
+                level,
+                SSTABLE,
+                i as i64 * 1000,
+                i as i64 * 1000 + 999,
+            )
+        })
         .collect()
 }
 
 fn compact(task: Option<Task>) -> (Vec<u64>, u32, u64, Reason) {
     match task {
-        Some(Task::Compact { inputs, output_level, max_output_bytes, reason, .. }) => {
-            (inputs, output_level, max_output_bytes, reason)
-        }
+        Some(Task::Compact {
+            inputs,
+            output_level,
+            max_output_bytes,
+            reason,
+            ..
+        }) => (inputs, output_level, max_output_bytes, reason),
         other => panic!("expected a compaction, got {other:?}"),
     }
 }
@@ -51,7 +68,10 @@ fn a_level_over_its_score_compacts_one_sstable_with_its_overlaps_round_robin() {
     assert!((s.score(&levels, 1) - 1.1).abs() < 1e-9);
     let (inputs, level, max_out, reason) = compact(s.next_task(&t, 0, 0));
     assert_eq!(inputs, vec![1, 100, 101]);
-    assert_eq!((level, max_out, reason), (2, SSTABLE, Reason::Leveled { from_level: 1 }));
+    assert_eq!(
+        (level, max_out, reason),
+        (2, SSTABLE, Reason::Leveled { from_level: 1 })
+    );
     // The next pick starts after the last one (round robin): sstable 2 overlaps 101.
     let (inputs, ..) = compact(s.next_task(&t, 0, 0));
     assert_eq!(inputs, vec![2, 101]);
@@ -72,7 +92,11 @@ fn higher_levels_go_first() {
 #[test]
 fn l0_falls_back_to_stcs_above_32_sstables() {
     let mut t = run(1, 1, 11); // L1 wants work
-    let l0 = |n: u64| (0..n).map(|i| at(1000 + i, 0, MIB, i64::MIN, i64::MAX)).collect::<Vec<_>>();
+    let l0 = |n: u64| {
+        (0..n)
+            .map(|i| at(1000 + i, 0, MIB, i64::MIN, i64::MAX))
+            .collect::<Vec<_>>()
+    };
     t.extend(l0(MAX_COMPACTING_L0 as u64 + 1));
     let (inputs, level, max_out, reason) = compact(lcs().next_task(&t, 0, 0));
     assert_eq!(reason, Reason::LeveledL0SizeTiered);
@@ -87,8 +111,14 @@ fn l0_falls_back_to_stcs_above_32_sstables() {
 #[test]
 fn l0_to_l1_takes_overlapping_l0_and_the_l1_under_their_span() {
     let t = vec![
-        SstableView { max_timestamp: 1, ..at(1, 0, 100 * MIB, 0, 100) },
-        SstableView { max_timestamp: 2, ..at(2, 0, 100 * MIB, 50, 150) },
+        SstableView {
+            max_timestamp: 1,
+            ..at(1, 0, 100 * MIB, 0, 100)
+        },
+        SstableView {
+            max_timestamp: 2,
+            ..at(2, 0, 100 * MIB, 50, 150)
+        },
         at(10, 1, SSTABLE, 0, 40),
         at(11, 1, SSTABLE, 120, 200),
         at(12, 1, SSTABLE, 300, 400),
@@ -97,7 +127,11 @@ fn l0_to_l1_takes_overlapping_l0_and_the_l1_under_their_span() {
     assert_eq!(inputs, vec![1, 2, 10, 11]);
     assert_eq!((level, max_out, reason), (1, SSTABLE, Reason::LeveledL0));
     // Less than one sstable's worth stays in L0 and leaves L1 alone.
-    let t = vec![at(1, 0, 10 * MIB, 0, 100), at(2, 0, 10 * MIB, 50, 150), at(10, 1, SSTABLE, 0, 40)];
+    let t = vec![
+        at(1, 0, 10 * MIB, 0, 100),
+        at(2, 0, 10 * MIB, 50, 150),
+        at(10, 1, SSTABLE, 0, 40),
+    ];
     let (inputs, level, ..) = compact(lcs().next_task(&t, 0, 0));
     assert_eq!((inputs, level), (vec![1, 2], 0));
     // An L1 sstable already compacting blocks the L0 -> L1 compaction.
@@ -111,7 +145,10 @@ fn l0_to_l1_takes_overlapping_l0_and_the_l1_under_their_span() {
 #[test]
 fn l0_takes_at_most_max_threshold_oldest() {
     let t: Vec<SstableView> = (0..40)
-        .map(|i| SstableView { max_timestamp: 100 - i, ..at(i as u64 + 1, 0, MIB, 0, 10) })
+        .map(|i| SstableView {
+            max_timestamp: 100 - i,
+            ..at(i as u64 + 1, 0, MIB, 0, 10)
+        })
         .collect();
     let (inputs, level, ..) = compact(lcs().next_task(&t, 0, 0));
     // Oldest by max timestamp are ids 40 down to 9.
@@ -139,7 +176,11 @@ fn switching_from_stcs_puts_unleveled_sstables_in_l0() {
     let (inputs, level, ..) = compact(s.next_task(&t, 0, 0));
     assert_eq!((inputs.len(), level), (6, 1));
     // Levels are kept; same-level overlaps are demoted to L0.
-    let t = vec![at(1, 2, SSTABLE, 0, 100), at(2, 2, SSTABLE, 200, 300), at(3, 2, SSTABLE, 250, 400)];
+    let t = vec![
+        at(1, 2, SSTABLE, 0, 100),
+        at(2, 2, SSTABLE, 200, 300),
+        at(3, 2, SSTABLE, 250, 400),
+    ];
     assert_eq!(s.level_sizes(&t)[2], (2, 2 * SSTABLE));
     assert_eq!(s.unleveled_count(&t), 1);
 }

@@ -82,7 +82,10 @@ impl Default for TimeWindowOptions {
 impl TimeWindowOptions {
     /// Start of the window holding `timestamp` (in `timestamp_resolution`), in milliseconds.
     pub fn window_start_ms(&self, timestamp: i64) -> i64 {
-        let seconds = self.timestamp_resolution.to_millis(timestamp).div_euclid(1_000);
+        let seconds = self
+            .timestamp_resolution
+            .to_millis(timestamp)
+            .div_euclid(1_000);
         let width = self
             .compaction_window_unit
             .window_seconds()
@@ -95,7 +98,10 @@ impl TimeWindowOptions {
     pub fn windows<'a>(&self, sstables: &[&'a SstableView]) -> BTreeMap<i64, Vec<&'a SstableView>> {
         let mut windows: BTreeMap<i64, Vec<&'a SstableView>> = BTreeMap::new();
         for &s in sstables {
-            windows.entry(self.window_start_ms(s.max_timestamp)).or_default().push(s);
+            windows
+                .entry(self.window_start_ms(s.max_timestamp))
+                .or_default()
+                .push(s);
         }
         windows
     }
@@ -124,7 +130,8 @@ impl TimeWindow {
 
     fn newest_window(&self, windows: &BTreeMap<i64, Vec<&SstableView>>) -> i64 {
         let newest_now = windows.keys().next_back().copied().unwrap_or(i64::MIN);
-        self.highest_window_seen_ms.map_or(newest_now, |h| h.max(newest_now))
+        self.highest_window_seen_ms
+            .map_or(newest_now, |h| h.max(newest_now))
     }
 
     /// The sstables to compact among the uncompacting ones, newest window first.
@@ -144,7 +151,12 @@ impl TimeWindow {
                 smallest.truncate(stcs_options.max_threshold.max(2) as usize);
                 let mut ids: Vec<u64> = smallest.iter().map(|s| s.id).collect();
                 ids.sort_unstable();
-                return Some((ids, Reason::TimeWindow { window_start_ms: start }));
+                return Some((
+                    ids,
+                    Reason::TimeWindow {
+                        window_start_ms: start,
+                    },
+                ));
             }
         }
         None
@@ -162,7 +174,10 @@ impl Strategy for TimeWindow {
             return None;
         }
         let aggressive = self.options.unsafe_aggressive_sstable_expiration;
-        if let Some(task) = self.expired.task(sstables, now_seconds, gc_before, aggressive) {
+        if let Some(task) = self
+            .expired
+            .task(sstables, now_seconds, gc_before, aggressive)
+        {
             return Some(task);
         }
         let candidates: Vec<&SstableView> = super::uncompacting(sstables).collect();

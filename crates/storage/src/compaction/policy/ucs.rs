@@ -74,7 +74,10 @@ impl UnifiedOptions {
     /// W of `level`.
     pub fn w(&self, level: usize) -> i32 {
         let ws = &self.scaling_parameters;
-        ws.get(level).or(ws.last()).copied().unwrap_or(DEFAULT_SCALING_W)
+        ws.get(level)
+            .or(ws.last())
+            .copied()
+            .unwrap_or(DEFAULT_SCALING_W)
     }
 
     pub fn fanout(&self, level: usize) -> u32 {
@@ -144,7 +147,11 @@ fn highest_one_bit(count: f64) -> u64 {
 /// Density of an sstable: bytes per whole ring.
 pub fn density(s: &SstableView) -> f64 {
     let coverage = s.token_coverage();
-    let coverage = if coverage >= MIN_TOKEN_COVERAGE { coverage } else { 1.0 };
+    let coverage = if coverage >= MIN_TOKEN_COVERAGE {
+        coverage
+    } else {
+        1.0
+    };
     s.size_bytes as f64 / coverage
 }
 
@@ -233,7 +240,11 @@ impl Unified {
             while i < sets.len() {
                 // A run of consecutive sets sharing sstables is one transitive component.
                 let mut j = i + 1;
-                while j < sets.len() && sets[j].iter().any(|s| sets[j - 1].iter().any(|p| p.id == s.id)) {
+                while j < sets.len()
+                    && sets[j]
+                        .iter()
+                        .any(|s| sets[j - 1].iter().any(|p| p.id == s.id))
+                {
                     j += 1;
                 }
                 let overlap = sets[i..j].iter().map(Vec::len).max().unwrap_or(0);
@@ -244,7 +255,11 @@ impl Unified {
                             union.push(s);
                         }
                     }
-                    buckets.push(Bucket { level, overlap, members: union });
+                    buckets.push(Bucket {
+                        level,
+                        overlap,
+                        members: union,
+                    });
                 }
                 i = j;
             }
@@ -261,7 +276,11 @@ impl Unified {
             return Vec::new();
         };
         let coverage = super::token_span(first, last) / TOKEN_RING_SIZE;
-        let coverage = if coverage >= MIN_TOKEN_COVERAGE { coverage } else { 1.0 };
+        let coverage = if coverage >= MIN_TOKEN_COVERAGE {
+            coverage
+        } else {
+            1.0
+        };
         let shards = self.num_shards_for(total_bytes(inputs.iter().copied()) as f64 / coverage);
         let width = (1u128 << 64) / u128::from(shards);
         (1..shards)
@@ -286,7 +305,10 @@ impl Strategy for Unified {
             return None;
         }
         let aggressive = self.options.unsafe_aggressive_sstable_expiration;
-        if let Some(task) = self.expired.task(sstables, now_seconds, gc_before, aggressive) {
+        if let Some(task) = self
+            .expired
+            .task(sstables, now_seconds, gc_before, aggressive)
+        {
             return Some(task);
         }
         let best = self.buckets(sstables).into_iter().min_by(|a, b| {
@@ -311,7 +333,9 @@ impl Strategy for Unified {
                 output_level: 0,
                 max_output_bytes: u64::MAX,
                 shard_boundaries,
-                reason: Reason::Unified { level: bucket.level as u32 },
+                reason: Reason::Unified {
+                    level: bucket.level as u32,
+                },
             });
         }
         tombstone_candidates(sstables, &self.common, now_seconds, gc_before)

@@ -2,8 +2,7 @@
 
 use super::{format_row, simulate, SimConfig};
 use crate::compaction::policy::{
-    new_strategy, CommonOptions, LeveledOptions, SizeTieredOptions, StrategyOptions,
-    UnifiedOptions,
+    new_strategy, CommonOptions, LeveledOptions, SizeTieredOptions, StrategyOptions, UnifiedOptions,
 };
 
 const MIB: u64 = 1 << 20;
@@ -16,8 +15,14 @@ fn strategies() -> Vec<(&'static str, StrategyOptions)> {
         })
     };
     vec![
-        ("STCS (defaults)", StrategyOptions::SizeTiered(SizeTieredOptions::default())),
-        ("LCS (160 MiB, fanout 10)", StrategyOptions::Leveled(LeveledOptions::default())),
+        (
+            "STCS (defaults)",
+            StrategyOptions::SizeTiered(SizeTieredOptions::default()),
+        ),
+        (
+            "LCS (160 MiB, fanout 10)",
+            StrategyOptions::Leveled(LeveledOptions::default()),
+        ),
         ("UCS T4", ucs(2)),
         ("UCS L10", ucs(-8)),
     ]
@@ -35,7 +40,12 @@ fn run(config: &SimConfig) -> Vec<(String, super::SimResult)> {
 
 #[test]
 fn every_strategy_settles_and_writes_at_least_its_flushes() {
-    let config = SimConfig { flushes: 60, flush_size_bytes: 64 * MIB, flush_coverage: 1.0, seed: 7 };
+    let config = SimConfig {
+        flushes: 60,
+        flush_size_bytes: 64 * MIB,
+        flush_coverage: 1.0,
+        seed: 7,
+    };
     for (label, r) in run(&config) {
         assert!(!r.stuck, "{label} never settled");
         assert_eq!(r.bytes_flushed, 60 * 64 * MIB);
@@ -48,7 +58,12 @@ fn every_strategy_settles_and_writes_at_least_its_flushes() {
 fn stcs_write_amplification_is_log4_of_flush_count() {
     // 64 equal flushes: 16 merges of 4, 4 merges of 16 flushes' worth, 1 of 64: every byte is
     // written once by the flush and once per tier, 3 tiers.
-    let config = SimConfig { flushes: 64, flush_size_bytes: 64 * MIB, flush_coverage: 1.0, seed: 1 };
+    let config = SimConfig {
+        flushes: 64,
+        flush_size_bytes: 64 * MIB,
+        flush_coverage: 1.0,
+        seed: 1,
+    };
     let options = StrategyOptions::SizeTiered(SizeTieredOptions::default());
     let mut strategy = new_strategy(&options, &CommonOptions::default());
     let r = simulate(strategy.as_mut(), &config);
@@ -61,8 +76,16 @@ fn stcs_write_amplification_is_log4_of_flush_count() {
 #[ignore = "prints the write-amplification table for docs/design/compaction.md"]
 fn print_write_amplification() {
     for (flushes, coverage) in [(1000u32, 1.0f64), (1000, 0.1)] {
-        let config = SimConfig { flushes, flush_size_bytes: 64 * MIB, flush_coverage: coverage, seed: 42 };
-        println!("\n{flushes} flushes of 64 MiB, each covering {:.0}% of the ring:", coverage * 100.0);
+        let config = SimConfig {
+            flushes,
+            flush_size_bytes: 64 * MIB,
+            flush_coverage: coverage,
+            seed: 42,
+        };
+        println!(
+            "\n{flushes} flushes of 64 MiB, each covering {:.0}% of the ring:",
+            coverage * 100.0
+        );
         println!("| strategy                 |  WA    |  tasks  | max   | final | pending |");
         println!("|--------------------------|--------|---------|-------|-------|---------|");
         for (label, r) in run(&config) {
