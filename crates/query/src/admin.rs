@@ -46,6 +46,18 @@ impl Processor {
         Ok(list.len())
     }
 
+    /// `nodetool compact [keyspace [tables...]]`: a major compaction of each
+    /// table (its memtable is flushed first, so everything is included).
+    pub fn compact(&self, keyspace: Option<&str>, tables: &[String]) -> Result<usize> {
+        let list = self.tables_for(keyspace, tables)?;
+        let now = varve_types::time::now_seconds() as i32;
+        for t in &list {
+            self.storage.flush(t.id)?;
+            self.storage.major_compact(t.id, now)?;
+        }
+        Ok(list.len())
+    }
+
     /// `nodetool drain`: every memtable flushed, the commitlog synced.
     pub fn drain(&self) -> Result<()> {
         self.storage.drain()?;

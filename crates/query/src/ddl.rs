@@ -226,6 +226,7 @@ pub fn descriptor(t: &Table, durable_writes: bool) -> TableDescriptor {
             crc_check_chance: t.options.crc_check_chance,
         },
         durable_writes,
+        gc_grace_seconds: t.options.gc_grace_seconds,
     }
 }
 

@@ -5,6 +5,7 @@
 //! - `GET /metrics` → 200, Prometheus text ([`crate::metrics`])
 //! - `POST /nodetool/flush?keyspace=K&tables=a,b` → flushes memtables
 //! - `POST /nodetool/drain` → flushes everything, syncs the commitlog
+//! - `POST /nodetool/compact?keyspace=K&tables=a,b` → major compaction
 //! - `GET /nodetool/tablestats?keyspace=K&table=T` → nodetool's text
 //!
 //! Errors of nodetool operations come back as 400 with the message.
@@ -158,12 +159,21 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
                 .map(|n| format!("flushed {n} tables\n"))
         }
         ("POST", "/nodetool/drain") => processor.drain().map(|_| "drained\n".to_string()),
+        ("POST", "/nodetool/compact") => {
+            let tables: Vec<String> = get("tables")
+                .map(|t| t.split(',').map(str::to_string).collect())
+                .unwrap_or_default();
+            processor
+                .compact(get("keyspace").as_deref(), &tables)
+                .map(|n| format!("compacted {n} tables\n"))
+        }
         ("GET", "/nodetool/tablestats") => {
             processor.table_stats_text(get("keyspace").as_deref(), get("table").as_deref())
         }
-        (_, "/nodetool/flush" | "/nodetool/drain" | "/nodetool/tablestats") => {
-            return (405, "text/plain", "wrong method\n".to_string())
-        }
+        (
+            _,
+            "/nodetool/flush" | "/nodetool/drain" | "/nodetool/compact" | "/nodetool/tablestats",
+        ) => return (405, "text/plain", "wrong method\n".to_string()),
         _ => return (404, "text/plain", "not found\n".to_string()),
     };
     match result {

@@ -72,6 +72,9 @@ pub struct TableDescriptor {
     pub params: SstableParams,
     /// False for keyspaces created with durable_writes = false.
     pub durable_writes: bool,
+    /// gc_grace_seconds: how long tombstones are kept before compaction may
+    /// purge them.
+    pub gc_grace_seconds: i32,
 }
 
 /// Where and how the node stores data.
@@ -101,30 +104,32 @@ pub struct TableStats {
     pub bloom_filter_true_positives: u64,
 }
 
-struct TableState {
-    memtable: Arc<Memtable>,
+pub(crate) struct TableState {
+    pub(crate) memtable: Arc<Memtable>,
     /// Memtables being written out; still read until their sstable is live.
-    flushing: Vec<Arc<Memtable>>,
-    sstables: Vec<Arc<Sstable>>,
-    manifest: Manifest,
+    pub(crate) flushing: Vec<Arc<Memtable>>,
+    pub(crate) sstables: Vec<Arc<Sstable>>,
+    pub(crate) manifest: Manifest,
 }
 
-struct TableStore {
-    desc: RwLock<TableDescriptor>,
+pub(crate) struct TableStore {
+    pub(crate) desc: RwLock<TableDescriptor>,
     /// None for a table kept only in memory.
-    dir: Option<PathBuf>,
-    state: RwLock<TableState>,
+    pub(crate) dir: Option<PathBuf>,
+    pub(crate) state: RwLock<TableState>,
     /// One flush of this table at a time.
     flush_lock: Mutex<()>,
+    /// One compaction of this table at a time.
+    pub(crate) compaction_lock: Mutex<()>,
 }
 
 /// The engine's state and operations; [`Storage`] owns one and runs its
 /// background flusher.
 pub struct Engine {
-    fs: Arc<dyn Fs>,
+    pub(crate) fs: Arc<dyn Fs>,
     options: Option<StorageOptions>,
-    commitlog: Option<CommitLog>,
-    tables: RwLock<HashMap<TableId, Arc<TableStore>>>,
+    pub(crate) commitlog: Option<CommitLog>,
+    pub(crate) tables: RwLock<HashMap<TableId, Arc<TableStore>>>,
     memtable_bytes: AtomicUsize,
     flushes_completed: AtomicU64,
     /// Wakes the flusher: (work may be due, shutting down).
@@ -197,7 +202,7 @@ fn table_dir(data_dir: &Path, desc: &TableDescriptor) -> PathBuf {
         .join(format!("{}-{:032x}", desc.name, desc.id))
 }
 
-fn sstable_path(dir: &Path, generation: u64) -> PathBuf {
+pub(crate) fn sstable_path(dir: &Path, generation: u64) -> PathBuf {
     dir.join(format!("{generation}.sst"))
 }
 
@@ -334,6 +339,7 @@ impl Engine {
                 manifest,
             }),
             flush_lock: Mutex::new(()),
+            compaction_lock: Mutex::new(()),
         };
         self.tables.write().insert(desc.id, Arc::new(store));
         Ok(())
@@ -421,7 +427,7 @@ impl Engine {
         Ok(self.table(id)?.desc.read().comparator.clone())
     }
 
-    fn table(&self, id: TableId) -> Result<Arc<TableStore>> {
+    pub(crate) fn table(&self, id: TableId) -> Result<Arc<TableStore>> {
         self.tables
             .read()
             .get(&id)

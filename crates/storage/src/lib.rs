@@ -27,6 +27,7 @@ pub mod commitlog;
 pub mod compaction;
 pub mod encoding;
 pub mod engine;
+pub mod engine_compact;
 pub mod error;
 pub mod fs;
 pub mod fs_sim;

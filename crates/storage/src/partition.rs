@@ -198,6 +198,41 @@ impl Partition {
         (live, stats, complete)
     }
 
+    /// The smallest timestamp of anything in the partition (i64::MAX when
+    /// it holds nothing).
+    pub fn min_timestamp(&self) -> i64 {
+        let mut min = i64::MAX;
+        if !self.deletion.is_live() {
+            min = min.min(self.deletion.marked_for_delete_at);
+        }
+        let row_min = |r: &Row| -> i64 {
+            let mut m = i64::MAX;
+            if let Some(l) = &r.liveness {
+                m = m.min(l.timestamp);
+            }
+            if let Some(d) = &r.deletion {
+                m = m.min(d.marked_for_delete_at);
+            }
+            for c in r.cells.values() {
+                m = m.min(c.timestamp);
+            }
+            for d in r.complex_deletions.values() {
+                m = m.min(d.marked_for_delete_at);
+            }
+            m
+        };
+        if let Some(s) = &self.static_row {
+            min = min.min(row_min(s));
+        }
+        for r in self.rows.values() {
+            min = min.min(row_min(r));
+        }
+        for rt in &self.range_tombstones {
+            min = min.min(rt.deletion.marked_for_delete_at);
+        }
+        min
+    }
+
     /// The largest timestamp of anything in the partition.
     pub fn max_timestamp(&self) -> i64 {
         let mut max = self.deletion.marked_for_delete_at;

@@ -21,6 +21,7 @@ fn desc() -> TableDescriptor {
         comparator: ClusteringComparator::new(vec![(CqlType::Int, false)]),
         params: SstableParams::default(),
         durable_writes: true,
+        gc_grace_seconds: 5,
     }
 }
 

@@ -36,6 +36,12 @@ pub enum NodetoolCommand {
     },
     /// Flush everything and sync the commitlog (before a restart).
     Drain,
+    /// Major compaction: merge each table's sstables into one, purging what
+    /// gc_grace_seconds allows.
+    Compact {
+        keyspace: Option<String>,
+        tables: Vec<String>,
+    },
     /// Per-table statistics: `tablestats [keyspace[.table]]`.
     Tablestats { name: Option<String> },
 }
@@ -50,6 +56,13 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
             ("POST", t)
         }
         NodetoolCommand::Drain => ("POST", "/nodetool/drain".to_string()),
+        NodetoolCommand::Compact { keyspace, tables } => {
+            let mut t = String::from("/nodetool/compact?");
+            if let Some(k) = keyspace {
+                t.push_str(&format!("keyspace={k}&tables={}", tables.join(",")));
+            }
+            ("POST", t)
+        }
         NodetoolCommand::Tablestats { name } => {
             let mut t = String::from("/nodetool/tablestats?");
             if let Some(n) = name {

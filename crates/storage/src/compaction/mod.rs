@@ -11,6 +11,7 @@
 //! calls [`policy::Strategy::next_task`] and applies the result.
 
 pub mod policy;
+pub mod purge;
 pub mod sim;
 
 pub use policy::{

@@ -131,6 +131,12 @@ impl SstableWriter {
     }
 
     /// Writes every remaining section and the footer, then fsyncs.
+    /// Uncompressed bytes of partition data written so far (to split
+    /// compaction outputs by size).
+    pub fn bytes_written(&self) -> u64 {
+        self.chunks.position()
+    }
+
     pub fn finish(mut self) -> Result<SstableStats> {
         let path = self.path.clone();
         let (data, chunk_table, uncompressed_len) =
