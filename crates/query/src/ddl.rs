@@ -227,6 +227,7 @@ pub fn descriptor(t: &Table, durable_writes: bool) -> TableDescriptor {
         },
         durable_writes,
         gc_grace_seconds: t.options.gc_grace_seconds,
+        compaction: crate::compaction_config::compaction_config(t),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod admin;
 pub mod api;
 mod cas;
 mod collections;
+mod compaction_config;
 mod context;
 mod ddl;
 pub mod describe;

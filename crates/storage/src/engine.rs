@@ -75,6 +75,8 @@ pub struct TableDescriptor {
     /// gc_grace_seconds: how long tombstones are kept before compaction may
     /// purge them.
     pub gc_grace_seconds: i32,
+    /// The table's compaction strategy and options.
+    pub compaction: crate::compaction::CompactionConfig,
 }
 
 /// Where and how the node stores data.
@@ -121,6 +123,9 @@ pub(crate) struct TableStore {
     flush_lock: Mutex<()>,
     /// One compaction of this table at a time.
     pub(crate) compaction_lock: Mutex<()>,
+    /// The strategy choosing this table's compactions (rebuilt when ALTER
+    /// TABLE changes the options).
+    pub(crate) strategy: Mutex<Box<dyn crate::compaction::Strategy + Send>>,
 }
 
 /// The engine's state and operations; [`Storage`] owns one and runs its
@@ -133,7 +138,7 @@ pub struct Engine {
     memtable_bytes: AtomicUsize,
     flushes_completed: AtomicU64,
     /// Wakes the flusher: (work may be due, shutting down).
-    flusher_signal: (Mutex<(bool, bool)>, Condvar),
+    pub(crate) flusher_signal: (Mutex<(bool, bool)>, Condvar),
 }
 
 /// The node's storage engine: the [`Engine`] plus the thread that flushes
@@ -142,6 +147,7 @@ pub struct Engine {
 pub struct Storage {
     engine: Arc<Engine>,
     flusher: Option<std::thread::JoinHandle<()>>,
+    compactor: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Default for Storage {
@@ -164,6 +170,7 @@ impl Storage {
         Storage {
             engine: Arc::new(Engine::new()),
             flusher: None,
+            compactor: None,
         }
     }
 
@@ -176,9 +183,15 @@ impl Storage {
             .name("memtable-flusher".into())
             .spawn(move || worker.run_flusher())
             .map_err(|e| Error::io("memtable-flusher", e))?;
+        let worker = engine.clone();
+        let compactor = std::thread::Builder::new()
+            .name("compaction-manager".into())
+            .spawn(move || worker.run_compaction_manager())
+            .map_err(|e| Error::io("compaction-manager", e))?;
         Ok(Storage {
             engine,
             flusher: Some(flusher),
+            compactor: Some(compactor),
         })
     }
 }
@@ -191,6 +204,9 @@ impl Drop for Storage {
         }
         self.engine.flusher_signal.1.notify_all();
         if let Some(handle) = self.flusher.take() {
+            let _ = handle.join();
+        }
+        if let Some(handle) = self.compactor.take() {
             let _ = handle.join();
         }
     }
@@ -340,6 +356,7 @@ impl Engine {
             }),
             flush_lock: Mutex::new(()),
             compaction_lock: Mutex::new(()),
+            strategy: Mutex::new(desc.compaction.new_strategy()),
         };
         self.tables.write().insert(desc.id, Arc::new(store));
         Ok(())
@@ -366,6 +383,12 @@ impl Engine {
     /// Changes the sstable parameters used by the next flushes (ALTER TABLE).
     pub fn update_table(&self, desc: TableDescriptor) -> Result<()> {
         let table = self.table(desc.id)?;
+        let changed = table.desc.read().compaction != desc.compaction;
+        if changed {
+            // A strategy switch (ALTER TABLE ... WITH compaction) takes
+            // effect at once: the new strategy sees the live sstables.
+            *table.strategy.lock() = desc.compaction.new_strategy();
+        }
         *table.desc.write() = desc;
         Ok(())
     }
@@ -479,7 +502,7 @@ impl Engine {
         let mut signal = self.flusher_signal.0.lock();
         if !signal.0 {
             signal.0 = true;
-            self.flusher_signal.1.notify_one();
+            self.flusher_signal.1.notify_all();
         }
     }
 

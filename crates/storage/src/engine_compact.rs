@@ -5,6 +5,7 @@
 //! of an interrupted compaction are removed when the table opens.
 
 use crate::compaction::purge::{compact_partition, PurgeRule};
+use crate::compaction::{SstableView, Task};
 use crate::engine::{sstable_path, Engine, PartitionKey, TableId};
 use crate::error::{Error, Result};
 use crate::partition::Partition;
@@ -12,6 +13,11 @@ use crate::sstable::{Sstable, SstableWriter};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// How often the compaction manager asks the strategies for work.
+const COMPACTION_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// Tasks run for one table before the manager moves to the next.
+const MAX_TASKS_PER_ROUND: u32 = 16;
 
 /// Bytes written by compactions since start (a metric).
 pub static BYTES_COMPACTED: AtomicU64 = AtomicU64::new(0);
@@ -81,6 +87,124 @@ impl Engine {
         id: TableId,
         inputs: &[u64],
         max_output_bytes: u64,
+        now_seconds: i32,
+    ) -> Result<CompactionResult> {
+        self.compact_to_level(id, inputs, max_output_bytes, 0, now_seconds)
+    }
+
+    /// The view of a table's live sstables its strategy decides from.
+    pub fn sstable_views(&self, id: TableId, now_seconds: i32) -> Result<Vec<SstableView>> {
+        let table = self.table(id)?;
+        let gc_before = now_seconds.saturating_sub(table.desc.read().gc_grace_seconds);
+        let state = table.state.read();
+        Ok(state
+            .sstables
+            .iter()
+            .filter_map(|s| {
+                let g = generation_of(s)?;
+                let st = s.stats();
+                let values = (st.cell_count + st.tombstone_count).max(1) as f64;
+                Some(SstableView {
+                    id: g,
+                    size_bytes: s.size_on_disk(),
+                    level: state.manifest.levels.get(&g).copied().unwrap_or(0),
+                    min_timestamp: st.min_timestamp,
+                    max_timestamp: st.max_timestamp,
+                    max_local_deletion_time: st.max_local_deletion_time,
+                    first_token: st.first_key.as_ref().map_or(i64::MIN, |k| k.token),
+                    last_token: st.last_key.as_ref().map_or(i64::MAX, |k| k.token),
+                    created_at_seconds: i64::from(now_seconds),
+                    droppable_tombstone_ratio: st.droppable_tombstones(gc_before) / values,
+                    reads_per_key: 0.0,
+                    compacting: false,
+                })
+            })
+            .collect())
+    }
+
+    /// Runs at most one task the table's strategy chooses; returns whether
+    /// it ran one.
+    pub fn compact_once(&self, id: TableId, now_seconds: i32) -> Result<bool> {
+        let table = self.table(id)?;
+        if table.dir.is_none() {
+            return Ok(false);
+        }
+        let gc_before = now_seconds.saturating_sub(table.desc.read().gc_grace_seconds);
+        let views = self.sstable_views(id, now_seconds)?;
+        let task = table
+            .strategy
+            .lock()
+            .next_task(&views, i64::from(now_seconds), gc_before);
+        let Some(task) = task else { return Ok(false) };
+        match &task {
+            Task::Compact {
+                inputs,
+                output_level,
+                max_output_bytes,
+                ..
+            } => {
+                self.compact_to_level(id, inputs, *max_output_bytes, *output_level, now_seconds)?;
+            }
+            // An expired sstable is rewritten by the purge rule to nothing;
+            // going through compaction re-checks memtables and other
+            // sstables, so nothing shadowed can come back.
+            Task::DropExpired { inputs } => {
+                self.compact_to_level(id, inputs, 0, 0, now_seconds)?;
+            }
+            Task::TombstoneCompaction { input } => {
+                let level = views.iter().find(|v| v.id == *input).map_or(0, |v| v.level);
+                self.compact_to_level(id, &[*input], 0, level, now_seconds)?;
+            }
+        }
+        let outputs = self.sstable_views(id, now_seconds)?;
+        table.strategy.lock().on_completed(&task, &outputs);
+        Ok(true)
+    }
+
+    /// Background compactions: each table's strategy is asked for work
+    /// until none has any, then the manager sleeps.
+    pub(crate) fn run_compaction_manager(&self) {
+        loop {
+            {
+                let mut signal = self.flusher_signal.0.lock();
+                if signal.1 {
+                    return;
+                }
+                self.flusher_signal
+                    .1
+                    .wait_for(&mut signal, COMPACTION_CHECK_INTERVAL);
+                if signal.1 {
+                    return;
+                }
+            }
+            let ids: Vec<TableId> = self.tables.read().keys().copied().collect();
+            for id in ids {
+                let now = varve_types::time::now_seconds() as i32;
+                let mut rounds = 0;
+                loop {
+                    match self.compact_once(id, now) {
+                        Ok(true) if rounds < MAX_TASKS_PER_ROUND => rounds += 1,
+                        Ok(_) => break,
+                        Err(Error::UnknownTable(_)) => break,
+                        Err(e) => {
+                            tracing::error!("compaction of table {id:032x} failed: {e}");
+                            break;
+                        }
+                    }
+                    if self.flusher_signal.0.lock().1 {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn compact_to_level(
+        &self,
+        id: TableId,
+        inputs: &[u64],
+        max_output_bytes: u64,
+        output_level: u32,
         now_seconds: i32,
     ) -> Result<CompactionResult> {
         let table = self.table(id)?;
@@ -225,6 +349,14 @@ impl Engine {
             let mut state = table.state.write();
             state.manifest.live.retain(|g| !wanted.contains(g));
             state.manifest.live.extend(finished.iter().copied());
+            for g in &wanted {
+                state.manifest.levels.remove(g);
+            }
+            for g in &finished {
+                if output_level > 0 {
+                    state.manifest.levels.insert(*g, output_level);
+                }
+            }
             state.manifest.store(self.fs.as_ref(), &dir)?;
             state
                 .sstables

@@ -23,6 +23,8 @@ pub struct Manifest {
     pub replayed_up_to: Option<LogPosition>,
     /// The next generation number to use.
     pub next_generation: u64,
+    /// Level of live sstables above level 0 (LCS / UCS), by generation.
+    pub levels: std::collections::BTreeMap<u64, u32>,
 }
 
 impl Manifest {
@@ -70,6 +72,11 @@ impl Manifest {
         for g in &self.live {
             s.push_str(&format!("live {g}\n"));
         }
+        for (g, l) in &self.levels {
+            if *l > 0 && self.live.contains(g) {
+                s.push_str(&format!("level {g} {l}\n"));
+            }
+        }
         let crc = crc32fast::hash(s.as_bytes());
         s.push_str(&format!("crc {crc}\n"));
         s.into_bytes()
@@ -110,6 +117,11 @@ impl Manifest {
                 (_, Some("next")) => m.next_generation = num(1)?,
                 (_, Some("replayed")) => m.replayed_up_to = Some((num(1)?, num(2)?)),
                 (_, Some("live")) => m.live.push(num(1)?),
+                (_, Some("level")) => {
+                    let level = u32::try_from(num(2)?)
+                        .map_err(|_| (offset, format!("bad level in {line:?}")))?;
+                    m.levels.insert(num(1)?, level);
+                }
                 _ => return Err((offset, format!("unknown line {line:?}"))),
             }
             offset += line.len() as u64 + 1;
@@ -124,11 +136,13 @@ mod tests {
 
     #[test]
     fn round_trips_and_detects_damage() {
-        let m = Manifest {
+        let mut m = Manifest {
             live: vec![3, 7],
             replayed_up_to: Some((2, 4096)),
             next_generation: 8,
+            ..Manifest::default()
         };
+        m.levels.insert(7, 2);
         let bytes = m.encode();
         assert_eq!(Manifest::decode(&bytes).unwrap(), m);
         for i in 0..bytes.len() {

@@ -22,6 +22,7 @@ fn desc() -> TableDescriptor {
         params: SstableParams::default(),
         durable_writes: true,
         gc_grace_seconds: 5,
+        compaction: varve_storage::compaction::CompactionConfig::default(),
     }
 }
 

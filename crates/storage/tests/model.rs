@@ -48,6 +48,7 @@ fn desc() -> TableDescriptor {
         },
         durable_writes: true,
         gc_grace_seconds: 5,
+        compaction: varve_storage::compaction::CompactionConfig::default(),
     }
 }
 
@@ -63,6 +64,33 @@ fn options(fs: Arc<SimFs>, mode: SyncMode) -> StorageOptions {
         memtable_space_bytes: 16 * 1024,
         commitlog_total_space_bytes: 64 * 1024,
         fs,
+    }
+}
+
+/// One of the four strategies, with thresholds small enough to act on the
+/// few tiny sstables of a model run.
+fn random_compaction(rng: &mut StdRng) -> varve_storage::compaction::CompactionConfig {
+    use varve_storage::compaction::*;
+    let stcs = SizeTieredOptions {
+        min_threshold: 2,
+        ..SizeTieredOptions::default()
+    };
+    let strategy = match rng.gen_range(0..4) {
+        0 => StrategyOptions::SizeTiered(stcs),
+        1 => StrategyOptions::Leveled(LeveledOptions {
+            sstable_size_in_mb: 1,
+            l0: stcs,
+            ..LeveledOptions::default()
+        }),
+        2 => StrategyOptions::TimeWindow(TimeWindowOptions {
+            stcs,
+            ..TimeWindowOptions::default()
+        }),
+        _ => StrategyOptions::Unified(UnifiedOptions::default()),
+    };
+    CompactionConfig {
+        strategy,
+        common: CommonOptions::default(),
     }
 }
 
@@ -185,7 +213,18 @@ fn run(seed: u64, steps: usize, mode: SyncMode) {
                         .unwrap();
                 }
             }
-            83..=88 => now += rng.gen_range(1..10),
+            83..=85 => now += rng.gen_range(1..10),
+            86 => while s.compact_once(TABLE, now).unwrap() {},
+            87..=88 => {
+                // Switch the strategy at runtime, then let it work.
+                let mut d = desc();
+                d.compaction = random_compaction(&mut rng);
+                s.update_table(d).unwrap();
+                let mut tasks = 0;
+                while tasks < 20 && s.compact_once(TABLE, now).unwrap() {
+                    tasks += 1;
+                }
+            }
             89..=93 => {
                 // Clean restart.
                 storage.take().unwrap().drain().unwrap();

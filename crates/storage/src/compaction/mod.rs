@@ -14,6 +14,29 @@ pub mod policy;
 pub mod purge;
 pub mod sim;
 
+/// A table's compaction setup: which strategy with which options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionConfig {
+    pub strategy: StrategyOptions,
+    pub common: CommonOptions,
+}
+
+impl Default for CompactionConfig {
+    /// SizeTiered with Cassandra's defaults.
+    fn default() -> Self {
+        CompactionConfig {
+            strategy: StrategyOptions::SizeTiered(SizeTieredOptions::default()),
+            common: CommonOptions::default(),
+        }
+    }
+}
+
+impl CompactionConfig {
+    pub fn new_strategy(&self) -> Box<dyn Strategy + Send> {
+        new_strategy(&self.strategy, &self.common)
+    }
+}
+
 pub use policy::{
     new_strategy, CommonOptions, LeveledOptions, Reason, SizeTieredOptions, SstableView, Strategy,
     StrategyOptions, Task, TimeUnit, TimeWindowOptions, UnifiedOptions,
