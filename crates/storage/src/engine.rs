@@ -602,9 +602,7 @@ impl Engine {
         let result = (|| -> Result<Arc<Sstable>> {
             let mut w =
                 SstableWriter::create(self.fs.clone(), &tmp, desc.params, desc.comparator.clone())?;
-            for (key, partition) in memtable.snapshot() {
-                w.add(&key, &partition)?;
-            }
+            memtable.try_for_each(|key, partition| w.add(key, partition))?;
             w.finish()?;
             self.fs
                 .rename(&tmp, &path)

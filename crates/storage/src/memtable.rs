@@ -81,7 +81,26 @@ impl Memtable {
             .collect()
     }
 
-    /// Every partition in token order (for a flush), cloned out.
+    /// Calls `f` on every partition in token order without copying them
+    /// (a flush of a memtable no longer written to; readers still share it).
+    pub fn try_for_each<E>(
+        &self,
+        mut f: impl FnMut(&PartitionKey, &Partition) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let map = self.partitions.read();
+        for ((token, key), p) in map.iter() {
+            f(
+                &PartitionKey {
+                    token: *token,
+                    key: key.clone(),
+                },
+                p,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Every partition in token order, cloned out.
     pub fn snapshot(&self) -> Vec<(PartitionKey, Partition)> {
         self.partitions
             .read()
