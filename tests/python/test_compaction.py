@@ -51,3 +51,14 @@ def test_major_compaction_merges_and_purges(start_varve, tmp_path):
     s = cluster.connect()
     assert s.execute("SELECT count(*) FROM c.t").one()[0] == 300
     cluster.shutdown()
+
+
+def test_compaction_throughput_is_read_and_changed_at_runtime(start_varve, tmp_path):
+    config = tmp_path / "throughput.yaml"
+    config.write_text("compaction_throughput: 32MiB/s\n")
+    node = start_varve("--config", str(config), data_dir=tmp_path / "throughput-node")
+    assert "32 MiB/s" in nodetool(node, "getcompactionthroughput")
+    nodetool(node, "setcompactionthroughput", "0")
+    assert "0 MiB/s" in nodetool(node, "getcompactionthroughput")
+    nodetool(node, "setcompactionthroughput", "128")
+    assert "128 MiB/s" in nodetool(node, "getcompactionthroughput")

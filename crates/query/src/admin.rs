@@ -58,6 +58,17 @@ impl Processor {
         Ok(list.len())
     }
 
+    /// `nodetool getcompactionthroughput`, in MiB/s (0: unlimited).
+    pub fn compaction_throughput(&self) -> u64 {
+        self.storage.compaction_throughput()
+    }
+
+    /// `nodetool setcompactionthroughput N`: takes effect at once, also for
+    /// running compactions.
+    pub fn set_compaction_throughput(&self, mib_per_sec: u64) {
+        self.storage.set_compaction_throughput(mib_per_sec);
+    }
+
     /// `nodetool drain`: every memtable flushed, the commitlog synced.
     pub fn drain(&self) -> Result<()> {
         self.storage.drain()?;

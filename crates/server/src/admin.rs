@@ -167,6 +167,25 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
                 .compact(get("keyspace").as_deref(), &tables)
                 .map(|n| format!("compacted {n} tables\n"))
         }
+        ("GET", "/nodetool/compactionthroughput") => Ok(format!(
+            "Current compaction throughput: {} MiB/s\n",
+            processor.compaction_throughput()
+        )),
+        ("POST", "/nodetool/compactionthroughput") => {
+            match get("value").and_then(|v| v.parse::<u64>().ok()) {
+                Some(v) => {
+                    processor.set_compaction_throughput(v);
+                    Ok(String::new())
+                }
+                None => {
+                    return (
+                        400,
+                        "text/plain",
+                        "setcompactionthroughput needs a number of MiB/s\n".to_string(),
+                    )
+                }
+            }
+        }
         ("GET", "/nodetool/tablestats") => {
             processor.table_stats_text(get("keyspace").as_deref(), get("table").as_deref())
         }

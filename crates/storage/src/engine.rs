@@ -91,6 +91,8 @@ pub struct StorageOptions {
     /// Commitlog size past which the tables holding its oldest segments are
     /// flushed (commitlog_total_space).
     pub commitlog_total_space_bytes: u64,
+    /// compaction_throughput in MiB/s (0: unlimited).
+    pub compaction_throughput_mib_per_sec: u64,
     pub fs: Arc<dyn Fs>,
 }
 
@@ -139,6 +141,8 @@ pub struct Engine {
     flushes_completed: AtomicU64,
     /// Wakes the flusher: (work may be due, shutting down).
     pub(crate) flusher_signal: (Mutex<(bool, bool)>, Condvar),
+    /// compaction_throughput in MiB/s (0: unlimited), changeable at runtime.
+    pub(crate) compaction_throughput: AtomicU64,
 }
 
 /// The node's storage engine: the [`Engine`] plus the thread that flushes
@@ -233,6 +237,9 @@ impl Engine {
             memtable_bytes: AtomicUsize::new(0),
             flushes_completed: AtomicU64::new(0),
             flusher_signal: (Mutex::new((false, false)), Condvar::new()),
+            compaction_throughput: AtomicU64::new(
+                crate::compaction::throttle::DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC,
+            ),
         }
     }
 
@@ -249,6 +256,7 @@ impl Engine {
             memtable_bytes: AtomicUsize::new(0),
             flushes_completed: AtomicU64::new(0),
             flusher_signal: (Mutex::new((false, false)), Condvar::new()),
+            compaction_throughput: AtomicU64::new(options.compaction_throughput_mib_per_sec),
         };
         for desc in tables {
             storage.open_table(desc)?;
@@ -786,6 +794,17 @@ impl Engine {
             s.bloom_filter_true_positives += t.bloom_true_positives();
         }
         Ok(s)
+    }
+
+    /// compaction_throughput in MiB/s (0: unlimited).
+    pub fn compaction_throughput(&self) -> u64 {
+        self.compaction_throughput.load(Ordering::Relaxed)
+    }
+
+    /// Changes compaction_throughput for running and future compactions.
+    pub fn set_compaction_throughput(&self, mib_per_sec: u64) {
+        self.compaction_throughput
+            .store(mib_per_sec, Ordering::Relaxed);
     }
 
     /// Flushes completed since start (a metric).

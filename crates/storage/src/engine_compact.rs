@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 /// How often the compaction manager asks the strategies for work.
 const COMPACTION_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// Bytes a compaction writes between two looks at compaction_throughput.
+const THROTTLE_CHECK_BYTES: u64 = 256 * 1024;
 /// Tasks run for one table before the manager moves to the next.
 const MAX_TASKS_PER_ROUND: u32 = 16;
 
@@ -266,6 +268,9 @@ impl Engine {
         };
         result.bytes_read = sources.iter().map(|s| s.size_on_disk()).sum();
         let mut writer: Option<(u64, SstableWriter)> = None;
+        let started = std::time::Instant::now();
+        let mut done_bytes = 0u64;
+        let mut next_check = THROTTLE_CHECK_BYTES;
         let mut finished: Vec<u64> = Vec::new();
         loop {
             let mut next: Option<PartitionKey> = None;
@@ -316,6 +321,20 @@ impl Engine {
             }
             if let Some((_, w)) = writer.as_mut() {
                 w.add(&key, &out)?;
+                // Stay under compaction_throughput (read again each time: it
+                // can change while a compaction runs).
+                let written = done_bytes + w.bytes_written();
+                if written >= next_check {
+                    next_check = written + THROTTLE_CHECK_BYTES;
+                    let pause = crate::compaction::throttle::delay(
+                        self.compaction_throughput(),
+                        written,
+                        started.elapsed(),
+                    );
+                    if !pause.is_zero() {
+                        std::thread::sleep(pause);
+                    }
+                }
             }
             result.partitions_written += 1;
             let full = max_output_bytes > 0
@@ -324,6 +343,7 @@ impl Engine {
                     .is_some_and(|(_, w)| w.bytes_written() >= max_output_bytes);
             if full {
                 if let Some((g, w)) = writer.take() {
+                    done_bytes += w.bytes_written();
                     self.finish_output(&dir, g, w)?;
                     finished.push(g);
                 }

@@ -63,6 +63,7 @@ fn options(fs: Arc<SimFs>, mode: SyncMode) -> StorageOptions {
         },
         memtable_space_bytes: 16 * 1024,
         commitlog_total_space_bytes: 64 * 1024,
+        compaction_throughput_mib_per_sec: 0,
         fs,
     }
 }

@@ -56,6 +56,7 @@ struct FileConfig {
     native_transport_max_concurrent_connections: Option<i64>,
     num_tokens: Option<usize>,
     memtable_heap_space: Option<Value>,
+    compaction_throughput: Option<Value>,
     commitlog_segment_size: Option<Value>,
     commitlog_sync_group_window: Option<Value>,
     /// Varve's own key: the admin HTTP port.
@@ -84,6 +85,8 @@ pub struct Settings {
     pub commitlog_segment_bytes: u64,
     /// `memtable_heap_space`: memory all memtables may use before a flush.
     pub memtable_space_bytes: u64,
+    /// `compaction_throughput` in MiB/s (0: unlimited).
+    pub compaction_throughput_mib_per_sec: u64,
     pub max_frame_body_bytes: usize,
     pub max_connections: usize,
     pub num_tokens: usize,
@@ -212,6 +215,16 @@ impl Settings {
                 parse_duration_ms(&text).map_err(anyhow::Error::msg)?
             }
         };
+        // `compaction_throughput: 64MiB/s` (or a bare number of MiB/s).
+        let compaction_throughput_mib_per_sec = match &file.compaction_throughput {
+            None => varve_storage::compaction::throttle::DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC,
+            Some(v) => {
+                let text =
+                    value_text(v).context("compaction_throughput must be a rate like 64MiB/s")?;
+                let text = text.trim().trim_end_matches("/s");
+                parse_size_bytes(text, MIB).map_err(anyhow::Error::msg)? / MIB
+            }
+        };
         let num_tokens = file.num_tokens.unwrap_or(DEFAULT_NUM_TOKENS);
         if num_tokens == 0 || num_tokens > MAX_NUM_TOKENS {
             bail!("num_tokens must be between 1 and {MAX_NUM_TOKENS}, not {num_tokens}");
@@ -241,6 +254,7 @@ impl Settings {
             commitlog_group_window_ms,
             commitlog_segment_bytes,
             memtable_space_bytes,
+            compaction_throughput_mib_per_sec,
             commitlog_dir: file
                 .commitlog_directory
                 .unwrap_or_else(|| data_dir.join("commitlog")),

@@ -161,6 +161,7 @@ fn storage_options(settings: &Settings) -> varve_storage::StorageOptions {
         },
         memtable_space_bytes: settings.memtable_space_bytes as usize,
         commitlog_total_space_bytes: 8 * settings.commitlog_segment_bytes,
+        compaction_throughput_mib_per_sec: settings.compaction_throughput_mib_per_sec,
         fs: std::sync::Arc::new(varve_storage::fs::RealFs),
     }
 }

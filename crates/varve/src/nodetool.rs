@@ -42,6 +42,10 @@ pub enum NodetoolCommand {
         keyspace: Option<String>,
         tables: Vec<String>,
     },
+    /// Print compaction_throughput (MiB/s; 0 = unlimited).
+    Getcompactionthroughput,
+    /// Set compaction_throughput in MiB/s (0 = unlimited), at once.
+    Setcompactionthroughput { mib_per_sec: u64 },
     /// Per-table statistics: `tablestats [keyspace[.table]]`.
     Tablestats { name: Option<String> },
 }
@@ -56,6 +60,13 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
             ("POST", t)
         }
         NodetoolCommand::Drain => ("POST", "/nodetool/drain".to_string()),
+        NodetoolCommand::Getcompactionthroughput => {
+            ("GET", "/nodetool/compactionthroughput".to_string())
+        }
+        NodetoolCommand::Setcompactionthroughput { mib_per_sec } => (
+            "POST",
+            format!("/nodetool/compactionthroughput?value={mib_per_sec}"),
+        ),
         NodetoolCommand::Compact { keyspace, tables } => {
             let mut t = String::from("/nodetool/compact?");
             if let Some(k) = keyspace {

@@ -13,6 +13,7 @@
 pub mod policy;
 pub mod purge;
 pub mod sim;
+pub mod throttle;
 
 /// A table's compaction setup: which strategy with which options.
 #[derive(Debug, Clone, PartialEq)]
