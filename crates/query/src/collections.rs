@@ -103,10 +103,7 @@ pub fn assign(
             CqlType::Set(_) => {
                 if let Evaluated::Value(Value::Set(items)) = eval_write(ctx, value, col)? {
                     for it in items {
-                        row.cells.insert(
-                            (col.id, Some(Bytes::from(codec::serialize(&it)))),
-                            Cell::tombstone(ts, now),
-                        );
+                        tombstone_element(row, col, &it, ts, now);
                     }
                 }
                 Ok(())
@@ -115,10 +112,7 @@ pub fn assign(
                 let keys_ty = CqlType::Set(k.clone());
                 if let Evaluated::Value(Value::Set(keys)) = eval(ctx, value, &keys_ty, &col.name)? {
                     for it in keys {
-                        row.cells.insert(
-                            (col.id, Some(Bytes::from(codec::serialize(&it)))),
-                            Cell::tombstone(ts, now),
-                        );
+                        tombstone_element(row, col, &it, ts, now);
                     }
                 }
                 Ok(())
@@ -185,6 +179,14 @@ pub fn assign(
     }
 }
 
+/// Deletes one element of a set or map: a tombstone at its path.
+fn tombstone_element(row: &mut Row, col: &Column, element: &Value, ts: i64, now: i32) {
+    row.cells.insert(
+        (col.id, Some(Bytes::from(codec::serialize(element)))),
+        Cell::tombstone(ts, now),
+    );
+}
+
 /// Adds the cells of one DELETE target to `row`.
 #[allow(clippy::too_many_arguments)]
 pub fn delete_target(
@@ -214,10 +216,7 @@ pub fn delete_target(
                 Evaluated::Value(k) => k,
                 _ => return Err(QueryError::Invalid("Invalid null value for map key".into())),
             };
-            row.cells.insert(
-                (col.id, Some(Bytes::from(codec::serialize(&k)))),
-                Cell::tombstone(ts, now),
-            );
+            tombstone_element(row, col, &k, ts, now);
             Ok(())
         }
         CqlType::List(_) => {
@@ -242,10 +241,7 @@ pub fn delete_target(
                     ))
                 }
             };
-            row.cells.insert(
-                (col.id, Some(Bytes::from(codec::serialize(&e)))),
-                Cell::tombstone(ts, now),
-            );
+            tombstone_element(row, col, &e, ts, now);
             Ok(())
         }
         _ => Err(QueryError::Invalid(format!(

@@ -449,15 +449,7 @@ fn build(
         if sel.clustering.lower.is_some() || sel.clustering.upper.is_some() {
             return Err(QueryError::Invalid("Slice restrictions are not supported on the clustering columns in UPDATE statements".to_string()));
         }
-        let missing: Vec<&str> = table
-            .clustering()
-            .skip(sel.clustering.eq_len)
-            .map(|c| c.name.as_str())
-            .collect();
-        return Err(QueryError::Invalid(format!(
-            "Some clustering keys are missing: {}",
-            missing.join(", ")
-        )));
+        return Err(missing_clustering(table, &sel));
     }
     if statics_only && !sel.clustering.is_unrestricted() && !marker {
         return Err(QueryError::Invalid(
@@ -530,6 +522,19 @@ fn build(
         updates,
         cas,
     })
+}
+
+/// The error for a write whose WHERE fixes only a prefix of the clustering.
+fn missing_clustering(table: &Table, sel: &restrictions::Selection) -> QueryError {
+    let missing: Vec<&str> = table
+        .clustering()
+        .skip(sel.clustering.eq_len)
+        .map(|c| c.name.as_str())
+        .collect();
+    QueryError::Invalid(format!(
+        "Some clustering keys are missing: {}",
+        missing.join(", ")
+    ))
 }
 
 fn plan_delete(
@@ -605,15 +610,7 @@ fn plan_delete(
             }
         } else {
             if !(exact || statics_only && sel.clustering.is_unrestricted()) {
-                let missing: Vec<&str> = table
-                    .clustering()
-                    .skip(sel.clustering.eq_len)
-                    .map(|c| c.name.as_str())
-                    .collect();
-                return Err(QueryError::Invalid(format!(
-                    "Some clustering keys are missing: {}",
-                    missing.join(", ")
-                )));
+                return Err(missing_clustering(&table, &sel));
             }
             let mut static_row = Row::default();
             let mut rows: Vec<(Vec<Bytes>, Row)> =

@@ -17,9 +17,14 @@
 //!    stored (the query layer rejects it), so it can serve as the lowest
 //!    position within a token.
 //!
-//! This crate knows nothing of CQL text, the network, or replicas. In this
-//! version data lives in memtables only; the commitlog and sstables come
-//! with the durable engine behind the same [`Storage`] API.
+//! 3. An acknowledged write of a durable table is in the commitlog (as
+//!    durable as the sync mode promises) before it is in a memtable; a
+//!    table's live sstables are exactly those its manifest lists.
+//!
+//! This crate knows nothing of CQL text, the network, or replicas. The
+//! [`Storage`] API sits over memtables, the commitlog ([`commitlog`]),
+//! sstables ([`sstable`]) and compaction ([`compaction`] chooses,
+//! [`engine_compact`] runs); docs/design/storage-model.md walks through it.
 
 pub mod cell;
 pub mod clustering;

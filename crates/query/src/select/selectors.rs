@@ -491,47 +491,25 @@ pub fn finish(sel: &Sel, state: &AggState) -> Option<Bytes> {
         Agg::Min | Agg::Max => return state.best.clone(),
         Agg::Sum | Agg::Avg => {
             let avg = *kind == Agg::Avg;
+            // Integer sums are kept exact in i128; the result narrows to the
+            // column's type, as Cassandra's sum/avg return the argument type.
+            let int = if avg {
+                state.sum_i / n as i128
+            } else {
+                state.sum_i
+            };
+            let float = if avg {
+                state.sum_f / n as f64
+            } else {
+                state.sum_f
+            };
             match ty {
-                CqlType::TinyInt => Value::TinyInt(
-                    (if avg {
-                        state.sum_i / n as i128
-                    } else {
-                        state.sum_i
-                    }) as i8,
-                ),
-                CqlType::SmallInt => Value::SmallInt(
-                    (if avg {
-                        state.sum_i / n as i128
-                    } else {
-                        state.sum_i
-                    }) as i16,
-                ),
-                CqlType::Int => Value::Int(
-                    (if avg {
-                        state.sum_i / n as i128
-                    } else {
-                        state.sum_i
-                    }) as i32,
-                ),
-                CqlType::BigInt | CqlType::Counter => Value::BigInt(
-                    (if avg {
-                        state.sum_i / n as i128
-                    } else {
-                        state.sum_i
-                    }) as i64,
-                ),
-                CqlType::Float => Value::Float(
-                    (if avg {
-                        state.sum_f / n as f64
-                    } else {
-                        state.sum_f
-                    }) as f32,
-                ),
-                _ => Value::Double(if avg {
-                    state.sum_f / n as f64
-                } else {
-                    state.sum_f
-                }),
+                CqlType::TinyInt => Value::TinyInt(int as i8),
+                CqlType::SmallInt => Value::SmallInt(int as i16),
+                CqlType::Int => Value::Int(int as i32),
+                CqlType::BigInt | CqlType::Counter => Value::BigInt(int as i64),
+                CqlType::Float => Value::Float(float as f32),
+                _ => Value::Double(float),
             }
         }
     };

@@ -56,12 +56,14 @@ impl Db {
     }
 
     /// Rows rendered as CQL literals, for easy assertions.
+    #[allow(dead_code)]
     pub fn rows(&mut self, q: &str) -> Vec<Vec<String>> {
         let out = self.ok(q);
         render(&out)
     }
 }
 
+#[allow(dead_code)]
 pub fn render(out: &Outcome) -> Vec<Vec<String>> {
     let QueryResult::Rows(r) = &out.result else {
         panic!("not rows: {out:?}")

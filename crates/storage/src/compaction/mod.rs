@@ -1,4 +1,4 @@
-//! Compaction: which sstables to merge, and (later) the executor that merges them.
+//! Compaction: which sstables to merge ([`policy`]) and what a merge keeps ([`purge`]).
 //!
 //! This module holds the *policy* only: [`policy`] maps a view of the live sstables
 //! ([`policy::SstableView`]) to the next task ([`policy::Task`]) for each of Cassandra's four
@@ -7,8 +7,9 @@
 //! no clocks (time arrives as an argument), so they can be tested exactly and replayed by the
 //! write-amplification simulator in [`sim`].
 //!
-//! The I/O side (reading inputs, writing outputs, swapping them atomically) is not here; it
-//! calls [`policy::Strategy::next_task`] and applies the result.
+//! The I/O side (reading inputs, writing outputs, swapping them atomically) lives in
+//! `crate::engine_compact`; it calls [`policy::Strategy::next_task`] and applies the result,
+//! at most `compaction_throughput` ([`throttle`]) fast.
 
 pub mod policy;
 pub mod purge;
