@@ -58,6 +58,12 @@ impl Processor {
         Ok(list.len())
     }
 
+    /// Whether a write may block on an fsync (commitlog batch or group
+    /// mode): the server then runs statements where blocking is allowed.
+    pub fn writes_wait_for_sync(&self) -> bool {
+        self.storage.writes_wait_for_sync()
+    }
+
     /// `nodetool getcompactionthroughput`, in MiB/s (0: unlimited).
     pub fn compaction_throughput(&self) -> u64 {
         self.storage.compaction_throughput()

@@ -1,6 +1,7 @@
 //! One CQL connection: a reader loop that owns the decoding state and the
 //! connection's stage, a writer task that owns the encoding state, and one
-//! task per statement request.
+//! task per statement request (run inline on the event loop unless it may
+//! block: see [`may_block`]).
 //!
 //! Requests on a connection run concurrently (each QUERY, PREPARE, EXECUTE
 //! or BATCH is its own task, bounded by
@@ -171,19 +172,56 @@ async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>
     let _ = writer.shutdown().await;
 }
 
-/// Runs `work` on the blocking pool; a panic becomes a ServerError answer
-/// (logged) instead of taking the connection or the node down.
+/// The answer given when executing a request panicked (a bug): logged, and
+/// the node keeps serving.
+fn panicked(stream: i16, what: &dyn std::fmt::Debug) -> Executed {
+    tracing::error!("request on stream {stream} failed: {what:?}");
+    Executed {
+        response: Response::Error(errors::server_error(
+            "Internal error while processing the request (see the server log)",
+        )),
+        warnings: Vec::new(),
+        event: None,
+    }
+}
+
+/// Runs `work` on the blocking pool, for requests that may wait on an
+/// fsync or on long file work; a panic becomes a ServerError answer.
 async fn run_caught(stream: i16, work: impl FnOnce() -> Executed + Send + 'static) -> Executed {
-    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
-        tracing::error!("request on stream {stream} failed: {e}");
-        Executed {
-            response: Response::Error(errors::server_error(
-                "Internal error while processing the request (see the server log)",
-            )),
-            warnings: Vec::new(),
-            event: None,
-        }
-    })
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| panicked(stream, &e))
+}
+
+/// Runs `work` right here on the event loop, for requests that only touch
+/// memory and the page cache: no thread hand-off per request. A panic
+/// becomes a ServerError answer.
+fn run_inline(stream: i16, work: impl FnOnce() -> Executed) -> Executed {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|_| panicked(stream, &"panic"))
+}
+
+/// Statements that change the schema or drop data files, which may wait on
+/// flushes, compactions and fsyncs: first word of the query text.
+fn is_schema_or_file_statement(query: &str) -> bool {
+    let word: String = query
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .take(9)
+        .collect();
+    ["create", "alter", "drop", "truncate"]
+        .iter()
+        .any(|k| word.eq_ignore_ascii_case(k))
+}
+
+/// Whether a statement request must run where blocking is allowed.
+fn may_block(request: &Request, writes_wait_for_sync: bool) -> bool {
+    match request {
+        Request::Prepare { .. } => false,
+        Request::Query { query, .. } => writes_wait_for_sync || is_schema_or_file_statement(query),
+        _ => writes_wait_for_sync,
+    }
 }
 
 /// Cassandra's name of a request opcode, for error messages.
@@ -388,12 +426,19 @@ impl Connection {
         let client = Arc::clone(&self.client);
         let out = self.out.clone();
         let version = self.version();
+        let blocking = may_block(&request, shared.writes_wait_for_sync);
         tokio::spawn(async move {
-            let processor = Arc::clone(&shared.processor);
-            let executed = run_caught(stream, move || {
-                dispatch::execute(&processor, &client, request)
-            })
-            .await;
+            let executed = if blocking {
+                let processor = Arc::clone(&shared.processor);
+                run_caught(stream, move || {
+                    dispatch::execute(&processor, &client, request)
+                })
+                .await
+            } else {
+                run_inline(stream, || {
+                    dispatch::execute(&shared.processor, &client, request)
+                })
+            };
             if let Some(change) = executed.event {
                 // No subscriber is fine: nobody registered.
                 let _ = shared.events.send(change);
@@ -424,6 +469,39 @@ mod tests {
             Response::Error(e) => assert_eq!(e.code, varve_protocol::ErrorCode::SERVER_ERROR),
             other => panic!("expected an error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_panicking_inline_request_becomes_server_error() {
+        let executed = run_inline(3, || panic!("boom"));
+        match executed.response {
+            Response::Error(e) => assert_eq!(e.code, varve_protocol::ErrorCode::SERVER_ERROR),
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn schema_statements_and_sync_waits_go_to_the_blocking_pool() {
+        let query = |q: &str| Request::Query {
+            query: q.to_string(),
+            params: varve_protocol::QueryParams::new(varve_protocol::Consistency::One),
+        };
+        assert!(may_block(
+            &query("  CREATE TABLE t (k int primary key)"),
+            false
+        ));
+        assert!(may_block(&query("truncate t"), false));
+        assert!(may_block(&query("DROP KEYSPACE ks"), false));
+        assert!(!may_block(&query("SELECT * FROM t"), false));
+        assert!(!may_block(&query("INSERT INTO t (k) VALUES (1)"), false));
+        assert!(may_block(&query("INSERT INTO t (k) VALUES (1)"), true));
+        assert!(!may_block(
+            &Request::Prepare {
+                query: "INSERT INTO t (k) VALUES (1)".into(),
+                keyspace: None
+            },
+            true
+        ));
     }
 
     #[test]

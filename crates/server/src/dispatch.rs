@@ -1,5 +1,6 @@
 //! Runs one statement request (QUERY, PREPARE, EXECUTE, BATCH) against the
-//! processor. Synchronous: the connection calls it on the blocking pool.
+//! processor. Synchronous: the connection runs it on the event loop, or on the
+//! blocking pool when it may wait on an fsync or on file work.
 //!
 //! The connection's [`ClientState`] is shared by its concurrent requests:
 //! each request runs on a copy and writes back a keyspace change (USE), so

@@ -70,6 +70,9 @@ pub(crate) struct Shared {
     pub config: ServerConfig,
     pub processor: Arc<Processor>,
     pub metrics: Arc<Metrics>,
+    /// Writes may wait on an fsync (commitlog batch/group): statements then
+    /// run on the blocking pool instead of the event loop.
+    pub writes_wait_for_sync: bool,
     /// Schema changes, fanned out to connections registered for them.
     pub events: broadcast::Sender<varve_protocol::SchemaChange>,
 }
@@ -123,6 +126,7 @@ impl Server {
         let grace = self.config.shutdown_grace;
         let shared = Arc::new(Shared {
             config: self.config,
+            writes_wait_for_sync: processor.writes_wait_for_sync(),
             processor,
             metrics: Arc::clone(&self.metrics),
             events,

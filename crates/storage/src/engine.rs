@@ -796,6 +796,18 @@ impl Engine {
         Ok(s)
     }
 
+    /// Whether a write may wait for an fsync before it returns (commitlog
+    /// in batch or group mode). Callers on an event loop hand such writes
+    /// to a thread that may block.
+    pub fn writes_wait_for_sync(&self) -> bool {
+        self.options.as_ref().is_some_and(|o| {
+            !matches!(
+                o.commitlog.sync,
+                crate::commitlog::SyncMode::Periodic { .. }
+            )
+        })
+    }
+
     /// compaction_throughput in MiB/s (0: unlimited).
     pub fn compaction_throughput(&self) -> u64 {
         self.compaction_throughput.load(Ordering::Relaxed)

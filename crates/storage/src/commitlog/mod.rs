@@ -226,12 +226,8 @@ impl CommitLog {
     /// Bytes of every segment on disk, or about to be.
     pub fn total_bytes(&self) -> u64 {
         self.shared
-            .inner
-            .lock()
-            .segments
-            .values()
-            .map(|s| s.bytes)
-            .sum()
+            .total_bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The directory of the segments.

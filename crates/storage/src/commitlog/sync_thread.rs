@@ -144,7 +144,11 @@ pub(super) fn run(shared: Arc<Shared>) {
                 if round.sync {
                     inner.last_sync = Instant::now();
                 }
-                inner.take_releasable()
+                let released = inner.take_releasable();
+                shared
+                    .total_bytes
+                    .store(inner.total, std::sync::atomic::Ordering::Relaxed);
+                released
             }
             Err(_) => {
                 abandon(&mut inner, &mut files, &round.chunks, &outcome);
@@ -160,6 +164,12 @@ pub(super) fn run(shared: Arc<Shared>) {
         }
         let sync_outcome = match (&outcome, round.sync_tickets.is_empty()) {
             (Ok(()), false) => inner.unreported_error.take().map_or(Ok(()), Err),
+            // The failure is reported to these syncs now: a later sync must
+            // not report it again once the disk has recovered.
+            (Err(_), false) => {
+                inner.unreported_error = None;
+                outcome.clone()
+            }
             _ => outcome.clone(),
         };
         drop(inner);

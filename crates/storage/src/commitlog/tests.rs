@@ -222,6 +222,13 @@ fn segments_are_released_once_every_table_is_flushed() {
     assert_eq!(log.segments_count(), 1);
     let files = fs.list(&dir()).unwrap();
     assert_eq!(files, log.segment_paths());
+    // total_bytes (kept without the lock) matches the files once written.
+    log.sync().unwrap();
+    let on_disk: u64 = files
+        .iter()
+        .map(|p| fs.read_all(p).unwrap().len() as u64)
+        .sum();
+    assert_eq!(log.total_bytes(), on_disk);
 }
 
 #[test]

@@ -22,6 +22,7 @@ use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -84,6 +85,9 @@ pub(super) struct SegmentState {
 }
 
 pub(super) struct Inner {
+    /// Bytes of every segment in `segments` (mirrored in
+    /// [`Shared::total_bytes`] for readers that must not take the lock).
+    pub total: u64,
     /// The segment appends go to, and its length including queued bytes.
     pub active: Option<(u64, u64)>,
     next_id: u64,
@@ -126,6 +130,7 @@ impl Inner {
                 let id = self.next_id;
                 self.next_id += 1;
                 self.active = Some((id, SEGMENT_HEADER_BYTES + size));
+                self.total += SEGMENT_HEADER_BYTES;
                 self.segments.insert(
                     id,
                     SegmentState {
@@ -174,10 +179,12 @@ impl Inner {
             .filter(|(id, s)| s.closed && s.dirty.is_empty() && Some(**id) != active)
             .map(|(id, _)| *id)
             .collect();
-        ids.into_iter()
+        let removed: Vec<SegmentState> = ids
+            .into_iter()
             .filter_map(|id| self.segments.remove(&id))
-            .map(|s| s.path)
-            .collect()
+            .collect();
+        self.total -= removed.iter().map(|s| s.bytes).sum::<u64>();
+        removed.into_iter().map(|s| s.path).collect()
     }
 }
 
@@ -186,6 +193,9 @@ pub(super) struct Shared {
     pub dir: PathBuf,
     pub config: CommitLogConfig,
     pub inner: Mutex<Inner>,
+    /// `Inner::total`, readable without the lock (the write path asks for
+    /// it on every write).
+    pub total_bytes: AtomicU64,
     /// Wakes the writer thread.
     pub work: Condvar,
     /// Wakes appends blocked on a lagging periodic sync.
@@ -216,8 +226,9 @@ impl Shared {
                     },
                 )
             })
-            .collect();
+            .collect::<BTreeMap<u64, SegmentState>>();
         let inner = Inner {
+            total: segments.values().map(|s| s.bytes).sum(),
             active: None,
             next_id: now_ms.max(max_old + 1).max(config.min_segment_id),
             force_roll: false,
@@ -235,6 +246,7 @@ impl Shared {
             fs,
             dir,
             config,
+            total_bytes: AtomicU64::new(inner.total),
             inner: Mutex::new(inner),
             work: Condvar::new(),
             synced: Condvar::new(),
@@ -280,10 +292,15 @@ pub(super) fn append(
             seg.bytes += size;
             let last = seg.dirty.entry(table).or_insert(pos);
             *last = (*last).max(pos);
-            seg.path.clone()
+            // Only a failed append needs the path, for its error.
+            ticket.is_some().then(|| seg.path.clone())
         }
-        None => shared.dir.join(segment_file_name(pos.segment_id)),
+        None => Some(shared.dir.join(segment_file_name(pos.segment_id))),
     };
+    if inner.segments.contains_key(&pos.segment_id) {
+        inner.total += size;
+    }
+    shared.total_bytes.store(inner.total, Ordering::Relaxed);
     shared.work.notify_one();
     if let (SyncMode::Periodic { period }, None) = (shared.config.sync, &ticket) {
         let lag_block = period * SYNC_LAG_BLOCK_TENTHS / 10;
@@ -299,7 +316,7 @@ pub(super) fn append(
         Some(t) => t
             .wait()
             .map(|()| pos)
-            .map_err(|e| Error::io(path, to_io(&e))),
+            .map_err(|e| Error::io(path.unwrap_or_else(|| shared.dir.clone()), to_io(&e))),
         None => Ok(pos),
     }
 }
@@ -327,7 +344,9 @@ pub(super) fn mark_flushed(shared: &Shared, table: TableId, up_to: Position) -> 
                 seg.dirty.remove(&table);
             }
         }
-        inner.take_releasable()
+        let released = inner.take_releasable();
+        shared.total_bytes.store(inner.total, Ordering::Relaxed);
+        released
     };
     remove_segments(shared, &paths)
 }
