@@ -1,5 +1,5 @@
 //! `varve`: the one binary of Varve. Subcommands: `server` (run a node),
-//! `nodetool` (operate a running node).
+//! `nodetool` (operate a running node), `stress` (a CQL load generator).
 //!
 //! The binary only wires things together: it reads flags and the YAML
 //! config, prepares the data directory and the node's identity
@@ -8,7 +8,9 @@
 mod config;
 mod node;
 mod nodetool;
+mod report_cmd;
 mod sizes;
+mod stress_cmd;
 
 use std::path::PathBuf;
 
@@ -44,6 +46,10 @@ enum Command {
     Server(ServerArgs),
     /// Operate a running node (flush, drain, tablestats) over its admin port.
     Nodetool(nodetool::NodetoolArgs),
+    /// Load a Varve or Cassandra cluster over CQL and measure latency.
+    Stress(Box<stress_cmd::StressArgs>),
+    /// Render a run directory as Markdown, HTML and SVG charts, or compare two runs.
+    Report(report_cmd::ReportArgs),
 }
 
 /// Flags of `varve server`; each overrides the same setting of `--config`.
@@ -75,6 +81,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Server(args) => run_server(args),
         Command::Nodetool(args) => nodetool::run(args),
+        Command::Stress(args) => stress_cmd::run(*args),
+        Command::Report(args) => report_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -87,11 +95,11 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Logs go to stderr, colored only on a terminal; `RUST_LOG` overrides the
-/// default level (info).
+/// default level (info; the scylla driver used by `varve stress` at warn).
 fn init_logging() {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,scylla=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

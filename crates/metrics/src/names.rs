@@ -1,0 +1,217 @@
+//! Every metric name the workspace records into, as constants, so the
+//! server, query and storage crates use the same strings; plus [`CATALOG`],
+//! which gives each its kind, labels, HELP text and the Cassandra metric it
+//! mirrors. `docs/design/metrics.md` carries the same table for readers (a
+//! test checks every name here appears there).
+//!
+//! Names are given without the `varve_` prefix and without the suffix the
+//! kind adds (`_total` for counters and meters, `_seconds` for latencies).
+
+use crate::registry::Kind;
+
+// ---- Labels and their values ----
+pub const LABEL_OPERATION: &str = "operation";
+pub const LABEL_KEYSPACE: &str = "keyspace";
+pub const LABEL_TABLE: &str = "table";
+pub const LABEL_LEVEL: &str = "level";
+pub const LABEL_OPCODE: &str = "opcode";
+/// `operation` values, one per Cassandra ClientRequest scope.
+pub const OP_READ: &str = "read";
+pub const OP_WRITE: &str = "write";
+pub const OP_CAS_READ: &str = "cas_read";
+pub const OP_CAS_WRITE: &str = "cas_write";
+pub const OP_RANGE_SLICE: &str = "range_slice";
+
+// ---- Client requests (coordinator), label `operation` ----
+pub const CLIENT_REQUEST_LATENCY: &str = "client_request_latency";
+pub const CLIENT_REQUEST_TIMEOUTS: &str = "client_request_timeouts";
+pub const CLIENT_REQUEST_UNAVAILABLES: &str = "client_request_unavailables";
+pub const CLIENT_REQUEST_FAILURES: &str = "client_request_failures";
+
+// ---- Lightweight transactions, label `operation` (cas_read / cas_write) ----
+pub const CAS_CONTENTION: &str = "cas_contention";
+pub const CAS_UNFINISHED_COMMITS: &str = "cas_unfinished_commits";
+pub const CAS_CONDITION_NOT_MET: &str = "cas_condition_not_met";
+
+// ---- Compaction (node-wide) ----
+pub const COMPACTION_PENDING_TASKS: &str = "compaction_pending_tasks";
+pub const COMPACTION_COMPLETED_TASKS: &str = "compaction_completed_tasks";
+pub const COMPACTION_BYTES_COMPACTED: &str = "compaction_bytes_compacted";
+pub const COMPACTIONS_COMPLETED: &str = "compactions_completed";
+
+// ---- Per table, labels `keyspace`, `table` (and `level`) ----
+pub const TABLE_LIVE_SSTABLES: &str = "table_live_sstables";
+pub const TABLE_SSTABLES_PER_LEVEL: &str = "table_sstables_per_level";
+pub const TABLE_SSTABLE_BYTES_PER_LEVEL: &str = "table_sstable_bytes_per_level";
+pub const TABLE_LIVE_DISK_SPACE_USED_BYTES: &str = "table_live_disk_space_used_bytes";
+pub const TABLE_PENDING_COMPACTIONS: &str = "table_pending_compactions";
+pub const TABLE_TOMBSTONES_SCANNED: &str = "table_tombstones_scanned";
+pub const TABLE_SSTABLES_PER_READ: &str = "table_sstables_per_read";
+pub const TABLE_BLOOM_FILTER_FALSE_POSITIVE_RATIO: &str = "table_bloom_filter_false_positive_ratio";
+pub const TABLE_DROPPABLE_TOMBSTONE_RATIO: &str = "table_droppable_tombstone_ratio";
+
+// ---- Native transport (today's crates/server/src/metrics.rs names) ----
+pub const CONNECTIONS_OPEN: &str = "connections_open";
+pub const CONNECTIONS: &str = "connections";
+pub const CONNECTIONS_REJECTED: &str = "connections_rejected";
+pub const REQUESTS: &str = "requests";
+pub const ERROR_RESPONSES: &str = "error_responses";
+pub const OVERLOADED_RESPONSES: &str = "overloaded_responses";
+pub const PROTOCOL_ERRORS: &str = "protocol_errors";
+
+// ---- The library itself ----
+pub const METRICS_REGISTRATION_CONFLICTS: &str = "metrics_registration_conflicts_total";
+
+/// One metric: what it is, and what it mirrors in Cassandra.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricDef {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub labels: &'static [&'static str],
+    pub help: &'static str,
+    /// The Cassandra metric (JMX `type=…,name=…` or tool output) mirrored.
+    pub cassandra: &'static str,
+}
+
+const OP: &[&str] = &[LABEL_OPERATION];
+const TABLE: &[&str] = &[LABEL_KEYSPACE, LABEL_TABLE];
+const LEVEL: &[&str] = &[LABEL_KEYSPACE, LABEL_TABLE, LABEL_LEVEL];
+
+const fn def(
+    name: &'static str,
+    kind: Kind,
+    labels: &'static [&'static str],
+    help: &'static str,
+    cassandra: &'static str,
+) -> MetricDef {
+    MetricDef {
+        name,
+        kind,
+        labels,
+        help,
+        cassandra,
+    }
+}
+
+/// Every metric of [`names`](self), in the order of the design doc.
+#[rustfmt::skip]
+pub const CATALOG: &[MetricDef] = &[
+    def(CLIENT_REQUEST_LATENCY, Kind::Latency, OP,
+        "Coordinator latency of client requests, by operation.",
+        "ClientRequest Latency (scopes Read, Write, CASRead, CASWrite, RangeSlice)"),
+    def(CLIENT_REQUEST_TIMEOUTS, Kind::Counter, OP,
+        "Client requests that timed out waiting for replicas.",
+        "ClientRequest Timeouts"),
+    def(CLIENT_REQUEST_UNAVAILABLES, Kind::Counter, OP,
+        "Client requests refused: not enough live replicas.",
+        "ClientRequest Unavailables"),
+    def(CLIENT_REQUEST_FAILURES, Kind::Counter, OP,
+        "Client requests that failed on replicas.",
+        "ClientRequest Failures"),
+    def(CAS_CONTENTION, Kind::Histogram, OP,
+        "Paxos attempts lost to contention per LWT request.",
+        "ClientRequest ContentionHistogram (CASRead, CASWrite)"),
+    def(CAS_UNFINISHED_COMMITS, Kind::Counter, OP,
+        "LWTs that found an in-progress Paxos round and finished it.",
+        "ClientRequest UnfinishedCommit"),
+    def(CAS_CONDITION_NOT_MET, Kind::Counter, OP,
+        "Conditional writes whose IF condition was false.",
+        "ClientRequest ConditionNotMet (CASWrite)"),
+    def(COMPACTION_PENDING_TASKS, Kind::Gauge, &[],
+        "Compactions waiting to run, estimated.",
+        "Compaction PendingTasks"),
+    def(COMPACTION_COMPLETED_TASKS, Kind::Counter, &[],
+        "Compaction tasks finished.",
+        "Compaction CompletedTasks"),
+    def(COMPACTION_BYTES_COMPACTED, Kind::Counter, &[],
+        "Bytes read by compactions.",
+        "Compaction BytesCompacted"),
+    def(COMPACTIONS_COMPLETED, Kind::Meter, &[],
+        "Compactions completed (a meter: rates in system_views).",
+        "Compaction TotalCompactionsCompleted"),
+    def(TABLE_LIVE_SSTABLES, Kind::Gauge, TABLE,
+        "SSTables in use by the table.",
+        "Table LiveSSTableCount"),
+    def(TABLE_SSTABLES_PER_LEVEL, Kind::Gauge, LEVEL,
+        "SSTables per level (level 0 holds the unleveled ones).",
+        "Table SSTablesPerLevel (one array; here one series per level)"),
+    def(TABLE_SSTABLE_BYTES_PER_LEVEL, Kind::Gauge, LEVEL,
+        "SSTable bytes per level.",
+        "nodetool tablestats per-level bytes"),
+    def(TABLE_LIVE_DISK_SPACE_USED_BYTES, Kind::Gauge, TABLE,
+        "Disk space used by live sstables, in bytes.",
+        "Table LiveDiskSpaceUsed"),
+    def(TABLE_PENDING_COMPACTIONS, Kind::Gauge, TABLE,
+        "Compactions the table's strategy still wants to run.",
+        "Table PendingCompactions"),
+    def(TABLE_TOMBSTONES_SCANNED, Kind::Histogram, TABLE,
+        "Tombstones read per query.",
+        "Table TombstoneScannedHistogram"),
+    def(TABLE_SSTABLES_PER_READ, Kind::Histogram, TABLE,
+        "SSTables touched per read.",
+        "Table SSTablesPerReadHistogram"),
+    def(TABLE_BLOOM_FILTER_FALSE_POSITIVE_RATIO, Kind::Gauge, TABLE,
+        "Bloom filter false positives over positive answers.",
+        "Table BloomFilterFalsePositiveRatio"),
+    def(TABLE_DROPPABLE_TOMBSTONE_RATIO, Kind::Gauge, TABLE,
+        "Estimated share of tombstones past gc_grace_seconds.",
+        "nodetool tablestats droppable tombstone ratio"),
+    def(CONNECTIONS_OPEN, Kind::Gauge, &[],
+        "CQL connections open now.",
+        "Client connectedNativeClients"),
+    def(CONNECTIONS, Kind::Counter, &[],
+        "CQL connections accepted.",
+        "(none: Cassandra reports only the open count)"),
+    def(CONNECTIONS_REJECTED, Kind::Counter, &[],
+        "CQL connections refused past the connection limit.",
+        "(none; closest: native_transport_max_concurrent_connections refusals)"),
+    def(REQUESTS, Kind::Counter, &[LABEL_OPCODE],
+        "CQL requests received, by opcode.",
+        "Client / CQL metrics per request type"),
+    def(ERROR_RESPONSES, Kind::Counter, &[],
+        "ERROR responses sent.",
+        "(none)"),
+    def(OVERLOADED_RESPONSES, Kind::Counter, &[],
+        "Overloaded errors sent (connection or in-flight limit).",
+        "Client RequestDiscarded / overload rejections"),
+    def(PROTOCOL_ERRORS, Kind::Counter, &[],
+        "Malformed or unexpected frames.",
+        "Client ProtocolException"),
+];
+
+/// The HELP text of `name`, if it is in the catalog.
+pub fn help(name: &str) -> Option<&'static str> {
+    CATALOG.iter().find(|d| d.name == name).map(|d| d.help)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::sanitize_metric_name;
+
+    #[test]
+    fn names_are_unique_and_valid() {
+        let mut seen = std::collections::BTreeSet::new();
+        for d in CATALOG {
+            assert!(seen.insert(d.name), "duplicate {}", d.name);
+            assert_eq!(sanitize_metric_name(d.name), d.name);
+            assert!(
+                !d.name.ends_with("_total"),
+                "{}: the kind adds suffixes",
+                d.name
+            );
+        }
+    }
+
+    #[test]
+    fn design_doc_lists_every_name() {
+        let doc = include_str!("../../../docs/design/metrics.md");
+        for d in CATALOG {
+            let exposed = crate::registry::exposed_name(d.name, d.kind);
+            assert!(
+                doc.contains(&format!("`{exposed}`")),
+                "{exposed} not in metrics.md"
+            );
+        }
+    }
+}

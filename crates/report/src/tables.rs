@@ -1,0 +1,195 @@
+//! The report's tables as plain cells, shared by the Markdown and HTML
+//! writers: run metadata, one result table per phase (the seeds' shape:
+//! operations by throughput, latency mean/p95/p99, timeouts, errors), and the
+//! side-by-side tables of a comparison.
+
+use crate::model::{OpStats, Phase, Run};
+
+/// A titled table of text cells, with notes printed under it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub notes: Vec<String>,
+}
+
+/// The column headers of a phase table.
+pub const PHASE_COLUMNS: [&str; 7] = [
+    "Operation",
+    "Throughput (op/s)",
+    "Latency mean (ms)",
+    "p95 (ms)",
+    "p99 (ms)",
+    "Timeouts",
+    "Errors",
+];
+
+/// Throughput with one decimal.
+pub fn fmt_rate(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// A latency in ms: three decimals below 1 ms, two above; `-` if absent.
+pub fn fmt_ms(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.abs() < 1.0 => format!("{v:.3}"),
+        Some(v) => format!("{v:.2}"),
+        None => "-".to_string(),
+    }
+}
+
+/// A ratio B/A with two decimals; `n/a` when A is zero or either is absent.
+pub fn fmt_ratio(r: Option<f64>) -> String {
+    match r {
+        Some(r) => format!("{r:.2}"),
+        None => "n/a".to_string(),
+    }
+}
+
+/// B divided by A, if both exist and A is not zero.
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if a != 0.0 => Some(b / a).filter(|r| r.is_finite()),
+        _ => None,
+    }
+}
+
+/// `key: value` lines describing what was run and against what.
+pub fn metadata(run: &Run) -> Vec<(String, String)> {
+    let s = &run.summary;
+    let mut meta = Vec::new();
+    let mut target = s.target.product.clone().unwrap_or_else(|| "unknown".into());
+    if let Some(v) = &s.target.release_version {
+        target.push_str(&format!(" {v}"));
+    }
+    if !s.target.hosts.is_empty() {
+        target.push_str(&format!(" ({})", s.target.hosts.join(", ")));
+    }
+    meta.push(("Target".into(), target));
+    if !s.workload.is_empty() {
+        meta.push(("Workload".into(), workload_text(&s.workload)));
+    }
+    let optional = [
+        ("Command", &s.command),
+        ("Tool", &s.tool),
+        ("Started at", &s.started_at),
+    ];
+    for (key, value) in optional {
+        if let Some(v) = value {
+            meta.push((key.into(), v.clone()));
+        }
+    }
+    meta.push(("Run directory".into(), run.dir.display().to_string()));
+    meta
+}
+
+fn workload_text(w: &std::collections::BTreeMap<String, serde_json::Value>) -> String {
+    let plain = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut parts = Vec::new();
+    if let Some(name) = w.get("name") {
+        parts.push(plain(name));
+    }
+    let rest: Vec<String> = w
+        .iter()
+        .filter(|(k, _)| k.as_str() != "name")
+        .map(|(k, v)| format!("{k}={}", plain(v)))
+        .collect();
+    if !rest.is_empty() {
+        parts.push(rest.join(", "));
+    }
+    parts.join(": ")
+}
+
+/// A phase's title: number, name and time range.
+pub fn phase_title(index: usize, phase: &Phase) -> String {
+    let mut title = format!(
+        "Phase {}: {} ({} – {})",
+        index + 1,
+        phase.name,
+        crate::scale::fmt_time(phase.start_t),
+        crate::scale::fmt_time(phase.end_t)
+    );
+    if phase.interrupted {
+        title.push_str(", interrupted");
+    }
+    title
+}
+
+fn op_row(op: &str, stats: &OpStats) -> Vec<String> {
+    vec![
+        op.to_string(),
+        fmt_rate(stats.throughput),
+        fmt_ms(stats.latency_ms.mean),
+        fmt_ms(stats.latency_ms.p95),
+        fmt_ms(stats.latency_ms.p99),
+        stats.timeouts.to_string(),
+        stats.errors.to_string(),
+    ]
+}
+
+/// One result table per phase of the run.
+pub fn phase_tables(run: &Run) -> Vec<Table> {
+    run.summary
+        .phases
+        .iter()
+        .enumerate()
+        .map(|(i, phase)| {
+            let ops = phase.op_names();
+            let rows = ops
+                .iter()
+                .filter_map(|op| phase.ops.get(op).map(|s| op_row(op, s)))
+                .collect();
+            let mut notes = Vec::new();
+            for op in &ops {
+                if let Some(stats) = phase.ops.get(op) {
+                    let kinds: Vec<String> = stats
+                        .error_kinds
+                        .iter()
+                        .filter(|(_, n)| **n > 0)
+                        .map(|(k, n)| format!("{k}={n}"))
+                        .collect();
+                    if !kinds.is_empty() {
+                        notes.push(format!("{op} errors by kind: {}", kinds.join(", ")));
+                    }
+                }
+            }
+            if !phase.extra.is_empty() {
+                let extra: Vec<String> = phase
+                    .extra
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                notes.push(format!("Counters: {}", extra.join(", ")));
+            }
+            if phase.ops.values().all(|s| s.errors == 0 && s.timeouts == 0) {
+                notes.push("No timeouts or errors were observed.".into());
+            }
+            Table {
+                title: phase_title(i, phase),
+                header: PHASE_COLUMNS.iter().map(|c| c.to_string()).collect(),
+                rows,
+                notes,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(fmt_ms(Some(0.8)), "0.800");
+        assert_eq!(fmt_ms(Some(19.766)), "19.77");
+        assert_eq!(fmt_ms(None), "-");
+        assert_eq!(fmt_rate(1500.04), "1500.0");
+        assert_eq!(ratio(Some(2.0), Some(3.0)), Some(1.5));
+        assert_eq!(ratio(Some(0.0), Some(3.0)), None);
+        assert_eq!(fmt_ratio(None), "n/a");
+    }
+}
