@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command (README, .ci/run): formatting, lints, Rust tests,
 # then the Python driver tests against a real `varve server` process.
-# Needs only cargo (rustup) and python3. Extra arguments go to pytest.
+# Needs cargo (rustup), python3 and apt (for Debian's chromium, unless
+# VARVE_SKIP_BROWSER=1). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,14 @@ want=$(sha256sum tests/python/requirements.txt | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
     echo "$want" > "$stamp"
+fi
+
+step "headless Chromium (Debian's chromium; the report test opens report.html in it)"
+if [ ! -x /usr/bin/chromium ] && [ -z "${VARVE_SKIP_BROWSER:-}" ]; then
+    sudo_cmd=""
+    if [ "$(id -u)" != 0 ] && command -v sudo > /dev/null; then sudo_cmd="sudo"; fi
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium > /dev/null
 fi
 
 step "pytest tests/python"

@@ -1,10 +1,12 @@
-//! Operations behind `varve nodetool`: flush, drain, tablestats.
+//! Operations behind `varve nodetool`: flush, drain, compact, garbagecollect,
+//! compactionstats, tablestats.
 
 use crate::error::{QueryError, Result};
 use crate::processor::Processor;
 use std::fmt::Write;
 use std::sync::Arc;
 use varve_schema::Table;
+use varve_storage::Granularity;
 
 impl Processor {
     /// The user tables a nodetool command names: all of them, one
@@ -64,6 +66,84 @@ impl Processor {
         self.storage.writes_wait_for_sync()
     }
 
+    /// `nodetool garbagecollect [-g ROW|CELL] [-j N] [keyspace [tables...]]`
+    /// (`granularity` is ROW or CELL, any case):
+    /// rewrites every sstable of each table alone, dropping what the
+    /// table's other sstables shadow; returns once all are done. `jobs` 0
+    /// means as many as concurrent_compactors.
+    pub fn garbage_collect(
+        &self,
+        keyspace: Option<&str>,
+        tables: &[String],
+        granularity: &str,
+        jobs: usize,
+    ) -> Result<usize> {
+        let Some(granularity) = Granularity::parse(granularity) else {
+            return Err(QueryError::Invalid(format!(
+                "granularity must be ROW or CELL, not {granularity}"
+            )));
+        };
+        let list = self.tables_for(keyspace, tables)?;
+        let now = varve_types::time::now_seconds() as i32;
+        for t in &list {
+            self.storage.garbage_collect(t.id, granularity, jobs, now)?;
+        }
+        Ok(list.len())
+    }
+
+    /// `nodetool compactionstats`, as text in nodetool's shape.
+    pub fn compaction_stats_text(&self) -> String {
+        let s = self.storage.compaction_stats();
+        let mut out = String::new();
+        let _ = writeln!(out, "pending tasks: {}", s.pending_tasks);
+        for (ks, table, n) in &s.pending_by_table {
+            let _ = writeln!(out, "- {ks}.{table}: {n}");
+        }
+        out.push('\n');
+        if s.running.is_empty() {
+            return out;
+        }
+        let mut rows = vec![[
+            "id".to_string(),
+            "compaction type".to_string(),
+            "keyspace".to_string(),
+            "table".to_string(),
+            "completed".to_string(),
+            "total".to_string(),
+            "unit".to_string(),
+            "progress".to_string(),
+        ]];
+        for r in &s.running {
+            let progress = if r.bytes_total == 0 {
+                100.0
+            } else {
+                r.bytes_done as f64 * 100.0 / r.bytes_total as f64
+            };
+            rows.push([
+                r.id.to_string(),
+                r.kind.label().to_string(),
+                r.keyspace.clone(),
+                r.table.clone(),
+                r.bytes_done.to_string(),
+                r.bytes_total.to_string(),
+                r.unit.to_string(),
+                format!("{progress:.2}%"),
+            ]);
+        }
+        let widths: Vec<usize> = (0..8)
+            .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+            .collect();
+        for r in &rows {
+            let cells: Vec<String> = r
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect();
+            let _ = writeln!(out, "{}", cells.join(" ").trim_end());
+        }
+        out
+    }
+
     /// `nodetool getcompactionthroughput`, in MiB/s (0: unlimited).
     pub fn compaction_throughput(&self) -> u64 {
         self.storage.compaction_throughput()
@@ -101,8 +181,22 @@ impl Processor {
             } else {
                 s.bloom_filter_false_positives as f64 / checks as f64
             };
+            let now = varve_types::time::now_seconds() as i32;
+            let c = self.storage.table_compaction_stats(t.id, now)?;
+            let list = |v: Vec<String>| format!("[{}]", v.join(", "));
             let _ = writeln!(out, "\t\tTable: {}", t.name);
             let _ = writeln!(out, "\t\tSSTable count: {}", s.live_sstables);
+            let _ = writeln!(
+                out,
+                "\t\tSSTables in each level: {}",
+                list(c.sstables_per_level.iter().map(|n| n.to_string()).collect())
+            );
+            let _ = writeln!(
+                out,
+                "\t\tSSTable bytes in each level: {}",
+                list(c.bytes_per_level.iter().map(|n| n.to_string()).collect())
+            );
+            let _ = writeln!(out, "\t\tUnleveled SSTables: {}", c.unleveled_sstables);
             let _ = writeln!(out, "\t\tSpace used (live): {}", s.space_used_bytes);
             let _ = writeln!(out, "\t\tSpace used (total): {}", s.space_used_bytes);
             let _ = writeln!(
@@ -118,6 +212,13 @@ impl Processor {
                 s.bloom_filter_false_positives
             );
             let _ = writeln!(out, "\t\tBloom filter false ratio: {ratio:.5}");
+            let _ = writeln!(
+                out,
+                "\t\tDroppable tombstone ratio: {:.5}",
+                c.droppable_tombstone_ratio
+            );
+            let _ = writeln!(out, "\t\tPending compactions: {}", c.pending_tasks);
+            let _ = writeln!(out, "\t\tWrite amplification: {:.2}", c.write_amplification);
             out.push('\n');
         }
         out.push_str("----------------\n");

@@ -215,7 +215,8 @@ pub fn run(
         }
     }
     let table = first.table.clone();
-    let _guard = p.cas_lock(first.key.token);
+    let (_guard, waits) = p.cas_lock(first.key.token);
+    p.metrics.requests.cas_write_contention.record(waits);
     let cmp = p.storage.comparator(table.id)?;
     let current = p
         .storage
@@ -269,6 +270,9 @@ pub fn run(
                 }
             }
         }
+    }
+    if !applied {
+        p.metrics.requests.cas_condition_not_met.inc();
     }
     if applied {
         for (t, updates) in groups {

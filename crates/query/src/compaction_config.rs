@@ -2,11 +2,11 @@
 //! take: the same numbers in storage's own types (storage does not depend on
 //! the schema crate).
 
-use varve_schema::options::{CompactionStrategy, TimeUnit as SchemaUnit};
+use varve_schema::options::{CompactionStrategy, TimeUnit as SchemaUnit, TombstoneOption};
 use varve_schema::Table;
 use varve_storage::compaction::{
-    CommonOptions, CompactionConfig, LeveledOptions, SizeTieredOptions, StrategyOptions, TimeUnit,
-    TimeWindowOptions, UnifiedOptions,
+    CommonOptions, CompactionConfig, LeveledOptions, ShadowMode, SizeTieredOptions,
+    StrategyOptions, TimeUnit, TimeWindowOptions, UnifiedOptions,
 };
 
 fn unit(u: SchemaUnit) -> TimeUnit {
@@ -88,6 +88,11 @@ pub fn compaction_config(t: &Table) -> CompactionConfig {
             tombstone_compaction_interval_seconds: common.tombstone_compaction_interval_s,
             unchecked_tombstone_compaction: common.unchecked_tombstone_compaction,
             tombstone_compactions,
+            provide_overlapping_tombstones: match common.provide_overlapping_tombstones {
+                TombstoneOption::None => ShadowMode::None,
+                TombstoneOption::Row => ShadowMode::Row,
+                TombstoneOption::Cell => ShadowMode::Cell,
+            },
         },
     }
 }

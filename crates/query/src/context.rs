@@ -21,6 +21,10 @@ pub struct Ctx<'a> {
     pub warnings: Vec<String>,
     /// Set by SELECT ... ALLOW FILTERING while its WHERE is analysed.
     pub allow_filtering: bool,
+    /// Set by a SELECT of a real table: `Some(true)` when it read one
+    /// partition by key (a metrics `read`), `Some(false)` for scans and
+    /// several partitions (`range_slice`).
+    pub read_shape: Option<bool>,
 }
 
 impl<'a> Ctx<'a> {

@@ -11,8 +11,41 @@ use varve_cql::ast::{
 use varve_schema::{ColumnKind, Schema, Table};
 use varve_types::CqlType;
 
-/// A digest of result columns (the v5 result metadata id).
+/// Result shapes whose metadata id a thread remembers: a node serves few
+/// distinct SELECT shapes, and every read returns one.
+const METADATA_ID_MEMO_ENTRIES: usize = 16;
+
+thread_local! {
+    static METADATA_IDS: std::cell::RefCell<Vec<(Vec<ColumnSpec>, Bytes)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A digest of result columns (the v5 result metadata id). Remembered per
+/// thread for the last [`METADATA_ID_MEMO_ENTRIES`] shapes (compared in
+/// full, so a hit is always the right id): hashing on every read cost more
+/// than the read's own CPU share of decoding.
 pub fn metadata_id(columns: &[ColumnSpec]) -> Bytes {
+    let hit = METADATA_IDS.with(|memo| {
+        let memo = memo.borrow();
+        memo.iter()
+            .find(|(specs, _)| specs.as_slice() == columns)
+            .map(|(_, id)| id.clone())
+    });
+    if let Some(id) = hit {
+        return id;
+    }
+    let id = digest(columns);
+    METADATA_IDS.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= METADATA_ID_MEMO_ENTRIES {
+            memo.remove(0);
+        }
+        memo.push((columns.to_vec(), id.clone()));
+    });
+    id
+}
+
+fn digest(columns: &[ColumnSpec]) -> Bytes {
     use md5::{Digest, Md5};
     let mut h = Md5::new();
     for c in columns {
@@ -403,5 +436,45 @@ fn assignment(specs: &mut Specs, t: &Table, a: &Assignment) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod metadata_id_tests {
+    use super::*;
+
+    fn spec(name: &str, ty: CqlType) -> ColumnSpec {
+        ColumnSpec {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            name: name.into(),
+            ty,
+        }
+    }
+
+    #[test]
+    fn remembered_ids_equal_fresh_digests_for_every_shape() {
+        // More shapes than the memo holds, each asked twice, interleaved:
+        // every answer must equal the digest computed from scratch.
+        let shapes: Vec<Vec<ColumnSpec>> = (0..METADATA_ID_MEMO_ENTRIES + 5)
+            .map(|i| {
+                vec![
+                    spec("k", CqlType::Int),
+                    spec(&format!("c{i}"), CqlType::Text),
+                ]
+            })
+            .collect();
+        for round in 0..2 {
+            for s in &shapes {
+                assert_eq!(metadata_id(s), digest(s), "round {round}");
+            }
+        }
+        let a = vec![spec("v", CqlType::Int)];
+        let b = vec![spec("v", CqlType::BigInt)];
+        assert_ne!(
+            metadata_id(&a),
+            metadata_id(&b),
+            "a type change changes the id"
+        );
     }
 }

@@ -3,14 +3,17 @@
 use crate::api::*;
 use crate::context::{order_values, Ctx};
 use crate::error::{QueryError, Result};
+use crate::metrics::{Operation, QueryMetrics};
 use crate::persist::SchemaStore;
-use crate::{ddl, describe, prepare, select, system, write};
+use crate::{ddl, describe, prepare, request, select, system, write};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 use varve_cql::ast::{Parsed, Statement};
+use varve_metrics::{Registry, RegistryOptions};
 use varve_schema::Schema;
 use varve_storage::{Storage, StorageOptions, TableDescriptor};
 
@@ -40,6 +43,8 @@ pub struct Processor {
     cas_locks: Vec<Mutex<()>>,
     /// Where schema changes are saved; `None` for a node kept in memory.
     schema_store: Option<SchemaStore>,
+    /// Client-request and table metrics (see [`crate::metrics`]).
+    pub(crate) metrics: QueryMetrics,
 }
 
 impl Processor {
@@ -50,6 +55,7 @@ impl Processor {
             system::initial_schema(),
             None,
             Storage::new(),
+            private_registry(),
         ))
     }
 
@@ -57,6 +63,15 @@ impl Processor {
     /// data directory; the saved schema is read back, every table opened and
     /// the commitlog replayed.
     pub fn open(node: NodeInfo, options: StorageOptions) -> Result<Arc<Processor>> {
+        Processor::open_with_registry(node, options, private_registry())
+    }
+
+    /// [`Processor::open`], recording metrics into the node's `registry`.
+    pub fn open_with_registry(
+        node: NodeInfo,
+        options: StorageOptions,
+        registry: Arc<Registry>,
+    ) -> Result<Arc<Processor>> {
         let store = SchemaStore::new(options.fs.clone(), &options.data_dir.join("schema"))?;
         let mut schema = system::initial_schema();
         if let Some((keyspaces, version)) = store.load()? {
@@ -81,6 +96,7 @@ impl Processor {
             schema,
             Some(store),
             storage,
+            registry,
         )))
     }
 
@@ -89,6 +105,7 @@ impl Processor {
         schema: Schema,
         schema_store: Option<SchemaStore>,
         storage: Storage,
+        registry: Arc<Registry>,
     ) -> Processor {
         Processor {
             node,
@@ -99,7 +116,18 @@ impl Processor {
             last_micros: AtomicI64::new(0),
             cas_locks: (0..CAS_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             schema_store,
+            metrics: QueryMetrics::new(registry),
         }
+    }
+
+    /// The node's metrics registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.metrics.registry
+    }
+
+    /// The query layer's metrics.
+    pub fn metrics(&self) -> &QueryMetrics {
+        &self.metrics
     }
 
     /// The current schema snapshot.
@@ -245,8 +273,24 @@ impl Processor {
                 values,
             });
         }
-        let outcome = write::execute_batch(self, &schema, kind, &statements, opts)?;
-        Ok(outcome)
+        let started = Instant::now();
+        let outcome = write::execute_batch(self, &schema, kind, &statements, opts);
+        let conditional = statements
+            .iter()
+            .any(|e| request::is_conditional(&e.parsed.statement));
+        let op = Operation::of_write(conditional);
+        self.metrics
+            .requests
+            .finish(op, started, outcome.as_ref().err());
+        if outcome.is_ok() {
+            // Once per table, however many of its statements the batch has.
+            let mut seen = Vec::new();
+            for e in &statements {
+                let (ks, stmt) = (e.keyspace.as_deref(), &e.parsed.statement);
+                request::record_table(self, &schema, ks, stmt, op, started, &mut seen);
+            }
+        }
+        outcome
     }
 
     fn run(
@@ -269,13 +313,29 @@ impl Processor {
                 .unwrap_or_else(|| varve_types::time::now_seconds() as i32),
             warnings: Vec::new(),
             allow_filtering: false,
+            read_shape: None,
         };
+        let started = Instant::now();
+        let result = self.run_statement(state, parsed, &mut ctx);
+        request::record(self, &ctx, &parsed.statement, started, &result);
+        Ok(Outcome {
+            result: result?,
+            warnings: ctx.warnings,
+        })
+    }
+
+    fn run_statement(
+        &self,
+        state: &mut ClientState,
+        parsed: &Parsed,
+        ctx: &mut Ctx,
+    ) -> Result<QueryResult> {
         let result = match &parsed.statement {
-            Statement::Select(s) => select::execute(self, &mut ctx, s)?,
+            Statement::Select(s) => select::execute(self, ctx, s)?,
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
-                write::execute(self, &mut ctx, &parsed.statement)?
+                write::execute(self, ctx, &parsed.statement)?
             }
-            Statement::Batch(b) => write::execute_inline_batch(self, &mut ctx, b)?,
+            Statement::Batch(b) => write::execute_inline_batch(self, ctx, b)?,
             Statement::Use(name) => {
                 if ctx.schema.keyspace(name).is_none() {
                     return Err(QueryError::Invalid(format!(
@@ -285,7 +345,7 @@ impl Processor {
                 state.keyspace = Some(name.clone());
                 QueryResult::SetKeyspace(name.clone())
             }
-            Statement::Describe(d) => describe::execute(self, &ctx, d)?,
+            Statement::Describe(d) => describe::execute(self, ctx, d)?,
             Statement::Unsupported(what) if what == "authentication and authorization" => {
                 // As Cassandra without authentication: roles need a login.
                 return Err(QueryError::Unauthorized(
@@ -299,13 +359,10 @@ impl Processor {
             }
             ddl_statement => {
                 let _guard = self.ddl_lock.lock();
-                ddl::execute(self, &mut ctx, ddl_statement)?
+                ddl::execute(self, ctx, ddl_statement)?
             }
         };
-        Ok(Outcome {
-            result,
-            warnings: ctx.warnings,
-        })
+        Ok(result)
     }
 
     /// Replaces the schema with `f` applied to a copy, bumping its version.
@@ -339,10 +396,15 @@ impl Processor {
         }
     }
 
-    /// The lock that serialises conditional updates on `token`.
-    pub(crate) fn cas_lock(&self, token: i64) -> parking_lot::MutexGuard<'_, ()> {
+    /// The lock that serialises conditional updates on `token`, and how
+    /// many times the caller had to wait for it (0: it was free; 1: held by
+    /// another LWT, waited once), the contention metric of one node.
+    pub(crate) fn cas_lock(&self, token: i64) -> (parking_lot::MutexGuard<'_, ()>, u64) {
         let stripe = (token as u64 % CAS_LOCK_STRIPES as u64) as usize;
-        self.cas_locks[stripe].lock()
+        match self.cas_locks[stripe].try_lock() {
+            Some(guard) => (guard, 0),
+            None => (self.cas_locks[stripe].lock(), 1),
+        }
     }
 
     /// Forgets prepared statements of a dropped keyspace or table.
@@ -355,6 +417,15 @@ impl Processor {
         let mut state = ClientState::default();
         self.query(&mut state, text, &QueryOptions::default())
     }
+}
+
+/// A registry of the processor's own, for nodes built without one (tests):
+/// no process metrics, since those belong to the node's registry.
+fn private_registry() -> Arc<Registry> {
+    Arc::new(Registry::with_options(RegistryOptions {
+        process_metrics: false,
+        ..RegistryOptions::default()
+    }))
 }
 
 fn parse(text: &str) -> Result<Parsed> {

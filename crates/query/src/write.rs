@@ -117,6 +117,7 @@ pub fn execute_batch(
             now_seconds,
             warnings: Vec::new(),
             allow_filtering: false,
+            read_shape: None,
         };
         if !matches!(
             e.parsed.statement,
@@ -136,6 +137,7 @@ pub fn execute_batch(
         now_seconds,
         warnings,
         allow_filtering: false,
+        read_shape: None,
     };
     let result = finish_batch(p, &mut ctx, plans)?;
     Ok(crate::api::Outcome {

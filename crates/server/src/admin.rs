@@ -2,11 +2,17 @@
 //! connection (`Connection: close`).
 //!
 //! - `GET /health` → 200 `ok`
-//! - `GET /metrics` → 200, Prometheus text ([`crate::metrics`])
+//! - `GET /metrics` → 200, Prometheus text of the node's registry
+//!   ([`crate::metrics`]), table and compaction metrics synced first
+//! - `GET /nodetool/info` → `nodetool info`'s text ([`crate::info`])
 //! - `POST /nodetool/flush?keyspace=K&tables=a,b` → flushes memtables
 //! - `POST /nodetool/drain` → flushes everything, syncs the commitlog
 //! - `POST /nodetool/compact?keyspace=K&tables=a,b` → major compaction
 //! - `GET /nodetool/tablestats?keyspace=K&table=T` → nodetool's text
+//! - `POST /nodetool/garbagecollect?granularity=ROW|CELL&jobs=N&keyspace=K&tables=a,b`
+//!   → rewrites each sstable without what other sstables shadow; answers
+//!   when done
+//! - `GET /nodetool/compactionstats` → pending and running compactions
 //!
 //! Errors of nodetool operations come back as 400 with the message.
 //! - any other path → 404; any other method → 405; a malformed or too
@@ -36,7 +42,7 @@ pub async fn serve(
                     let metrics = Arc::clone(&metrics);
                     let processor = Arc::clone(&processor);
                     tokio::spawn(async move {
-                        if let Err(e) = handle(stream, &metrics, processor).await {
+                        if let Err(e) = handle(stream, metrics, processor).await {
                             tracing::debug!("admin connection: {e}");
                         }
                     });
@@ -53,7 +59,7 @@ pub async fn serve(
 
 async fn handle(
     mut stream: TcpStream,
-    metrics: &Metrics,
+    metrics: Arc<Metrics>,
     processor: Arc<Processor>,
 ) -> std::io::Result<()> {
     let head = match tokio::time::timeout(HTTP_REQUEST_TIMEOUT, read_head(&mut stream)).await {
@@ -61,13 +67,29 @@ async fn handle(
         Err(_) => return Ok(()),
     };
     let (status, content_type, body) = match head {
+        // Syncing storage's table and compaction stats reads sstable
+        // metadata under locks: off the event loop.
+        Some(head) if head.starts_with("GET /metrics") => tokio::task::spawn_blocking(move || {
+            processor.sync_metrics();
+            respond(&head, &metrics)
+        })
+        .await
+        .unwrap_or((500, "text/plain", "metrics failed\n".to_string())),
+        Some(head) if head.starts_with("GET /nodetool/info") => {
+            tokio::task::spawn_blocking(move || {
+                let text = crate::info::info_text(&processor, &metrics, true);
+                (200, "text/plain", text)
+            })
+            .await
+            .unwrap_or((500, "text/plain", "nodetool info failed\n".to_string()))
+        }
         Some(head) if head.contains(" /nodetool/") => {
             let head = head.clone();
             tokio::task::spawn_blocking(move || nodetool(&head, &processor))
                 .await
                 .unwrap_or((500, "text/plain", "nodetool operation failed\n".to_string()))
         }
-        Some(head) => respond(&head, metrics),
+        Some(head) => respond(&head, &metrics),
         None => (400, "text/plain", "bad request\n".to_string()),
     };
     let reason = match status {
@@ -118,7 +140,7 @@ fn respond(head: &str, metrics: &Metrics) -> (u16, &'static str, String) {
     }
     match path {
         "/health" => (200, "text/plain", "ok\n".to_string()),
-        "/metrics" => (200, "text/plain; version=0.0.4", metrics.render()),
+        "/metrics" => (200, varve_metrics::CONTENT_TYPE, metrics.render()),
         _ => (404, "text/plain", "not found\n".to_string()),
     }
 }
@@ -186,12 +208,36 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
                 }
             }
         }
+        ("POST", "/nodetool/garbagecollect") => {
+            let tables: Vec<String> = get("tables")
+                .map(|t| t.split(',').map(str::to_string).collect())
+                .unwrap_or_default();
+            let granularity = get("granularity").unwrap_or_else(|| "ROW".to_string());
+            match get("jobs").map_or(Some(1), |j| j.parse::<usize>().ok()) {
+                Some(jobs) => processor
+                    .garbage_collect(get("keyspace").as_deref(), &tables, &granularity, jobs)
+                    .map(|_| String::new()),
+                None => {
+                    return (
+                        400,
+                        "text/plain",
+                        "garbagecollect: jobs must be a number\n".to_string(),
+                    )
+                }
+            }
+        }
+        ("GET", "/nodetool/compactionstats") => Ok(processor.compaction_stats_text()),
         ("GET", "/nodetool/tablestats") => {
             processor.table_stats_text(get("keyspace").as_deref(), get("table").as_deref())
         }
         (
             _,
-            "/nodetool/flush" | "/nodetool/drain" | "/nodetool/compact" | "/nodetool/tablestats",
+            "/nodetool/flush"
+            | "/nodetool/drain"
+            | "/nodetool/compact"
+            | "/nodetool/tablestats"
+            | "/nodetool/garbagecollect"
+            | "/nodetool/compactionstats",
         ) => return (405, "text/plain", "wrong method\n".to_string()),
         _ => return (404, "text/plain", "not found\n".to_string()),
     };

@@ -443,8 +443,11 @@ impl Connection {
                 // No subscriber is fine: nobody registered.
                 let _ = shared.events.send(change);
             }
-            if let Response::Error(_) = executed.response {
+            if let Response::Error(e) = &executed.response {
                 shared.metrics.error_response();
+                if e.code == varve_protocol::ErrorCode::SERVER_ERROR {
+                    shared.metrics.exception();
+                }
             }
             let item = Outgoing::Response {
                 version,

@@ -23,6 +23,7 @@ mod convert;
 mod dispatch;
 pub mod errors;
 mod framing;
+mod info;
 pub mod limits;
 mod listener;
 pub mod metrics;
@@ -89,13 +90,22 @@ impl Server {
     /// Binds the CQL and admin ports. Connections that arrive before
     /// [`Server::run`] wait in the listen backlog.
     pub async fn bind(config: ServerConfig) -> std::io::Result<Server> {
+        Server::bind_with_registry(config, Arc::new(varve_metrics::Registry::new())).await
+    }
+
+    /// [`Server::bind`], recording into the node's metrics `registry`
+    /// (the one the [`Processor`] records into, so `/metrics` shows both).
+    pub async fn bind_with_registry(
+        config: ServerConfig,
+        registry: Arc<varve_metrics::Registry>,
+    ) -> std::io::Result<Server> {
         let cql = TcpListener::bind(config.cql_addr).await?;
         let admin = TcpListener::bind(config.admin_addr).await?;
         Ok(Server {
             config,
             cql,
             admin,
-            metrics: Arc::new(Metrics::default()),
+            metrics: Arc::new(Metrics::new(registry)),
         })
     }
 

@@ -1,9 +1,15 @@
-//! Counters of the node, rendered in the Prometheus text format by the
-//! admin port. Lock-free atomics; relaxed ordering is enough for counters.
+//! The native-transport metrics of the node (connections, requests by
+//! opcode, error responses), recorded into the node's
+//! [`varve_metrics::Registry`] under the names of
+//! [`varve_metrics::names`]. Handles are looked up once here, so recording
+//! is one relaxed atomic add. `GET /metrics` renders the whole registry:
+//! these, the query layer's, storage's and the process's.
 
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use varve_metrics::names::{self, LABEL_OPCODE};
+use varve_metrics::{Counter, Gauge, Registry, RegistryOptions};
 use varve_protocol::frame::opcode;
 
 /// The request opcodes we count, with their names.
@@ -20,131 +26,121 @@ const REQUEST_OPCODES: [(u8, &str); 8] = [
 /// Counters indexed by opcode byte (every opcode fits below this).
 const OPCODE_SLOTS: usize = 0x11;
 
-/// The node's counters.
-#[derive(Debug, Default)]
+/// The node's native-transport instruments.
+#[derive(Debug)]
 pub struct Metrics {
-    connections_open: AtomicU64,
-    connections_total: AtomicU64,
-    connections_rejected: AtomicU64,
-    requests: [AtomicU64; OPCODE_SLOTS],
-    requests_other: AtomicU64,
-    error_responses: AtomicU64,
-    overloaded_responses: AtomicU64,
-    protocol_errors: AtomicU64,
+    registry: Arc<Registry>,
+    connections_open: Arc<Gauge>,
+    connections_total: Arc<Counter>,
+    connections_rejected: Arc<Counter>,
+    /// By opcode byte; `None` for opcodes that are not requests.
+    requests: [Option<Arc<Counter>>; OPCODE_SLOTS],
+    requests_other: Arc<Counter>,
+    error_responses: Arc<Counter>,
+    overloaded_responses: Arc<Counter>,
+    protocol_errors: Arc<Counter>,
+    /// Requests that ended in ServerError (a bug or an I/O failure):
+    /// `nodetool info`'s "Exceptions". No Prometheus series of its own.
+    exceptions: AtomicU64,
+}
+
+impl Default for Metrics {
+    /// Metrics in a registry of their own, without process metrics (tests).
+    fn default() -> Self {
+        Metrics::new(Arc::new(Registry::with_options(RegistryOptions {
+            process_metrics: false,
+            ..RegistryOptions::default()
+        })))
+    }
 }
 
 impl Metrics {
+    /// Registers the native-transport metrics in `registry`.
+    pub fn new(registry: Arc<Registry>) -> Self {
+        let counter = |name: &str| registry.counter(name, &[]);
+        let mut requests: [Option<Arc<Counter>>; OPCODE_SLOTS] = Default::default();
+        for (op, name) in REQUEST_OPCODES {
+            if let Some(slot) = requests.get_mut(usize::from(op)) {
+                *slot = Some(registry.counter(names::REQUESTS, &[(LABEL_OPCODE, name)]));
+            }
+        }
+        Metrics {
+            connections_open: registry.gauge(names::CONNECTIONS_OPEN, &[]),
+            connections_total: counter(names::CONNECTIONS),
+            connections_rejected: counter(names::CONNECTIONS_REJECTED),
+            requests,
+            requests_other: registry.counter(names::REQUESTS, &[(LABEL_OPCODE, "OTHER")]),
+            error_responses: counter(names::ERROR_RESPONSES),
+            overloaded_responses: counter(names::OVERLOADED_RESPONSES),
+            protocol_errors: counter(names::PROTOCOL_ERRORS),
+            exceptions: AtomicU64::new(0),
+            registry,
+        }
+    }
+
+    /// The registry these metrics live in.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     pub fn connection_opened(&self) {
-        self.connections_open.fetch_add(1, Ordering::Relaxed);
-        self.connections_total.fetch_add(1, Ordering::Relaxed);
+        self.connections_open.inc();
+        self.connections_total.inc();
     }
 
     pub fn connection_closed(&self) {
-        self.connections_open.fetch_sub(1, Ordering::Relaxed);
+        self.connections_open.dec();
     }
 
     pub fn connection_rejected(&self) {
-        self.connections_rejected.fetch_add(1, Ordering::Relaxed);
+        self.connections_rejected.inc();
     }
 
     /// Counts one request frame by its opcode byte.
     pub fn request(&self, op: u8) {
         match self.requests.get(usize::from(op)) {
-            Some(c) if REQUEST_OPCODES.iter().any(|(o, _)| *o == op) => {
-                c.fetch_add(1, Ordering::Relaxed)
-            }
-            _ => self.requests_other.fetch_add(1, Ordering::Relaxed),
-        };
+            Some(Some(c)) => c.inc(),
+            _ => self.requests_other.inc(),
+        }
     }
 
     pub fn error_response(&self) {
-        self.error_responses.fetch_add(1, Ordering::Relaxed);
+        self.error_responses.inc();
     }
 
     pub fn overloaded(&self) {
-        self.overloaded_responses.fetch_add(1, Ordering::Relaxed);
+        self.overloaded_responses.inc();
     }
 
     pub fn protocol_error(&self) {
-        self.protocol_errors.fetch_add(1, Ordering::Relaxed);
+        self.protocol_errors.inc();
+    }
+
+    pub fn exception(&self) {
+        self.exceptions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests that ended in ServerError since start.
+    pub fn exceptions(&self) -> u64 {
+        self.exceptions.load(Ordering::Relaxed)
     }
 
     /// Open connections now.
     pub fn connections_open(&self) -> u64 {
-        self.connections_open.load(Ordering::Relaxed)
+        self.connections_open.get().max(0.0) as u64
     }
 
     /// Requests counted for `op`.
     pub fn requests_for(&self, op: u8) -> u64 {
-        self.requests
-            .get(usize::from(op))
-            .map_or(0, |c| c.load(Ordering::Relaxed))
+        match self.requests.get(usize::from(op)) {
+            Some(Some(c)) => c.get(),
+            _ => 0,
+        }
     }
 
-    /// The Prometheus text exposition of every counter.
+    /// The Prometheus text of the whole registry.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let mut one = |name: &str, kind: &str, help: &str, value: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-            );
-        };
-        one(
-            "varve_connections_open",
-            "gauge",
-            "CQL connections open now.",
-            load(&self.connections_open),
-        );
-        one(
-            "varve_connections_total",
-            "counter",
-            "CQL connections accepted.",
-            load(&self.connections_total),
-        );
-        one(
-            "varve_connections_rejected_total",
-            "counter",
-            "CQL connections refused past the connection limit.",
-            load(&self.connections_rejected),
-        );
-        one(
-            "varve_error_responses_total",
-            "counter",
-            "ERROR responses sent.",
-            load(&self.error_responses),
-        );
-        one(
-            "varve_overloaded_responses_total",
-            "counter",
-            "Overloaded errors sent (connection or in-flight limit).",
-            load(&self.overloaded_responses),
-        );
-        one(
-            "varve_protocol_errors_total",
-            "counter",
-            "Malformed or unexpected frames.",
-            load(&self.protocol_errors),
-        );
-        let _ = writeln!(
-            out,
-            "# HELP varve_requests_total CQL requests received, by opcode."
-        );
-        let _ = writeln!(out, "# TYPE varve_requests_total counter");
-        for (op, name) in REQUEST_OPCODES {
-            let _ = writeln!(
-                out,
-                "varve_requests_total{{opcode=\"{name}\"}} {}",
-                self.requests_for(op)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "varve_requests_total{{opcode=\"OTHER\"}} {}",
-            load(&self.requests_other)
-        );
-        out
+        self.registry.render_prometheus()
     }
 }
 
@@ -161,10 +157,31 @@ mod tests {
         m.request(0x7f);
         m.request(opcode::RESULT);
         let text = m.render();
-        assert!(text.contains("varve_connections_open 1\n"));
+        assert!(text.contains("varve_connections_open 1\n"), "{text}");
+        assert!(text.contains("varve_connections_total 1\n"));
         assert!(text.contains("varve_requests_total{opcode=\"QUERY\"} 2\n"));
         assert!(text.contains("varve_requests_total{opcode=\"OTHER\"} 2\n"));
+        assert!(text.contains("varve_requests_total{opcode=\"STARTUP\"} 0\n"));
+        for name in [
+            "varve_connections_rejected_total 0",
+            "varve_error_responses_total 0",
+            "varve_overloaded_responses_total 0",
+            "varve_protocol_errors_total 0",
+        ] {
+            assert!(text.contains(name), "{name} missing");
+        }
         m.connection_closed();
         assert_eq!(m.connections_open(), 0);
+        assert_eq!(m.requests_for(opcode::QUERY), 2);
+    }
+
+    #[test]
+    fn shares_the_node_registry() {
+        let registry = Arc::new(Registry::new());
+        let m = Metrics::new(Arc::clone(&registry));
+        m.protocol_error();
+        assert!(registry
+            .render_prometheus()
+            .contains("varve_protocol_errors_total 1\n"));
     }
 }

@@ -93,7 +93,46 @@ pub struct StorageOptions {
     pub commitlog_total_space_bytes: u64,
     /// compaction_throughput in MiB/s (0: unlimited).
     pub compaction_throughput_mib_per_sec: u64,
+    /// concurrent_compactors: background compactions run at once (0: the
+    /// default, see `compaction::DEFAULT_CONCURRENT_COMPACTORS_MAX`).
+    pub concurrent_compactors: usize,
     pub fs: Arc<dyn Fs>,
+    /// The clock background work reads (seconds since the epoch): the
+    /// compaction manager's purge horizon and garbagecollect's. Tests that
+    /// move time by hand give their own; a node uses [`Clock::system`].
+    pub clock: Clock,
+}
+
+/// Seconds since the epoch, as background work sees them.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> i32 + Send + Sync>);
+
+impl Clock {
+    /// The wall clock.
+    pub fn system() -> Self {
+        Clock(Arc::new(|| varve_types::time::now_seconds() as i32))
+    }
+
+    /// A clock that reads `f`.
+    pub fn from_fn(f: impl Fn() -> i32 + Send + Sync + 'static) -> Self {
+        Clock(Arc::new(f))
+    }
+
+    pub fn now_seconds(&self) -> i32 {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::system()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Clock({})", self.now_seconds())
+    }
 }
 
 /// Counters that tablestats shows.
@@ -123,8 +162,13 @@ pub(crate) struct TableStore {
     pub(crate) state: RwLock<TableState>,
     /// One flush of this table at a time.
     flush_lock: Mutex<()>,
-    /// One compaction of this table at a time.
+    /// One major compaction of this table at a time.
     pub(crate) compaction_lock: Mutex<()>,
+    /// Generations that are the inputs of a running compaction: no other
+    /// compaction (background, major or garbagecollect) may take them.
+    pub(crate) compacting: Mutex<BTreeSet<u64>>,
+    /// Signalled whenever `compacting` loses members.
+    pub(crate) compacting_freed: Condvar,
     /// The strategy choosing this table's compactions (rebuilt when ALTER
     /// TABLE changes the options).
     pub(crate) strategy: Mutex<Box<dyn crate::compaction::Strategy + Send>>,
@@ -143,6 +187,10 @@ pub struct Engine {
     pub(crate) flusher_signal: (Mutex<(bool, bool)>, Condvar),
     /// compaction_throughput in MiB/s (0: unlimited), changeable at runtime.
     pub(crate) compaction_throughput: AtomicU64,
+    /// Running compactions and compaction counters.
+    pub(crate) compactions: crate::compaction::stats::Registry,
+    /// Background compaction threads (concurrent_compactors, resolved).
+    pub(crate) concurrent_compactors: usize,
 }
 
 /// The node's storage engine: the [`Engine`] plus the thread that flushes
@@ -240,6 +288,8 @@ impl Engine {
             compaction_throughput: AtomicU64::new(
                 crate::compaction::throttle::DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC,
             ),
+            compactions: Default::default(),
+            concurrent_compactors: crate::engine_concurrency::resolve_concurrent_compactors(0),
         }
     }
 
@@ -257,6 +307,10 @@ impl Engine {
             flushes_completed: AtomicU64::new(0),
             flusher_signal: (Mutex::new((false, false)), Condvar::new()),
             compaction_throughput: AtomicU64::new(options.compaction_throughput_mib_per_sec),
+            compactions: Default::default(),
+            concurrent_compactors: crate::engine_concurrency::resolve_concurrent_compactors(
+                options.concurrent_compactors,
+            ),
         };
         for desc in tables {
             storage.open_table(desc)?;
@@ -364,6 +418,8 @@ impl Engine {
             }),
             flush_lock: Mutex::new(()),
             compaction_lock: Mutex::new(()),
+            compacting: Mutex::new(BTreeSet::new()),
+            compacting_freed: Condvar::new(),
             strategy: Mutex::new(desc.compaction.new_strategy()),
         };
         self.tables.write().insert(desc.id, Arc::new(store));
@@ -646,6 +702,7 @@ impl Engine {
             state.manifest.replayed_up_to = Some((p.segment_id, p.offset));
         }
         state.manifest.store(self.fs.as_ref(), &dir)?;
+        self.compactions.flushed(id, sstable.size_on_disk());
         state.sstables.push(sstable);
         state.flushing.retain(|m| !Arc::ptr_eq(m, &memtable));
         drop(state);
@@ -693,6 +750,19 @@ impl Engine {
         key: &PartitionKey,
         slices: &[Slice],
     ) -> Result<Option<Partition>> {
+        let mut cost = crate::read_stats::ReadCost::default();
+        self.read_partition_costed(id, key, slices, &mut cost)
+    }
+
+    /// [`Self::read_partition`], adding what the read touched to `cost`
+    /// (see [`crate::read_stats`]).
+    pub fn read_partition_costed(
+        &self,
+        id: TableId,
+        key: &PartitionKey,
+        slices: &[Slice],
+        cost: &mut crate::read_stats::ReadCost,
+    ) -> Result<Option<Partition>> {
         let table = self.table(id)?;
         let (memtables, sstables) = self.sources(&table);
         let mut merged: Option<Partition> = None;
@@ -707,7 +777,8 @@ impl Engine {
         // Newest sstables first, so that a partition deletion already read
         // can rule out older sstables without reading them: everything in
         // an sstable whose max timestamp is at or below the deletion is
-        // shadowed by it.
+        // shadowed by it. An sstable whose clustering bounds miss every
+        // slice is skipped too (`SstableStats::may_hold`).
         let mut sstables = sstables;
         sstables.sort_by_key(|s| std::cmp::Reverse(s.stats().max_timestamp));
         for s in &sstables {
@@ -715,9 +786,10 @@ impl Engine {
             if shadowed_below.is_some_and(|d| s.stats().max_timestamp <= d) {
                 continue;
             }
-            if !s.may_contain(key) {
+            if !s.stats().may_hold(slices) || !s.may_contain(key) {
                 continue;
             }
+            cost.sstables += 1;
             if let Some(p) = s.read_partition(key)? {
                 let p = p.slice(slices);
                 match &mut merged {
@@ -794,6 +866,15 @@ impl Engine {
             s.bloom_filter_true_positives += t.bloom_true_positives();
         }
         Ok(s)
+    }
+
+    /// Now, by the engine's [`Clock`] (the wall clock for an in-memory
+    /// engine).
+    pub fn now_seconds(&self) -> i32 {
+        self.options.as_ref().map_or_else(
+            || varve_types::time::now_seconds() as i32,
+            |o| o.clock.now_seconds(),
+        )
     }
 
     /// Whether a write may wait for an fsync before it returns (commitlog

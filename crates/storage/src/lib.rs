@@ -24,7 +24,8 @@
 //! This crate knows nothing of CQL text, the network, or replicas. The
 //! [`Storage`] API sits over memtables, the commitlog ([`commitlog`]),
 //! sstables ([`sstable`]) and compaction ([`compaction`] chooses,
-//! [`engine_compact`] runs); docs/design/storage-model.md walks through it.
+//! [`engine_compact`] runs, [`engine_concurrency`] schedules, [`engine_gc`]
+//! runs `nodetool garbagecollect`); docs/design/storage-model.md walks through it.
 
 pub mod cell;
 pub mod clustering;
@@ -33,20 +34,25 @@ pub mod compaction;
 pub mod encoding;
 pub mod engine;
 pub mod engine_compact;
+pub mod engine_concurrency;
+pub mod engine_gc;
 pub mod error;
 pub mod fs;
 pub mod fs_sim;
 pub mod manifest;
 pub mod memtable;
 pub mod partition;
+pub mod read_stats;
 pub mod row;
 pub mod sstable;
 
 pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
 pub use clustering::{ClusteringComparator, ClusteringKey, Slice};
 pub use engine::{
-    PartitionKey, Storage, StorageOptions, TableDescriptor, TableId, TableStats, TokenBound,
+    Clock, PartitionKey, Storage, StorageOptions, TableDescriptor, TableId, TableStats, TokenBound,
 };
+pub use engine_gc::{GcResult, Granularity};
 pub use error::{Error, Result};
 pub use partition::{Partition, RangeTombstone};
+pub use read_stats::ReadCost;
 pub use row::{CellPath, ReadStats, Row};

@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Bytes counted for a partition on top of its encoded updates (keys,
-/// tree nodes): a rough but stable estimate for the memory budget.
-const PARTITION_OVERHEAD_BYTES: usize = 96;
+/// Bytes counted for a new partition on top of its rows: its slot in the
+/// memtable's tree (one slot of a node that holds about eight).
+const PARTITION_OVERHEAD_BYTES: usize = 96
+    + (std::mem::size_of::<Pos>() + std::mem::size_of::<Partition>()) * BTREE_NODE_SLOTS
+        / BTREE_ENTRIES_PER_NODE;
 
 type Pos = (i64, Bytes);
 
@@ -35,7 +37,9 @@ impl Memtable {
         match map.get_mut(&pos) {
             Some(existing) => existing.merge(update),
             None => {
-                added += PARTITION_OVERHEAD_BYTES + key.key.len();
+                added += PARTITION_OVERHEAD_BYTES
+                    + heap_bytes(key.key.len())
+                    + new_partition_slack(&update);
                 map.insert(pos, update);
             }
         }
@@ -184,26 +188,83 @@ pub fn key_in_range(key: &PartitionKey, start: &TokenBound, end: &TokenBound) ->
     after_start && before_end
 }
 
-/// Bytes a partition update adds to a memtable, estimated from its cells
-/// and keys (for the memory budget; not exact, but proportional).
+/// Slots of a std `BTreeMap` node (B = 6: 2B - 1 entries per node).
+const BTREE_NODE_SLOTS: usize = 11;
+/// Entries an average node holds once keys arrive in random order
+/// (nodes split when full, so they run about two thirds full).
+const BTREE_ENTRIES_PER_NODE: usize = 8;
+/// Parent pointer, index and length of a node, plus the allocator's
+/// rounding.
+const BTREE_NODE_HEADER: usize = 32;
+/// The allocator's size classes grow in steps of this many bytes for small
+/// objects: a 34-byte value takes 48.
+const ALLOC_GRANULE: usize = 16;
+
+/// Memory a `BTreeMap` of `n` entries of `entry_bytes` each takes: whole
+/// nodes of [`BTREE_NODE_SLOTS`] slots, however few are used.
+fn btree_bytes(n: usize, entry_bytes: usize) -> usize {
+    n.div_ceil(BTREE_ENTRIES_PER_NODE) * (BTREE_NODE_HEADER + BTREE_NODE_SLOTS * entry_bytes)
+}
+
+/// The share of tree nodes `n` more entries take in a map that already
+/// exists (they fill slots of nodes it has or splits).
+fn btree_amortized_bytes(n: usize, entry_bytes: usize) -> usize {
+    n * (BTREE_NODE_HEADER + BTREE_NODE_SLOTS * entry_bytes) / BTREE_ENTRIES_PER_NODE
+}
+
+/// Bytes of a rows-map entry (clustering key and row).
+const ROW_ENTRY_BYTES: usize = std::mem::size_of::<crate::clustering::ClusteringKey>()
+    + std::mem::size_of::<crate::row::Row>();
+
+/// What a partition that starts a new memtable entry takes beyond
+/// [`estimate_bytes`]: the unused slots of its rows map's first node.
+fn new_partition_slack(p: &Partition) -> usize {
+    btree_bytes(p.rows.len(), ROW_ENTRY_BYTES)
+        .saturating_sub(btree_amortized_bytes(p.rows.len(), ROW_ENTRY_BYTES))
+}
+
+/// Memory of a heap buffer of `len` bytes (0 for an empty one).
+fn heap_bytes(len: usize) -> usize {
+    len.next_multiple_of(ALLOC_GRANULE)
+}
+
+/// Memory one update takes once merged into a memtable: the values and
+/// keys it carries plus the tree nodes that hold them (its rows counted as
+/// slots of the partition's existing rows map; a new partition adds
+/// [`new_partition_slack`]). This is what the
+/// node-wide memtable budget (`memtable_heap_space`) counts, so it follows
+/// the real allocations (checked against a counting allocator in
+/// tests/memtable_memory.rs) rather than the encoded size, which is 5x
+/// smaller for small rows.
 pub fn estimate_bytes(p: &Partition) -> usize {
-    const CELL_OVERHEAD: usize = 48;
-    const ROW_OVERHEAD: usize = 64;
+    use std::mem::size_of;
     let row_bytes = |r: &crate::row::Row| -> usize {
-        ROW_OVERHEAD
-            + r.cells
-                .iter()
-                .map(|((_, path), c)| {
-                    CELL_OVERHEAD + c.value.len() + path.as_ref().map_or(0, |p| p.len())
-                })
-                .sum::<usize>()
+        let cells = btree_bytes(
+            r.cells.len(),
+            size_of::<crate::row::CellPath>() + size_of::<crate::cell::Cell>(),
+        );
+        let values: usize = r
+            .cells
+            .iter()
+            .map(|((_, path), c)| {
+                heap_bytes(c.value.len()) + path.as_ref().map_or(0, |p| heap_bytes(p.len()))
+            })
+            .sum();
+        let complex = btree_bytes(
+            r.complex_deletions.len(),
+            size_of::<u32>() + size_of::<crate::cell::DeletionTime>(),
+        );
+        cells + values + complex
     };
-    let mut n = 32;
+    let mut n = 0;
     if let Some(s) = &p.static_row {
         n += row_bytes(s);
     }
+    n += btree_amortized_bytes(p.rows.len(), ROW_ENTRY_BYTES);
     for (k, r) in &p.rows {
-        n += row_bytes(r) + k.values.iter().map(|v| v.len() + 8).sum::<usize>();
+        n += row_bytes(r)
+            + heap_bytes(k.values.len() * size_of::<Bytes>())
+            + k.values.iter().map(|v| heap_bytes(v.len())).sum::<usize>();
     }
-    n + p.range_tombstones.len() * 96
+    n + heap_bytes(p.range_tombstones.len() * size_of::<crate::partition::RangeTombstone>())
 }

@@ -38,7 +38,9 @@ fn options(fs: Arc<SimFs>) -> StorageOptions {
         memtable_space_bytes: 1 << 30,
         commitlog_total_space_bytes: 1 << 30,
         compaction_throughput_mib_per_sec: 0,
+        concurrent_compactors: 2,
         fs,
+        clock: Clock::system(),
     }
 }
 

@@ -57,6 +57,7 @@ struct FileConfig {
     num_tokens: Option<usize>,
     memtable_heap_space: Option<Value>,
     compaction_throughput: Option<Value>,
+    concurrent_compactors: Option<usize>,
     commitlog_segment_size: Option<Value>,
     commitlog_sync_group_window: Option<Value>,
     /// Varve's own key: the admin HTTP port.
@@ -87,6 +88,8 @@ pub struct Settings {
     pub memtable_space_bytes: u64,
     /// `compaction_throughput` in MiB/s (0: unlimited).
     pub compaction_throughput_mib_per_sec: u64,
+    /// `concurrent_compactors` (0: storage's default, min(cores, 8)).
+    pub concurrent_compactors: usize,
     pub max_frame_body_bytes: usize,
     pub max_connections: usize,
     pub num_tokens: usize,
@@ -255,6 +258,7 @@ impl Settings {
             commitlog_segment_bytes,
             memtable_space_bytes,
             compaction_throughput_mib_per_sec,
+            concurrent_compactors: file.concurrent_compactors.unwrap_or(0),
             commitlog_dir: file
                 .commitlog_directory
                 .unwrap_or_else(|| data_dir.join("commitlog")),

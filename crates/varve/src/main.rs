@@ -5,8 +5,10 @@
 //! config, prepares the data directory and the node's identity
 //! ([`node`]), and hands the rest to `varve-server`.
 
+mod bench_cmd;
 mod config;
 mod node;
+mod node_metrics;
 mod nodetool;
 mod report_cmd;
 mod sizes;
@@ -50,6 +52,8 @@ enum Command {
     Stress(Box<stress_cmd::StressArgs>),
     /// Render a run directory as Markdown, HTML and SVG charts, or compare two runs.
     Report(report_cmd::ReportArgs),
+    /// Run a seed experiment end to end (embedded node or --hosts) into a report directory.
+    Bench(Box<bench_cmd::BenchArgs>),
 }
 
 /// Flags of `varve server`; each overrides the same setting of `--config`.
@@ -83,6 +87,7 @@ fn main() -> std::process::ExitCode {
         Command::Nodetool(args) => nodetool::run(args),
         Command::Stress(args) => stress_cmd::run(*args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Bench(args) => bench_cmd::run(*args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -121,16 +126,22 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let shutdown = shutdown_signal()?;
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
-    let server = varve_server::Server::bind(settings.server_config())
-        .await
-        .context("binding the CQL and admin ports")?;
+    let (registry, _ticker) = node_metrics::start_registry().context("starting metrics")?;
+    let server =
+        varve_server::Server::bind_with_registry(settings.server_config(), registry.clone())
+            .await
+            .context("binding the CQL and admin ports")?;
     let node = node::node_info(&settings, server.cql_addr().port())?;
     let options = storage_options(&settings);
-    let processor =
-        tokio::task::spawn_blocking(move || varve_query::Processor::open(node, options))
-            .await
-            .context("opening storage")?
-            .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
+    let processor = tokio::task::spawn_blocking(move || {
+        varve_query::Processor::open_with_registry(node, options, registry)
+    })
+    .await
+    .context("opening storage")?
+    .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
+    processor
+        .metrics()
+        .set_settings(node_metrics::settings_rows(&settings));
     info!(
         "varve ready: CQL on {}, admin on http://{}",
         server.cql_addr(),
@@ -173,7 +184,9 @@ fn storage_options(settings: &Settings) -> varve_storage::StorageOptions {
         memtable_space_bytes: settings.memtable_space_bytes as usize,
         commitlog_total_space_bytes: 8 * settings.commitlog_segment_bytes,
         compaction_throughput_mib_per_sec: settings.compaction_throughput_mib_per_sec,
+        concurrent_compactors: settings.concurrent_compactors,
         fs: std::sync::Arc::new(varve_storage::fs::RealFs),
+        clock: varve_storage::Clock::system(),
     }
 }
 

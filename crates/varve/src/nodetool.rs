@@ -48,6 +48,22 @@ pub enum NodetoolCommand {
     Setcompactionthroughput { mib_per_sec: u64 },
     /// Per-table statistics: `tablestats [keyspace[.table]]`.
     Tablestats { name: Option<String> },
+    /// The node's identity, load, uptime, memory and CPU.
+    Info,
+    /// Rewrite each sstable alone, dropping what newer sstables delete (ROW)
+    /// or also overwrite (CELL); returns when done.
+    Garbagecollect {
+        /// ROW or CELL.
+        #[arg(short = 'g', long = "granularity", default_value = "ROW")]
+        granularity: String,
+        /// Sstables rewritten at once (0: concurrent_compactors).
+        #[arg(short = 'j', long = "jobs", default_value_t = 1)]
+        jobs: usize,
+        keyspace: Option<String>,
+        tables: Vec<String>,
+    },
+    /// Pending and running compactions.
+    Compactionstats,
 }
 
 pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
@@ -60,6 +76,7 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
             ("POST", t)
         }
         NodetoolCommand::Drain => ("POST", "/nodetool/drain".to_string()),
+        NodetoolCommand::Info => ("GET", "/nodetool/info".to_string()),
         NodetoolCommand::Getcompactionthroughput => {
             ("GET", "/nodetool/compactionthroughput".to_string())
         }
@@ -74,6 +91,23 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
             }
             ("POST", t)
         }
+        NodetoolCommand::Garbagecollect {
+            granularity,
+            jobs,
+            keyspace,
+            tables,
+        } => {
+            let g = granularity.to_ascii_uppercase();
+            if g != "ROW" && g != "CELL" {
+                bail!("granularity must be ROW or CELL, not {granularity}");
+            }
+            let mut t = format!("/nodetool/garbagecollect?granularity={g}&jobs={jobs}");
+            if let Some(k) = keyspace {
+                t.push_str(&format!("&keyspace={k}&tables={}", tables.join(",")));
+            }
+            ("POST", t)
+        }
+        NodetoolCommand::Compactionstats => ("GET", "/nodetool/compactionstats".to_string()),
         NodetoolCommand::Tablestats { name } => {
             let mut t = String::from("/nodetool/tablestats?");
             if let Some(n) = name {

@@ -18,7 +18,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 use varve_cql::ast::{Operator, Order, Select, Term};
 use varve_schema::{ColumnKind, Schema, Table};
-use varve_storage::{ClusteringKey, PartitionKey, Slice, Storage, TokenBound};
+use varve_storage::{ClusteringKey, PartitionKey, ReadCost, Slice, Storage, TokenBound};
 use varve_types::{codec, compare, CqlType, Value};
 
 /// Past this many tombstones read by one query, warn the client.
@@ -144,6 +144,13 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
     let per_partition = positive(ctx, &s.per_partition_limit, "PER PARTITION LIMIT")?;
     let reversed = order(&table, s, &sel.partitions)?;
 
+    let table_metrics = if table.is_virtual {
+        None
+    } else {
+        let single = matches!(&sel.partitions, PartitionSelection::Keys(k) if k.len() == 1);
+        ctx.read_shape = Some(single);
+        Some(p.metrics.table(table.id, &table.keyspace, &table.name))
+    };
     let source = if table.is_virtual {
         Source::Virtual(Box::new(system::materialize(p, &table, ctx)?))
     } else {
@@ -196,6 +203,7 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
         last: None,
         keep_sort_keys: multi_key_order,
         first_row: None,
+        cost: ReadCost::default(),
     };
 
     let mut done = true;
@@ -210,7 +218,8 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
                     continue;
                 }
                 let resumed_quota = after.map(|r| r.remaining_in_partition);
-                if !run.partition(
+                run.cost = ReadCost::default();
+                let more = run.partition(
                     storage,
                     key,
                     &slices,
@@ -218,7 +227,12 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
                     reversed,
                     resumed_quota,
                     i as u32,
-                )? {
+                );
+                // SSTablesPerRead: one value per partition read by key.
+                if let Some(m) = &table_metrics {
+                    m.sstables_per_read.record(u64::from(run.cost.sstables));
+                }
+                if !more? {
                     done = false;
                     break;
                 }
@@ -259,6 +273,9 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
         }
     }
 
+    if let Some(m) = &table_metrics {
+        m.tombstones_scanned.record(run.tombstones);
+    }
     if run.tombstones > TOMBSTONE_WARN_THRESHOLD {
         ctx.warnings.push(format!(
             "Read {} live rows and {} tombstone cells for query {} (see tombstone_warn_threshold)",
@@ -359,6 +376,8 @@ struct Run<'a> {
     keep_sort_keys: bool,
     /// With aggregates: the plain selectors' values on the first row.
     first_row: Option<Vec<Option<Bytes>>>,
+    /// What the reads of the current partition touched.
+    cost: ReadCost,
 }
 
 impl Run<'_> {
@@ -393,8 +412,15 @@ impl Run<'_> {
         loop {
             let chunk = self.chunk_size(quota);
             let sliced = restrict_after(slices, after.as_ref(), reversed, &cmp);
-            let Some((live, stats, complete)) =
-                storage.read_live(self.table.id, key, &sliced, reversed, self.now, chunk)?
+            let Some((live, stats, complete)) = storage.read_live_costed(
+                self.table.id,
+                key,
+                &sliced,
+                reversed,
+                self.now,
+                chunk,
+                &mut self.cost,
+            )?
             else {
                 return Ok(true);
             };

@@ -240,6 +240,88 @@ const DEFS: &[Def] = &[
             ("type", "text", 'r'),
         ],
     ),
+    // system_views: Cassandra 4/5 names and columns; see views.rs.
+    (
+        "system_views",
+        "coordinator_read_latency",
+        &[
+            ("keyspace_name", "text", 'p'),
+            ("table_name", "text", 'p'),
+            ("count", "bigint", 'r'),
+            ("max_ms", "double", 'r'),
+            ("p50th_ms", "double", 'r'),
+            ("p99th_ms", "double", 'r'),
+            ("per_second", "double", 'r'),
+        ],
+    ),
+    (
+        "system_views",
+        "coordinator_write_latency",
+        &[
+            ("keyspace_name", "text", 'p'),
+            ("table_name", "text", 'p'),
+            ("count", "bigint", 'r'),
+            ("max_ms", "double", 'r'),
+            ("p50th_ms", "double", 'r'),
+            ("p99th_ms", "double", 'r'),
+            ("per_second", "double", 'r'),
+        ],
+    ),
+    (
+        "system_views",
+        "coordinator_scan_latency",
+        &[
+            ("keyspace_name", "text", 'p'),
+            ("table_name", "text", 'p'),
+            ("count", "bigint", 'r'),
+            ("max_ms", "double", 'r'),
+            ("p50th_ms", "double", 'r'),
+            ("p99th_ms", "double", 'r'),
+            ("per_second", "double", 'r'),
+        ],
+    ),
+    (
+        "system_views",
+        "tombstones_per_read",
+        &[
+            ("keyspace_name", "text", 'p'),
+            ("table_name", "text", 'p'),
+            ("count", "bigint", 'r'),
+            ("max", "double", 'r'),
+            ("p50th", "double", 'r'),
+            ("p99th", "double", 'r'),
+        ],
+    ),
+    (
+        "system_views",
+        "sstable_tasks",
+        &[
+            ("keyspace_name", "text", 'p'),
+            ("table_name", "text", 'c'),
+            ("task_id", "uuid", 'c'),
+            ("kind", "text", 'r'),
+            ("progress", "bigint", 'r'),
+            ("total", "bigint", 'r'),
+            ("unit", "text", 'r'),
+        ],
+    ),
+    (
+        "system_views",
+        "settings",
+        &[("name", "text", 'p'), ("value", "text", 'r')],
+    ),
+    // Varve's own: every metric of the registry as rows (Cassandra has no
+    // equivalent table).
+    (
+        "system_views",
+        "varve_metrics",
+        &[
+            ("name", "text", 'p'),
+            ("labels", "text", 'c'),
+            ("field", "text", 'c'),
+            ("value", "double", 'r'),
+        ],
+    ),
 ];
 
 /// A stable id for a system table, derived from its name.

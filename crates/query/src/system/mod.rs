@@ -1,5 +1,6 @@
 //! The system keyspaces drivers and cqlsh read: `system.local`,
-//! `system.peers(_v2)`, `system_schema.*` and `system_virtual_schema.*`.
+//! `system.peers(_v2)`, `system_schema.*` and `system_virtual_schema.*`;
+//! and `system_views.*`, the node's metrics and settings ([`views`]).
 //!
 //! They are virtual: their rows are built from the schema and the node's
 //! facts when a query reads them, put in a scratch storage table, and the
@@ -8,6 +9,7 @@
 
 mod definitions;
 mod schema_rows;
+mod views;
 
 use crate::context::Ctx;
 use crate::error::{QueryError, Result};
@@ -30,6 +32,7 @@ pub fn materialize(p: &Processor, table: &Table, ctx: &Ctx) -> Result<Storage> {
         ("system", "peers") | ("system", "peers_v2") => Vec::new(),
         ("system_schema", name) => schema_rows::schema_table(name, &ctx.schema),
         ("system_virtual_schema", name) => schema_rows::virtual_schema_table(name, &ctx.schema),
+        ("system_views", name) => views::rows(p, name),
         _ => Vec::new(),
     };
     let storage = Storage::new();

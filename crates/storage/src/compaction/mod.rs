@@ -9,11 +9,15 @@
 //!
 //! The I/O side (reading inputs, writing outputs, swapping them atomically) lives in
 //! `crate::engine_compact`; it calls [`policy::Strategy::next_task`] and applies the result,
-//! at most `compaction_throughput` ([`throttle`]) fast.
+//! at most `compaction_throughput` ([`throttle`]) fast, dropping what overlapping sstables
+//! outside the compaction shadow when `provide_overlapping_tombstones` asks ([`shadow`]), and
+//! reporting progress and counters ([`stats`]).
 
 pub mod policy;
 pub mod purge;
+pub mod shadow;
 pub mod sim;
+pub mod stats;
 pub mod throttle;
 
 /// A table's compaction setup: which strategy with which options.
@@ -38,6 +42,9 @@ impl CompactionConfig {
         new_strategy(&self.strategy, &self.common)
     }
 }
+
+pub use shadow::ShadowMode;
+pub use stats::{CompactionKind, CompactionStats, RunningCompaction, TableCompactionStats};
 
 pub use policy::{
     new_strategy, CommonOptions, LeveledOptions, Reason, SizeTieredOptions, SstableView, Strategy,

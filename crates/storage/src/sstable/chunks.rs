@@ -210,6 +210,13 @@ impl ChunkReader {
 
     /// The uncompressed bytes of chunk `i`.
     pub fn read_chunk(&self, i: u64) -> Result<Vec<u8>> {
+        self.with_chunk(i, <[u8]>::to_vec)
+    }
+
+    /// Runs `f` on the uncompressed bytes of chunk `i`, read (and
+    /// decompressed) into buffers this thread reuses: a point read then
+    /// allocates only what it copies out, not a zeroed chunk per read.
+    pub fn with_chunk<R>(&self, i: u64, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let (Some(&start), Some(&end)) =
             (self.bounds.get(i as usize), self.bounds.get(i as usize + 1))
         else {
@@ -228,39 +235,54 @@ impl ChunkReader {
         if !plausible {
             return Err(self.corrupt(i, format!("chunk {i} has an impossible length")));
         }
-        let mut raw = vec![0u8; (end - start) as usize];
-        self.file
-            .read_exact_at(start, &mut raw)
-            .map_err(|e| Error::io(&self.path, e))?;
-        let (body, crc) = raw.split_at(stored_len as usize);
-        if self.should_verify() {
-            let stored = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
-            if crc32fast::hash(body) != stored {
-                return Err(self.corrupt(i, format!("checksum mismatch in chunk {i}")));
-            }
-        }
-        match self.compression {
-            Compression::None => {
-                raw.truncate(stored_len as usize);
-                Ok(raw)
-            }
-            Compression::Lz4 => {
-                let mut out = vec![0u8; expected as usize];
-                match lz4_flex::block::decompress_into(body, &mut out) {
-                    Ok(n) if n as u64 == expected => Ok(out),
-                    Ok(_) => {
-                        Err(self.corrupt(i, format!("chunk {i} decompressed to the wrong length")))
-                    }
-                    Err(e) => Err(self.corrupt(i, format!("chunk {i} does not decompress: {e}"))),
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let Scratch { raw, plain } = &mut *scratch;
+            let raw = grown(raw, (end - start) as usize);
+            self.file
+                .read_exact_at(start, raw)
+                .map_err(|e| Error::io(&self.path, e))?;
+            let (body, crc) = raw.split_at(stored_len as usize);
+            if self.should_verify() {
+                let stored = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
+                if crc32fast::hash(body) != stored {
+                    return Err(self.corrupt(i, format!("checksum mismatch in chunk {i}")));
                 }
             }
-        }
+            match self.compression {
+                Compression::None => Ok(f(body)),
+                Compression::Lz4 => {
+                    let out = grown(plain, expected as usize);
+                    match lz4_flex::block::decompress_into(body, out) {
+                        Ok(n) if n as u64 == expected => Ok(f(out)),
+                        Ok(_) => {
+                            Err(self
+                                .corrupt(i, format!("chunk {i} decompressed to the wrong length")))
+                        }
+                        Err(e) => {
+                            Err(self.corrupt(i, format!("chunk {i} does not decompress: {e}")))
+                        }
+                    }
+                }
+            }
+        })
     }
 
     /// Stream bytes `[pos, pos + len)`, read chunk by chunk (the buffer
     /// grows with what is actually read, never from `len` alone).
     pub fn read_range(&self, pos: u64, len: u64) -> Result<Vec<u8>> {
-        self.read_range_cached(&mut None, pos, len)
+        let i = self.chunk_of(pos);
+        let in_one_chunk = pos
+            .checked_add(len)
+            .is_some_and(|end| end <= self.uncompressed_len && end <= (i + 1) * self.chunk_length);
+        if !in_one_chunk || len == 0 {
+            return self.read_range_cached(&mut None, pos, len);
+        }
+        let from = (pos - i * self.chunk_length) as usize;
+        let part = self.with_chunk(i, |chunk| {
+            chunk.get(from..from + len as usize).map(<[u8]>::to_vec)
+        })?;
+        part.ok_or_else(|| self.corrupt(i, "chunk shorter than expected"))
     }
 
     /// Like [`ChunkReader::read_range`], reusing the last chunk read
@@ -290,6 +312,28 @@ impl ChunkReader {
         }
         Ok(out)
     }
+}
+
+/// Buffers a thread reuses for chunk reads (see [`ChunkReader::with_chunk`]).
+#[derive(Default)]
+struct Scratch {
+    /// The stored bytes of a chunk and its CRC.
+    raw: Vec<u8>,
+    /// A decompressed chunk.
+    plain: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// The first `n` bytes of `buf`, growing it (zeroed once) when shorter: a
+/// reused buffer is not zeroed again on every read.
+fn grown(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
+    if buf.len() < n {
+        buf.resize(n, 0);
+    }
+    &mut buf[..n]
 }
 
 /// The last chunk read by a sequential reader: its index and bytes.

@@ -13,9 +13,9 @@ use crate::encoding::{DecodeError, Reader};
 /// First and last eight bytes of every sstable file.
 pub const MAGIC: [u8; 8] = *b"VARVESST";
 /// The format version this code writes.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 /// Every format version this code reads.
-pub const READABLE_VERSIONS: &[u16] = &[1];
+pub const READABLE_VERSIONS: &[u16] = &[1, 2];
 
 /// Header: magic (8), version (2), six zero bytes reserved.
 pub const HEADER_LEN: u64 = 16;

@@ -52,6 +52,11 @@ pub struct SstableStats {
     pub max_clustering: Option<ClusteringKey>,
     pub partition_sizes: SizeHistogram,
     pub drop_times: DropTimeHistogram,
+    /// Partitions with a partition deletion, and partitions with a static
+    /// row (format 2; `None` in a format 1 file). Zero of both lets a read
+    /// that asks for rows outside the clustering bounds skip the sstable.
+    pub partition_deletions: Option<u64>,
+    pub static_rows: Option<u64>,
 }
 
 impl SstableStats {
@@ -76,6 +81,8 @@ impl SstableStats {
             max_clustering: None,
             partition_sizes: SizeHistogram::default(),
             drop_times: DropTimeHistogram::default(),
+            partition_deletions: Some(0),
+            static_rows: Some(0),
         }
     }
 
@@ -175,7 +182,11 @@ impl StatsCollector {
         s.last_key = Some(key.clone());
         s.partition_sizes.add(&self.size_bounds, entry_len);
         self.deletion(&p.deletion);
+        if !p.deletion.is_live() {
+            *s_count(&mut self.stats.partition_deletions) += 1;
+        }
         if let Some(r) = &p.static_row {
+            *s_count(&mut self.stats.static_rows) += 1;
             self.row(r);
         }
         for r in p.rows.values() {
@@ -278,6 +289,28 @@ fn get_opt_clustering(
     }))
 }
 
+impl SstableStats {
+    /// Whether a read of `slices` may find anything here for a partition:
+    /// false only when the file has no partition deletion and no static
+    /// row (both known, format 2) and no row or range tombstone bound of
+    /// it falls inside a slice. Then the read skips it unopened (Cassandra
+    /// does the same with its min/max clustering values).
+    pub fn may_hold(&self, slices: &[crate::clustering::Slice]) -> bool {
+        if self.partition_deletions != Some(0) || self.static_rows != Some(0) {
+            return true;
+        }
+        let (Some(min), Some(max)) = (&self.min_clustering, &self.max_clustering) else {
+            return false;
+        };
+        slices.iter().any(|s| s.start <= *max && *min <= s.end)
+    }
+}
+
+/// The count behind an optional statistic (a writer always knows it).
+fn s_count(c: &mut Option<u64>) -> &mut u64 {
+    c.get_or_insert(0)
+}
+
 /// The stats section's bytes (see docs/format/sstable.md).
 pub fn encode_stats(s: &SstableStats) -> Vec<u8> {
     let mut out = Vec::new();
@@ -308,6 +341,11 @@ pub fn encode_stats(s: &SstableStats) -> Vec<u8> {
     put_opt_clustering(&mut out, &s.max_clustering);
     s.partition_sizes.encode(&mut out);
     s.drop_times.encode(&mut out);
+    // Format 2: written whenever known (always, by this writer).
+    if let (Some(d), Some(st)) = (s.partition_deletions, s.static_rows) {
+        out.extend_from_slice(&d.to_be_bytes());
+        out.extend_from_slice(&st.to_be_bytes());
+    }
     out
 }
 
@@ -350,7 +388,14 @@ pub fn decode_stats(
         max_clustering: get_opt_clustering(&mut r, cmp)?,
         partition_sizes: SizeHistogram::decode(&mut r)?,
         drop_times: DropTimeHistogram::decode(&mut r)?,
+        partition_deletions: None,
+        static_rows: None,
     };
+    let mut stats = stats;
+    if !r.is_empty() {
+        stats.partition_deletions = Some(r.i64().map_err(bad)? as u64);
+        stats.static_rows = Some(r.i64().map_err(bad)? as u64);
+    }
     if !r.is_empty() {
         return Err("trailing bytes after statistics");
     }

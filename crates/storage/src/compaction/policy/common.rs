@@ -27,6 +27,9 @@ pub struct CommonOptions {
     /// `unchecked_tombstone_compaction` (Cassandra disables them there, CASSANDRA-14496);
     /// the converter sets it.
     pub tombstone_compactions: bool,
+    /// `provide_overlapping_tombstones`: what the executor drops because overlapping sstables
+    /// outside a compaction shadow it (the policy itself ignores it).
+    pub provide_overlapping_tombstones: crate::compaction::shadow::ShadowMode,
 }
 
 impl Default for CommonOptions {
@@ -37,6 +40,7 @@ impl Default for CommonOptions {
             tombstone_compaction_interval_seconds: DEFAULT_TOMBSTONE_COMPACTION_INTERVAL_SECONDS,
             unchecked_tombstone_compaction: false,
             tombstone_compactions: true,
+            provide_overlapping_tombstones: crate::compaction::shadow::ShadowMode::None,
         }
     }
 }

@@ -1,0 +1,151 @@
+//! Actions taken when a phase starts: a CQL statement through the runner's
+//! session, or `nodetool garbagecollect` in the background (through a Varve
+//! admin port, or a `--nodetool` command for Cassandra) while the phase's
+//! load continues. Each leaves its marks in events.csv.
+
+use std::time::Duration;
+
+use scylla::client::session::Session;
+use tokio::task::JoinHandle;
+
+use crate::events::EventLog;
+use crate::external;
+use crate::http;
+use crate::sampler::Source;
+
+/// Longest a garbagecollect may run before the bench stops waiting for its
+/// answer (the node carries on; its end is then not marked).
+pub const GARBAGECOLLECT_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Runs `statement`; the event is the statement, or its failure.
+pub async fn run_cql(session: &Session, statement: &str, events: &EventLog, quiet: bool) {
+    let t = events.clock().now_s();
+    match session.query_unpaged(statement, ()).await {
+        Ok(_) => events.record_at(t, statement, quiet),
+        Err(e) => events.record_at(t, &format!("{statement} failed: {e}"), quiet),
+    }
+}
+
+/// The admin API path of a row-granularity, one-job garbagecollect.
+pub fn garbagecollect_path(keyspace: &str, table: &str) -> String {
+    format!("/nodetool/garbagecollect?keyspace={keyspace}&tables={table}&granularity=ROW&jobs=1")
+}
+
+/// The event labels of a garbagecollect that ended with `outcome`:
+/// `(label at its start, label at its end)`; a node without the operation
+/// gets one "not supported" mark at the start.
+pub fn garbagecollect_labels(what: &str, outcome: &GcOutcome) -> (String, Option<String>) {
+    match outcome {
+        GcOutcome::Finished => (format!("{what} started"), Some(format!("{what} finished"))),
+        GcOutcome::NotSupported(why) => (format!("{what} not supported ({why})"), None),
+        GcOutcome::Failed(why) => (
+            format!("{what} started"),
+            Some(format!("{what} failed: {why}")),
+        ),
+    }
+}
+
+/// How a garbagecollect ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GcOutcome {
+    Finished,
+    NotSupported(String),
+    Failed(String),
+}
+
+/// Starts `nodetool garbagecollect keyspace.table` in the background.
+pub fn spawn_garbagecollect(
+    source: Source,
+    keyspace: String,
+    table: String,
+    events: EventLog,
+    quiet: bool,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let what = format!("nodetool garbagecollect {keyspace}.{table}");
+        let t = events.clock().now_s();
+        if !quiet {
+            eprintln!("[action] {what}");
+        }
+        let outcome = match source {
+            Source::Admin(base) => {
+                let path = garbagecollect_path(&keyspace, &table);
+                match http::request(&base, "POST", &path, GARBAGECOLLECT_TIMEOUT).await {
+                    Ok(r) if r.status == 200 => GcOutcome::Finished,
+                    Ok(r) if r.status == 404 => {
+                        GcOutcome::NotSupported("the admin API answered 404".into())
+                    }
+                    Ok(r) => GcOutcome::Failed(format!("HTTP {}: {}", r.status, r.body.trim())),
+                    Err(e) => GcOutcome::Failed(e.to_string()),
+                }
+            }
+            Source::Nodetool(prefix) => {
+                let args = ["garbagecollect", "-g", "ROW", "-j", "1", &keyspace, &table];
+                match external::run_nodetool(&prefix, &args, GARBAGECOLLECT_TIMEOUT).await {
+                    Ok(_) => GcOutcome::Finished,
+                    Err(e) => GcOutcome::Failed(e),
+                }
+            }
+            Source::None => GcOutcome::NotSupported("no admin address and no --nodetool".into()),
+        };
+        let (start, end) = garbagecollect_labels(&what, &outcome);
+        events.record_at(t, &start, quiet);
+        if let Some(end) = end {
+            events.record(&end, quiet);
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+
+    #[test]
+    fn labels_and_path() {
+        assert_eq!(
+            garbagecollect_path("tlp_stress", "keyvaluelargeblob_2"),
+            "/nodetool/garbagecollect?keyspace=tlp_stress&tables=keyvaluelargeblob_2&granularity=ROW&jobs=1"
+        );
+        let what = "nodetool garbagecollect ks.t";
+        assert_eq!(
+            garbagecollect_labels(what, &GcOutcome::Finished),
+            (format!("{what} started"), Some(format!("{what} finished")))
+        );
+        let (start, end) = garbagecollect_labels(what, &GcOutcome::NotSupported("404".into()));
+        assert_eq!(
+            (start.as_str(), end),
+            ("nodetool garbagecollect ks.t not supported (404)", None)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_404_is_marked_not_supported() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = http::BaseUrl::parse(&listener.local_addr().unwrap().to_string()).unwrap();
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 512];
+            let _ = s.read(&mut buf).await;
+            let _ = s
+                .write_all(b"HTTP/1.1 404 Not Found\r\n\r\nnot found\n")
+                .await;
+        });
+        let events = EventLog::new(Clock::start());
+        spawn_garbagecollect(
+            Source::Admin(base),
+            "ks".into(),
+            "t".into(),
+            events.clone(),
+            true,
+        )
+        .await
+        .unwrap();
+        let labels: Vec<String> = events.snapshot().into_iter().map(|e| e.label).collect();
+        assert_eq!(
+            labels,
+            ["nodetool garbagecollect ks.t not supported (the admin API answered 404)"]
+        );
+    }
+}

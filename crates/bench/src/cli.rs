@@ -1,0 +1,197 @@
+//! The flags of `varve bench` and their checks, turned into [`BenchOptions`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::error::{BenchError, Result};
+use crate::http::BaseUrl;
+use crate::plan::{Scenario, Size, Variant};
+
+/// Sampling period of server.csv (and the progress/intervals period).
+pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// `varve bench <SCENARIO> --out DIR ...`
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// tombstone-gc, compaction, docsize or lwt.
+    pub scenario: String,
+    /// The run directory to write (must not exist, or be empty).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// tombstone-gc only: overlapping (seed 000) or garbagecollect (seed 001).
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// tiny (seconds), small (2-3 min), full (10-20 min) or a factor of full.
+    #[arg(long, default_value = "small")]
+    pub size: String,
+    /// Use an existing cluster (host:port,...) instead of an embedded node.
+    #[arg(long, value_delimiter = ',')]
+    pub hosts: Vec<String>,
+    /// With --hosts: a Varve node's admin address (http://host:port) for
+    /// /metrics sampling and garbagecollect.
+    #[arg(long, value_name = "URL")]
+    pub admin: Option<String>,
+    /// YAML config of the embedded node (default: small memtables per --size).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// With --hosts (Cassandra): a nodetool command prefix, e.g.
+    /// "/tmp/cass-lab/nodetool.sh", for compactionstats, tablestats and
+    /// garbagecollect.
+    #[arg(long, value_name = "CMD")]
+    pub nodetool: Option<String>,
+    /// With --hosts: the server's process id, for CPU and RSS from /proc.
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
+    /// Another run directory: also write compare.md/html (this run as A).
+    #[arg(long, value_name = "DIR")]
+    pub compare_with: Option<PathBuf>,
+    /// Print the plan and exit.
+    #[arg(long)]
+    pub plan_only: bool,
+    /// No progress lines.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Where the load goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// Start this executable as a node (its config file, if given).
+    Embedded {
+        exe: PathBuf,
+        config: Option<PathBuf>,
+    },
+    /// An existing cluster.
+    Hosts {
+        hosts: Vec<String>,
+        admin: Option<BaseUrl>,
+        nodetool: Option<Vec<String>>,
+        server_pid: Option<u32>,
+    },
+}
+
+/// Checked options of a run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub scenario: Scenario,
+    pub variant: Option<Variant>,
+    pub size: Size,
+    pub out: PathBuf,
+    pub target: Target,
+    pub compare_with: Option<PathBuf>,
+    pub plan_only: bool,
+    pub quiet: bool,
+    /// The command line, for summary.json.
+    pub command: String,
+}
+
+impl BenchArgs {
+    /// Checks the flags; `exe` is the executable to start as the node.
+    pub fn options(&self, exe: PathBuf, command: &str) -> Result<BenchOptions> {
+        let scenario = Scenario::parse(&self.scenario)?;
+        let variant = self.variant.as_deref().map(Variant::parse).transpose()?;
+        let size = Size::parse(&self.size)?;
+        let target = if self.hosts.is_empty() {
+            for (flag, given) in [
+                ("admin", self.admin.is_some()),
+                ("nodetool", self.nodetool.is_some()),
+                ("server-pid", self.server_pid.is_some()),
+            ] {
+                if given {
+                    return Err(BenchError::config(
+                        "flags",
+                        format!("--{flag} goes with --hosts (the embedded node is sampled through its own admin port)"),
+                    ));
+                }
+            }
+            Target::Embedded {
+                exe,
+                config: self.config.clone(),
+            }
+        } else {
+            if self.config.is_some() {
+                return Err(BenchError::config(
+                    "flags",
+                    "--config is for the embedded node, not --hosts",
+                ));
+            }
+            let nodetool = match self.nodetool.as_deref() {
+                Some(cmd) => {
+                    let words: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
+                    if words.is_empty() {
+                        return Err(BenchError::config("nodetool", "empty command"));
+                    }
+                    Some(words)
+                }
+                None => None,
+            };
+            Target::Hosts {
+                hosts: self.hosts.clone(),
+                admin: self.admin.as_deref().map(BaseUrl::parse).transpose()?,
+                nodetool,
+                server_pid: self.server_pid,
+            }
+        };
+        Ok(BenchOptions {
+            scenario,
+            variant,
+            size,
+            out: self.out.clone(),
+            target,
+            compare_with: self.compare_with.clone(),
+            plan_only: self.plan_only,
+            quiet: self.quiet,
+            command: command.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    fn options(line: &str) -> Result<BenchOptions> {
+        let cli = Cli::try_parse_from(line.split_whitespace()).expect("clap accepts it");
+        cli.args.options(PathBuf::from("/bin/varve"), line)
+    }
+
+    #[test]
+    fn flags() {
+        let o = options("x tombstone-gc --out d --variant garbagecollect --size tiny").unwrap();
+        assert_eq!(o.scenario, Scenario::TombstoneGc);
+        assert_eq!(o.variant, Some(Variant::GarbageCollect));
+        assert_eq!(o.size, Size::Tiny);
+        assert!(matches!(o.target, Target::Embedded { .. }));
+        let o = options("x lwt --out d --hosts a:1,b:2 --nodetool /x/nodetool.sh --server-pid 7")
+            .unwrap();
+        let Target::Hosts {
+            hosts,
+            nodetool,
+            server_pid,
+            admin,
+        } = o.target
+        else {
+            panic!()
+        };
+        assert_eq!(hosts, ["a:1", "b:2"]);
+        assert_eq!(nodetool, Some(vec!["/x/nodetool.sh".to_string()]));
+        assert_eq!((server_pid, admin), (Some(7), None));
+        assert!(
+            options("x lwt --out d --admin http://h:1").is_err(),
+            "--admin needs --hosts"
+        );
+        assert!(options("x lwt --out d --hosts h:1 --config c.yaml").is_err());
+        assert!(options("x nope --out d").is_err());
+        assert!(options("x lwt --out d --size 0").is_err());
+        assert!(options("x lwt --out d --hosts h:1 --admin https://h:1").is_err());
+    }
+}

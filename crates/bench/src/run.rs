@@ -1,0 +1,353 @@
+//! One `varve bench` run: the node, the sampler, the segments with their
+//! phases and actions, then the run directory and its report.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use varve_stress::{RunSummary, Runner, StressConfig};
+
+use crate::actions;
+use crate::cli::{BenchOptions, Target, SAMPLE_INTERVAL};
+use crate::clock::Clock;
+use crate::error::{BenchError, Result};
+use crate::events::EventLog;
+use crate::interrupt::Interrupt;
+use crate::merge::{self, BenchInfo, Part, SegmentInfo, PARTS_DIR};
+use crate::node::{self, EmbeddedNode};
+use crate::plan::{self, Action, Plan, Segment};
+use crate::sampler::{self, SampleTarget, Sampler, SamplerConfig, Source, TableUnderTest};
+use crate::seed_table;
+
+/// How long the end of a segment waits for a garbagecollect still running.
+pub const GARBAGECOLLECT_WAIT_MAX: Duration = Duration::from_secs(600);
+/// The admin port `varve stress` probes when none is known (Varve's default).
+const DEFAULT_ADMIN_PORT: u16 = 9180;
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub out: PathBuf,
+    pub summary: Option<RunSummary>,
+    pub report: Option<varve_report::Rendered>,
+    pub compare: Option<varve_report::Rendered>,
+    pub interrupted: bool,
+}
+
+/// Where the load goes, once the node (if any) is up.
+struct Endpoint {
+    node: Option<EmbeddedNode>,
+    hosts: Vec<String>,
+    source: Source,
+    pid: Option<u32>,
+    admin_port: u16,
+}
+
+/// Everything the phase loop shares.
+struct Ctx<'a> {
+    opts: &'a BenchOptions,
+    hosts: &'a [String],
+    admin_port: u16,
+    source: &'a Source,
+    events: EventLog,
+    target: SampleTarget,
+    interrupt: Interrupt,
+}
+
+/// Runs the benchmark `opts` describes (see the crate documentation).
+pub async fn run(opts: BenchOptions) -> Result<Outcome> {
+    let plan = plan::build(opts.scenario, opts.variant, opts.size)?;
+    print!("{}", plan.describe());
+    let mut outcome = Outcome {
+        out: opts.out.clone(),
+        summary: None,
+        report: None,
+        compare: None,
+        interrupted: false,
+    };
+    if opts.plan_only {
+        return Ok(outcome);
+    }
+    prepare_out(&opts.out)?;
+    let interrupt = Interrupt::default();
+    let signals = interrupt.install();
+    let endpoint = connect(&opts).await?;
+    if let Some(pid) = endpoint.node.as_ref().and_then(EmbeddedNode::pid) {
+        interrupt.set_node_pid(pid);
+    }
+    let clock = Clock::start();
+    let events = EventLog::new(clock.clone());
+    let target: SampleTarget = Arc::default();
+    let sampler = Sampler::start(
+        SamplerConfig {
+            source: endpoint.source.clone(),
+            pid: endpoint.pid,
+            interval: SAMPLE_INTERVAL,
+        },
+        clock.clone(),
+        Arc::clone(&target),
+    );
+    let ctx = Ctx {
+        opts: &opts,
+        hosts: &endpoint.hosts,
+        admin_port: endpoint.admin_port,
+        source: &endpoint.source,
+        events: events.clone(),
+        target,
+        interrupt: interrupt.clone(),
+    };
+    let mut parts = Vec::new();
+    let mut measured = Ok(());
+    for segment in &plan.segments {
+        if interrupt.is_stopped() {
+            break;
+        }
+        if let Err(e) = run_segment(&ctx, &clock, segment, &mut parts).await {
+            measured = Err(e);
+            break;
+        }
+    }
+    outcome.interrupted = interrupt.is_stopped();
+    // Whatever happened, keep what was measured.
+    let rows = sampler.finish().await;
+    sampler::write(&opts.out, &rows)?;
+    events.write(&opts.out)?;
+    let stopped = match endpoint.node {
+        Some(node) => node.stop().await,
+        None => Ok(()),
+    };
+    signals.abort();
+    if !parts.is_empty() {
+        let info = bench_info(&plan, &opts);
+        let tool = format!("varve bench {}", env!("CARGO_PKG_VERSION"));
+        let summary = merge::merge(&opts.out, &parts, &tool, &opts.command, &info)?;
+        print!("{}", varve_stress::output::table::render(&summary));
+        let seed_md = opts.out.join("bench.md");
+        let seeds = seed_table::seeds(plan.scenario, plan.variant);
+        std::fs::write(&seed_md, seed_table::render(plan.scenario, seeds, &summary))
+            .map_err(|e| BenchError::io(&seed_md, e))?;
+        outcome.summary = Some(summary);
+        let report = varve_report::render_dir(&opts.out, None)?;
+        println!("summary: {}", opts.out.join("summary.json").display());
+        println!("seed table: {}", seed_md.display());
+        println!("report: {}", report.markdown.display());
+        println!("report: {}", report.html.display());
+        println!(
+            "charts ({}): {}",
+            report.charts.len(),
+            report.expected_chart_ids().join(" ")
+        );
+        outcome.report = Some(report);
+        if let Some(other) = &opts.compare_with {
+            let compared = varve_report::compare(&opts.out, other, &opts.out)?;
+            println!("compare: {}", compared.markdown.display());
+            println!("compare: {}", compared.html.display());
+            outcome.compare = Some(compared);
+        }
+    }
+    measured?;
+    stopped?;
+    if outcome.summary.is_none() {
+        return Err(BenchError::Invalid {
+            path: opts.out.clone(),
+            detail: "stopped before any phase ran: nothing was measured".into(),
+        });
+    }
+    Ok(outcome)
+}
+
+/// The run directory must be new or empty: a node-data/ left by an earlier
+/// run would change what this one measures.
+fn prepare_out(out: &Path) -> Result<()> {
+    if let Ok(mut entries) = std::fs::read_dir(out) {
+        if entries.next().is_some() {
+            return Err(BenchError::config(
+                "out",
+                format!("{} exists and is not empty", out.display()),
+            ));
+        }
+    }
+    std::fs::create_dir_all(out).map_err(|e| BenchError::io(out, e))
+}
+
+/// Starts the embedded node, or describes the given hosts.
+async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
+    match &opts.target {
+        Target::Embedded { exe, config } => {
+            let config = match config {
+                Some(c) => c.clone(),
+                None => {
+                    let path = opts.out.join("node.yaml");
+                    std::fs::write(&path, node::default_config(opts.size.memtable_space()))
+                        .map_err(|e| BenchError::io(&path, e))?;
+                    path
+                }
+            };
+            let node = EmbeddedNode::start(exe, &opts.out, &config).await?;
+            println!(
+                "embedded node: CQL on {}, admin on {} (log {})",
+                node.cql,
+                node.admin.url(""),
+                node.log.display()
+            );
+            Ok(Endpoint {
+                hosts: vec![node.cql.clone()],
+                source: Source::Admin(node.admin.clone()),
+                pid: node.pid(),
+                admin_port: port_of(&node.admin.authority).unwrap_or(DEFAULT_ADMIN_PORT),
+                node: Some(node),
+            })
+        }
+        Target::Hosts {
+            hosts,
+            admin,
+            nodetool,
+            server_pid,
+        } => {
+            let source = match (admin, nodetool) {
+                (Some(a), _) => Source::Admin(a.clone()),
+                (None, Some(n)) => Source::Nodetool(n.clone()),
+                (None, None) => Source::None,
+            };
+            Ok(Endpoint {
+                node: None,
+                hosts: hosts.clone(),
+                admin_port: admin
+                    .as_ref()
+                    .and_then(|a| port_of(&a.authority))
+                    .unwrap_or(DEFAULT_ADMIN_PORT),
+                source,
+                pid: *server_pid,
+            })
+        }
+    }
+}
+
+fn port_of(authority: &str) -> Option<u16> {
+    authority.rsplit_once(':')?.1.parse().ok()
+}
+
+fn stress_config(ctx: &Ctx<'_>, segment: &Segment, dir: PathBuf) -> StressConfig {
+    StressConfig {
+        hosts: ctx.hosts.to_vec(),
+        workload: segment.workload,
+        keyspace: segment.keyspace.clone(),
+        compaction: segment.compaction.clone(),
+        population: segment.population,
+        column_size: segment.column_size,
+        column_count: segment.column_count,
+        lwt_keys: segment.lwt_keys,
+        interval: SAMPLE_INTERVAL,
+        progress: !ctx.opts.quiet,
+        command: ctx.opts.command.clone(),
+        out: Some(dir),
+        admin_port: ctx.admin_port,
+        ..StressConfig::default()
+    }
+}
+
+/// Runs one segment on a runner of its own; its outputs go to
+/// OUT/parts/<segment>/ and, if a phase ran, into `parts`.
+async fn run_segment(
+    ctx: &Ctx<'_>,
+    clock: &Clock,
+    segment: &Segment,
+    parts: &mut Vec<Part>,
+) -> Result<()> {
+    let quiet = ctx.opts.quiet;
+    let dir = ctx.opts.out.join(PARTS_DIR).join(&segment.name);
+    let mut runner = Runner::new(stress_config(ctx, segment, dir.clone())).await?;
+    ctx.interrupt.set_runner(runner.stop_handle());
+    for statement in &segment.setup {
+        actions::run_cql(runner.session(), statement, &ctx.events, quiet).await;
+    }
+    set_target(ctx, segment, false);
+    let mut offset_s = None;
+    let mut background: Vec<JoinHandle<()>> = Vec::new();
+    let mut result = Ok(());
+    for step in &segment.steps {
+        if ctx.interrupt.is_stopped() {
+            break;
+        }
+        set_target(ctx, segment, step.leveled);
+        ctx.events.record(&format!("phase {}", step.name), quiet);
+        for action in &step.actions {
+            match action {
+                Action::Cql(statement) => {
+                    actions::run_cql(runner.session(), statement, &ctx.events, quiet).await
+                }
+                Action::GarbageCollect { keyspace, table } => {
+                    background.push(actions::spawn_garbagecollect(
+                        ctx.source.clone(),
+                        keyspace.clone(),
+                        table.clone(),
+                        ctx.events.clone(),
+                        quiet,
+                    ))
+                }
+            }
+        }
+        if let Err(e) = runner.run_phase(&step.name, step.spec.clone()).await {
+            result = Err(e.into());
+            break;
+        }
+        // The runner's t = 0 on the run's clock, read at one instant.
+        offset_s.get_or_insert_with(|| clock.now_s() - runner.elapsed_s());
+    }
+    for task in background {
+        if ctx.interrupt.is_stopped() {
+            task.abort();
+        } else if tokio::time::timeout(GARBAGECOLLECT_WAIT_MAX, task)
+            .await
+            .is_err()
+        {
+            ctx.events
+                .record("stopped waiting for garbagecollect", quiet);
+        }
+    }
+    // The runner writes its part even after a failed phase.
+    let finished = runner.finish();
+    if let Some(offset_s) = offset_s {
+        finished?;
+        parts.push(Part {
+            name: segment.name.clone(),
+            dir,
+            offset_s,
+        });
+    }
+    result
+}
+
+fn set_target(ctx: &Ctx<'_>, segment: &Segment, leveled: bool) {
+    let mut t = ctx.target.lock().unwrap_or_else(|e| e.into_inner());
+    *t = TableUnderTest {
+        keyspace: segment.keyspace.clone(),
+        table: segment.workload.table().to_string(),
+        leveled,
+    };
+}
+
+fn bench_info(plan: &Plan, opts: &BenchOptions) -> BenchInfo {
+    BenchInfo {
+        scenario: plan.scenario.name().to_string(),
+        variant: plan.variant.map(|v| v.name().to_string()),
+        size: plan.size.name(),
+        node: match opts.target {
+            Target::Embedded { .. } => "embedded".into(),
+            Target::Hosts { .. } => "hosts".into(),
+        },
+        segments: plan
+            .segments
+            .iter()
+            .map(|s| SegmentInfo {
+                name: s.name.clone(),
+                workload: s.workload.name().to_string(),
+                table: s.qualified_table(),
+                population: s.population.to_string(),
+                column_size: s.column_size,
+                phases: s.steps.iter().map(|st| st.name.clone()).collect(),
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,320 @@
+//! Server-side sampling into server.csv, once per interval while the run
+//! lasts: from a Varve node's `GET /metrics`, or from `--nodetool` and
+//! `--server-pid` for another server. Which table is under test (and
+//! whether it is on LCS) changes between phases, so it is shared state the
+//! phase loop updates ([`SampleTarget`]).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::clock::Clock;
+use crate::error::{BenchError, Result};
+use crate::external;
+use crate::http::{self, BaseUrl};
+use crate::prom::{Derivative, Exposition};
+
+/// The header of server.csv (docs/format/run-directory.md).
+pub const HEADER: &str = "t,pending_compactions,compaction_bytes_per_s,live_sstables,unleveled_sstables,space_used_bytes,server_cpu_s,server_rss_bytes";
+/// How long one scrape of /metrics may take.
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Metric names as the node renders them (crates/metrics/src/names.rs with
+/// the `varve_` prefix; counters get `_total`).
+pub mod metric {
+    pub const PENDING: &str = "varve_compaction_pending_tasks";
+    pub const BYTES_COMPACTED: &str = "varve_compaction_bytes_compacted_total";
+    pub const LIVE_SSTABLES: &str = "varve_table_live_sstables";
+    pub const SSTABLES_PER_LEVEL: &str = "varve_table_sstables_per_level";
+    pub const SPACE_USED: &str = "varve_table_live_disk_space_used_bytes";
+    pub const CPU: &str = "process_cpu_seconds_total";
+    pub const RSS: &str = "process_resident_memory_bytes";
+}
+
+/// One row of server.csv; `None` is an empty cell.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerRow {
+    pub t: f64,
+    pub pending_compactions: Option<f64>,
+    pub compaction_bytes_per_s: Option<f64>,
+    pub live_sstables: Option<f64>,
+    pub unleveled_sstables: Option<f64>,
+    pub space_used_bytes: Option<f64>,
+    pub server_cpu_s: Option<f64>,
+    pub server_rss_bytes: Option<f64>,
+}
+
+/// The table under test.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableUnderTest {
+    pub keyspace: String,
+    pub table: String,
+    /// On LCS: report level 0 as the unleveled sstables.
+    pub leveled: bool,
+}
+
+/// The table under test, updated by the phase loop.
+pub type SampleTarget = Arc<Mutex<TableUnderTest>>;
+
+/// Where server numbers come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A Varve admin port.
+    Admin(BaseUrl),
+    /// A nodetool command prefix (for Cassandra).
+    Nodetool(Vec<String>),
+    /// Nothing but, perhaps, `/proc/PID`.
+    None,
+}
+
+/// A row from one /metrics exposition. `bytes` turns the cumulative
+/// bytes-compacted counter into bytes per second.
+pub fn row_from_metrics(
+    t: f64,
+    e: &Exposition,
+    table: &TableUnderTest,
+    bytes: &mut Derivative,
+) -> ServerRow {
+    let filter = [
+        ("keyspace", table.keyspace.as_str()),
+        ("table", table.table.as_str()),
+    ];
+    let unleveled = if table.leveled && e.has(metric::SSTABLES_PER_LEVEL, &filter) {
+        // Levels exist but level 0 may have no series: then it is empty.
+        let l0 = [filter[0], filter[1], ("level", "0")];
+        Some(e.sum(metric::SSTABLES_PER_LEVEL, &l0).unwrap_or(0.0))
+    } else {
+        None
+    };
+    ServerRow {
+        t,
+        pending_compactions: e.sum(metric::PENDING, &[]),
+        compaction_bytes_per_s: bytes.next(t, e.sum(metric::BYTES_COMPACTED, &[])),
+        live_sstables: e.sum(metric::LIVE_SSTABLES, &filter),
+        unleveled_sstables: unleveled,
+        space_used_bytes: e.sum(metric::SPACE_USED, &filter),
+        server_cpu_s: e.sum(metric::CPU, &[]),
+        server_rss_bytes: e.sum(metric::RSS, &[]),
+    }
+}
+
+fn cell(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() => {
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{}", v as i64)
+            } else {
+                format!("{v:.3}")
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+/// The text of server.csv.
+pub fn render(rows: &[ServerRow]) -> String {
+    let mut out = format!("{HEADER}\n");
+    for r in rows {
+        let cells = [
+            r.pending_compactions,
+            r.compaction_bytes_per_s,
+            r.live_sstables,
+            r.unleveled_sstables,
+            r.space_used_bytes,
+            r.server_cpu_s,
+            r.server_rss_bytes,
+        ]
+        .map(cell);
+        out.push_str(&format!("{:.3},{}\n", r.t.max(0.0), cells.join(",")));
+    }
+    out
+}
+
+/// The running sampler.
+pub struct Sampler {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Vec<ServerRow>>,
+}
+
+/// What the sampler needs.
+#[derive(Debug, Clone)]
+pub struct SamplerConfig {
+    pub source: Source,
+    /// A server process to read `/proc/PID` of, used when the source does
+    /// not give CPU or RSS.
+    pub pid: Option<u32>,
+    pub interval: Duration,
+}
+
+impl Sampler {
+    /// Starts sampling on `clock` (first row at once).
+    pub fn start(config: SamplerConfig, clock: Clock, target: SampleTarget) -> Sampler {
+        let (stop, mut stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut rows = Vec::new();
+            let mut bytes = Derivative::default();
+            let mut ticks = tokio::time::interval(config.interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tokio::select! {
+                    _ = ticks.tick() => {}
+                    _ = stopped.changed() => break,
+                }
+                let table = target.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                rows.push(sample(&config, &clock, &table, &mut bytes).await);
+            }
+            rows
+        });
+        Sampler { stop, task }
+    }
+
+    /// Stops sampling and returns the rows.
+    pub async fn finish(self) -> Vec<ServerRow> {
+        self.stop.send_replace(true);
+        self.task.await.unwrap_or_default()
+    }
+}
+
+async fn sample(
+    config: &SamplerConfig,
+    clock: &Clock,
+    table: &TableUnderTest,
+    bytes: &mut Derivative,
+) -> ServerRow {
+    let t = clock.now_s();
+    let mut row = match &config.source {
+        Source::Admin(base) => {
+            match http::request(base, "GET", "/metrics", SCRAPE_TIMEOUT).await {
+                Ok(r) if r.status == 200 => {
+                    row_from_metrics(t, &Exposition::parse(&r.body), table, bytes)
+                }
+                // A failed scrape is a row of empty cells: a gap in the charts.
+                _ => ServerRow {
+                    t,
+                    ..ServerRow::default()
+                },
+            }
+        }
+        Source::Nodetool(prefix) => nodetool_row(t, prefix, table).await,
+        Source::None => ServerRow {
+            t,
+            ..ServerRow::default()
+        },
+    };
+    if let Some(pid) = config.pid {
+        let (cpu, rss) = external::read_process(pid);
+        row.server_cpu_s = row.server_cpu_s.or(cpu);
+        row.server_rss_bytes = row.server_rss_bytes.or(rss);
+    }
+    row
+}
+
+async fn nodetool_row(t: f64, prefix: &[String], table: &TableUnderTest) -> ServerRow {
+    let qualified = format!("{}.{}", table.keyspace, table.table);
+    let pending = external::run_nodetool(prefix, &["compactionstats"], external::NODETOOL_TIMEOUT)
+        .await
+        .ok()
+        .and_then(|s| external::parse_compactionstats_pending(&s));
+    let stats = external::run_nodetool(
+        prefix,
+        &["tablestats", &qualified],
+        external::NODETOOL_TIMEOUT,
+    )
+    .await
+    .map(|s| external::parse_tablestats(&s))
+    .unwrap_or_default();
+    ServerRow {
+        t,
+        pending_compactions: pending,
+        live_sstables: stats.live_sstables,
+        unleveled_sstables: stats.level0_sstables.filter(|_| table.leveled),
+        space_used_bytes: stats.space_used_bytes,
+        ..ServerRow::default()
+    }
+}
+
+/// Writes server.csv into `dir`.
+pub fn write(dir: &Path, rows: &[ServerRow]) -> Result<()> {
+    let path = dir.join("server.csv");
+    std::fs::write(&path, render(rows)).map_err(|e| BenchError::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exposition(live: u32, l0: Option<u32>, bytes: u64) -> Exposition {
+        let mut text = format!(
+            "varve_compaction_pending_tasks 1\nvarve_compaction_pending_tasks{{x=\"y\"}} 2\n\
+             varve_compaction_bytes_compacted_total {bytes}\n\
+             varve_table_live_sstables{{keyspace=\"ks\",table=\"t\"}} {live}\n\
+             varve_table_live_sstables{{keyspace=\"ks\",table=\"other\"}} 99\n\
+             varve_table_sstables_per_level{{keyspace=\"ks\",table=\"t\",level=\"1\"}} 3\n\
+             process_cpu_seconds_total 1.25\n"
+        );
+        if let Some(l0) = l0 {
+            text.push_str(&format!(
+                "varve_table_sstables_per_level{{keyspace=\"ks\",table=\"t\",level=\"0\"}} {l0}\n"
+            ));
+        }
+        Exposition::parse(&text)
+    }
+
+    #[test]
+    fn rows_from_metrics() {
+        let mut table = TableUnderTest {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            leveled: false,
+        };
+        let mut d = Derivative::default();
+        let r1 = row_from_metrics(1.0, &exposition(5, Some(2), 1000), &table, &mut d);
+        assert_eq!(r1.pending_compactions, Some(3.0), "summed over label sets");
+        assert_eq!(r1.compaction_bytes_per_s, None, "first reading");
+        assert_eq!(r1.live_sstables, Some(5.0));
+        assert_eq!(r1.unleveled_sstables, None, "not on LCS");
+        assert_eq!(r1.space_used_bytes, None, "missing metric: empty cell");
+        assert_eq!(r1.server_cpu_s, Some(1.25));
+        assert_eq!(r1.server_rss_bytes, None);
+        table.leveled = true;
+        let r2 = row_from_metrics(3.0, &exposition(6, Some(2), 5000), &table, &mut d);
+        assert_eq!(r2.compaction_bytes_per_s, Some(2000.0));
+        assert_eq!(r2.unleveled_sstables, Some(2.0));
+        let r3 = row_from_metrics(4.0, &exposition(6, None, 5000), &table, &mut d);
+        assert_eq!(
+            r3.unleveled_sstables,
+            Some(0.0),
+            "levels without a level-0 series"
+        );
+        let csv = render(&[r1, r2, r3]);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], HEADER);
+        assert_eq!(lines[1], "1.000,3,,5,,,1.250,");
+        assert_eq!(lines[2], "3.000,3,2000,6,2,,1.250,");
+        let parsed = varve_report::load::parse_server(Path::new("server.csv"), csv.as_bytes())
+            .expect("the report reads what we write");
+        assert_eq!(parsed[1].unleveled_sstables, Some(2.0));
+        assert_eq!(parsed[0].space_used_bytes, None);
+    }
+
+    #[tokio::test]
+    async fn a_sampler_without_a_source_reads_proc() {
+        let target: SampleTarget = Arc::default();
+        let config = SamplerConfig {
+            source: Source::None,
+            pid: Some(std::process::id()),
+            interval: Duration::from_millis(100),
+        };
+        let sampler = Sampler::start(config, Clock::start(), target);
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        let rows = sampler.finish().await;
+        assert!(rows.len() >= 3, "{}", rows.len());
+        assert!(rows
+            .iter()
+            .all(|r| r.server_cpu_s.is_some() && r.live_sstables.is_none()));
+        assert!(rows.windows(2).all(|w| w[0].t < w[1].t));
+    }
+}
