@@ -16,6 +16,9 @@ from conftest import VarveNode, connect, varve_bin
 ROUNDS = 4
 FLUSHES_PER_ROUND = 6
 ROWS_PER_FLUSH = 60
+# 4 KB values: an sstable holds ~240 KB, so at 1 MiB/s a compaction of a
+# few of them runs for about a second, long enough to be killed inside.
+VALUE_HEX_BYTES = 2000
 
 
 def nodetool(node, *args):
@@ -23,6 +26,12 @@ def nodetool(node, *args):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def compaction_running(node):
+    """Whether `compactionstats` lists a running compaction (its table
+    header appears only then)."""
+    return "compaction type" in nodetool(node, "compactionstats")
 
 
 def leftovers(data_dir):
@@ -36,6 +45,7 @@ def test_sigkill_during_compactions_loses_and_resurrects_nothing(tmp_path):
     rng = random.Random(int(os.environ.get("VARVE_CRASH_SEED", "7")))
     expected = {}  # (k, c) -> value, acknowledged
     deleted = set()
+    killed_mid_compaction = 0
     try:
         cluster = connect(node.host, node.port, 5)
         s = cluster.connect()
@@ -48,8 +58,6 @@ def test_sigkill_during_compactions_loses_and_resurrects_nothing(tmp_path):
             s = cluster.connect()
             insert = s.prepare("INSERT INTO x.t (k, c, v) VALUES (?, ?, ?)")
             delete = s.prepare("DELETE FROM x.t WHERE k = ? AND c = ?")
-            kill_after = rng.uniform(0.2, 3.0)
-            started = time.monotonic()
             for f in range(FLUSHES_PER_ROUND):
                 for _ in range(ROWS_PER_FLUSH):
                     k, c = rng.randrange(40), rng.randrange(50)
@@ -58,14 +66,19 @@ def test_sigkill_during_compactions_loses_and_resurrects_nothing(tmp_path):
                         expected.pop((k, c), None)
                         deleted.add((k, c))
                     else:
-                        v = f"{round_}-{f}-" + os.urandom(200).hex()
+                        v = f"{round_}-{f}-" + os.urandom(VALUE_HEX_BYTES).hex()
                         s.execute(insert, (k, c, v))
                         expected[(k, c)] = v
                         deleted.discard((k, c))
                 nodetool(node, "flush", "x", "t")
-            # Let compactions start, then kill at a random moment.
-            time.sleep(max(0.0, kill_after - (time.monotonic() - started)))
             cluster.shutdown()
+            # Wait (bounded) for a compaction to run, then kill at a random
+            # moment inside it.
+            deadline = time.monotonic() + 10
+            while not compaction_running(node) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 0.3))
+            killed_mid_compaction += compaction_running(node)
             node.stop(signal.SIGKILL)
             node.start()
             assert not leftovers(node.data_dir), leftovers(node.data_dir)
@@ -82,5 +95,8 @@ def test_sigkill_during_compactions_loses_and_resurrects_nothing(tmp_path):
                 f"wrong {[key for key in expected if key in got and got[key] != expected[key]][:5]}"
             )
             cluster.shutdown()
+        # The test is only worth its name if kills landed inside compactions
+        # (seen running just before and just after the random pause).
+        assert killed_mid_compaction >= ROUNDS // 2, killed_mid_compaction
     finally:
         node.stop(signal.SIGKILL)
