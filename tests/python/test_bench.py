@@ -194,6 +194,9 @@ def test_garbagecollect_runs_during_phase_two(runs):
     ], run.events
     phase = run.phase("garbagecollect")
     assert phase["start_t"] - 0.5 <= gc[0][0] <= phase["end_t"]
+    # The table is flushed first, so the load's data is in sstables to collect.
+    flushes = [float(t) for t, l in run.events if l == "nodetool flush tlp_stress.keyvaluelargeblob_2"]
+    assert len(flushes) == 1 and phase["start_t"] - 0.5 <= flushes[0] <= gc[1][0], run.events
 
 
 def test_compaction_alters_to_lcs_then_ucs_and_samples_unleveled(runs):

@@ -53,7 +53,45 @@ pub enum GcOutcome {
     Failed(String),
 }
 
-/// Starts `nodetool garbagecollect keyspace.table` in the background.
+/// The admin API path of a flush of one table.
+pub fn flush_path(keyspace: &str, table: &str) -> String {
+    format!("/nodetool/flush?keyspace={keyspace}&tables={table}")
+}
+
+/// `nodetool flush keyspace table`, recorded as an event; a failure is
+/// recorded too and does not stop the run.
+async fn flush_first(source: &Source, keyspace: &str, table: &str, events: &EventLog, quiet: bool) {
+    let what = format!("nodetool flush {keyspace}.{table}");
+    let result = match source {
+        Source::Admin(base) => {
+            match http::request(
+                base,
+                "POST",
+                &flush_path(keyspace, table),
+                GARBAGECOLLECT_TIMEOUT,
+            )
+            .await
+            {
+                Ok(r) if r.status == 200 => Ok(()),
+                Ok(r) => Err(format!("HTTP {}", r.status)),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+        Source::Nodetool(prefix) => {
+            external::run_nodetool(prefix, &["flush", keyspace, table], GARBAGECOLLECT_TIMEOUT)
+                .await
+                .map(|_| ())
+        }
+        Source::None => return,
+    };
+    match result {
+        Ok(()) => events.record(&what, quiet),
+        Err(e) => events.record(&format!("{what} failed: {e}"), quiet),
+    }
+}
+
+/// Starts `nodetool flush` then `nodetool garbagecollect keyspace.table` in
+/// the background.
 pub fn spawn_garbagecollect(
     source: Source,
     keyspace: String,
@@ -67,6 +105,9 @@ pub fn spawn_garbagecollect(
         if !quiet {
             eprintln!("[action] {what}");
         }
+        // garbagecollect rewrites sstables only: flush first, so that what
+        // the load wrote (a seed node holds its data on disk) is collected.
+        flush_first(&source, &keyspace, &table, &events, quiet).await;
         let outcome = match source {
             Source::Admin(base) => {
                 let path = garbagecollect_path(&keyspace, &table);
@@ -125,12 +166,14 @@ mod tests {
         let base = http::BaseUrl::parse(&listener.local_addr().unwrap().to_string()).unwrap();
         tokio::spawn(async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut buf = [0u8; 512];
-            let _ = s.read(&mut buf).await;
-            let _ = s
-                .write_all(b"HTTP/1.1 404 Not Found\r\n\r\nnot found\n")
-                .await;
+            // Every request (the flush, then the garbagecollect) gets a 404.
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = [0u8; 512];
+                let _ = s.read(&mut buf).await;
+                let _ = s
+                    .write_all(b"HTTP/1.1 404 Not Found\r\n\r\nnot found\n")
+                    .await;
+            }
         });
         let events = EventLog::new(Clock::start());
         spawn_garbagecollect(
@@ -145,7 +188,10 @@ mod tests {
         let labels: Vec<String> = events.snapshot().into_iter().map(|e| e.label).collect();
         assert_eq!(
             labels,
-            ["nodetool garbagecollect ks.t not supported (the admin API answered 404)"]
+            [
+                "nodetool flush ks.t failed: HTTP 404",
+                "nodetool garbagecollect ks.t not supported (the admin API answered 404)"
+            ]
         );
     }
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Run one latte command while sampling a server's CPU (utime+stime from /proc/PID/stat).
+
+usage: measure_cpu.py PID MEASURED_SECONDS OUTFILE -- latte run ...
+Server CPU is reported for the last MEASURED_SECONDS before latte exits (latte's measured
+phase comes last, after warm-up), interpolated between samples taken every 0.1 s, and
+also for the whole invocation. RSS (VmRSS) is read when latte exits.
+"""
+import os, subprocess, sys, time
+TICK = os.sysconf("SC_CLK_TCK")
+pid, measured_s, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+cmd = sys.argv[sys.argv.index("--") + 1:]
+
+def cpu_s():
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / TICK   # utime, stime (fields 14, 15)
+
+def rss_mib():
+    for l in open(f"/proc/{pid}/status"):
+        if l.startswith("VmRSS:"):
+            return int(l.split()[1]) / 1024
+
+samples = [(time.monotonic(), cpu_s())]
+with open(out, "w") as fo:
+    p = subprocess.Popen(cmd, stdout=fo, stderr=subprocess.STDOUT)
+    while p.poll() is None:
+        time.sleep(0.1)
+        samples.append((time.monotonic(), cpu_s()))
+t_end, c_end = time.monotonic(), cpu_s()
+samples.append((t_end, c_end))
+t_start = t_end - measured_s
+c_start = samples[0][1]
+for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
+    if t0 <= t_start <= t1:
+        c_start = c0 + (c1 - c0) * ((t_start - t0) / (t1 - t0) if t1 > t0 else 0)
+        break
+line = (f"rc={p.returncode} wall={t_end - samples[0][0]:.1f}s server_cpu_total={c_end - samples[0][1]:.2f}s "
+        f"server_cpu_measured_last_{measured_s:.0f}s={c_end - c_start:.2f}s rss_end={rss_mib():.1f}MiB "
+        f"loadavg={open('/proc/loadavg').read().split()[0]}")
+print(line)
+with open(out, "a") as fo:
+    fo.write("\n# " + line + "\n")
