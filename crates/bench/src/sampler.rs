@@ -34,18 +34,9 @@ pub mod metric {
     pub const RSS: &str = "process_resident_memory_bytes";
 }
 
-/// One row of server.csv; `None` is an empty cell.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ServerRow {
-    pub t: f64,
-    pub pending_compactions: Option<f64>,
-    pub compaction_bytes_per_s: Option<f64>,
-    pub live_sstables: Option<f64>,
-    pub unleveled_sstables: Option<f64>,
-    pub space_used_bytes: Option<f64>,
-    pub server_cpu_s: Option<f64>,
-    pub server_rss_bytes: Option<f64>,
-}
+/// One row of server.csv (`None` is an empty cell): the report's own type,
+/// so that what the bench writes is what the report reads.
+pub use varve_report::ServerRow;
 
 /// The table under test.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

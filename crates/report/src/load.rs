@@ -48,16 +48,41 @@ pub fn load_run(dir: &Path) -> Result<Run> {
 
 fn read_capped(path: &Path) -> Result<Vec<u8>> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    if meta.len() > MAX_INPUT_BYTES {
+    check_size(path, meta.len())?;
+    std::fs::read(path).map_err(|e| Error::io(path, e))
+}
+
+/// An input file may hold at most [`MAX_INPUT_BYTES`].
+fn check_size(path: &Path, len: u64) -> Result<()> {
+    if len > MAX_INPUT_BYTES {
         return Err(Error::invalid(
             path,
-            format!(
-                "file is {} bytes, more than the limit of {MAX_INPUT_BYTES}",
-                meta.len()
-            ),
+            format!("file is {len} bytes, more than the limit of {MAX_INPUT_BYTES}"),
         ));
     }
-    std::fs::read(path).map_err(|e| Error::io(path, e))
+    Ok(())
+}
+
+#[cfg(test)]
+mod size_limit_tests {
+    use super::*;
+
+    #[test]
+    fn input_size_limit_holds_at_n_and_fails_at_n_plus_one() {
+        let p = Path::new("summary.json");
+        assert!(check_size(p, MAX_INPUT_BYTES).is_ok());
+        assert!(check_size(p, MAX_INPUT_BYTES + 1).is_err());
+        // Through the file system: a sparse file one byte over is refused
+        // before anything is read.
+        let dir = std::env::temp_dir().join(format!("varve-report-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("intervals.csv");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_INPUT_BYTES + 1).unwrap();
+        let err = read_capped(&big).unwrap_err().to_string();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(err.contains("more than the limit"), "{err}");
+    }
 }
 
 fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {

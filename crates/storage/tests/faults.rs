@@ -106,3 +106,34 @@ fn full_disk_fails_writes_and_flushes_and_loses_nothing() {
         assert_eq!(read(&s, k), Some(i as u8), "key {i}");
     }
 }
+
+/// The server runs writes on its event loop only when they cannot wait on
+/// an fsync: batch and group appends do, periodic ones do not.
+#[test]
+fn writes_wait_for_sync_follows_the_commitlog_mode() {
+    let modes = [
+        (SyncMode::Batch, true),
+        (
+            SyncMode::Group {
+                window: std::time::Duration::from_millis(5),
+            },
+            true,
+        ),
+        (
+            SyncMode::Periodic {
+                period: std::time::Duration::from_secs(10),
+            },
+            false,
+        ),
+    ];
+    for (mode, waits) in modes {
+        let mut o = options(Arc::new(SimFs::new()));
+        o.commitlog.sync = mode;
+        let s = Storage::open(o, vec![desc()]).unwrap();
+        assert_eq!(s.writes_wait_for_sync(), waits, "{mode:?}");
+    }
+    assert!(
+        !Storage::new().writes_wait_for_sync(),
+        "memory only: no fsync"
+    );
+}

@@ -348,6 +348,30 @@ mod tests {
     }
 
     #[test]
+    fn every_limit_holds_at_n_and_fails_at_n_plus_one() {
+        let ok = StressConfig::default();
+        let check = |what: &str, set: &dyn Fn(&mut StressConfig, bool)| {
+            let mut c = ok.clone();
+            set(&mut c, false);
+            assert!(c.validate().is_ok(), "{what} at the limit");
+            set(&mut c, true);
+            assert!(c.validate().is_err(), "{what} past the limit");
+        };
+        check("replication factor", &|c, past| {
+            c.replication_factor = REPLICATION_FACTOR_MAX + u32::from(past)
+        });
+        check("column size", &|c, past| {
+            c.column_size = COLUMN_SIZE_MAX + usize::from(past)
+        });
+        check("column count", &|c, past| {
+            c.column_count = COLUMN_COUNT_MAX + usize::from(past)
+        });
+        check("interval", &|c, past| {
+            c.interval = INTERVAL_MIN - Duration::from_millis(u64::from(past))
+        });
+    }
+
+    #[test]
     fn names_parse() {
         assert_eq!(
             parse_consistency("local_quorum").unwrap(),

@@ -181,23 +181,7 @@ impl Runner {
 
     /// Checks a phase before it starts; lwt gets its own names for write/read.
     fn check_phase(&self, name: &str, mut spec: PhaseSpec) -> Result<PhaseSpec> {
-        let name_ok = !name.is_empty()
-            && name.len() <= PHASE_NAME_MAX
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
-        if !name_ok {
-            return Err(StressError::config(
-                "phase name",
-                format!("`{name}` (letters, digits, _-. only)"),
-            ));
-        }
-        if spec.concurrency == 0 || spec.concurrency > CONCURRENCY_MAX {
-            return Err(StressError::config(
-                "concurrency",
-                format!("{} is outside 1..={CONCURRENCY_MAX}", spec.concurrency),
-            ));
-        }
+        check_phase_limits(name, spec.concurrency)?;
         spec.rate.validate()?;
         let workload = self.config.workload;
         spec.mix = spec.mix.map(|op| workload.translate(op));
@@ -421,5 +405,44 @@ async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+/// The phase name (it becomes a CSV cell and a report heading) and the
+/// concurrency, against their limits.
+fn check_phase_limits(name: &str, concurrency: usize) -> Result<()> {
+    let name_ok = !name.is_empty()
+        && name.len() <= PHASE_NAME_MAX
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
+    if !name_ok {
+        return Err(StressError::config(
+            "phase name",
+            format!("`{name}` (letters, digits, _-. only)"),
+        ));
+    }
+    if concurrency == 0 || concurrency > CONCURRENCY_MAX {
+        return Err(StressError::config(
+            "concurrency",
+            format!("{concurrency} is outside 1..={CONCURRENCY_MAX}"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn phase_limits_hold_at_n_and_fail_at_n_plus_one() {
+        assert!(check_phase_limits("steady", CONCURRENCY_MAX).is_ok());
+        assert!(check_phase_limits("steady", CONCURRENCY_MAX + 1).is_err());
+        assert!(check_phase_limits("steady", 0).is_err());
+        let longest = "p".repeat(PHASE_NAME_MAX);
+        assert!(check_phase_limits(&longest, 1).is_ok());
+        assert!(check_phase_limits(&format!("{longest}p"), 1).is_err());
+        assert!(check_phase_limits("a,b", 1).is_err());
     }
 }

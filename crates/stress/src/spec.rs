@@ -10,8 +10,6 @@ use rand::Rng;
 
 use crate::error::{Result, StressError};
 
-/// Most weights in one `--ratio` (a mix of more is a typo).
-pub const MIX_ENTRIES_MAX: usize = 8;
 /// Largest single weight of `--ratio`.
 pub const MIX_WEIGHT_MAX: u32 = 1_000_000;
 /// Largest `--rate` in operations per second.
@@ -92,12 +90,6 @@ impl OpMix {
                 return Err(StressError::config(
                     "ratio",
                     format!("weight {weight} of `{op}` is above {MIX_WEIGHT_MAX}"),
-                ));
-            }
-            if entries.len() == MIX_ENTRIES_MAX {
-                return Err(StressError::config(
-                    "ratio",
-                    format!("more than {MIX_ENTRIES_MAX} entries"),
                 ));
             }
             entries.push((op, weight));

@@ -16,6 +16,18 @@ type Def = (
     &'static [(&'static str, &'static str, char)],
 );
 
+/// The columns of Cassandra's per-table latency views
+/// (`system_views.coordinator_{read,write,scan}_latency`).
+const LATENCY_VIEW_COLUMNS: &[(&str, &str, char)] = &[
+    ("keyspace_name", "text", 'p'),
+    ("table_name", "text", 'p'),
+    ("count", "bigint", 'r'),
+    ("max_ms", "double", 'r'),
+    ("p50th_ms", "double", 'r'),
+    ("p99th_ms", "double", 'r'),
+    ("per_second", "double", 'r'),
+];
+
 const DEFS: &[Def] = &[
     (
         "system",
@@ -244,41 +256,17 @@ const DEFS: &[Def] = &[
     (
         "system_views",
         "coordinator_read_latency",
-        &[
-            ("keyspace_name", "text", 'p'),
-            ("table_name", "text", 'p'),
-            ("count", "bigint", 'r'),
-            ("max_ms", "double", 'r'),
-            ("p50th_ms", "double", 'r'),
-            ("p99th_ms", "double", 'r'),
-            ("per_second", "double", 'r'),
-        ],
+        LATENCY_VIEW_COLUMNS,
     ),
     (
         "system_views",
         "coordinator_write_latency",
-        &[
-            ("keyspace_name", "text", 'p'),
-            ("table_name", "text", 'p'),
-            ("count", "bigint", 'r'),
-            ("max_ms", "double", 'r'),
-            ("p50th_ms", "double", 'r'),
-            ("p99th_ms", "double", 'r'),
-            ("per_second", "double", 'r'),
-        ],
+        LATENCY_VIEW_COLUMNS,
     ),
     (
         "system_views",
         "coordinator_scan_latency",
-        &[
-            ("keyspace_name", "text", 'p'),
-            ("table_name", "text", 'p'),
-            ("count", "bigint", 'r'),
-            ("max_ms", "double", 'r'),
-            ("p50th_ms", "double", 'r'),
-            ("p99th_ms", "double", 'r'),
-            ("per_second", "double", 'r'),
-        ],
+        LATENCY_VIEW_COLUMNS,
     ),
     (
         "system_views",
