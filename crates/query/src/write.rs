@@ -17,7 +17,7 @@ use varve_cql::ast::{
 };
 use varve_schema::{Column, ColumnKind, Schema, Table};
 use varve_storage::{
-    ClusteringKey, DeletionTime, LivenessInfo, Partition, PartitionKey, RangeTombstone, Row,
+    CellMap, ClusteringKey, DeletionTime, LivenessInfo, Partition, PartitionKey, RangeTombstone, Row,
 };
 use varve_types::{CqlType, Value};
 
@@ -469,9 +469,17 @@ fn build(
             sel.clustering.prefixes.clone()
         };
         let mut static_row = Row::default();
+        // Sized for one cell per assignment, so a plain INSERT allocates
+        // its cells exactly once and the memtable keeps no spare slots.
         let mut rows: Vec<(Vec<Bytes>, Row)> = prefixes
             .iter()
-            .map(|p| (p.clone(), Row::default()))
+            .map(|p| {
+                let row = Row {
+                    cells: CellMap::with_capacity(assignments.len()),
+                    ..Row::default()
+                };
+                (p.clone(), row)
+            })
             .collect();
         if marker {
             for (_, row) in rows.iter_mut() {

@@ -28,6 +28,7 @@
 //! runs `nodetool garbagecollect`); docs/design/storage-model.md walks through it.
 
 pub mod cell;
+pub mod cell_map;
 pub mod clustering;
 pub mod commitlog;
 pub mod compaction;
@@ -47,6 +48,7 @@ pub mod row;
 pub mod sstable;
 
 pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
+pub use cell_map::CellMap;
 pub use clustering::{ClusteringComparator, ClusteringKey, Slice};
 pub use engine::{
     Clock, PartitionKey, Storage, StorageOptions, TableDescriptor, TableId, TableStats, TokenBound,

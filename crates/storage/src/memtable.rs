@@ -239,9 +239,8 @@ fn heap_bytes(len: usize) -> usize {
 pub fn estimate_bytes(p: &Partition) -> usize {
     use std::mem::size_of;
     let row_bytes = |r: &crate::row::Row| -> usize {
-        let cells = btree_bytes(
-            r.cells.len(),
-            size_of::<crate::row::CellPath>() + size_of::<crate::cell::Cell>(),
+        let cells = heap_bytes(
+            r.cells.capacity() * (size_of::<crate::row::CellPath>() + size_of::<crate::cell::Cell>()),
         );
         let values: usize = r
             .cells

@@ -1,7 +1,8 @@
 //! A row: its primary-key liveness, its deletion, its cells, and the
 //! deletions of its non-frozen collections.
 
-use crate::cell::{reconcile, Cell, DeletionTime, LivenessInfo};
+use crate::cell::{reconcile, DeletionTime, LivenessInfo};
+use crate::cell_map::CellMap;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -17,7 +18,7 @@ pub struct Row {
     pub liveness: Option<LivenessInfo>,
     /// A row tombstone; `DeletionTime::LIVE` when none.
     pub deletion: Option<DeletionTime>,
-    pub cells: BTreeMap<CellPath, Cell>,
+    pub cells: CellMap,
     /// Per collection column: a deletion of the whole collection (written
     /// when a collection is overwritten or deleted).
     pub complex_deletions: BTreeMap<u32, DeletionTime>,
@@ -55,16 +56,7 @@ impl Row {
                 .or_insert(DeletionTime::LIVE);
             *slot = slot.max(deletion);
         }
-        for (path, cell) in other.cells {
-            match self.cells.remove(&path) {
-                Some(existing) => {
-                    self.cells.insert(path, reconcile(existing, cell));
-                }
-                None => {
-                    self.cells.insert(path, cell);
-                }
-            }
-        }
+        self.cells.merge_with(other.cells, reconcile);
     }
 
     /// The largest timestamp of anything in the row.
@@ -106,7 +98,7 @@ impl Row {
             }
             live
         });
-        let mut cells = BTreeMap::new();
+        let mut cells = CellMap::with_capacity(self.cells.len());
         for ((column, path), cell) in &self.cells {
             if deletion.deletes(cell.timestamp) {
                 continue;
@@ -137,6 +129,7 @@ impl Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cell::Cell;
 
     fn cell(ts: i64, v: &'static [u8]) -> Cell {
         Cell::live(ts, Bytes::from_static(v))

@@ -85,7 +85,7 @@ fn compact_row(row: &Row, outer: DeletionTime, rule: &PurgeRule) -> Option<Row> 
             complex_deletions.insert(*col, *d);
         }
     }
-    let mut cells = BTreeMap::new();
+    let mut cells = crate::cell_map::CellMap::with_capacity(row.cells.len());
     for ((col, path), cell) in &row.cells {
         if effective.deletes(cell.timestamp) {
             continue;

@@ -47,7 +47,7 @@ fn arb_row() -> impl Strategy<Value = Row> {
         .prop_map(|(liveness, deletion, cells, complex_deletions)| Row {
             liveness: liveness.map(|(ts, ttl, now)| LivenessInfo::new(ts, ttl, now)),
             deletion,
-            cells,
+            cells: cells.into_iter().collect(),
             complex_deletions,
         })
 }
