@@ -151,6 +151,12 @@ impl Processor {
 
     /// `nodetool setcompactionthroughput N`: takes effect at once, also for
     /// running compactions.
+    /// `index_summary_capacity`: memory all partition summaries may take
+    /// before they are downsampled (see varve_storage::engine_summary).
+    pub fn set_index_summary_capacity(&self, bytes: u64) {
+        self.storage.set_index_summary_capacity(bytes);
+    }
+
     pub fn set_compaction_throughput(&self, mib_per_sec: u64) {
         self.storage.set_compaction_throughput(mib_per_sec);
     }
@@ -212,6 +218,11 @@ impl Processor {
                 s.bloom_filter_false_positives
             );
             let _ = writeln!(out, "\t\tBloom filter false ratio: {ratio:.5}");
+            let _ = writeln!(
+                out,
+                "\t\tIndex summary off heap memory used: {}",
+                s.index_summary_bytes
+            );
             let _ = writeln!(
                 out,
                 "\t\tDroppable tombstone ratio: {:.5}",

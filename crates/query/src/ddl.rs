@@ -223,6 +223,7 @@ pub fn descriptor(t: &Table, durable_writes: bool) -> TableDescriptor {
             compression,
             bloom_fp_chance: t.options.bloom_filter_fp_chance,
             min_index_interval: t.options.min_index_interval.max(1) as usize,
+            max_index_interval: t.options.max_index_interval.max(1) as usize,
             crc_check_chance: t.options.crc_check_chance,
         },
         durable_writes,

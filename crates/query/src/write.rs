@@ -17,7 +17,8 @@ use varve_cql::ast::{
 };
 use varve_schema::{Column, ColumnKind, Schema, Table};
 use varve_storage::{
-    CellMap, ClusteringKey, DeletionTime, LivenessInfo, Partition, PartitionKey, RangeTombstone, Row,
+    CellMap, ClusteringKey, DeletionTime, LivenessInfo, Partition, PartitionKey, RangeTombstone,
+    Row,
 };
 use varve_types::{CqlType, Value};
 

@@ -195,10 +195,12 @@ impl<'a> IntoIterator for &'a CellMap {
     >;
 
     fn into_iter(self) -> Self::IntoIter {
-        fn split<'b>(e: &'b (CellPath, Cell)) -> (&'b CellPath, &'b Cell) {
+        fn split(e: &(CellPath, Cell)) -> (&CellPath, &Cell) {
             (&e.0, &e.1)
         }
-        self.entries.iter().map(split as fn(&'a (CellPath, Cell)) -> _)
+        self.entries
+            .iter()
+            .map(split as fn(&'a (CellPath, Cell)) -> _)
     }
 }
 
@@ -321,6 +323,9 @@ mod tests {
     fn retain_drops_rejected_cells() {
         let mut m: CellMap = (0..5).map(|i| (path(i, None), cell(i as i64))).collect();
         m.retain(|_, c| c.timestamp % 2 == 0);
-        assert_eq!(m.values().map(|c| c.timestamp).collect::<Vec<_>>(), vec![0, 2, 4]);
+        assert_eq!(
+            m.values().map(|c| c.timestamp).collect::<Vec<_>>(),
+            vec![0, 2, 4]
+        );
     }
 }

@@ -145,6 +145,8 @@ pub struct TableStats {
     pub sstable_partitions: u64,
     pub bloom_filter_false_positives: u64,
     pub bloom_filter_true_positives: u64,
+    /// Memory of the sstables' partition summaries as sampled now.
+    pub index_summary_bytes: u64,
 }
 
 pub(crate) struct TableState {
@@ -191,6 +193,8 @@ pub struct Engine {
     pub(crate) compactions: crate::compaction::stats::Registry,
     /// Background compaction threads (concurrent_compactors, resolved).
     pub(crate) concurrent_compactors: usize,
+    /// index_summary_capacity in bytes (see [`crate::engine_summary`]).
+    pub(crate) index_summary_capacity: AtomicU64,
 }
 
 /// The node's storage engine: the [`Engine`] plus the thread that flushes
@@ -290,6 +294,9 @@ impl Engine {
             ),
             compactions: Default::default(),
             concurrent_compactors: crate::engine_concurrency::resolve_concurrent_compactors(0),
+            index_summary_capacity: AtomicU64::new(
+                crate::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
+            ),
         }
     }
 
@@ -310,6 +317,9 @@ impl Engine {
             compactions: Default::default(),
             concurrent_compactors: crate::engine_concurrency::resolve_concurrent_compactors(
                 options.concurrent_compactors,
+            ),
+            index_summary_capacity: AtomicU64::new(
+                crate::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
             ),
         };
         for desc in tables {
@@ -572,11 +582,15 @@ impl Engine {
 
     /// The background flusher: flushes the largest memtables while memory
     /// is over budget, and every table when the commitlog is over its
-    /// space (so its oldest segments can be released).
+    /// space (so its oldest segments can be released). Once a second it
+    /// also fits the partition summaries to their budget.
     fn run_flusher(&self) {
         let Some(options) = self.options.clone() else {
             return;
         };
+        let mut last_rebalance = std::time::Instant::now()
+            .checked_sub(FLUSHER_IDLE_WAKEUP)
+            .unwrap_or_else(std::time::Instant::now);
         loop {
             {
                 let mut signal = self.flusher_signal.0.lock();
@@ -589,6 +603,10 @@ impl Engine {
                     return;
                 }
                 signal.0 = false;
+            }
+            if last_rebalance.elapsed() >= FLUSHER_IDLE_WAKEUP {
+                self.rebalance_index_summaries();
+                last_rebalance = std::time::Instant::now();
             }
             let mut rounds = 0;
             while self.memtable_bytes.load(Ordering::Relaxed) > options.memtable_space_bytes
@@ -864,6 +882,7 @@ impl Engine {
             s.sstable_partitions += t.stats().partition_count;
             s.bloom_filter_false_positives += t.bloom_false_positives();
             s.bloom_filter_true_positives += t.bloom_true_positives();
+            s.index_summary_bytes += t.summary().memory_bytes() as u64;
         }
         Ok(s)
     }

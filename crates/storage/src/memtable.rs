@@ -240,7 +240,8 @@ pub fn estimate_bytes(p: &Partition) -> usize {
     use std::mem::size_of;
     let row_bytes = |r: &crate::row::Row| -> usize {
         let cells = heap_bytes(
-            r.cells.capacity() * (size_of::<crate::row::CellPath>() + size_of::<crate::cell::Cell>()),
+            r.cells.capacity()
+                * (size_of::<crate::row::CellPath>() + size_of::<crate::cell::Cell>()),
         );
         let values: usize = r
             .cells

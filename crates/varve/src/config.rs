@@ -57,6 +57,7 @@ struct FileConfig {
     num_tokens: Option<usize>,
     memtable_heap_space: Option<Value>,
     compaction_throughput: Option<Value>,
+    index_summary_capacity: Option<Value>,
     concurrent_compactors: Option<usize>,
     commitlog_segment_size: Option<Value>,
     commitlog_sync_group_window: Option<Value>,
@@ -88,6 +89,9 @@ pub struct Settings {
     pub memtable_space_bytes: u64,
     /// `compaction_throughput` in MiB/s (0: unlimited).
     pub compaction_throughput_mib_per_sec: u64,
+    /// `index_summary_capacity`: memory of all partition summaries before
+    /// they are downsampled (toward each table's `max_index_interval`).
+    pub index_summary_capacity_bytes: u64,
     /// `concurrent_compactors` (0: storage's default, min(cores, 8)).
     pub concurrent_compactors: usize,
     pub max_frame_body_bytes: usize,
@@ -205,6 +209,11 @@ impl Settings {
             DEFAULT_MEMTABLE_SPACE_BYTES,
             "memtable_heap_space",
         )?;
+        let index_summary_capacity_bytes = size_or(
+            &file.index_summary_capacity,
+            varve_storage::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
+            "index_summary_capacity",
+        )?;
         let commitlog_segment_bytes = size_or(
             &file.commitlog_segment_size,
             DEFAULT_COMMITLOG_SEGMENT_BYTES,
@@ -258,6 +267,7 @@ impl Settings {
             commitlog_segment_bytes,
             memtable_space_bytes,
             compaction_throughput_mib_per_sec,
+            index_summary_capacity_bytes,
             concurrent_compactors: file.concurrent_compactors.unwrap_or(0),
             commitlog_dir: file
                 .commitlog_directory

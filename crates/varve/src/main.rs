@@ -139,6 +139,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     .await
     .context("opening storage")?
     .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
+    processor.set_index_summary_capacity(settings.index_summary_capacity_bytes);
     processor
         .metrics()
         .set_settings(node_metrics::settings_rows(&settings));

@@ -48,6 +48,10 @@ pub fn settings_rows(s: &Settings) -> Vec<(String, String)> {
         ),
         ("concurrent_compactors", s.concurrent_compactors.to_string()),
         (
+            "index_summary_capacity",
+            mib(s.index_summary_capacity_bytes),
+        ),
+        (
             "native_transport_max_frame_size",
             mib(s.max_frame_body_bytes as u64),
         ),

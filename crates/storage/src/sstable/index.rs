@@ -196,6 +196,47 @@ pub fn decode_block(block: &[u8]) -> Result<Vec<IndexEntry<'_>>, &'static str> {
     Ok(out)
 }
 
+/// The length, CRC included, of the block that starts `bytes` (which may
+/// run on into the following blocks of a downsampled summary's span).
+fn block_len(bytes: &[u8]) -> Result<usize, &'static str> {
+    let mut r = Reader::new(bytes);
+    let bad = |_: DecodeError| "malformed index block";
+    let n = r.varint().map_err(bad)?;
+    if n == 0 || n > bytes.len() as u64 / 12 {
+        return Err("impossible index block entry count");
+    }
+    for _ in 0..n {
+        get_key(&mut r).map_err(bad)?;
+        r.varint().map_err(bad)?;
+        r.varint().map_err(bad)?;
+    }
+    r.take(4).map_err(|_| "index block too short")?;
+    Ok(r.position())
+}
+
+/// Checks and decodes the consecutive blocks that make up `span`; their
+/// entries, which must ascend across blocks too. `base` is the span's
+/// offset in the index section, for errors: (offset of the bad block,
+/// reason).
+pub fn decode_span(span: &[u8], base: u64) -> Result<Vec<IndexEntry<'_>>, (u64, &'static str)> {
+    let mut out: Vec<IndexEntry> = Vec::new();
+    let mut at = 0;
+    while at < span.len() {
+        let offset = base + at as u64;
+        let rest = &span[at..];
+        let len = block_len(rest).map_err(|r| (offset, r))?;
+        let entries = decode_block(&rest[..len]).map_err(|r| (offset, r))?;
+        if let (Some(p), Some(e)) = (out.last(), entries.first()) {
+            if (p.token, p.key) >= (e.token, e.key) {
+                return Err((offset, "index keys out of order"));
+            }
+        }
+        out.extend(entries);
+        at += len;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +283,30 @@ mod tests {
         let n = MAX_INDEX_BLOCK_LEN as u32;
         assert!(decode_summary(&summary(n), n as u64).is_ok());
         assert!(decode_summary(&summary(n + 1), n as u64 + 1).is_err());
+    }
+
+    #[test]
+    fn a_span_of_several_blocks_decodes_as_one_run() {
+        let mut w = IndexWriter::new(3);
+        for i in 0..10 {
+            w.add(&key(i), i as u64 * 100, 100);
+        }
+        let (index, summary) = w.finish();
+        let s = decode_summary(&summary, index.len() as u64).unwrap();
+        let end = (s[2].offset + s[2].len) as usize;
+        let entries = decode_span(&index[..end], 0).unwrap();
+        let keys: Vec<_> = entries.iter().map(|e| e.partition_key()).collect();
+        assert_eq!(keys, (0..9).map(key).collect::<Vec<_>>());
+        assert_eq!(decode_span(&index, 0).unwrap().len(), 10);
+        // A flipped byte in the second block is reported at that block.
+        let mut bad = index.clone();
+        bad[s[1].offset as usize + 2] ^= 1;
+        let (at, _) = decode_span(&bad, 1000).unwrap_err();
+        assert_eq!(at, 1000 + s[1].offset);
+        // Every truncation fails cleanly.
+        for cut in 0..index.len() {
+            let _ = decode_span(&index[..cut], 0);
+        }
+        assert!(decode_span(&index[..index.len() - 1], 0).is_err());
     }
 }

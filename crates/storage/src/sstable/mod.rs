@@ -30,6 +30,7 @@ pub mod histogram;
 mod index;
 mod reader;
 mod stats;
+pub mod summary;
 mod writer;
 
 #[cfg(test)]
@@ -63,19 +64,25 @@ pub struct SstableParams {
     pub bloom_fp_chance: f64,
     /// Partitions per index block (and per summary entry).
     pub min_index_interval: usize,
+    /// The sparsest the in-memory summary may become when the node's
+    /// `index_summary_capacity` is short: at most this many partitions
+    /// scanned per lookup (see [`summary`]).
+    pub max_index_interval: usize,
     /// Chance that a chunk read verifies its CRC, in [0, 1].
     pub crc_check_chance: f64,
 }
 
 impl Default for SstableParams {
     /// Cassandra's table defaults: 16 KiB LZ4 chunks, 1% bloom filter
-    /// false positives, index interval 128, always check CRCs.
+    /// false positives, index interval 128 (2048 at most when downsampled),
+    /// always check CRCs.
     fn default() -> Self {
         SstableParams {
             chunk_length: 16 * 1024,
             compression: Compression::Lz4,
             bloom_fp_chance: 0.01,
             min_index_interval: 128,
+            max_index_interval: 2048,
             crc_check_chance: 1.0,
         }
     }

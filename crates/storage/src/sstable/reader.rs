@@ -17,8 +17,9 @@ use crate::sstable::chunks::{ChunkCache, ChunkReader};
 use crate::sstable::format::{
     check_header, get_key, Footer, Section, FOOTER_LEN, HEADER_LEN, MAX_INDEX_BLOCK_LEN,
 };
-use crate::sstable::index::{decode_block, decode_summary, SummaryEntry};
+use crate::sstable::index::{decode_span, decode_summary, IndexEntry};
 use crate::sstable::stats::{decode_stats, SstableStats};
+use crate::sstable::summary::Summary;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -31,7 +32,9 @@ pub struct Sstable {
     footer: Footer,
     size_on_disk: u64,
     chunks: ChunkReader,
-    summary: Vec<SummaryEntry>,
+    /// Swapped whole when the engine resamples it (scans keep the one they
+    /// started with).
+    summary: parking_lot::RwLock<Arc<Summary>>,
     bloom: BloomFilter,
     stats: SstableStats,
     bloom_true_positives: AtomicU64,
@@ -80,9 +83,7 @@ impl Sstable {
             crc_check_chance,
         )
         .map_err(|r| corrupt(footer.chunk_offsets.offset, r))?;
-        let summary_bytes = read_section(&*file, path, &footer.summary)?;
-        let summary = decode_summary(&summary_bytes, footer.index.len)
-            .map_err(|r| corrupt(footer.summary.offset, r))?;
+        let summary = Summary::new(read_summary(&*file, path, &footer)?, footer.index.len, 1);
         let bloom_bytes = read_section(&*file, path, &footer.bloom)?;
         let bloom =
             BloomFilter::decode(&bloom_bytes).map_err(|r| corrupt(footer.bloom.offset, r))?;
@@ -106,7 +107,7 @@ impl Sstable {
             footer,
             size_on_disk: size,
             chunks,
-            summary,
+            summary: parking_lot::RwLock::new(Arc::new(summary)),
             bloom,
             stats,
             bloom_true_positives: AtomicU64::new(0),
@@ -157,33 +158,58 @@ impl Sstable {
         Error::corruption(&self.path, offset, reason)
     }
 
-    /// The index block `i` of the summary, CRC-checked.
-    fn read_block(&self, i: usize) -> Result<Vec<u8>> {
-        let Some(e) = self.summary.get(i) else {
-            return Err(self.corrupt(self.footer.index.offset, "index block does not exist"));
-        };
-        let at = self.footer.index.offset + e.offset;
-        debug_assert!(e.len <= MAX_INDEX_BLOCK_LEN);
-        read_at(&*self.file, &self.path, at, e.len)
+    /// The summary in use now.
+    pub fn summary(&self) -> Arc<Summary> {
+        self.summary.read().clone()
     }
 
-    fn block_entries<'a>(
+    /// Keeps every `step`-th entry of the file's summary (1: all of them);
+    /// re-reads the summary section when the step changes.
+    pub fn resample_summary(&self, step: usize) -> Result<()> {
+        let current = self.summary();
+        if current.step() == step.clamp(1, crate::sstable::summary::MAX_SUMMARY_STEP) {
+            return Ok(());
+        }
+        let full = read_summary(&*self.file, &self.path, &self.footer)?;
+        *self.summary.write() = Arc::new(Summary::new(full, self.footer.index.len, step));
+        Ok(())
+    }
+
+    /// The index blocks of span `i` of `summary`, CRC-checked.
+    fn read_span(&self, summary: &Summary, i: usize) -> Result<Vec<u8>> {
+        let Some((offset, len)) = summary.span(i) else {
+            return Err(self.corrupt(self.footer.index.offset, "index block does not exist"));
+        };
+        let max = MAX_INDEX_BLOCK_LEN * summary.step() as u64;
+        if len > max {
+            return Err(self.corrupt(self.footer.index.offset + offset, "index span too long"));
+        }
+        read_at(
+            &*self.file,
+            &self.path,
+            self.footer.index.offset + offset,
+            len,
+        )
+    }
+
+    fn span_entries<'a>(
         &self,
+        summary: &Summary,
         i: usize,
-        block: &'a [u8],
-    ) -> Result<Vec<crate::sstable::index::IndexEntry<'a>>> {
-        let at = self.footer.index.offset + self.summary.get(i).map_or(0, |e| e.offset);
-        decode_block(block).map_err(|r| self.corrupt(at, r))
+        span: &'a [u8],
+    ) -> Result<Vec<IndexEntry<'a>>> {
+        let base = self.footer.index.offset + summary.span(i).map_or(0, |s| s.0);
+        decode_span(span, base).map_err(|(at, r)| self.corrupt(at, r))
     }
 
     /// Where the partition's entry lies in the stream, from the index.
     fn locate(&self, key: &PartitionKey) -> Result<Option<(u64, u64)>> {
-        let i = self.summary.partition_point(|e| e.first <= *key);
-        if i == 0 {
+        let summary = self.summary();
+        let Some(i) = summary.find(key) else {
             return Ok(None);
-        }
-        let block = self.read_block(i - 1)?;
-        let entries = self.block_entries(i - 1, &block)?;
+        };
+        let span = self.read_span(&summary, i)?;
+        let entries = self.span_entries(&summary, i, &span)?;
         Ok(entries
             .binary_search_by(|e| e.cmp_key(key))
             .ok()
@@ -272,12 +298,13 @@ impl Sstable {
         limit: usize,
     ) -> Result<Vec<PartitionKey>> {
         let mut out = Vec::new();
-        let first = self
-            .summary
+        let summary = self.summary();
+        let first = summary
+            .entries()
             .partition_point(|e| !after_start(start, e.first.token, &e.first.key));
-        for i in first.saturating_sub(1)..self.summary.len() {
-            let block = self.read_block(i)?;
-            for e in self.block_entries(i, &block)? {
+        for i in first.saturating_sub(1)..summary.len() {
+            let span = self.read_span(&summary, i)?;
+            for e in self.span_entries(&summary, i, &span)? {
                 if out.len() >= limit || !before_end(end, e.token, e.key) {
                     return Ok(out);
                 }
@@ -315,6 +342,7 @@ impl Sstable {
     pub fn iter(&self) -> Result<SstableIter<'_>> {
         Ok(SstableIter {
             sstable: self,
+            summary: self.summary(),
             block: 0,
             pending: Vec::new(),
             cache: None,
@@ -355,6 +383,17 @@ fn read_at(file: &dyn ReadFile, path: &Path, offset: u64, len: u64) -> Result<Ve
     Ok(buf)
 }
 
+/// The file's whole summary, CRC-checked and validated.
+fn read_summary(
+    file: &dyn ReadFile,
+    path: &Path,
+    footer: &Footer,
+) -> Result<Vec<crate::sstable::index::SummaryEntry>> {
+    let bytes = read_section(file, path, &footer.summary)?;
+    decode_summary(&bytes, footer.index.len)
+        .map_err(|r| Error::corruption(path, footer.summary.offset, r))
+}
+
 /// A whole section, its CRC checked.
 fn read_section(file: &dyn ReadFile, path: &Path, s: &Section) -> Result<Vec<u8>> {
     let bytes = read_at(file, path, s.offset, s.len)?;
@@ -372,6 +411,8 @@ fn read_section(file: &dyn ReadFile, path: &Path, s: &Section) -> Result<Vec<u8>
 /// time. Stops after the first error.
 pub struct SstableIter<'a> {
     sstable: &'a Sstable,
+    /// The summary when the scan started; `block` counts its spans.
+    summary: Arc<Summary>,
     block: usize,
     pending: Vec<(u64, u64, PartitionKey)>,
     cache: ChunkCache,
@@ -384,8 +425,8 @@ pub struct SstableIter<'a> {
 impl SstableIter<'_> {
     fn refill(&mut self) -> Result<()> {
         let s = self.sstable;
-        let block = s.read_block(self.block)?;
-        let entries = s.block_entries(self.block, &block)?;
+        let span = s.read_span(&self.summary, self.block)?;
+        let entries = s.span_entries(&self.summary, self.block, &span)?;
         self.pending = entries
             .iter()
             .rev()
@@ -398,7 +439,7 @@ impl SstableIter<'_> {
     fn next_entry(&mut self) -> Option<Result<(PartitionKey, Partition)>> {
         let s = self.sstable;
         if self.pending.is_empty() {
-            if self.block >= s.summary.len() {
+            if self.block >= self.summary.len() {
                 if self.next_position != s.chunks.uncompressed_len()
                     || self.seen != s.footer.partition_count
                 {

@@ -24,15 +24,30 @@ fn params(compression: Compression, chunk_length: usize, interval: usize) -> Sst
     }
 }
 
+/// Writes `parts`, then reads them back with the summary at step 1 and
+/// downsampled to `step` (and back), which must not change any answer.
 fn check_round_trip(
     parts: &[(PartitionKey, Partition)],
     p: SstableParams,
+    step: usize,
 ) -> Result<(), TestCaseError> {
     let fs = MemFs::new();
     let path = Path::new("t/a.db");
     let written = write(&fs, path, p, parts);
     let table = open(&fs, path, 1.0).unwrap();
     prop_assert_eq!(table.stats(), &written);
+    for s in [1, step, 1] {
+        table.resample_summary(s).unwrap();
+        prop_assert_eq!(table.summary().step(), s);
+        check_reads(&table, parts)?;
+    }
+    Ok(())
+}
+
+fn check_reads(
+    table: &crate::sstable::Sstable,
+    parts: &[(PartitionKey, Partition)],
+) -> Result<(), TestCaseError> {
     table.verify().unwrap();
     prop_assert_eq!(table.stats().partition_count, parts.len() as u64);
     let all: Vec<_> = table.iter().unwrap().collect::<crate::Result<_>>().unwrap();
@@ -64,9 +79,10 @@ proptest! {
         lz4 in any::<bool>(),
         chunk in prop::sample::select(vec![16usize, 100, 1000, 16 * 1024]),
         interval in 1usize..6,
+        step in 1usize..6,
     ) {
         let compression = if lz4 { Compression::Lz4 } else { Compression::None };
-        check_round_trip(&parts, params(compression, chunk, interval))?;
+        check_round_trip(&parts, params(compression, chunk, interval), step)?;
     }
 
     #[test]
@@ -139,14 +155,14 @@ fn partitions_larger_than_a_chunk_round_trip() {
     parts.sort_by(|a, b| a.0.cmp(&b.0));
     for compression in [Compression::None, Compression::Lz4] {
         for chunk in [16, 333, 4096] {
-            check_round_trip(&parts, params(compression, chunk, 2)).unwrap();
+            check_round_trip(&parts, params(compression, chunk, 2), 3).unwrap();
         }
     }
 }
 
 #[test]
 fn empty_sstable_opens_and_reads_nothing() {
-    check_round_trip(&[], SstableParams::default()).unwrap();
+    check_round_trip(&[], SstableParams::default(), 2).unwrap();
 }
 
 #[test]
