@@ -221,6 +221,11 @@ impl Processor {
         Ok(self.lookup(id)?.info.clone())
     }
 
+    /// Statements in the prepared cache.
+    pub fn prepared_count(&self) -> usize {
+        self.prepared.read().len()
+    }
+
     fn lookup(&self, id: &[u8]) -> Result<Arc<Prepared>> {
         self.prepared
             .read()

@@ -122,3 +122,35 @@ fn tombstone_thresholds() {
         QueryError::ReadFailure { .. }
     ));
 }
+
+#[test]
+fn prepared_statement_cache_limit() {
+    // MAX_PREPARED_STATEMENTS = 10000: all of them stay cached; the next
+    // one evicts half (those answer Unprepared, and drivers re-prepare).
+    let n = varve_query::processor::MAX_PREPARED_STATEMENTS;
+    let mut db = Db::new();
+    db.ok("CREATE TABLE t (k int PRIMARY KEY, v int)");
+    let prepare = |db: &Db, i: usize| {
+        db.p.prepare(&db.state, &format!("SELECT v FROM t WHERE k = {i}"), None)
+            .expect("prepare")
+            .id
+    };
+    let ids: Vec<_> = (0..n).map(|i| prepare(&db, i)).collect();
+    assert_eq!(db.p.prepared_count(), n);
+    let opts = QueryOptions::default();
+    for id in [&ids[0], &ids[n - 1]] {
+        assert!(db.p.execute(&mut db.state, id, &opts).is_ok());
+    }
+    let newest = prepare(&db, n);
+    assert_eq!(db.p.prepared_count(), n / 2 + 1);
+    assert!(db.p.execute(&mut db.state, &newest, &opts).is_ok());
+    let still: usize = ids
+        .iter()
+        .filter(|id| match db.p.execute(&mut db.state, id, &opts) {
+            Ok(_) => true,
+            Err(QueryError::Unprepared { .. }) => false,
+            Err(e) => panic!("{e:?}"),
+        })
+        .count();
+    assert_eq!(still, n / 2);
+}

@@ -262,4 +262,20 @@ mod tests {
         assert_eq!(c.count(), 1);
         assert!(c.latency_us.max() >= LATENCY_US_MAX - LATENCY_US_MAX / 1000);
     }
+
+    #[test]
+    fn latency_limit_holds_at_n_and_clamps_n_plus_one() {
+        let max_after = |us: u64| {
+            let mut c = OpCounters::default();
+            c.record(Ok(Duration::from_micros(us)));
+            assert_eq!(c.count(), 1);
+            c.latency_us.max()
+        };
+        let at_n = max_after(LATENCY_US_MAX);
+        // Recorded as itself (within the histogram's precision).
+        assert!(at_n >= LATENCY_US_MAX && at_n - LATENCY_US_MAX <= LATENCY_US_MAX / 1000);
+        // One past the limit lands in the same, last bucket.
+        assert_eq!(max_after(LATENCY_US_MAX + 1), at_n);
+        assert!(max_after(LATENCY_US_MAX / 2) < at_n);
+    }
 }

@@ -45,7 +45,7 @@ mod tests_fixture;
 mod tests_roundtrip;
 
 pub use format::Compression;
-pub use reader::{Sstable, SstableIter};
+pub use reader::{Sstable, SstableIter, KEY_CACHE_ENTRIES};
 pub use stats::SstableStats;
 pub use writer::SstableWriter;
 

@@ -117,6 +117,11 @@ impl Sstable {
         })
     }
 
+    /// Keys the key cache holds now.
+    pub fn key_cache_len(&self) -> usize {
+        self.key_cache.lock().len()
+    }
+
     /// Point reads served by the key cache.
     pub fn key_cache_hits(&self) -> u64 {
         self.key_cache_hits.load(Ordering::Relaxed)

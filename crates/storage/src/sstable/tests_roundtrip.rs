@@ -362,3 +362,39 @@ fn key_cache_serves_repeated_point_reads() {
     }
     assert_eq!(sst.key_cache_hits(), parts.len() as u64);
 }
+
+#[test]
+fn key_cache_holds_its_limit_then_starts_over() {
+    use crate::sstable::KEY_CACHE_ENTRIES;
+    let mut keys: Vec<PartitionKey> = (0..=KEY_CACHE_ENTRIES)
+        .map(|i| PartitionKey::new(Bytes::from(format!("key-{i}"))))
+        .collect();
+    keys.sort();
+    let parts: Vec<(PartitionKey, Partition)> = keys
+        .iter()
+        .map(|k| {
+            let p = Partition {
+                deletion: DeletionTime::new(1, 1),
+                ..Partition::default()
+            };
+            (k.clone(), p)
+        })
+        .collect();
+    let fs = MemFs::new();
+    let path = Path::new("t/cache.db");
+    write(&fs, path, SstableParams::default(), &parts);
+    let table = open(&fs, path, 1.0).unwrap();
+    // N distinct keys: all cached; reading them again hits the cache.
+    for k in &keys[..KEY_CACHE_ENTRIES] {
+        assert!(table.read_partition(k).unwrap().is_some());
+    }
+    assert_eq!(table.key_cache_len(), KEY_CACHE_ENTRIES);
+    assert!(table.read_partition(&keys[0]).unwrap().is_some());
+    assert_eq!(table.key_cache_hits(), 1);
+    // The N+1st: the cache is cleared and holds just that one.
+    assert!(table
+        .read_partition(&keys[KEY_CACHE_ENTRIES])
+        .unwrap()
+        .is_some());
+    assert_eq!(table.key_cache_len(), 1);
+}
