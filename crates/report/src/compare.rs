@@ -98,11 +98,27 @@ pub fn compare_tables(a: &Run, b: &Run) -> Vec<Table> {
                     compare_row(&op, sa, sb)
                 })
                 .collect();
+            let per_cpu = |run: &Run, p: Option<&Phase>| {
+                p.and_then(|p| crate::cpu::phase_efficiency(&run.server, p))
+                    .map(|(_, ops)| ops)
+            };
+            let (ea, eb) = (per_cpu(a, pa), per_cpu(b, pb));
+            let notes = if ea.is_some() || eb.is_some() {
+                let rate = |v: Option<f64>| v.map(fmt_rate).unwrap_or_else(|| "n/a".into());
+                vec![format!(
+                    "Operations per server CPU-second: {la} {}, {lb} {} ({lb}/{la} {}).",
+                    rate(ea),
+                    rate(eb),
+                    fmt_ratio(ratio(ea, eb))
+                )]
+            } else {
+                Vec::new()
+            };
             Table {
                 title,
                 header: compare_columns(&la, &lb),
                 rows,
-                notes: Vec::new(),
+                notes,
             }
         })
         .collect()

@@ -10,6 +10,7 @@
 
 pub mod charts;
 pub mod compare;
+pub mod cpu;
 pub mod csv;
 pub mod error;
 pub mod load;

@@ -168,6 +168,12 @@ pub fn phase_tables(run: &Run) -> Vec<Table> {
             if phase.ops.values().all(|s| s.errors == 0 && s.timeouts == 0) {
                 notes.push("No timeouts or errors were observed.".into());
             }
+            if let Some((cpu, per_cpu)) = crate::cpu::phase_efficiency(&run.server, phase) {
+                notes.push(format!(
+                    "Server CPU: {cpu:.1} s, {} operations per server CPU-second.",
+                    fmt_rate(per_cpu)
+                ));
+            }
             Table {
                 title: phase_title(i, phase),
                 header: PHASE_COLUMNS.iter().map(|c| c.to_string()).collect(),

@@ -107,6 +107,19 @@ fn markdown_tables_match_summary() -> anyhow::Result<()> {
             assert_eq!(row[5], stats.timeouts.to_string());
             assert_eq!(row[6], stats.errors.to_string());
         }
+        // Server CPU over the phase: the server_cpu_s samples at its start
+        // and end (whole seconds in the fixture), and ops per CPU-second.
+        let at = |t: f64| {
+            let line = run.server.iter().find(|r| r.t == t).expect("a sample");
+            line.server_cpu_s.expect("cpu")
+        };
+        let cpu = at(phase.end_t) - at(phase.start_t);
+        let ops: u64 = phase.ops.values().map(|s| s.count).sum();
+        let note = format!(
+            "Server CPU: {cpu:.1} s, {:.1} operations per server CPU-second.",
+            ops as f64 / cpu
+        );
+        assert!(md.contains(&note), "{note}\n{md}");
     }
     Ok(())
 }
