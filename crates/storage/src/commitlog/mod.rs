@@ -31,6 +31,8 @@ mod crash_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_versions;
+#[cfg(test)]
 mod throughput;
 
 pub use position::Position;

@@ -19,7 +19,7 @@ use super::segment::{
     SEGMENT_HEADER_BYTES,
 };
 use crate::clustering::ClusteringComparator;
-use crate::encoding::decode_partition;
+use crate::encoding::{decode_partition_v, READABLE_PARTITION_ENCODINGS};
 use crate::engine::{PartitionKey, TableId};
 use crate::error::{Error, Result};
 use crate::fs::Fs;
@@ -74,8 +74,9 @@ pub struct Replay {
     fs: Arc<dyn Fs>,
     queue: VecDeque<(PathBuf, u64)>,
     comparators: HashMap<TableId, Arc<ClusteringComparator>>,
-    /// The segment being replayed: path, id, bytes, offset of the next entry.
-    current: Option<(PathBuf, u64, Vec<u8>, usize)>,
+    /// The segment being replayed: path, id, bytes, offset of the next
+    /// entry, and the partition encoding version its header names.
+    current: Option<(PathBuf, u64, Vec<u8>, usize, u8)>,
     warnings: Vec<ReplayWarning>,
     skipped_unknown: u64,
     segments: usize,
@@ -113,12 +114,17 @@ impl Iterator for Replay {
 
     fn next(&mut self) -> Option<ReplayEntry> {
         loop {
-            let Some((path, id, bytes, pos)) = self.current.as_mut() else {
+            let Some((path, id, bytes, pos, version)) = self.current.as_mut() else {
                 let (path, id) = self.queue.pop_front()?;
                 match self.fs.read_all(&path) {
-                    Ok(bytes) => {
-                        self.current = Some((path, id, bytes, SEGMENT_HEADER_BYTES as usize))
-                    }
+                    Ok(bytes) => match decode_header(&bytes) {
+                        Ok(h) => {
+                            let at = SEGMENT_HEADER_BYTES as usize;
+                            self.current = Some((path, id, bytes, at, h.encoding_version))
+                        }
+                        // The first pass checked it: the file changed since.
+                        Err((_, reason)) => self.warn(&path, 0, WarningKind::Corruption, reason),
+                    },
                     Err(e) => self.warn(
                         &path,
                         0,
@@ -137,7 +143,7 @@ impl Iterator for Replay {
             let Some(cmp) = payload_table(payload).and_then(|t| self.comparators.get(&t)) else {
                 continue;
             };
-            match decode_entry(payload, cmp) {
+            match decode_entry(payload, cmp, *version) {
                 Ok((table, key, partition)) => {
                     return Some(ReplayEntry {
                         position,
@@ -160,13 +166,15 @@ impl Iterator for Replay {
     }
 }
 
-/// Decodes one entry's payload.
+/// Decodes one entry's payload, its partition in encoding `version` (from
+/// the segment header).
 fn decode_entry(
     payload: &[u8],
     cmp: &Arc<ClusteringComparator>,
+    version: u8,
 ) -> std::result::Result<(TableId, PartitionKey, Partition), String> {
     let (table, key, mut r) = decode_payload_head(payload)?;
-    let partition = decode_partition(&mut r, cmp).map_err(|e| e.to_string())?;
+    let partition = decode_partition_v(&mut r, cmp, version).map_err(|e| e.to_string())?;
     if !r.is_empty() {
         return Err(format!(
             "{} bytes after the partition",
@@ -295,8 +303,11 @@ fn scan_segment(
 pub fn fuzz_replay(bytes: &[u8]) {
     let cmp = ClusteringComparator::new(vec![(CqlType::Blob, false), (CqlType::Int, true)]);
     // The payload decoder on raw input, since checksums keep most fuzzed
-    // bytes away from it.
-    let _ = decode_entry(bytes, &cmp);
+    // bytes away from it; the first byte picks the encoding version.
+    if let Some((first, rest)) = bytes.split_first() {
+        let versions = READABLE_PARTITION_ENCODINGS;
+        let _ = decode_entry(rest, &cmp, versions[*first as usize % versions.len()]);
+    }
     let mut replay = Replay {
         fs: Arc::new(crate::fs_sim::SimFs::new()),
         queue: VecDeque::new(),
@@ -306,12 +317,16 @@ pub fn fuzz_replay(bytes: &[u8]) {
         skipped_unknown: 0,
         segments: 1,
     };
-    let id = decode_header(bytes).map_or(0, |h| h.id);
+    let header = decode_header(bytes).ok();
+    let id = header.map_or(0, |h| h.id);
+    let version = header.map_or(crate::encoding::PARTITION_ENCODING_VERSION, |h| {
+        h.encoding_version
+    });
     let path = Path::new("fuzz.log");
     let known = |_| Some(cmp.clone());
     let _ = scan_segment(path, id, bytes, &known, &mut replay);
     let mut pos = SEGMENT_HEADER_BYTES as usize;
     while let Ok(Some((_, payload))) = next_entry(bytes, &mut pos) {
-        let _ = decode_entry(payload, &cmp);
+        let _ = decode_entry(payload, &cmp, version);
     }
 }

@@ -4,7 +4,9 @@
 //! corruption in the middle. Everything here is pure (bytes in, values
 //! out) so it can be fuzzed.
 
-use crate::encoding::{encode_partition, put_varint, Reader, PARTITION_ENCODING_VERSION};
+use crate::encoding::{
+    encode_partition, put_varint, Reader, PARTITION_ENCODING_VERSION, READABLE_PARTITION_ENCODINGS,
+};
 use crate::engine::{PartitionKey, TableId};
 use crate::partition::Partition;
 
@@ -20,9 +22,10 @@ pub const ENTRY_HEADER_BYTES: u64 = 8;
 /// [u32 CRC32 of the payload].
 pub const ENTRY_TRAILER_BYTES: u64 = 4;
 pub const ENTRY_OVERHEAD_BYTES: u64 = ENTRY_HEADER_BYTES + ENTRY_TRAILER_BYTES;
-/// Table id (16) + token (8) + key length (>= 1) + partition (>= 15:
-/// deletion 12, flags 1, row count 1, range tombstone count 1).
-pub const MIN_PAYLOAD_BYTES: u64 = 16 + 8 + 1 + 15;
+/// Table id (16) + token (8) + key length (>= 1) + partition (>= 3 in
+/// encoding version 2: flags 1, base timestamp 1, row count 1; version 1
+/// needs at least 15).
+pub const MIN_PAYLOAD_BYTES: u64 = 16 + 8 + 1 + 3;
 pub const FILE_PREFIX: &str = "CommitLog-";
 pub const FILE_SUFFIX: &str = ".log";
 
@@ -88,7 +91,7 @@ pub fn decode_header(bytes: &[u8]) -> Result<SegmentHeader, (bool, String)> {
         ));
     }
     let encoding_version = bytes[6];
-    if encoding_version != PARTITION_ENCODING_VERSION {
+    if !READABLE_PARTITION_ENCODINGS.contains(&encoding_version) {
         return Err((
             false,
             format!("unsupported partition encoding version {encoding_version}"),

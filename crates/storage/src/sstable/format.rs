@@ -209,7 +209,9 @@ impl Footer {
         if !READABLE_VERSIONS.contains(&footer.version) {
             return Err("unsupported sstable format version");
         }
-        if footer.partition_encoding_version != crate::encoding::PARTITION_ENCODING_VERSION {
+        if !crate::encoding::READABLE_PARTITION_ENCODINGS
+            .contains(&footer.partition_encoding_version)
+        {
             return Err("unsupported partition encoding version");
         }
         if Compression::from_id(body[3]).is_none() {

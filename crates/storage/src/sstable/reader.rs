@@ -7,7 +7,7 @@
 //! whenever read; data chunks with probability `crc_check_chance`.
 
 use crate::clustering::ClusteringComparator;
-use crate::encoding::{decode_partition, Reader};
+use crate::encoding::{decode_partition_v, Reader};
 use crate::engine::{PartitionKey, TokenBound};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, ReadFile};
@@ -288,7 +288,8 @@ impl Sstable {
         if body_len != (bytes.len() - r.position()) as u64 {
             return Err(bad("entry length disagrees with the index"));
         }
-        let partition = decode_partition(&mut r, &self.cmp).map_err(|e| bad(e.what))?;
+        let version = self.footer.partition_encoding_version;
+        let partition = decode_partition_v(&mut r, &self.cmp, version).map_err(|e| bad(e.what))?;
         if !r.is_empty() {
             return Err(bad("trailing bytes"));
         }

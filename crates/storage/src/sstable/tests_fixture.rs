@@ -1,23 +1,30 @@
 //! The checked-in fixtures: sstables written by this code from fixed
-//! partitions, one per format version. The tests read every fixture back
-//! (old files stay readable) and check that the writer still produces the
-//! bytes of the newest one (the format did not drift without a version
-//! bump). Write the newest, only together with a version change, with
-//! `VARVE_BLESS=1 cargo test -p varve-storage sstable_v2_fixture`.
+//! partitions, one per (format version, partition encoding version) pair
+//! that was ever written. The tests read every fixture back (old files stay
+//! readable) and check that the writer still produces the bytes of the
+//! newest one (the format did not drift without a version bump). Write the
+//! newest, only together with a version change, with
+//! `VARVE_BLESS=1 cargo test -p varve-storage sstable_v2_enc2_fixture`.
 
 use super::test_util::{comparator, open, write};
 use crate::cell::{Cell, DeletionTime, LivenessInfo};
 use crate::clustering::{ClusteringKey, Slice};
+use crate::encoding::PARTITION_ENCODING_VERSION;
 use crate::engine::{PartitionKey, TokenBound};
 use crate::partition::{Partition, RangeTombstone};
 use crate::row::Row;
+use crate::sstable::format::{Footer, FOOTER_LEN};
 use crate::sstable::fs_mem::MemFs;
 use crate::sstable::{Compression, SstableParams};
 use bytes::Bytes;
 use std::path::Path;
 
+/// Format 1, partition encoding 1.
 const FIXTURE_V1: &str = "src/sstable/fixtures/v1-none-64.db";
+/// Format 2, partition encoding 1.
 const FIXTURE_V2: &str = "src/sstable/fixtures/v2-none-64.db";
+/// Format 2, partition encoding 2 (the newest: the writer's bytes).
+const FIXTURE_V2_ENC2: &str = "src/sstable/fixtures/v2-enc2-none-64.db";
 
 fn ck(i: i32, s: &'static str) -> Vec<Bytes> {
     vec![
@@ -93,14 +100,19 @@ fn written_now() -> (Vec<(PartitionKey, Partition)>, Vec<u8>) {
     (parts, fs.get(path).unwrap())
 }
 
-/// Opens the checked-in fixture `name` and checks it holds the fixed
-/// partitions; returns its bytes and its statistics.
+/// Opens the checked-in fixture `name`, checks that its footer names
+/// `encoding` and that it holds the fixed partitions; returns its bytes and
+/// its statistics.
 fn read_fixture(
     name: &str,
+    encoding: u8,
     parts: &[(PartitionKey, Partition)],
 ) -> (Vec<u8>, crate::sstable::SstableStats) {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
     let stored = std::fs::read(&fixture).unwrap();
+    let footer = &stored[stored.len() - FOOTER_LEN as usize..];
+    let footer = Footer::decode(footer).unwrap();
+    assert_eq!(footer.partition_encoding_version, encoding, "{name}");
     let fs = MemFs::new();
     let old = Path::new("f/old.db");
     fs.insert(old, stored.clone());
@@ -117,20 +129,34 @@ fn read_fixture(
 #[test]
 fn sstable_v1_fixture_still_reads() {
     let (parts, _) = written_now();
-    let (_, stats) = read_fixture(FIXTURE_V1, &parts);
+    let (_, stats) = read_fixture(FIXTURE_V1, 1, &parts);
     // Format 1 does not know these: reads never skip such a file by
     // clustering bounds.
     assert_eq!((stats.partition_deletions, stats.static_rows), (None, None));
 }
 
 #[test]
-fn sstable_v2_fixture() {
+fn sstable_v2_enc1_fixture_still_reads() {
+    let (parts, _) = written_now();
+    let (_, stats) = read_fixture(FIXTURE_V2, 1, &parts);
+    assert!(stats.partition_deletions.is_some() && stats.static_rows.is_some());
+}
+
+#[test]
+fn sstable_v2_enc2_fixture() {
     let (parts, written) = written_now();
     if std::env::var_os("VARVE_BLESS").is_some() {
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE_V2);
-        std::fs::write(&fixture, &written).unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        std::fs::write(root.join(FIXTURE_V2_ENC2), &written).unwrap();
+        // Fuzz seeds: the file, and a raw partition (first byte 1 picks
+        // encoding 2 for `fuzz_open`'s direct decode).
+        let corpus = root.join("../../fuzz/corpus/sstable_reader");
+        std::fs::write(corpus.join("v2-enc2-none-64.db"), &written).unwrap();
+        let mut raw = vec![1u8];
+        crate::encoding::encode_partition(&mut raw, &parts[3].1);
+        std::fs::write(corpus.join("partition-enc2"), &raw).unwrap();
     }
-    let (stored, stats) = read_fixture(FIXTURE_V2, &parts);
+    let (stored, stats) = read_fixture(FIXTURE_V2_ENC2, PARTITION_ENCODING_VERSION, &parts);
     assert!(stats.partition_deletions.is_some() && stats.static_rows.is_some());
     assert!(
         written == stored,
