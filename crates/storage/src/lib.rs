@@ -38,6 +38,7 @@ pub mod engine_concurrency;
 pub mod engine_gc;
 pub mod error;
 pub mod fs;
+pub mod fs_seq;
 pub mod fs_sim;
 pub mod manifest;
 pub mod memtable;
