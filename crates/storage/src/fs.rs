@@ -37,6 +37,13 @@ pub trait ReadFile: Send + Sync {
 pub trait Fs: Send + Sync {
     /// Creates (or truncates) a file for writing.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>>;
+    /// Like [`Fs::create`], for a large file written front to back in
+    /// bulk (an sstable): the implementation may gather writes in memory
+    /// and start writing back before [`WriteFile::sync`], which alone still
+    /// makes the bytes durable.
+    fn create_sequential(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        self.create(path)
+    }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>>;
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>>;
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
@@ -95,6 +102,11 @@ impl Fs for RealFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
         let file = std::fs::File::create(path)?;
         Ok(Box::new(RealWriteFile { file, len: 0 }))
+    }
+
+    fn create_sequential(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        let options = crate::fs_seq::SeqWriteOptions::default();
+        Ok(Box::new(crate::fs_seq::SeqFile::create(path, options)?))
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {

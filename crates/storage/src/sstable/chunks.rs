@@ -69,21 +69,29 @@ impl ChunkWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
-        self.scratch.clear();
-        match self.compression {
-            Compression::None => self.scratch.extend_from_slice(&self.pending),
+        let stored: &[u8] = match self.compression {
+            Compression::None => &self.pending,
             Compression::Lz4 => {
-                self.scratch
-                    .extend_from_slice(&lz4_flex::block::compress(&self.pending));
+                let max = lz4_flex::block::get_maximum_output_size(self.pending.len());
+                if self.scratch.len() < max {
+                    self.scratch.resize(max, 0);
+                }
+                let n = lz4_flex::block::compress_into(&self.pending, &mut self.scratch)
+                    .map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
+                &self.scratch[..n]
             }
-        }
-        let crc = crc32fast::hash(&self.scratch);
-        self.scratch.extend_from_slice(&crc.to_be_bytes());
+        };
+        // One pass of CRC32 over the stored bytes serves both the chunk's
+        // checksum and (combined) the data section's.
+        let mut chunk_crc = crc32fast::Hasher::new();
+        chunk_crc.update(stored);
+        let crc = chunk_crc.clone().finalize().to_be_bytes();
+        self.crc.combine(&chunk_crc);
+        self.crc.update(&crc);
         self.offsets.push(self.start + self.written);
-        file.write_all(&self.scratch)
-            .map_err(|e| Error::io(path, e))?;
-        self.crc.update(&self.scratch);
-        self.written += self.scratch.len() as u64;
+        file.write_all(stored).map_err(|e| Error::io(path, e))?;
+        file.write_all(&crc).map_err(|e| Error::io(path, e))?;
+        self.written += (stored.len() + crc.len()) as u64;
         self.pending.clear();
         Ok(())
     }
@@ -208,11 +216,6 @@ impl ChunkReader {
         Error::corruption(&self.path, self.chunk_offset(i), reason)
     }
 
-    /// The uncompressed bytes of chunk `i`.
-    pub fn read_chunk(&self, i: u64) -> Result<Vec<u8>> {
-        self.with_chunk(i, <[u8]>::to_vec)
-    }
-
     /// Runs `f` on the uncompressed bytes of chunk `i`, read (and
     /// decompressed) into buffers this thread reuses: a point read then
     /// allocates only what it copies out, not a zeroed chunk per read.
@@ -297,7 +300,14 @@ impl ChunkReader {
         while at < end {
             let i = self.chunk_of(at);
             if cache.as_ref().is_none_or(|(ci, _)| *ci != i) {
-                *cache = Some((i, self.read_chunk(i)?));
+                // Reuse the cached chunk's buffer rather than allocate one
+                // per chunk.
+                let mut buf = cache.take().map(|(_, b)| b).unwrap_or_default();
+                self.with_chunk(i, |chunk| {
+                    buf.clear();
+                    buf.extend_from_slice(chunk);
+                })?;
+                *cache = Some((i, buf));
             }
             let chunk = cache.as_ref().map_or(&[][..], |(_, c)| &c[..]);
             let from = (at - i * self.chunk_length) as usize;
@@ -338,3 +348,87 @@ fn grown(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
 
 /// The last chunk read by a sequential reader: its index and bytes.
 pub type ChunkCache = Option<(u64, Vec<u8>)>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file in memory.
+    #[derive(Default)]
+    struct Bytes(Vec<u8>);
+
+    impl WriteFile for Bytes {
+        fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+            self.0.extend_from_slice(buf);
+            Ok(())
+        }
+        fn sync(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+    }
+
+    const CHUNK: usize = 64;
+    const START: u64 = 10;
+
+    /// The stream `0, 1, 2, ...` (compressible) or pseudo-random bytes.
+    fn stream(len: usize, random: bool) -> Vec<u8> {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        (0..len)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if random {
+                    x as u8
+                } else {
+                    (i / 7) as u8
+                }
+            })
+            .collect()
+    }
+
+    /// Chunks of `CHUNK` bytes at exactly N - 1, N and N + 1 stream bytes:
+    /// each stored as the codec's block plus its CRC32, the section CRC
+    /// covering every stored byte.
+    #[test]
+    fn chunk_writer_stores_blocks_and_crcs_at_chunk_boundaries() {
+        for compression in [Compression::None, Compression::Lz4] {
+            for len in [CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5] {
+                for random in [false, true] {
+                    let data = stream(len, random);
+                    let mut file = Bytes::default();
+                    let mut w = ChunkWriter::new(compression, CHUNK, START);
+                    // Odd-sized writes cross chunk boundaries.
+                    for part in data.chunks(13) {
+                        w.write(&mut file, Path::new("t"), part).unwrap();
+                    }
+                    let (section, table, n) = w.finish(&mut file, Path::new("t")).unwrap();
+                    assert_eq!(n, len as u64);
+                    assert_eq!(section.len, file.0.len() as u64);
+                    assert_eq!(
+                        section.crc,
+                        crc32fast::hash(&file.0),
+                        "{compression:?} {len}"
+                    );
+                    let mut expected = Vec::new();
+                    let mut offsets = Vec::new();
+                    for chunk in data.chunks(CHUNK) {
+                        offsets.push(START + expected.len() as u64);
+                        let stored = match compression {
+                            Compression::None => chunk.to_vec(),
+                            Compression::Lz4 => lz4_flex::block::compress(chunk),
+                        };
+                        expected.extend_from_slice(&stored);
+                        expected.extend_from_slice(&crc32fast::hash(&stored).to_be_bytes());
+                    }
+                    assert_eq!(file.0, expected, "{compression:?} {len} {random}");
+                    assert_eq!(table.len(), 8 + 8 * offsets.len());
+                    assert_eq!(table[..8], (offsets.len() as u64).to_be_bytes());
+                }
+            }
+        }
+    }
+}

@@ -83,7 +83,7 @@ impl SstableWriter {
         _cmp: Arc<ClusteringComparator>,
     ) -> Result<Self> {
         check_params(path, &params)?;
-        let mut file = fs.create(path).map_err(|e| Error::io(path, e))?;
+        let mut file = fs.create_sequential(path).map_err(|e| Error::io(path, e))?;
         file.write_all(&encode_header())
             .map_err(|e| Error::io(path, e))?;
         Ok(SstableWriter {

@@ -1,0 +1,154 @@
+//! The outputs of one compaction: partitions go to `<generation>.sst.tmp`,
+//! a new output starts once the current one passes `max_output_bytes`, the
+//! writes stay under `compaction_throughput`, and a finished output is
+//! fsynced and renamed into place (live only once the manifest says so).
+//! If the compaction fails, [`Outputs::abandon`] removes what it wrote.
+
+use crate::clustering::ClusteringComparator;
+use crate::engine::{sstable_path, Engine, PartitionKey, TableStore};
+use crate::error::{Error, Result};
+use crate::partition::Partition;
+use crate::sstable::{SstableParams, SstableWriter};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Bytes a compaction writes between two looks at compaction_throughput.
+pub(super) const THROTTLE_CHECK_BYTES: u64 = 256 * 1024;
+
+/// The sequence of output sstables of one compaction.
+pub(super) struct Outputs<'a> {
+    engine: &'a Engine,
+    table: &'a TableStore,
+    dir: PathBuf,
+    /// The table's parameters when the compaction started.
+    params: SstableParams,
+    comparator: Arc<ClusteringComparator>,
+    /// Start a new output past this many bytes (0: one output).
+    max_output_bytes: u64,
+    current: Option<(u64, SstableWriter)>,
+    /// Outputs fsynced and renamed into place, in order.
+    finished: Vec<u64>,
+    /// Bytes of the finished outputs.
+    done_bytes: u64,
+    next_check: u64,
+    started: Instant,
+}
+
+impl<'a> Outputs<'a> {
+    pub(super) fn new(
+        engine: &'a Engine,
+        table: &'a TableStore,
+        dir: &Path,
+        (params, comparator): (SstableParams, Arc<ClusteringComparator>),
+        max_output_bytes: u64,
+    ) -> Self {
+        Outputs {
+            engine,
+            table,
+            dir: dir.to_path_buf(),
+            params,
+            comparator,
+            max_output_bytes,
+            current: None,
+            finished: Vec::new(),
+            done_bytes: 0,
+            next_check: THROTTLE_CHECK_BYTES,
+            started: Instant::now(),
+        }
+    }
+
+    /// Appends a partition (keys ascending), starting an output if none is
+    /// open and finishing it once it is full.
+    pub(super) fn add(&mut self, key: &PartitionKey, partition: &Partition) -> Result<()> {
+        if self.current.is_none() {
+            let generation = self.engine.next_generation(self.table);
+            let writer = SstableWriter::create(
+                self.engine.fs.clone(),
+                &tmp_path(&self.dir, generation),
+                self.params,
+                self.comparator.clone(),
+            )?;
+            self.current = Some((generation, writer));
+        }
+        if let Some((_, w)) = self.current.as_mut() {
+            w.add(key, partition)?;
+            // Stay under compaction_throughput (read again each time: it
+            // can change while a compaction runs).
+            let written = self.done_bytes + w.bytes_written();
+            if written >= self.next_check {
+                self.next_check = written + THROTTLE_CHECK_BYTES;
+                let pause = crate::compaction::throttle::delay(
+                    self.engine.compaction_throughput(),
+                    written,
+                    self.started.elapsed(),
+                );
+                if !pause.is_zero() {
+                    std::thread::sleep(pause);
+                }
+            }
+        }
+        let full = self.max_output_bytes > 0
+            && self
+                .current
+                .as_ref()
+                .is_some_and(|(_, w)| w.bytes_written() >= self.max_output_bytes);
+        if full {
+            self.finish_current()?;
+        }
+        Ok(())
+    }
+
+    /// The generations of the outputs finished so far, in order.
+    pub(super) fn finished(&self) -> &[u64] {
+        &self.finished
+    }
+
+    /// Finishes the open output, if any.
+    pub(super) fn finish_current(&mut self) -> Result<()> {
+        if let Some((g, w)) = self.current.take() {
+            self.done_bytes += w.bytes_written();
+            self.finished.push(g);
+            finish_output(self.engine, &self.dir, g, w)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every file written: none is live, so they are leftovers
+    /// either way (removed now, or at the next start).
+    pub(super) fn abandon(self) {
+        let fs = &self.engine.fs;
+        for g in &self.finished {
+            let _ = fs.remove(&sstable_path(&self.dir, *g));
+        }
+        if let Some((g, w)) = self.current {
+            drop(w);
+            let _ = fs.remove(&tmp_path(&self.dir, g));
+        }
+    }
+}
+
+fn tmp_path(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(format!("{generation}.sst.tmp"))
+}
+
+/// Fsyncs an output and renames it into place (not yet live).
+fn finish_output(engine: &Engine, dir: &Path, generation: u64, w: SstableWriter) -> Result<()> {
+    w.finish()?;
+    let path = sstable_path(dir, generation);
+    engine
+        .fs
+        .rename(&tmp_path(dir, generation), &path)
+        .map_err(|e| Error::io(&path, e))?;
+    engine.fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
+}
+
+impl Engine {
+    /// Allocates an sstable generation (kept in the manifest on its next write).
+    fn next_generation(&self, table: &TableStore) -> u64 {
+        let mut state = table.state.write();
+        let g = state.manifest.next_generation.max(1);
+        state.manifest.next_generation = g + 1;
+        g
+    }
+}

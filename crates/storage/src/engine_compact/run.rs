@@ -1,0 +1,203 @@
+//! Running one claimed compaction: gather the inputs, the other sstables
+//! and the memtables (for the purge rule and shadow sources), merge the
+//! inputs ([`super::merge`]) into the outputs ([`super::output`]), then swap
+//! inputs for outputs in one manifest write and delete the inputs.
+
+use super::merge::KWayMerge;
+use super::output::Outputs;
+use super::views::may_hold;
+use super::{generation_of, CompactionResult, Job, BYTES_COMPACTED};
+use crate::compaction::purge::{compact_partition, PurgeRule};
+use crate::compaction::shadow::{drop_shadowed, ShadowMode};
+use crate::engine::{sstable_path, Engine, PartitionKey, TableStore};
+use crate::error::{Error, Result};
+use crate::partition::Partition;
+use crate::sstable::Sstable;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Engine {
+    /// Runs `job`, whose inputs the caller has claimed.
+    pub(crate) fn run_claimed(&self, table: &TableStore, job: &Job) -> Result<CompactionResult> {
+        let Some(dir) = table.dir.clone() else {
+            return Ok(CompactionResult::default());
+        };
+        let desc = table.desc.read().clone();
+        let shadow_mode = job
+            .shadow
+            .unwrap_or(desc.compaction.common.provide_overlapping_tombstones);
+        let wanted: HashSet<u64> = job.inputs.iter().copied().collect();
+        let (sources, others, memtables) = {
+            let state = table.state.read();
+            let mut sources = Vec::new();
+            let mut others = Vec::new();
+            for s in &state.sstables {
+                match generation_of(s) {
+                    Some(g) if wanted.contains(&g) => sources.push(s.clone()),
+                    _ => others.push(s.clone()),
+                }
+            }
+            let mut memtables = vec![state.memtable.clone()];
+            memtables.extend(state.flushing.iter().cloned());
+            (sources, others, memtables)
+        };
+        if sources.len() != wanted.len() {
+            return Err(Error::io(
+                &dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "an input sstable is no longer live",
+                ),
+            ));
+        }
+        let now_seconds = job.now_seconds;
+        let gc_before = now_seconds.saturating_sub(desc.gc_grace_seconds);
+        let all = crate::clustering::Slice::all(&desc.comparator);
+        // The smallest timestamp other sources may hold for a key.
+        let max_purgeable = |key: &PartitionKey| -> Result<i64> {
+            let mut min = i64::MAX;
+            for s in &others {
+                if s.stats().min_timestamp < min && may_hold(s, key) {
+                    min = min.min(s.stats().min_timestamp);
+                }
+            }
+            for m in &memtables {
+                if let Some(p) = m.read(key, std::slice::from_ref(&all)) {
+                    min = min.min(p.min_timestamp());
+                }
+            }
+            Ok(min)
+        };
+        // What the sstables outside the compaction say about a partition
+        // (only those that may hold data old enough to be shadowed).
+        let shadow_of = |key: &PartitionKey, min_timestamp: i64| -> Result<Option<Partition>> {
+            let mut merged: Option<Partition> = None;
+            for s in &others {
+                if s.stats().max_timestamp < min_timestamp || !may_hold(s, key) {
+                    continue;
+                }
+                if let Some(p) = s.read_partition(key)? {
+                    match &mut merged {
+                        Some(m) => m.merge(p),
+                        None => merged = Some(p),
+                    }
+                }
+            }
+            Ok(merged)
+        };
+
+        let bytes_total: u64 = sources.iter().map(|s| s.size_on_disk()).sum();
+        let running = self
+            .compactions
+            .start(&desc.keyspace, &desc.name, job.kind, bytes_total);
+        let mut merge = KWayMerge::new(&sources)?;
+        let mut result = CompactionResult {
+            inputs: job.inputs.to_vec(),
+            bytes_read: bytes_total,
+            ..Default::default()
+        };
+        let mut outputs = Outputs::new(
+            self,
+            table,
+            &dir,
+            (desc.params, desc.comparator.clone()),
+            job.max_output_bytes,
+        );
+        let outcome = (|| -> Result<()> {
+            while let Some((key, mut merged)) = merge.next_partition()? {
+                running.progress.set_done(merge.done_estimate());
+                if shadow_mode != ShadowMode::None {
+                    if let Some(shadow) = shadow_of(&key, merged.min_timestamp())? {
+                        merged = drop_shadowed(&merged, &shadow, shadow_mode);
+                    }
+                }
+                let rule = PurgeRule {
+                    now_seconds,
+                    gc_before,
+                    max_purgeable: max_purgeable(&key)?,
+                };
+                let out = compact_partition(&merged, &rule);
+                if out.is_empty() {
+                    continue;
+                }
+                outputs.add(&key, &out)?;
+                result.partitions_written += 1;
+            }
+            outputs.finish_current()
+        })();
+        if let Err(e) = outcome {
+            outputs.abandon();
+            return Err(e);
+        }
+        let finished = outputs.finished().to_vec();
+        drop(merge);
+        running.progress.set_done(bytes_total);
+        let mut opened = Vec::new();
+        for g in &finished {
+            opened.push(Arc::new(Sstable::open(
+                self.fs.clone(),
+                &sstable_path(&dir, *g),
+                desc.comparator.clone(),
+                desc.params.crc_check_chance,
+            )?));
+        }
+        result.bytes_written = opened.iter().map(|s| s.size_on_disk()).sum();
+        result.outputs = finished;
+        self.swap(table, &dir, &wanted, opened, job.output_level)?;
+        for s in sources {
+            let path = s.path().to_path_buf();
+            drop(s);
+            self.fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+        }
+        BYTES_COMPACTED.fetch_add(result.bytes_written, Ordering::Relaxed);
+        self.compactions.completed(desc.id, result.bytes_written);
+        Ok(result)
+    }
+
+    /// One manifest write makes the outputs live and the inputs dead.
+    fn swap(
+        &self,
+        table: &TableStore,
+        dir: &std::path::Path,
+        inputs: &HashSet<u64>,
+        outputs: Vec<Arc<Sstable>>,
+        output_level: u32,
+    ) -> Result<()> {
+        let finished: Vec<u64> = outputs.iter().filter_map(|s| generation_of(s)).collect();
+        let mut state = table.state.write();
+        if !inputs.iter().all(|g| state.manifest.live.contains(g)) {
+            // TRUNCATE removed the inputs meanwhile: the outputs must not
+            // bring their data back.
+            drop(state);
+            for s in outputs {
+                let path = s.path().to_path_buf();
+                drop(s);
+                let _ = self.fs.remove(&path);
+            }
+            return Err(Error::io(
+                dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the table was truncated during the compaction",
+                ),
+            ));
+        }
+        state.manifest.live.retain(|g| !inputs.contains(g));
+        state.manifest.live.extend(finished.iter().copied());
+        for g in inputs {
+            state.manifest.levels.remove(g);
+        }
+        for g in &finished {
+            if output_level > 0 {
+                state.manifest.levels.insert(*g, output_level);
+            }
+        }
+        state.manifest.store(self.fs.as_ref(), dir)?;
+        state
+            .sstables
+            .retain(|s| generation_of(s).is_none_or(|g| !inputs.contains(&g)));
+        state.sstables.extend(outputs);
+        Ok(())
+    }
+}
