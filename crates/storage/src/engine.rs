@@ -406,12 +406,19 @@ impl Engine {
                 let mut sstables = Vec::new();
                 for g in &manifest.live {
                     let path = sstable_path(&dir, *g);
-                    sstables.push(Arc::new(Sstable::open(
+                    let sstable = Sstable::open(
                         self.fs.clone(),
                         &path,
                         desc.comparator.clone(),
                         desc.params.crc_check_chance,
-                    )?));
+                    )?;
+                    // Found at start: written when the file was last
+                    // modified (as Cassandra reads it), else now.
+                    let created = self.fs.modified_seconds(&path);
+                    sstable.set_created_at_seconds(
+                        created.unwrap_or_else(|| i64::from(self.now_seconds())),
+                    );
+                    sstables.push(Arc::new(sstable));
                 }
                 self.remove_leftovers(&dir, &manifest)?;
                 (Some(dir), manifest, sstables)
@@ -690,12 +697,14 @@ impl Engine {
                 .rename(&tmp, &path)
                 .map_err(|e| Error::io(&path, e))?;
             self.fs.sync_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-            Ok(Arc::new(Sstable::open(
+            let sstable = Sstable::open(
                 self.fs.clone(),
                 &path,
                 desc.comparator.clone(),
                 desc.params.crc_check_chance,
-            )?))
+            )?;
+            sstable.set_created_at_seconds(i64::from(self.now_seconds()));
+            Ok(Arc::new(sstable))
         })();
         let mut state = table.state.write();
         let sstable = match result {
@@ -721,9 +730,14 @@ impl Engine {
         }
         state.manifest.store(self.fs.as_ref(), &dir)?;
         self.compactions.flushed(id, sstable.size_on_disk());
+        let flushed =
+            crate::compaction::policy::SstableView::new(generation, sstable.size_on_disk());
         state.sstables.push(sstable);
         state.flushing.retain(|m| !Arc::ptr_eq(m, &memtable));
         drop(state);
+        // UCS learns the flush size from here (its base level width). Not
+        // under the state lock: compaction takes the strategy lock first.
+        table.strategy.lock().on_flush(&flushed);
         self.release_memory(memtable.bytes());
         if let (Some(cl), Some(p)) = (&self.commitlog, position) {
             cl.mark_flushed(id, p)?;

@@ -45,6 +45,11 @@ pub trait Fs: Send + Sync {
         self.create(path)
     }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>>;
+    /// When the file was last modified (seconds since the epoch), if the
+    /// file system knows: the creation time of an sstable found at start.
+    fn modified_seconds(&self, _path: &Path) -> Option<i64> {
+        None
+    }
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>>;
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     fn remove(&self, path: &Path) -> io::Result<()>;
@@ -113,6 +118,12 @@ impl Fs for RealFs {
         let file = std::fs::File::open(path)?;
         let len = file.metadata()?.len();
         Ok(Box::new(RealReadFile { file, len }))
+    }
+
+    fn modified_seconds(&self, path: &Path) -> Option<i64> {
+        let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+        let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+        i64::try_from(since.as_secs()).ok()
     }
 
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {

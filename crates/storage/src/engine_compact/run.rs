@@ -135,12 +135,14 @@ impl Engine {
         running.progress.set_done(bytes_total);
         let mut opened = Vec::new();
         for g in &finished {
-            opened.push(Arc::new(Sstable::open(
+            let sstable = Sstable::open(
                 self.fs.clone(),
                 &sstable_path(&dir, *g),
                 desc.comparator.clone(),
                 desc.params.crc_check_chance,
-            )?));
+            )?;
+            sstable.set_created_at_seconds(i64::from(self.now_seconds()));
+            opened.push(Arc::new(sstable));
         }
         result.bytes_written = opened.iter().map(|s| s.size_on_disk()).sum();
         result.outputs = finished;

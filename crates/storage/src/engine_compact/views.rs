@@ -97,7 +97,7 @@ pub(super) fn views_of(
                 max_local_deletion_time: st.max_local_deletion_time,
                 first_token: st.first_key.as_ref().map_or(i64::MIN, |k| k.token),
                 last_token: st.last_key.as_ref().map_or(i64::MAX, |k| k.token),
-                created_at_seconds: i64::from(now_seconds),
+                created_at_seconds: s.created_at_seconds().unwrap_or(i64::from(now_seconds)),
                 droppable_tombstone_ratio: st.droppable_tombstones(gc_before) / values,
                 reads_per_key: 0.0,
                 compacting: compacting.contains(&g),

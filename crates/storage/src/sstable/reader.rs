@@ -44,7 +44,14 @@ pub struct Sstable {
     /// cache, kept per sstable).
     key_cache: parking_lot::Mutex<std::collections::HashMap<PartitionKey, (u64, u64)>>,
     key_cache_hits: AtomicU64,
+    /// When the file was written (seconds), for
+    /// `tombstone_compaction_interval`; [`CREATED_UNKNOWN`] until the engine
+    /// stamps it.
+    created_at_seconds: std::sync::atomic::AtomicI64,
 }
+
+/// `created_at_seconds` not known yet.
+const CREATED_UNKNOWN: i64 = i64::MIN;
 
 /// Entries the key cache of one sstable holds; when full, it is cleared.
 pub const KEY_CACHE_ENTRIES: usize = 16_384;
@@ -114,7 +121,19 @@ impl Sstable {
             bloom_false_positives: AtomicU64::new(0),
             key_cache: parking_lot::Mutex::new(std::collections::HashMap::new()),
             key_cache_hits: AtomicU64::new(0),
+            created_at_seconds: std::sync::atomic::AtomicI64::new(CREATED_UNKNOWN),
         })
+    }
+
+    /// When the file was written (seconds since the epoch), once known.
+    pub fn created_at_seconds(&self) -> Option<i64> {
+        let s = self.created_at_seconds.load(Ordering::Relaxed);
+        (s != CREATED_UNKNOWN).then_some(s)
+    }
+
+    /// Records when the file was written.
+    pub fn set_created_at_seconds(&self, seconds: i64) {
+        self.created_at_seconds.store(seconds, Ordering::Relaxed);
     }
 
     /// Keys the key cache holds now.
