@@ -15,9 +15,22 @@ pub fn phase_ops(phase: &Phase) -> u64 {
     }
 }
 
+/// How far outside the sampled span a phase may start or end and still be
+/// given the nearest sample's value (the sampler runs once a second and
+/// stops with the run, so the last phase usually ends just past it).
+pub const EDGE_TOLERANCE_S: f64 = 1.5;
+
 /// The cumulative CPU seconds at time `t`, interpolated between the two
-/// samples around it; `None` outside the sampled span.
+/// samples around it; the first or last sample within
+/// [`EDGE_TOLERANCE_S`] outside the span; `None` further out.
 fn cpu_at(samples: &[(f64, f64)], t: f64) -> Option<f64> {
+    let (first, last) = (samples.first()?, samples.last()?);
+    if t < first.0 {
+        return (first.0 - t <= EDGE_TOLERANCE_S).then_some(first.1);
+    }
+    if t > last.0 {
+        return (t - last.0 <= EDGE_TOLERANCE_S).then_some(last.1);
+    }
     let i = samples.partition_point(|(st, _)| *st < t);
     if let Some(&(st, c)) = samples.get(i) {
         if st == t {
@@ -78,8 +91,12 @@ mod tests {
     #[test]
     fn unknown_outside_the_sampled_span_or_without_samples() {
         let r = rows(&[(1.0, Some(1.0)), (2.0, None), (3.0, Some(2.0))]);
-        assert_eq!(cpu_between(&r, 0.5, 2.0), None);
-        assert_eq!(cpu_between(&r, 2.0, 3.5), None);
+        // Within the tolerance of the edges: the edge sample's value.
+        assert_eq!(cpu_between(&r, 1.0 - EDGE_TOLERANCE_S, 2.0), Some(0.5));
+        assert_eq!(cpu_between(&r, 2.0, 3.0 + EDGE_TOLERANCE_S), Some(0.5));
+        // Past it: unknown.
+        assert_eq!(cpu_between(&r, 0.9 - EDGE_TOLERANCE_S, 2.0), None);
+        assert_eq!(cpu_between(&r, 2.0, 3.1 + EDGE_TOLERANCE_S), None);
         assert_eq!(cpu_between(&r, 2.0, 3.0), Some(0.5));
         assert_eq!(cpu_between(&rows(&[]), 0.0, 1.0), None);
         assert_eq!(cpu_between(&r, 2.0, 2.0), None);

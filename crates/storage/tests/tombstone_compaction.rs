@@ -65,16 +65,24 @@ fn flush_tombstones(s: &Storage) {
             ..Row::default()
         };
         p.rows.insert(ClusteringKey::row(Vec::new(), &cmp), row);
-        s.apply(TABLE, &PartitionKey::new(Bytes::from(format!("live-{i}"))), p)
-            .expect("apply");
+        s.apply(
+            TABLE,
+            &PartitionKey::new(Bytes::from(format!("live-{i}"))),
+            p,
+        )
+        .expect("apply");
     }
     for i in 0..500 {
         let p = Partition {
             deletion: DeletionTime::new(1, START),
             ..Partition::default()
         };
-        s.apply(TABLE, &PartitionKey::new(Bytes::from(format!("gone-{i}"))), p)
-            .expect("apply");
+        s.apply(
+            TABLE,
+            &PartitionKey::new(Bytes::from(format!("gone-{i}"))),
+            p,
+        )
+        .expect("apply");
     }
     s.flush(TABLE).expect("flush");
 }
@@ -104,5 +112,8 @@ fn a_tombstone_compaction_waits_for_the_interval_then_purges() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let stats = s.table_stats(TABLE).expect("stats");
-    assert_eq!((stats.live_sstables, stats.sstable_partitions), (1, LIVE as u64));
+    assert_eq!(
+        (stats.live_sstables, stats.sstable_partitions),
+        (1, LIVE as u64)
+    );
 }
