@@ -94,8 +94,7 @@ def seed_from_env():
 class KeyModel:
     """What a key may read as: `base` (values allowed before `ops`: the value
     observed at the last check, or absent for a new key), then the writes issued
-    to it since, in order, each (value, acked, monotonic time of the ack or
-    None). A delete's value is None.
+    to it since, in order, each (value, acked). A delete's value is None.
     One writer thread owns each key, so its writes are issued one after another,
     and the driver's client timestamps order them as issued."""
 
@@ -105,17 +104,13 @@ class KeyModel:
         self.base = {None}
         self.ops = []
 
-    def allowed(self, durable_before=None):
-        """The values the key may read as. A write acknowledged after
-        `durable_before` (a monotonic time; None: any acknowledged write) may
-        be lost, so it counts as not acknowledged."""
-        def must_survive(op):
-            _, acked, at = op
-            return acked and (durable_before is None or at <= durable_before)
-        last_ack = max((i for i, op in enumerate(self.ops) if must_survive(op)), default=None)
+    def allowed(self):
+        """The values the key may read as: the last acknowledged write or any
+        later one (whose outcome is unknown)."""
+        last_ack = max((i for i, (_, acked) in enumerate(self.ops) if acked), default=None)
         if last_ack is None:
-            return self.base | {v for v, _, _ in self.ops}
-        return {self.ops[last_ack][0]} | {v for v, _, _ in self.ops[last_ack + 1:]}
+            return self.base | {v for v, _ in self.ops}
+        return {self.ops[last_ack][0]} | {v for v, _ in self.ops[last_ack + 1:]}
 
 
 class Writer(threading.Thread):
@@ -153,7 +148,7 @@ class Writer(threading.Thread):
                 value = None
                 stmt, params = self.stmts[table_of(k)][2], (k,)
             ops = self.models[k].ops
-            ops.append((value, False, None))
+            ops.append((value, False))
             try:
                 self.session.execute(stmt, params)
             except Exception as e:  # noqa: BLE001 - any failure leaves the outcome unknown
@@ -163,7 +158,7 @@ class Writer(threading.Thread):
                     return
                 time.sleep(0.05)
                 continue
-            ops[-1] = (value, True, time.monotonic())
+            ops[-1] = (value, True)
             self.acked += 1
 
 
@@ -173,7 +168,7 @@ def table_of(k):
     return "u" if (k // WRITER_THREADS) % 4 == 0 else "t"
 
 
-def check_against_models(session, models, seed, round_no, durable_before=None):
+def check_against_models(session, models, seed, round_no):
     """Every key reads as one of its allowed values; no unknown key appears.
     Then each model's base becomes what was read (it is settled now)."""
     rows = {}
@@ -185,9 +180,9 @@ def check_against_models(session, models, seed, round_no, durable_before=None):
                 problems.append(f"key {k} was never written to {table} but reads as {(v, w)}")
     for k, model in models.items():
         got = rows.get(k)
-        allowed = model.allowed(durable_before)
+        allowed = model.allowed()
         if got not in allowed:
-            acked = [v for v, a, _ in model.ops if a]
+            acked = [v for v, a in model.ops if a]
             problems.append(f"key {k}: read {got}, allowed {sorted(map(str, allowed))[:4]}, "
                             f"{len(model.ops)} writes since last check, last acked {acked[-1:]}")
     assert not problems, (f"seed {seed}, after round {round_no}: {len(problems)} wrong keys "
@@ -197,10 +192,6 @@ def check_against_models(session, models, seed, round_no, durable_before=None):
         model.ops = []
     return len(rows)
 
-
-# Periodic mode: writes acknowledged this close to a SIGKILL may be lost (see
-# CRASH_VARIANTS); far below its 10 s sync window.
-PERIODIC_SIGKILL_LOSS_S = 1.0
 
 # Rounds: what happens before the SIGKILL. "flush": a nodetool flush of both
 # tables in the middle of the load, then more writes; "flush-t": the same for
@@ -217,13 +208,10 @@ CRASH_VARIANTS = {
                     ["plain", "flush-t", "plain", "kill-in-flush", "plain", "plain"]),
     # SIGKILL keeps the page cache: whatever reached the segment file with
     # write() survives it, fsynced or not. A periodic append is acknowledged
-    # once queued for the commitlog writer thread, which write()s it right
-    # after; a kill in that gap loses it (allowed: periodic mode may lose up
-    # to commitlog_sync_period). Under load on two cores the writer thread can
-    # wait a while for a core, so writes acknowledged in the last
-    # PERIODIC_SIGKILL_LOSS_S before the kill may be lost here; everything
-    # older must survive. A power loss may lose up to commitlog_sync_period,
-    # simulated by the storage crate's model test, not here.
+    # only once the appending thread has written it to the segment file, so
+    # periodic mode too must keep every acknowledged write. (A power loss may
+    # lose up to commitlog_sync_period, simulated by the storage crate's model
+    # test, not here.)
     "periodic": (dict(commitlog_sync="periodic", commitlog_sync_period="10000ms"),
                  ["flush", "plain"]),
 }
@@ -244,11 +232,10 @@ def test_sigkill_under_load_loses_no_acknowledged_write(start_varve, tmp_path, v
     models = {}
     next_key = list(range(WRITER_THREADS))
     began = time.monotonic()
-    durable_before = None
     for round_no, plan in enumerate(plans):
         cluster, s = open_session(node, "crash")
         if round_no > 0:
-            seen = check_against_models(s, models, seed, round_no - 1, durable_before)
+            seen = check_against_models(s, models, seed, round_no - 1)
             print(f"round {round_no - 1} checked: {seen} rows, replayed {replayed_count(node)}")
         stmts = {table: (s.prepare(f"INSERT INTO {table} (k, v, w) VALUES (?, ?, ?)"),
                          s.prepare(f"UPDATE {table} SET v = ?, w = ? WHERE k = ?"),
@@ -268,8 +255,6 @@ def test_sigkill_under_load_loses_no_acknowledged_write(start_varve, tmp_path, v
             flush = subprocess.Popen([varve_bin(), "nodetool", "-p", str(node.admin_port), "flush"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(rng.uniform(0.0, 0.15))
-        if variant == "periodic":
-            durable_before = time.monotonic() - PERIODIC_SIGKILL_LOSS_S
         node.stop(signal.SIGKILL)
         stop.set()
         for w in writers:
@@ -284,7 +269,7 @@ def test_sigkill_under_load_loses_no_acknowledged_write(start_varve, tmp_path, v
         assert acked > 0, f"seed {seed}: no write was acknowledged in round {round_no}"
         node.start()
     cluster, s = open_session(node, "crash")
-    seen = check_against_models(s, models, seed, len(plans) - 1, durable_before)
+    seen = check_against_models(s, models, seed, len(plans) - 1)
     print(f"final check: {seen} rows of {len(models)} keys, {time.monotonic() - began:.1f}s")
     cluster.shutdown()
 

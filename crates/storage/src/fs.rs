@@ -21,6 +21,16 @@ pub trait WriteFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Another handle to the same open file (`dup(2)`), so one thread can
+    /// fsync it while another keeps writing: [`WriteFile::sync`] on either
+    /// makes every byte written through both durable. Only `sync` is
+    /// meant to be used on the clone. Unsupported unless overridden.
+    fn try_clone(&self) -> io::Result<Box<dyn WriteFile>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file cannot be cloned",
+        ))
+    }
 }
 
 /// A file read at arbitrary offsets.
@@ -84,6 +94,13 @@ impl WriteFile for RealWriteFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn try_clone(&self) -> io::Result<Box<dyn WriteFile>> {
+        Ok(Box::new(RealWriteFile {
+            file: self.file.try_clone()?,
+            len: self.len,
+        }))
     }
 }
 

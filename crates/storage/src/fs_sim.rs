@@ -266,6 +266,16 @@ impl WriteFile for SimWriteFile {
     fn len(&self) -> u64 {
         self.len
     }
+
+    fn try_clone(&self) -> io::Result<Box<dyn WriteFile>> {
+        self.state.lock().check(self.generation)?;
+        Ok(Box::new(SimWriteFile {
+            state: self.state.clone(),
+            generation: self.generation,
+            inode: self.inode,
+            len: self.len,
+        }))
+    }
 }
 
 struct SimReadFile {

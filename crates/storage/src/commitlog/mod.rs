@@ -1,6 +1,7 @@
 //! The commitlog: every write is appended here before it is applied to a
-//! memtable, so that a crash loses nothing acknowledged (in batch and group
-//! modes) or at most the sync window (periodic mode).
+//! memtable, so that a process crash loses nothing acknowledged (any mode),
+//! and a power loss nothing acknowledged in batch and group modes, at most
+//! the sync window in periodic mode.
 //!
 //! Layout (docs/format/commitlog.md): segment files
 //! `CommitLog-<version>-<id>.log`, each a checksummed header followed by
@@ -12,6 +13,8 @@
 //!    their [`Position`]s; positions (and segment ids) only grow.
 //! 2. In batch and group mode, `append` returns `Ok` only once the entry,
 //!    its segment's header and the segment's directory entry are synced.
+//!    In periodic mode, `append` returns `Ok` only once the entry is
+//!    written to its segment file (handed to the kernel, not synced).
 //! 3. A segment is fully synced before the next one is written, so after a
 //!    power loss the log on disk is a prefix of what was appended (plus at
 //!    most a torn entry at the end of the segment being written).
@@ -20,6 +23,7 @@
 //! 5. Bytes read back are never trusted: every failure is a
 //!    [`ReplayWarning`] or an error, never a panic.
 
+mod files;
 mod position;
 mod replay;
 mod segment;
@@ -30,6 +34,8 @@ mod writer;
 mod crash_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_periodic;
 #[cfg(test)]
 mod tests_versions;
 #[cfg(test)]
@@ -77,9 +83,11 @@ pub const SYNC_LAG_BLOCK_TENTHS: u32 = 15;
 /// (Cassandra's `commitlog_sync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
-    /// Returns once the entry is handed to the writer; a background thread
-    /// fsyncs every `period`. Appends block while the last sync is more
-    /// than 1.5 periods old.
+    /// Returns once the appending thread has written the entry to the
+    /// segment file (a process crash loses nothing acknowledged); a
+    /// background thread fsyncs every `period` (a power loss may lose up
+    /// to a period). Appends block while the last sync is more than 1.5
+    /// periods old.
     Periodic { period: Duration },
     /// Returns once the entry is fsynced; concurrent appends share fsyncs.
     Batch,

@@ -1,15 +1,23 @@
 //! Appending: callers serialize their entry, reserve a position under one
-//! short lock, and queue the bytes; a single background thread writes the
-//! queue and fsyncs it according to the [`SyncMode`], then completes the
-//! tickets of the appends that wait (batch and group modes, or periodic
-//! mode while the disk is failing). Concurrent appends therefore share one
-//! write and one fsync ("group commit").
+//! short lock, and queue the bytes. Then:
+//! - periodic mode, healthy log: the appender takes the files lock and
+//!   writes the whole queue itself (its entry and those queued behind it,
+//!   see [`super::files`]), so its bytes are with the kernel before
+//!   `append` returns; a process crash loses nothing acknowledged. The
+//!   writer thread only fsyncs, once per period.
+//! - batch and group modes, or periodic mode while the disk is failing:
+//!   the single background thread writes the queue, fsyncs it according to
+//!   the [`SyncMode`], then completes the tickets of the waiting appends.
+//!
+//! Concurrent appends therefore share one write (and one fsync in batch and
+//! group modes: "group commit").
 //!
 //! When a write or fsync fails (a full disk), the segment being written is
 //! abandoned: every append queued for it fails, and the next append starts
 //! a new segment. Nothing synced before is touched, so nothing acknowledged
 //! is lost; what was partly written stays as a torn tail of that segment.
 
+use super::files::{self, Files, SyncKind};
 use super::position::Position;
 use super::replay::ScannedSegment;
 use super::segment::{encode_entry, encode_header, segment_file_name, SEGMENT_HEADER_BYTES};
@@ -52,6 +60,11 @@ impl Ticket {
         self.cv.notify_all();
     }
 
+    /// Whether the round that took this ticket's bytes has ended.
+    fn is_done(&self) -> bool {
+        self.done.lock().is_some()
+    }
+
     fn wait(&self) -> std::result::Result<(), SharedError> {
         let mut done = self.done.lock();
         loop {
@@ -63,13 +76,14 @@ impl Ticket {
     }
 }
 
-/// Bytes queued for one segment, and who waits for them.
+/// Bytes queued for one segment, and who waits for them: one ticket per
+/// append in batch and group modes (completed after the fsync), one ticket
+/// shared by every append of the chunk in periodic mode (completed once
+/// the bytes are written).
 pub(super) struct Chunk {
     pub segment: u64,
     pub bytes: Vec<u8>,
     pub tickets: Vec<Arc<Ticket>>,
-    /// Holds entries already acknowledged (periodic mode, no ticket).
-    pub acknowledged: bool,
 }
 
 /// What the log knows of one segment file.
@@ -100,10 +114,14 @@ pub(super) struct Inner {
     /// every sync attempt (blocked appends wait for it to move).
     pub last_sync: Instant,
     pub sync_attempts: u64,
-    /// Periodic mode: the last write failed; appends wait for their write.
+    /// Periodic mode: the last write failed; appends wait for the writer
+    /// thread to write them.
     pub failing: bool,
-    /// A failed write lost appends already acknowledged (periodic mode):
-    /// the next [`sync_now`] reports it.
+    /// The queue holds appends that wait for the writer thread (periodic
+    /// mode while failing); cleared by whoever takes the queue.
+    pub needs_writer: bool,
+    /// A failure lost appends already acknowledged (periodic mode: written
+    /// but not synced): the next [`sync_now`] reports it.
     pub unreported_error: Option<SharedError>,
     pub shutdown: bool,
     pub final_error: Option<SharedError>,
@@ -145,27 +163,33 @@ impl Inner {
                     segment: id,
                     bytes: header,
                     tickets: Vec::new(),
-                    acknowledged: false,
                 });
                 Position::new(id, SEGMENT_HEADER_BYTES)
             }
         }
     }
 
-    fn enqueue(&mut self, segment: u64, bytes: Vec<u8>, ticket: Option<Arc<Ticket>>) {
+    /// Queues `bytes` and returns the ticket that tells when they are
+    /// written (and synced, in batch and group modes). With `share`, every
+    /// append of a chunk gets the same ticket.
+    fn enqueue(&mut self, segment: u64, bytes: Vec<u8>, share: bool) -> Arc<Ticket> {
         match self.pending.last_mut() {
             Some(c) if c.segment == segment => c.bytes.extend_from_slice(&bytes),
             _ => self.pending.push(Chunk {
                 segment,
                 bytes,
                 tickets: Vec::new(),
-                acknowledged: false,
             }),
         }
-        if let Some(c) = self.pending.last_mut() {
-            match ticket {
-                Some(t) => c.tickets.push(t),
-                None => c.acknowledged = true,
+        let Some(chunk) = self.pending.last_mut() else {
+            return Ticket::new(); // unreachable: a chunk was just pushed
+        };
+        match chunk.tickets.first() {
+            Some(t) if share => t.clone(),
+            _ => {
+                let t = Ticket::new();
+                chunk.tickets.push(t.clone());
+                t
             }
         }
     }
@@ -193,6 +217,11 @@ pub(super) struct Shared {
     pub dir: PathBuf,
     pub config: CommitLogConfig,
     pub inner: Mutex<Inner>,
+    /// The open segment file. Lock order: `files`, then `inner`.
+    pub files: Mutex<Files>,
+    /// Rounds run by the writer thread (tests check that periodic appends
+    /// do not wake it).
+    pub writer_rounds: AtomicU64,
     /// `Inner::total`, readable without the lock (the write path asks for
     /// it on every write).
     pub total_bytes: AtomicU64,
@@ -238,6 +267,7 @@ impl Shared {
             last_sync: Instant::now(),
             sync_attempts: 0,
             failing: false,
+            needs_writer: false,
             unreported_error: None,
             shutdown: false,
             final_error: None,
@@ -248,6 +278,8 @@ impl Shared {
             config,
             total_bytes: AtomicU64::new(inner.total),
             inner: Mutex::new(inner),
+            files: Mutex::new(Files::new()),
+            writer_rounds: AtomicU64::new(0),
             work: Condvar::new(),
             synced: Condvar::new(),
         }
@@ -279,30 +311,27 @@ pub(super) fn append(
             io::Error::new(io::ErrorKind::InvalidInput, msg),
         ));
     }
+    let periodic = matches!(shared.config.sync, SyncMode::Periodic { .. });
     let mut inner = shared.inner.lock();
     if inner.shutdown {
         return Err(shared.closed_error());
     }
     let pos = inner.allocate(size, &shared.config, &shared.dir);
-    let periodic = matches!(shared.config.sync, SyncMode::Periodic { .. });
-    let ticket = (!periodic || inner.failing).then(Ticket::new);
-    inner.enqueue(pos.segment_id, entry, ticket.clone());
-    let path = match inner.segments.get_mut(&pos.segment_id) {
-        Some(seg) => {
-            seg.bytes += size;
-            let last = seg.dirty.entry(table).or_insert(pos);
-            *last = (*last).max(pos);
-            // Only a failed append needs the path, for its error.
-            ticket.is_some().then(|| seg.path.clone())
-        }
-        None => Some(shared.dir.join(segment_file_name(pos.segment_id))),
-    };
-    if inner.segments.contains_key(&pos.segment_id) {
+    let ticket = inner.enqueue(pos.segment_id, entry, periodic);
+    if let Some(seg) = inner.segments.get_mut(&pos.segment_id) {
+        seg.bytes += size;
+        let last = seg.dirty.entry(table).or_insert(pos);
+        *last = (*last).max(pos);
         inner.total += size;
     }
     shared.total_bytes.store(inner.total, Ordering::Relaxed);
-    shared.work.notify_one();
-    if let (SyncMode::Periodic { period }, None) = (shared.config.sync, &ticket) {
+    // Periodic mode on a healthy log: this thread writes its own entry.
+    let direct = periodic && !inner.failing;
+    if !direct {
+        inner.needs_writer = true;
+        shared.work.notify_one();
+    }
+    if let (SyncMode::Periodic { period }, true) = (shared.config.sync, direct) {
         let lag_block = period * SYNC_LAG_BLOCK_TENTHS / 10;
         if inner.last_sync.elapsed() > lag_block {
             let attempts = inner.sync_attempts;
@@ -312,13 +341,19 @@ pub(super) fn append(
         }
     }
     drop(inner);
-    match ticket {
-        Some(t) => t
-            .wait()
-            .map(|()| pos)
-            .map_err(|e| Error::io(path.unwrap_or_else(|| shared.dir.clone()), to_io(&e))),
-        None => Ok(pos),
+    // Another appender (or the writer thread) may have written it already;
+    // whoever takes the queue completes its tickets before releasing the
+    // files lock, so once we hold it, a ticket not done is still queued.
+    if direct && !ticket.is_done() {
+        let files = shared.files.lock();
+        if !ticket.is_done() {
+            let _ = files::round(shared, files, SyncKind::None, false);
+        }
     }
+    ticket.wait().map(|()| pos).map_err(|e| {
+        let path = shared.dir.join(segment_file_name(pos.segment_id));
+        Error::io(path, to_io(&e))
+    })
 }
 
 pub(super) fn sync_now(shared: &Shared) -> Result<()> {
