@@ -47,6 +47,7 @@ pub mod memtable;
 pub mod partition;
 pub mod read_stats;
 pub mod row;
+pub mod row_map;
 pub mod sstable;
 
 pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
@@ -60,3 +61,4 @@ pub use error::{Error, Result};
 pub use partition::{Partition, RangeTombstone};
 pub use read_stats::ReadCost;
 pub use row::{CellPath, ReadStats, Row};
+pub use row_map::RowMap;

@@ -4,6 +4,7 @@
 use crate::clustering::Slice;
 use crate::engine::{PartitionKey, TokenBound};
 use crate::partition::Partition;
+use crate::row_map::RowMap;
 use bytes::Bytes;
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -37,9 +38,13 @@ impl Memtable {
         match map.get_mut(&pos) {
             Some(existing) => existing.merge(update),
             None => {
-                added += PARTITION_OVERHEAD_BYTES
+                // Its rows take what their map holds now, not the
+                // amortised share `estimate_bytes` counted.
+                added = (added
+                    + PARTITION_OVERHEAD_BYTES
                     + heap_bytes(key.key.len())
-                    + new_partition_slack(&update);
+                    + row_map_bytes(&update.rows))
+                .saturating_sub(row_entries_amortized_bytes(update.rows.len()));
                 map.insert(pos, update);
             }
         }
@@ -206,21 +211,27 @@ fn btree_bytes(n: usize, entry_bytes: usize) -> usize {
     n.div_ceil(BTREE_ENTRIES_PER_NODE) * (BTREE_NODE_HEADER + BTREE_NODE_SLOTS * entry_bytes)
 }
 
-/// The share of tree nodes `n` more entries take in a map that already
-/// exists (they fill slots of nodes it has or splits).
-fn btree_amortized_bytes(n: usize, entry_bytes: usize) -> usize {
-    n * (BTREE_NODE_HEADER + BTREE_NODE_SLOTS * entry_bytes) / BTREE_ENTRIES_PER_NODE
-}
-
 /// Bytes of a rows-map entry (clustering key and row).
 const ROW_ENTRY_BYTES: usize = std::mem::size_of::<crate::clustering::ClusteringKey>()
     + std::mem::size_of::<crate::row::Row>();
 
-/// What a partition that starts a new memtable entry takes beyond
-/// [`estimate_bytes`]: the unused slots of its rows map's first node.
-fn new_partition_slack(p: &Partition) -> usize {
-    btree_bytes(p.rows.len(), ROW_ENTRY_BYTES)
-        .saturating_sub(btree_amortized_bytes(p.rows.len(), ROW_ENTRY_BYTES))
+/// The share of a partition's rows map that `n` more rows take in a map
+/// that already exists. A vector grown by doubling is on average about
+/// 1.39x its length (capacity/length runs from 1 to 2, 2 ln 2 on average);
+/// a tree fills about 8 of its 11 slots per node, 1.375x plus the node
+/// header. One rate covers both: the tree's.
+fn row_entries_amortized_bytes(n: usize) -> usize {
+    n * (BTREE_NODE_HEADER + BTREE_NODE_SLOTS * ROW_ENTRY_BYTES) / BTREE_ENTRIES_PER_NODE
+}
+
+/// What a rows map takes now: its vector at capacity, or whole tree
+/// nodes. A partition that starts a memtable entry is counted at this
+/// (a one-row partition holds a vector of exactly one entry).
+fn row_map_bytes(rows: &RowMap) -> usize {
+    match rows.vec_capacity() {
+        Some(cap) => heap_bytes(cap * ROW_ENTRY_BYTES),
+        None => btree_bytes(rows.len(), ROW_ENTRY_BYTES),
+    }
 }
 
 /// Memory of a heap buffer of `len` bytes (0 for an empty one).
@@ -229,9 +240,10 @@ fn heap_bytes(len: usize) -> usize {
 }
 
 /// Memory one update takes once merged into a memtable: the values and
-/// keys it carries plus the tree nodes that hold them (its rows counted as
-/// slots of the partition's existing rows map; a new partition adds
-/// [`new_partition_slack`]). This is what the
+/// keys it carries plus the maps that hold them (its rows counted at
+/// [`row_entries_amortized_bytes`], their share of the partition's existing
+/// rows map; `Memtable::apply` counts a new partition's map as it is,
+/// [`row_map_bytes`]). This is what the
 /// node-wide memtable budget (`memtable_heap_space`) counts, so it follows
 /// the real allocations (checked against a counting allocator in
 /// tests/memtable_memory.rs) rather than the encoded size, which is 5x
@@ -260,7 +272,7 @@ pub fn estimate_bytes(p: &Partition) -> usize {
     if let Some(s) = &p.static_row {
         n += row_bytes(s);
     }
-    n += btree_amortized_bytes(p.rows.len(), ROW_ENTRY_BYTES);
+    n += row_entries_amortized_bytes(p.rows.len());
     for (k, r) in &p.rows {
         n += row_bytes(r)
             + heap_bytes(k.values.len() * size_of::<Bytes>())

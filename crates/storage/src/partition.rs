@@ -4,7 +4,7 @@
 use crate::cell::DeletionTime;
 use crate::clustering::{ClusteringKey, Slice};
 use crate::row::{ReadStats, Row};
-use std::collections::BTreeMap;
+use crate::row_map::RowMap;
 
 /// A deletion of every row between two bounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +17,7 @@ pub struct RangeTombstone {
 pub struct Partition {
     pub deletion: DeletionTime,
     pub static_row: Option<Row>,
-    pub rows: BTreeMap<ClusteringKey, Row>,
+    pub rows: RowMap,
     pub range_tombstones: Vec<RangeTombstone>,
 }
 
@@ -26,7 +26,7 @@ impl Default for Partition {
         Partition {
             deletion: DeletionTime::LIVE,
             static_row: None,
-            rows: BTreeMap::new(),
+            rows: RowMap::new(),
             range_tombstones: Vec::new(),
         }
     }
@@ -49,14 +49,7 @@ impl Partition {
                 None => self.static_row = Some(s),
             }
         }
-        for (key, row) in other.rows {
-            match self.rows.get_mut(&key) {
-                Some(mine) => mine.merge(row),
-                None => {
-                    self.rows.insert(key, row);
-                }
-            }
-        }
+        self.rows.merge(other.rows);
         for rt in other.range_tombstones {
             merge_range_tombstone(&mut self.range_tombstones, rt);
         }
@@ -104,7 +97,7 @@ impl Partition {
             .static_row
             .as_ref()
             .and_then(|r| r.resolve(self.deletion, now_seconds, &mut stats));
-        let mut rows = BTreeMap::new();
+        let mut rows = RowMap::new();
         for (key, row) in &self.rows {
             let mut outer = self.deletion;
             for rt in &self.range_tombstones {
@@ -146,7 +139,9 @@ impl Partition {
             .static_row
             .as_ref()
             .and_then(|r| r.resolve(self.deletion, now_seconds, &mut stats));
-        let mut rows = BTreeMap::new();
+        // Walked in the query's order; a reversed walk is flipped at the
+        // end so the map is built by appends.
+        let mut picked: Vec<(ClusteringKey, Row)> = Vec::new();
         let mut complete = true;
         let order: Box<dyn Iterator<Item = &Slice>> = if reversed {
             Box::new(slices.iter().rev())
@@ -174,7 +169,7 @@ impl Partition {
                 Box::new(range)
             };
             for (key, row) in walk {
-                if rows.len() >= max_rows {
+                if picked.len() >= max_rows {
                     complete = false;
                     break 'slices;
                 }
@@ -185,10 +180,14 @@ impl Partition {
                     }
                 }
                 if let Some(live) = row.resolve(outer, now_seconds, &mut stats) {
-                    rows.insert(key.clone(), live);
+                    picked.push((key.clone(), live));
                 }
             }
         }
+        if reversed {
+            picked.reverse();
+        }
+        let rows: RowMap = picked.into_iter().collect();
         let live = Partition {
             deletion: DeletionTime::LIVE,
             static_row,

@@ -43,6 +43,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+/// Rows written per measurement.
+const UPDATES: usize = 20_000;
+
 /// The counter is global: one measurement at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -76,7 +79,11 @@ fn key(i: usize) -> PartitionKey {
 
 fn assert_close(what: &str, (counted, estimated): (isize, usize)) {
     let ratio = estimated as f64 / counted as f64;
-    eprintln!("{what}: estimated {estimated}, allocated {counted}, ratio {ratio:.2}");
+    let per_update = counted / UPDATES as isize;
+    eprintln!(
+        "{what}: estimated {estimated}, allocated {counted} ({per_update} bytes per row), \
+         ratio {ratio:.2}"
+    );
     assert!(
         (0.8..=1.3).contains(&ratio),
         "{what}: estimated {estimated} bytes, allocated {counted} (ratio {ratio:.2})"
@@ -88,7 +95,7 @@ fn stress_rows_are_budgeted_at_what_they_allocate() {
     let cmp = ClusteringComparator::new(Vec::new());
     assert_close(
         "one row of five 34-byte cells per partition",
-        measure(20_000, |i| {
+        measure(UPDATES, |i| {
             let mut row = Row::default();
             for c in 0..5u32 {
                 row.cells
@@ -106,11 +113,29 @@ fn wide_partitions_are_budgeted_at_what_they_allocate() {
     let cmp: Arc<ClusteringComparator> = ClusteringComparator::new(vec![(CqlType::BigInt, false)]);
     assert_close(
         "rows of one 100-byte cell, 50 per partition",
-        measure(20_000, |i| {
+        measure(UPDATES, |i| {
             let mut row = Row::default();
             row.cells.insert((0, None), Cell::live(1, value(i, 100)));
             let mut p = Partition::default();
             let ck = Bytes::from((i as i64).to_be_bytes().to_vec());
+            p.rows.insert(ClusteringKey::row(vec![ck], &cmp), row);
+            (key(i / 50), p)
+        }),
+    );
+}
+
+#[test]
+fn wide_partitions_written_out_of_order_are_budgeted_at_what_they_allocate() {
+    let cmp: Arc<ClusteringComparator> = ClusteringComparator::new(vec![(CqlType::BigInt, false)]);
+    assert_close(
+        "rows of one 100-byte cell, 50 per partition, out of clustering order",
+        measure(UPDATES, |i| {
+            let mut row = Row::default();
+            row.cells.insert((0, None), Cell::live(1, value(i, 100)));
+            let mut p = Partition::default();
+            // 37 is prime to 50: a permutation of each partition's rows,
+            // so its rows map turns into a tree past ROW_MAP_VEC_MAX.
+            let ck = Bytes::from(((((i % 50) * 37) % 50) as i64).to_be_bytes().to_vec());
             p.rows.insert(ClusteringKey::row(vec![ck], &cmp), row);
             (key(i / 50), p)
         }),
