@@ -1,8 +1,12 @@
 #!/bin/bash
-# Issue 5: the remaining full-size seed experiments, Varve (embedded node, default config) then
+# Issue 5: the seed experiments at full size, Varve (embedded node, default config) then
 # Cassandra 5.0.4 (--hosts, started by ../shared/cassandra/start.sh on 127.0.0.2), each with a
-# side-by-side report: tombstone-gc with provide_overlapping_tombstones (seed 000), compaction
-# STCS -> LCS -> UCS (seed 002) and lwt (seed 003).
+# side-by-side report. Arguments pick the scenarios (default: all four):
+#   O  tombstone-gc, provide_overlapping_tombstones = ROW (seed 000)
+#   D  tombstone-gc, nodetool garbagecollect (seed 001)
+#   C  compaction, STCS -> LCS -> UCS (seed 002)
+#   L  lwt (seed 003)
+# (docsize, seed 004, is in seed_runs.sh.)
 set -u
 V=${VARVE:-target/release/varve}; here=$(dirname "$0"); out=${OUT:-/tmp/varve-bench}
 CP=$(cat /tmp/cass-lab/bench/cassandra.pid)
@@ -16,7 +20,13 @@ run() { # name, then the scenario arguments
   $V bench "$@" --size full --hosts 127.0.0.2:9042 --nodetool $here/cassandra_nodetool.sh \
     --server-pid $CP --out $out/$name-cass --compare-with $out/$name-varve --quiet
 }
-run O tombstone-gc --variant overlapping
-run C compaction
-run L lwt
+for s in ${@:-O D C L}; do
+  case $s in
+    O) run O tombstone-gc --variant overlapping ;;
+    D) run D tombstone-gc --variant garbagecollect ;;
+    C) run C compaction ;;
+    L) run L lwt ;;
+    *) echo "unknown scenario $s"; exit 2 ;;
+  esac
+done
 echo "== done $(date)"
