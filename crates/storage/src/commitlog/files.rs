@@ -27,6 +27,10 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+/// Unsynced bytes in the open segment past which periodic mode fsyncs
+/// before the period is up (in the writer thread, outside the files lock).
+pub const WRITE_BEHIND_BYTES: u64 = 4 << 20;
+
 /// The segment being written.
 pub(super) struct Files {
     open: Option<(u64, Box<dyn WriteFile>)>,
@@ -34,6 +38,9 @@ pub(super) struct Files {
     dir_dirty: bool,
     /// Bytes were written since the last fsync (started).
     unsynced: bool,
+    /// How many (periodic mode asks for an early fsync past
+    /// [`WRITE_BEHIND_BYTES`]).
+    unsynced_bytes: u64,
     /// An fsync of the open file failed: a later one proves nothing (the
     /// kernel reports a writeback error once).
     sync_failed: bool,
@@ -66,6 +73,7 @@ impl Files {
             open: None,
             dir_dirty: false,
             unsynced: false,
+            unsynced_bytes: 0,
             sync_failed: false,
         }
     }
@@ -88,6 +96,7 @@ impl Files {
                     closed.push(*id);
                     self.open = None;
                     self.unsynced = false;
+                    self.unsynced_bytes = 0;
                 }
             }
             if self.open.is_none() {
@@ -98,6 +107,7 @@ impl Files {
             }
             if let Some((_, file)) = self.open.as_mut() {
                 self.unsynced = true;
+                self.unsynced_bytes += chunk.bytes.len() as u64;
                 file.write_all(&chunk.bytes)?;
             }
         }
@@ -113,6 +123,7 @@ impl Files {
                 }
             }
             self.unsynced = false;
+            self.unsynced_bytes = 0;
         }
         if self.dir_dirty {
             shared.fs.sync_dir(&shared.dir)?;
@@ -131,6 +142,7 @@ impl Files {
         match clone {
             Some((segment, file)) => {
                 self.unsynced = false;
+                self.unsynced_bytes = 0;
                 Ok(Some(Detached {
                     segment,
                     file,
@@ -251,6 +263,17 @@ fn write_and_settle(
             if sync != SyncKind::None && detached.is_none() {
                 inner.last_sync = Instant::now();
             }
+            // Periodic appends that piled up this many unsynced bytes ask
+            // the writer thread for an early fsync, so the fsync an
+            // appender runs when it crosses into a new segment stays short.
+            if periodic
+                && sync == SyncKind::None
+                && files.unsynced_bytes >= WRITE_BEHIND_BYTES
+                && !inner.early_sync
+            {
+                inner.early_sync = true;
+                shared.work.notify_one();
+            }
             let released = inner.take_releasable();
             shared.total_bytes.store(inner.total, Ordering::Relaxed);
             (released, detached)
@@ -319,6 +342,7 @@ fn abandon(
         dead.insert(id);
     }
     files.unsynced = false;
+    files.unsynced_bytes = 0;
     files.sync_failed = false;
     for id in &dead {
         if let Some(s) = inner.segments.get_mut(id) {

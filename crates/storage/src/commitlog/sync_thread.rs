@@ -2,7 +2,8 @@
 //! fsyncs every round (group: at most once per window), then completes the
 //! tickets of the waiting appends. Periodic mode: appends write their own
 //! bytes, so the thread only fsyncs, every period and on `sync_now` or
-//! shutdown (writing whatever is still queued first), and writes the queue
+//! shutdown (writing whatever is still queued first), and early when
+//! appends have left `files::WRITE_BEHIND_BYTES` unsynced, and writes the queue
 //! for appends that wait on it while the disk is failing. A round itself
 //! is [`files::round`].
 
@@ -43,7 +44,8 @@ fn next_round(shared: &Shared, last_round: &mut Option<Instant>, last_tick: &mut
             }
             SyncMode::Periodic { period } => {
                 let tick = *last_tick + period;
-                if now >= tick || !inner.sync_tickets.is_empty() {
+                if now >= tick || !inner.sync_tickets.is_empty() || inner.early_sync {
+                    inner.early_sync = false;
                     *last_tick = now;
                     (true, SyncKind::Released, None)
                 } else {

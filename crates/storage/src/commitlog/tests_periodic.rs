@@ -228,3 +228,35 @@ fn acknowledged_bytes_that_cannot_be_synced_are_reported_by_sync() {
     assert!(log.append(1, &key(b"b"), &partition(1, b"v")).is_err());
     assert!(log.sync().is_err());
 }
+
+#[test]
+fn periodic_mode_syncs_early_once_appends_pile_up_write_behind_bytes() {
+    use super::files::WRITE_BEHIND_BYTES;
+    let fs = SimFs::new();
+    let (log, _) = open(&fs, periodic(NEVER, 64 << 20)).unwrap();
+    let value = vec![7u8; 4096];
+    let entry_len = encode_entry(1, &key(&0u64.to_be_bytes()), &partition(1, &value)).len() as u64;
+    let append = |i: u64| {
+        let k = key(&i.to_be_bytes());
+        log.append(1, &k, &partition(1, &value)).unwrap()
+    };
+    // Just under the threshold: the writer thread stays asleep.
+    let below = (WRITE_BEHIND_BYTES - SEGMENT_HEADER_BYTES) / entry_len - 1;
+    for i in 0..below {
+        append(i);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(log.shared.writer_rounds.load(Ordering::Relaxed), 0);
+    let path = log.segment_paths().pop().unwrap();
+    assert_eq!(fs.lengths(&path).unwrap().1, 0, "nothing synced yet");
+    // Past it: the writer thread fsyncs without waiting for the period.
+    let last = append(below);
+    let more = append(below + 1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while fs.lengths(&path).unwrap().1 < last.offset {
+        assert!(std::time::Instant::now() < deadline, "no early sync");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(log.shared.writer_rounds.load(Ordering::Relaxed), 1);
+    assert!(more.offset > last.offset);
+}

@@ -120,6 +120,9 @@ pub(super) struct Inner {
     /// The queue holds appends that wait for the writer thread (periodic
     /// mode while failing); cleared by whoever takes the queue.
     pub needs_writer: bool,
+    /// Periodic mode: appenders wrote `files::WRITE_BEHIND_BYTES` unsynced
+    /// bytes; the writer thread fsyncs early.
+    pub early_sync: bool,
     /// A failure lost appends already acknowledged (periodic mode: written
     /// but not synced): the next [`sync_now`] reports it.
     pub unreported_error: Option<SharedError>,
@@ -268,6 +271,7 @@ impl Shared {
             sync_attempts: 0,
             failing: false,
             needs_writer: false,
+            early_sync: false,
             unreported_error: None,
             shutdown: false,
             final_error: None,
