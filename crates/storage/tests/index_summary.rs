@@ -3,12 +3,9 @@
 //! downsampled, never past the table's `max_index_interval`, and with room
 //! again they go back to full; every key is found at every step.
 
+mod common;
+
 use bytes::Bytes;
-use std::path::PathBuf;
-use std::sync::Arc;
-use varve_storage::commitlog::{CommitLogConfig, SyncMode};
-use varve_storage::compaction::{CommonOptions, CompactionConfig};
-use varve_storage::fs_sim::SimFs;
 use varve_storage::sstable::SstableParams;
 use varve_storage::*;
 
@@ -18,41 +15,13 @@ const PARTITIONS: usize = 3_000;
 /// A table whose summary holds one entry per 4 partitions and may thin
 /// out to one per 32 (step 8).
 fn open() -> Storage {
-    let desc = TableDescriptor {
-        id: TABLE,
-        keyspace: "ks".into(),
-        name: "t".into(),
-        comparator: ClusteringComparator::new(Vec::new()),
-        params: SstableParams {
-            min_index_interval: 4,
-            max_index_interval: 32,
-            ..SstableParams::default()
-        },
-        durable_writes: true,
-        gc_grace_seconds: 864_000,
-        compaction: CompactionConfig {
-            common: CommonOptions {
-                enabled: false,
-                ..CommonOptions::default()
-            },
-            ..CompactionConfig::default()
-        },
+    let mut desc = common::table(TABLE, ClusteringComparator::new(Vec::new()));
+    desc.params = SstableParams {
+        min_index_interval: 4,
+        max_index_interval: 32,
+        ..SstableParams::default()
     };
-    let options = StorageOptions {
-        data_dir: PathBuf::from("/data"),
-        commitlog_dir: PathBuf::from("/commitlog"),
-        commitlog: CommitLogConfig {
-            sync: SyncMode::Batch,
-            ..CommitLogConfig::default()
-        },
-        memtable_space_bytes: 1 << 30,
-        commitlog_total_space_bytes: 1 << 30,
-        compaction_throughput_mib_per_sec: 0,
-        concurrent_compactors: 1,
-        fs: Arc::new(SimFs::new()),
-        clock: Clock::system(),
-    };
-    Storage::open(options, vec![desc]).expect("open")
+    Storage::open(common::options(Clock::system()), vec![desc]).expect("open")
 }
 
 fn key(i: usize) -> PartitionKey {

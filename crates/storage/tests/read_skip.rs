@@ -4,49 +4,20 @@
 //! every slice. Checked through [`ReadCost`] (sstables actually read) and
 //! the merged result.
 
+mod common;
+
 use bytes::Bytes;
-use std::path::PathBuf;
-use std::sync::Arc;
-use varve_storage::commitlog::{CommitLogConfig, SyncMode};
-use varve_storage::compaction::{CommonOptions, CompactionConfig};
-use varve_storage::fs_sim::SimFs;
 use varve_storage::*;
 use varve_types::CqlType;
 
 const TABLE: TableId = 3;
 
 fn open() -> Storage {
-    let desc = TableDescriptor {
-        id: TABLE,
-        keyspace: "ks".into(),
-        name: "t".into(),
-        comparator: ClusteringComparator::new(vec![(CqlType::Int, false)]),
-        params: Default::default(),
-        durable_writes: true,
-        gc_grace_seconds: 864_000,
-        compaction: CompactionConfig {
-            common: CommonOptions {
-                enabled: false,
-                ..CommonOptions::default()
-            },
-            ..CompactionConfig::default()
-        },
-    };
-    let options = StorageOptions {
-        data_dir: PathBuf::from("/data"),
-        commitlog_dir: PathBuf::from("/commitlog"),
-        commitlog: CommitLogConfig {
-            sync: SyncMode::Batch,
-            ..CommitLogConfig::default()
-        },
-        memtable_space_bytes: 1 << 30,
-        commitlog_total_space_bytes: 1 << 30,
-        compaction_throughput_mib_per_sec: 0,
-        concurrent_compactors: 1,
-        fs: Arc::new(SimFs::new()),
-        clock: Clock::system(),
-    };
-    Storage::open(options, vec![desc]).expect("open")
+    let desc = common::table(
+        TABLE,
+        ClusteringComparator::new(vec![(CqlType::Int, false)]),
+    );
+    Storage::open(common::options(Clock::system()), vec![desc]).expect("open")
 }
 
 fn ck(i: i32) -> Vec<Bytes> {

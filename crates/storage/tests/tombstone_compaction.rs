@@ -3,13 +3,12 @@
 //! when the sstable was written, by the engine's clock (before this test,
 //! every sstable looked "written now", so the interval never passed).
 
+mod common;
+
 use bytes::Bytes;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
-use varve_storage::commitlog::{CommitLogConfig, SyncMode};
 use varve_storage::compaction::{CommonOptions, CompactionConfig};
-use varve_storage::fs_sim::SimFs;
 use varve_storage::*;
 
 const TABLE: TableId = 12;
@@ -17,37 +16,17 @@ const START: i32 = 1_000_000;
 const INTERVAL: i64 = 60;
 
 fn open(clock: &Arc<AtomicI32>) -> Storage {
-    let desc = TableDescriptor {
-        id: TABLE,
-        keyspace: "ks".into(),
-        name: "t".into(),
-        comparator: ClusteringComparator::new(Vec::new()),
-        params: Default::default(),
-        durable_writes: true,
-        gc_grace_seconds: 0,
-        compaction: CompactionConfig {
-            common: CommonOptions {
-                tombstone_compaction_interval_seconds: INTERVAL,
-                ..CommonOptions::default()
-            },
-            ..CompactionConfig::default()
+    let mut desc = common::table(TABLE, ClusteringComparator::new(Vec::new()));
+    desc.gc_grace_seconds = 0;
+    desc.compaction = CompactionConfig {
+        common: CommonOptions {
+            tombstone_compaction_interval_seconds: INTERVAL,
+            ..CommonOptions::default()
         },
+        ..CompactionConfig::default()
     };
     let now = clock.clone();
-    let options = StorageOptions {
-        data_dir: PathBuf::from("/data"),
-        commitlog_dir: PathBuf::from("/commitlog"),
-        commitlog: CommitLogConfig {
-            sync: SyncMode::Batch,
-            ..CommitLogConfig::default()
-        },
-        memtable_space_bytes: 1 << 30,
-        commitlog_total_space_bytes: 1 << 30,
-        compaction_throughput_mib_per_sec: 0,
-        concurrent_compactors: 1,
-        fs: Arc::new(SimFs::new()),
-        clock: Clock::from_fn(move || now.load(Ordering::Relaxed)),
-    };
+    let options = common::options(Clock::from_fn(move || now.load(Ordering::Relaxed)));
     Storage::open(options, vec![desc]).expect("open")
 }
 

@@ -1,0 +1,54 @@
+//! What the storage integration tests share: a table descriptor and engine
+//! options on the simulated file system, varied only where a test needs.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use varve_storage::commitlog::{CommitLogConfig, SyncMode};
+use varve_storage::compaction::{CommonOptions, CompactionConfig};
+use varve_storage::fs_sim::SimFs;
+use varve_storage::sstable::SstableParams;
+use varve_storage::*;
+
+/// Table `id` in keyspace `ks`: default sstable parameters, gc_grace
+/// 10 days, and SizeTiered compaction (background compaction off unless
+/// the test turns it on).
+pub fn table(id: TableId, comparator: Arc<ClusteringComparator>) -> TableDescriptor {
+    TableDescriptor {
+        id,
+        keyspace: "ks".into(),
+        name: "t".into(),
+        comparator,
+        params: SstableParams::default(),
+        durable_writes: true,
+        gc_grace_seconds: 864_000,
+        compaction: CompactionConfig {
+            common: CommonOptions {
+                enabled: false,
+                ..CommonOptions::default()
+            },
+            ..CompactionConfig::default()
+        },
+    }
+}
+
+/// A node on a fresh simulated file system: batch commitlog, memtables
+/// and commitlog large enough never to flush by themselves, one
+/// compactor, no compaction throughput limit.
+pub fn options(clock: Clock) -> StorageOptions {
+    StorageOptions {
+        data_dir: PathBuf::from("/data"),
+        commitlog_dir: PathBuf::from("/commitlog"),
+        commitlog: CommitLogConfig {
+            sync: SyncMode::Batch,
+            ..CommitLogConfig::default()
+        },
+        memtable_space_bytes: 1 << 30,
+        commitlog_total_space_bytes: 1 << 30,
+        compaction_throughput_mib_per_sec: 0,
+        concurrent_compactors: 1,
+        fs: Arc::new(SimFs::new()),
+        clock,
+    }
+}
