@@ -132,6 +132,14 @@ def start_varve(tmp_path):
             node.stop(signal.SIGKILL)
 
 
+def nodetool(node, *args, timeout=300):
+    """Runs `varve nodetool` against `node`'s admin port; returns its stdout."""
+    out = subprocess.run([varve_bin(), "nodetool", "-p", str(node.admin_port), *args],
+                         capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 def connect(host, port, protocol_version, **kwargs):
     """A Cluster pinned to one protocol version, token-aware, local DC."""
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile

@@ -2,16 +2,8 @@
 and (past gc_grace_seconds) its tombstones go, live data stays."""
 
 import re
-import subprocess
 
-from conftest import connect, varve_bin
-
-
-def nodetool(node, *args):
-    out = subprocess.run([varve_bin(), "nodetool", "-p", str(node.admin_port), *args],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
+from conftest import connect, nodetool
 
 
 def stat(text, name):

@@ -7,11 +7,10 @@ no temporary sstable file is left behind."""
 import os
 import random
 import signal
-import subprocess
 import time
 from pathlib import Path
 
-from conftest import VarveNode, connect, varve_bin
+from conftest import VarveNode, connect, nodetool
 
 ROUNDS = 4
 FLUSHES_PER_ROUND = 6
@@ -19,13 +18,6 @@ ROWS_PER_FLUSH = 60
 # 4 KB values: an sstable holds ~240 KB, so at 1 MiB/s a compaction of a
 # few of them runs for about a second, long enough to be killed inside.
 VALUE_HEX_BYTES = 2000
-
-
-def nodetool(node, *args):
-    out = subprocess.run([varve_bin(), "nodetool", "-p", str(node.admin_port), *args],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
 
 
 def compaction_running(node):

@@ -7,18 +7,11 @@ import re
 import subprocess
 import time
 
-from conftest import connect, varve_bin
+from conftest import connect, varve_bin, nodetool
 
 ROWS_PER_PARTITION = 25
 PARTITIONS = 20
 VALUE_BYTES = 1000
-
-
-def nodetool(node, *args):
-    out = subprocess.run([varve_bin(), "nodetool", "-p", str(node.admin_port), *args],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
 
 
 def stat(text, name):

@@ -4,17 +4,9 @@ min_index_interval of its entries, a table whose max equals its min keeps
 them all, and every partition is still found by a point read."""
 
 import re
-import subprocess
 import time
 
-from conftest import connect, varve_bin
-
-
-def nodetool(node, *args):
-    out = subprocess.run([varve_bin(), "nodetool", "-p", str(node.admin_port), *args],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
+from conftest import connect, nodetool
 
 
 def summary_bytes(node, table):

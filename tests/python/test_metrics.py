@@ -9,10 +9,9 @@ system tables are not client requests (virtual tables, as in Cassandra).
 
 import math
 import re
-import subprocess
 import urllib.request
 
-from conftest import connect, make_keyspace, varve_bin
+from conftest import connect, make_keyspace, nodetool
 
 # One sample line: name, optional {labels}, a value (Go-style floats).
 SAMPLE_RE = re.compile(
@@ -52,13 +51,6 @@ def value(samples, name, **labels):
 
 def latency_count(samples, op):
     return value(samples, "varve_client_request_latency_seconds_count", operation=op)
-
-
-def nodetool(node, *args):
-    out = subprocess.run([varve_bin(), "nodetool", "-p", str(node.admin_port), *args],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
 
 
 def test_metrics_count_requests_tables_and_process(start_varve):
