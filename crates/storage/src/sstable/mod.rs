@@ -1,4 +1,4 @@
-//! SSTables, format version 1: immutable files of partitions in token
+//! SSTables (format version 2, see `format::FORMAT_VERSION`): immutable files of partitions in token
 //! order. The byte layout is specified in docs/format/sstable.md; the
 //! constants in [`format`] mirror it.
 //!
