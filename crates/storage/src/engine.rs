@@ -27,6 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+#[cfg(test)]
+mod tests_flush;
+
 /// How often the flusher looks at memory and commitlog use unprompted.
 const FLUSHER_IDLE_WAKEUP: std::time::Duration = std::time::Duration::from_secs(1);
 

@@ -101,6 +101,9 @@ pub struct SeqFile {
     /// `len` at the last request to the helper.
     requested_at: u64,
     helper: Option<Helper>,
+    /// Requests made of the helper (tests check the interval by it).
+    #[cfg(test)]
+    write_behind_requests: u64,
 }
 
 /// The write-behind thread: one fdatasync per request, requests coalesced.
@@ -118,6 +121,8 @@ impl SeqFile {
             options,
             requested_at: 0,
             helper: None,
+            #[cfg(test)]
+            write_behind_requests: 0,
         })
     }
 
@@ -127,6 +132,10 @@ impl SeqFile {
             return Ok(());
         }
         self.requested_at = self.len;
+        #[cfg(test)]
+        {
+            self.write_behind_requests += 1;
+        }
         // Only what reached the kernel can be written back.
         self.out.flush()?;
         if self.helper.is_none() {
@@ -311,6 +320,77 @@ mod tests {
             assert_eq!(std::fs::read(&path).unwrap(), parts.concat(), "{options:?}");
             std::fs::remove_file(&path).unwrap();
         }
+    }
+
+    /// Writes `total` bytes in pieces of at most `piece` bytes and returns
+    /// how many write-behind requests they made.
+    fn write_behind_requests(name: &str, interval: u64, total: usize, piece: usize) -> u64 {
+        let path = temp(name);
+        let options = SeqWriteOptions {
+            buffer_bytes: 16,
+            write_behind_bytes: interval,
+        };
+        let mut f = SeqFile::create(&path, options).unwrap();
+        let mut left = total;
+        while left > 0 {
+            let n = left.min(piece);
+            f.write_all(&vec![7; n]).unwrap();
+            left -= n;
+        }
+        let requests = f.write_behind_requests;
+        f.sync().unwrap();
+        drop(f);
+        assert_eq!(std::fs::read(&path).unwrap().len(), total);
+        std::fs::remove_file(&path).unwrap();
+        requests
+    }
+
+    #[test]
+    fn write_behind_is_requested_once_the_interval_is_reached() {
+        const INTERVAL: u64 = 100;
+        let n = INTERVAL as usize;
+        for piece in [1, 7, n] {
+            let name = |at: &str| format!("wb-{at}-{piece}");
+            assert_eq!(
+                write_behind_requests(&name("n-1"), INTERVAL, n - 1, piece),
+                0
+            );
+            assert_eq!(write_behind_requests(&name("n"), INTERVAL, n, piece), 1);
+            assert_eq!(
+                write_behind_requests(&name("n+1"), INTERVAL, n + 1, piece),
+                1
+            );
+        }
+        // The next interval counts from the byte that made the request, so
+        // with pieces that end on interval boundaries the second is at 2N.
+        for piece in [1, n] {
+            let name = |at: &str| format!("wb-{at}-{piece}");
+            assert_eq!(
+                write_behind_requests(&name("2n-1"), INTERVAL, 2 * n - 1, piece),
+                1
+            );
+            assert_eq!(
+                write_behind_requests(&name("2n"), INTERVAL, 2 * n, piece),
+                2
+            );
+        }
+        // One large write past several intervals is one request: the next
+        // interval counts from where it ended.
+        assert_eq!(
+            write_behind_requests("wb-big", INTERVAL, 3 * n + 1, 3 * n + 1),
+            1
+        );
+        // Interval 0 turns write-behind off.
+        assert_eq!(write_behind_requests("wb-off", 0, 3 * n, 1), 0);
+    }
+
+    #[test]
+    fn write_behind_default_interval_is_32_mib() {
+        assert_eq!(WRITE_BEHIND_BYTES, 32 << 20);
+        assert_eq!(
+            SeqWriteOptions::default().write_behind_bytes,
+            WRITE_BEHIND_BYTES
+        );
     }
 
     #[test]

@@ -2,46 +2,38 @@
 //! flushes with a clear error, keeps everything acknowledged, and the engine
 //! recovers once space returns.
 
+mod common;
+
 use bytes::Bytes;
-use std::path::PathBuf;
 use std::sync::Arc;
-use varve_storage::commitlog::{CommitLogConfig, SyncMode};
+use varve_storage::commitlog::SyncMode;
+use varve_storage::compaction::CompactionConfig;
 use varve_storage::fs_sim::SimFs;
-use varve_storage::sstable::SstableParams;
 use varve_storage::*;
 use varve_types::CqlType;
 
 const TABLE: TableId = 3;
 
+/// gc_grace 5 s, and background compaction on (SizeTiered defaults), so
+/// faults may also meet a compaction.
 fn desc() -> TableDescriptor {
     TableDescriptor {
-        id: TABLE,
-        keyspace: "ks".into(),
-        name: "t".into(),
-        comparator: ClusteringComparator::new(vec![(CqlType::Int, false)]),
-        params: SstableParams::default(),
-        durable_writes: true,
         gc_grace_seconds: 5,
-        compaction: varve_storage::compaction::CompactionConfig::default(),
+        compaction: CompactionConfig::default(),
+        ..common::table(
+            TABLE,
+            ClusteringComparator::new(vec![(CqlType::Int, false)]),
+        )
     }
 }
 
+/// Small commitlog segments (a full disk meets a segment switch soon) and
+/// two compactors.
 fn options(fs: Arc<SimFs>) -> StorageOptions {
-    StorageOptions {
-        data_dir: PathBuf::from("/data"),
-        commitlog_dir: PathBuf::from("/commitlog"),
-        commitlog: CommitLogConfig {
-            sync: SyncMode::Batch,
-            segment_size_bytes: 64 * 1024,
-            ..CommitLogConfig::default()
-        },
-        memtable_space_bytes: 1 << 30,
-        commitlog_total_space_bytes: 1 << 30,
-        compaction_throughput_mib_per_sec: 0,
-        concurrent_compactors: 2,
-        fs,
-        clock: Clock::system(),
-    }
+    let mut o = common::options_on(fs, Clock::system());
+    o.commitlog.segment_size_bytes = 64 * 1024;
+    o.concurrent_compactors = 2;
+    o
 }
 
 fn update(v: u8) -> Partition {

@@ -3,15 +3,13 @@
 //! older one's rewrite, tombstones stay while they are not purgeable, reads
 //! return the same before and after, and sstables go oldest first.
 
+mod common;
+
 use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::path::PathBuf;
 use std::sync::Arc;
-use varve_storage::commitlog::{CommitLogConfig, SyncMode};
-use varve_storage::compaction::{CommonOptions, CompactionConfig, ShadowMode};
-use varve_storage::fs_sim::SimFs;
-use varve_storage::sstable::SstableParams;
+use varve_storage::compaction::ShadowMode;
 use varve_storage::*;
 use varve_types::CqlType;
 
@@ -35,41 +33,21 @@ fn key(k: i32) -> PartitionKey {
     PartitionKey::new(Bytes::from(format!("p{k}")))
 }
 
+/// gc_grace 5 s; no background compaction (from `common::table`): only
+/// what a test asks for runs.
 fn desc(shadow: ShadowMode) -> TableDescriptor {
-    TableDescriptor {
-        id: TABLE,
-        keyspace: "ks".into(),
-        name: "t".into(),
-        comparator: cmp(),
-        params: SstableParams::default(),
-        durable_writes: true,
+    let mut d = TableDescriptor {
         gc_grace_seconds: 5,
-        compaction: CompactionConfig {
-            // No background compaction: only what a test asks for runs.
-            common: CommonOptions {
-                enabled: false,
-                provide_overlapping_tombstones: shadow,
-                ..CommonOptions::default()
-            },
-            ..CompactionConfig::default()
-        },
-    }
+        ..common::table(TABLE, cmp())
+    };
+    d.compaction.common.provide_overlapping_tombstones = shadow;
+    d
 }
 
 fn open(shadow: ShadowMode) -> Storage {
     let options = StorageOptions {
-        data_dir: PathBuf::from("/data"),
-        commitlog_dir: PathBuf::from("/commitlog"),
-        commitlog: CommitLogConfig {
-            sync: SyncMode::Batch,
-            ..CommitLogConfig::default()
-        },
-        memtable_space_bytes: 1 << 30,
-        commitlog_total_space_bytes: 1 << 30,
-        compaction_throughput_mib_per_sec: 0,
         concurrent_compactors: 2,
-        fs: Arc::new(SimFs::new()),
-        clock: Clock::system(),
+        ..common::options(Clock::system())
     };
     Storage::open(options, vec![desc(shadow)]).unwrap()
 }

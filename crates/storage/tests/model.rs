@@ -9,14 +9,15 @@
 //! `provide_overlapping_tombstones` on strategy switches; `Ops::Base` keeps
 //! the original operation mix, so the old regression seeds replay exactly.
 
+mod common;
+
 use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
-use varve_storage::commitlog::{CommitLogConfig, SyncMode};
+use varve_storage::commitlog::SyncMode;
 use varve_storage::fs_sim::SimFs;
 use varve_storage::sstable::{Compression, SstableParams};
 use varve_storage::*;
@@ -38,12 +39,10 @@ fn key(k: u32) -> PartitionKey {
     PartitionKey::new(Bytes::from(format!("key{k}")))
 }
 
+/// Small chunks and index intervals (many blocks from little data),
+/// gc_grace 5 s, and background compaction on (SizeTiered defaults).
 fn desc() -> TableDescriptor {
     TableDescriptor {
-        id: TABLE,
-        keyspace: "ks".into(),
-        name: "t".into(),
-        comparator: cmp(),
         params: SstableParams {
             chunk_length: 256,
             compression: Compression::Lz4,
@@ -52,31 +51,22 @@ fn desc() -> TableDescriptor {
             max_index_interval: 16,
             crc_check_chance: 1.0,
         },
-        durable_writes: true,
         gc_grace_seconds: 5,
         compaction: varve_storage::compaction::CompactionConfig::default(),
+        ..common::table(TABLE, cmp())
     }
 }
 
+/// Tiny memtables, commitlog and segments, so a run flushes, switches
+/// segments and recycles them often; two compactors; the test's clock.
 fn options(fs: Arc<SimFs>, mode: SyncMode, clock: &Arc<AtomicI32>) -> StorageOptions {
-    StorageOptions {
-        data_dir: PathBuf::from("/data"),
-        commitlog_dir: PathBuf::from("/commitlog"),
-        commitlog: CommitLogConfig {
-            sync: mode,
-            segment_size_bytes: 4096,
-            ..CommitLogConfig::default()
-        },
-        memtable_space_bytes: 16 * 1024,
-        commitlog_total_space_bytes: 64 * 1024,
-        compaction_throughput_mib_per_sec: 0,
-        concurrent_compactors: 2,
-        fs,
-        clock: {
-            let clock = clock.clone();
-            Clock::from_fn(move || clock.load(Ordering::Relaxed))
-        },
-    }
+    let mut o = common::options_on(fs, common::manual_clock(clock));
+    o.commitlog.sync = mode;
+    o.commitlog.segment_size_bytes = 4096;
+    o.memtable_space_bytes = 16 * 1024;
+    o.commitlog_total_space_bytes = 64 * 1024;
+    o.concurrent_compactors = 2;
+    o
 }
 
 /// Which operations a run draws from.

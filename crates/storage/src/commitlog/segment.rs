@@ -291,6 +291,45 @@ mod tests {
         assert_eq!(e.len() as u64, ENTRY_OVERHEAD_BYTES + MIN_PAYLOAD_BYTES);
     }
 
+    /// A framed entry around `payload` with valid checksums (the payload
+    /// need not decode: the walk checks framing only).
+    fn frame(payload: &[u8]) -> Vec<u8> {
+        let len = (payload.len() as u32).to_be_bytes();
+        let mut out = len.to_vec();
+        out.extend_from_slice(&crc32fast::hash(&len).to_be_bytes());
+        out.extend_from_slice(payload);
+        out.extend_from_slice(&crc32fast::hash(payload).to_be_bytes());
+        out
+    }
+
+    #[test]
+    fn a_payload_below_the_minimum_is_rejected_and_the_minimum_accepted() {
+        let n = MIN_PAYLOAD_BYTES as usize;
+        let start = SEGMENT_HEADER_BYTES as usize;
+        // N: a well-framed entry of exactly the minimum walks.
+        let mut seg = encode_header(1);
+        seg.extend(frame(&[5; MIN_PAYLOAD_BYTES as usize]));
+        let mut pos = start;
+        let (offset, payload) = next_entry(&seg, &mut pos).unwrap().unwrap();
+        assert_eq!((offset, payload.len()), (start as u64, n));
+        assert_eq!(next_entry(&seg, &mut pos), Ok(None));
+        // N - 1 as the last entry: checksums intact, yet a torn tail.
+        let mut seg = encode_header(1);
+        seg.extend(frame(&vec![5; n - 1]));
+        let mut pos = start;
+        let stop = next_entry(&seg, &mut pos).unwrap_err();
+        assert_eq!(stop.offset, start as u64);
+        assert!(stop.torn, "{}", stop.reason);
+        assert!(stop.reason.contains("below the minimum"), "{}", stop.reason);
+        assert_eq!(pos, start, "the walk does not move past it");
+        // N - 1 with an intact entry after it: corruption, not a torn tail.
+        seg.extend(frame(&vec![6; n]));
+        let mut pos = start;
+        let stop = next_entry(&seg, &mut pos).unwrap_err();
+        assert!(!stop.torn, "{}", stop.reason);
+        assert!(stop.reason.contains("below the minimum"), "{}", stop.reason);
+    }
+
     #[test]
     fn entries_walk_and_the_tail_is_classified() {
         let key = PartitionKey::new(Bytes::from_static(b"k"));

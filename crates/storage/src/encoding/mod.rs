@@ -28,7 +28,7 @@ pub mod v2;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_gen;
+pub(crate) mod tests_gen;
 
 /// The version writers write; stored in sstable footers and commitlog
 /// segment headers.

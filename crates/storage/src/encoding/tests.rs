@@ -3,7 +3,7 @@
 //! malformed input (truncation, unknown flags, overflowing deltas) without
 //! panics.
 
-use super::tests_gen::{arb_partition, arb_row, comparator};
+use super::tests_gen::{arb_partition, arb_row, comparator, Reach};
 use super::*;
 use crate::cell::{Cell, DeletionTime, LivenessInfo};
 use crate::clustering::Slice;
@@ -306,19 +306,19 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn partitions_round_trip_in_version_2(p in arb_partition(6)) {
+    fn partitions_round_trip_in_version_2(p in arb_partition(Reach::Extreme, 6)) {
         let bytes = encode_v(&p, 2);
         prop_assert_eq!(decode_all(&bytes, 2).unwrap(), p);
     }
 
     #[test]
-    fn partitions_round_trip_in_version_1(p in arb_partition(6)) {
+    fn partitions_round_trip_in_version_1(p in arb_partition(Reach::Extreme, 6)) {
         let bytes = encode_v(&p, 1);
         prop_assert_eq!(decode_all(&bytes, 1).unwrap(), p);
     }
 
     #[test]
-    fn standalone_rows_round_trip(row in arb_row()) {
+    fn standalone_rows_round_trip(row in arb_row(Reach::Extreme)) {
         let mut out = Vec::new();
         encode_row(&mut out, &row);
         let mut r = Reader::new(&out);
@@ -343,7 +343,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
     #[test]
-    fn every_truncation_of_a_random_partition_is_an_error(p in arb_partition(4)) {
+    fn every_truncation_of_a_random_partition_is_an_error(p in arb_partition(Reach::Extreme, 4)) {
         for version in [1, 2] {
             let bytes = encode_v(&p, version);
             for cut in 0..bytes.len() {

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use varve_storage::commitlog::{CommitLogConfig, SyncMode};
 use varve_storage::compaction::{CommonOptions, CompactionConfig};
@@ -37,6 +38,12 @@ pub fn table(id: TableId, comparator: Arc<ClusteringComparator>) -> TableDescrip
 /// and commitlog large enough never to flush by themselves, one
 /// compactor, no compaction throughput limit.
 pub fn options(clock: Clock) -> StorageOptions {
+    options_on(Arc::new(SimFs::new()), clock)
+}
+
+/// [`options`] on a given simulated file system, for tests that keep a
+/// handle on it (to fill the disk or cut the power).
+pub fn options_on(fs: Arc<SimFs>, clock: Clock) -> StorageOptions {
     StorageOptions {
         data_dir: PathBuf::from("/data"),
         commitlog_dir: PathBuf::from("/commitlog"),
@@ -48,7 +55,13 @@ pub fn options(clock: Clock) -> StorageOptions {
         commitlog_total_space_bytes: 1 << 30,
         compaction_throughput_mib_per_sec: 0,
         concurrent_compactors: 1,
-        fs: Arc::new(SimFs::new()),
+        fs,
         clock,
     }
+}
+
+/// A clock that reads `now`, which the test moves by hand.
+pub fn manual_clock(now: &Arc<AtomicI32>) -> Clock {
+    let now = now.clone();
+    Clock::from_fn(move || now.load(Ordering::Relaxed))
 }

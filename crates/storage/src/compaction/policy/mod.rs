@@ -183,6 +183,14 @@ pub trait Strategy {
     /// Told when a flush wrote `flushed` (UCS sizes its levels from flushes).
     fn on_flush(&mut self, _flushed: &SstableView) {}
 
+    /// The flush size the strategy sizes its levels from, for strategies
+    /// that learn it (UCS); lets engine tests see that flushes reach
+    /// [`Strategy::on_flush`].
+    #[cfg(test)]
+    fn learned_flush_size_bytes(&self) -> Option<u64> {
+        None
+    }
+
     /// Short name for logs ("SizeTiered", ...).
     fn name(&self) -> &'static str;
 }

@@ -361,6 +361,11 @@ impl Strategy for Unified {
         }
     }
 
+    #[cfg(test)]
+    fn learned_flush_size_bytes(&self) -> Option<u64> {
+        Some(self.flush_size_bytes)
+    }
+
     fn name(&self) -> &'static str {
         "Unified"
     }
