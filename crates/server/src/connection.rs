@@ -1,14 +1,17 @@
 //! One CQL connection: a reader loop that owns the decoding state and the
-//! connection's stage, a writer task that owns the encoding state, and one
-//! task per statement request (run inline on the event loop unless it may
-//! block: see [`may_block`]).
+//! connection's stage, and a writer task that owns the encoding state.
 //!
-//! Requests on a connection run concurrently (each QUERY, PREPARE, EXECUTE
-//! or BATCH is its own task, bounded by
-//! [`crate::ServerConfig::max_in_flight_per_connection`]) and may be
-//! answered out of order, as the protocol allows. OPTIONS, STARTUP and
-//! REGISTER are handled in order by the reader, since they change the
-//! connection's state.
+//! Statement requests (QUERY, PREPARE, EXECUTE, BATCH) that only touch
+//! memory and the page cache run right in the reader, one after another;
+//! their answers gather in a batch that goes to the writer in one message
+//! once the bytes read so far hold no further whole frame (or the batch
+//! reaches [`REPLY_BATCH_MAX`]), so a burst of pipelined requests costs one
+//! socket write, not one per request. Requests that may block (see
+//! [`may_block`]) run as their own tasks on the blocking pool, concurrently,
+//! and may be answered out of order, as the protocol allows. Both kinds
+//! count against [`crate::ServerConfig::max_in_flight_per_connection`].
+//! OPTIONS, STARTUP and REGISTER are handled in order by the reader, since
+//! they change the connection's state.
 //!
 //! Cassandra's rules followed here: before STARTUP only OPTIONS and STARTUP
 //! are accepted ("Unexpected message X, expecting STARTUP or OPTIONS"); a
@@ -43,8 +46,12 @@ use crate::Shared;
 pub const CQL_VERSION: &str = "3.4.7";
 /// Lowest CQL major version a client may ask for in STARTUP.
 const MIN_CQL_MAJOR: u32 = 3;
-/// Responses gathered into one socket write.
-const WRITE_BATCH_MAX: usize = 64;
+/// Answers the reader gathers before handing them to the writer even though
+/// more whole frames are waiting: bounds the delay of the first answer of a
+/// long burst.
+pub const REPLY_BATCH_MAX: usize = 64;
+/// Batches the writer gathers into one socket write.
+const WRITE_BATCHES_MAX: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -56,7 +63,9 @@ enum Stage {
 
 struct Connection {
     shared: Arc<Shared>,
-    out: mpsc::Sender<Outgoing>,
+    out: mpsc::Sender<Vec<Outgoing>>,
+    /// Answers produced by the reader, not yet handed to the writer.
+    pending: Vec<Outgoing>,
     inbound: Inbound,
     /// Set by the first frame; every later frame must carry it.
     version: Option<u8>,
@@ -83,6 +92,7 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
         inbound: Inbound::new(shared.config.max_frame_body_bytes),
         shared,
         out: tx,
+        pending: Vec::new(),
         version: None,
         stage: Stage::Established,
         compression: Compression::None,
@@ -95,11 +105,15 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
     while !*shutdown.borrow() {
         while !conn.closing {
             match conn.inbound.next_frame(&mut buf) {
-                Ok(Some(frame)) => conn.handle_frame(frame).await,
+                Ok(Some(frame)) => conn.handle_frame(frame),
                 Ok(None) => break,
-                Err(e) => conn.framing_error(e).await,
+                Err(e) => conn.framing_error(e),
+            }
+            if conn.pending.len() >= REPLY_BATCH_MAX {
+                conn.flush().await;
             }
         }
+        conn.flush().await;
         if conn.closing {
             break;
         }
@@ -113,7 +127,10 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
                     break;
                 }
             },
-            event = next_event(&mut conn.events) => conn.push_event(event).await,
+            event = next_event(&mut conn.events) => {
+                conn.push_event(event);
+                conn.flush().await;
+            }
             _ = shutdown.changed() => break,
         }
     }
@@ -146,13 +163,12 @@ async fn next_event(
     }
 }
 
-async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>) {
+async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<Outgoing>>) {
     let mut outbound = Outbound::default();
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < WRITE_BATCH_MAX {
+    while let Some(mut batch) = rx.recv().await {
+        for _ in 1..WRITE_BATCHES_MAX {
             match rx.try_recv() {
-                Ok(item) => batch.push(item),
+                Ok(more) => batch.extend(more),
                 Err(_) => break,
             }
         }
@@ -279,7 +295,8 @@ impl Connection {
         self.version.unwrap_or(MIN_VERSION)
     }
 
-    async fn send(&self, stream: i16, warnings: Vec<String>, response: Response) {
+    /// Queues an answer for the next [`Connection::flush`].
+    fn send(&mut self, stream: i16, warnings: Vec<String>, response: Response) {
         if let Response::Error(_) = response {
             self.shared.metrics.error_response();
         }
@@ -289,29 +306,34 @@ impl Connection {
             warnings,
             response: Box::new(response),
         };
+        self.pending.push(item);
+    }
+
+    fn send_error(&mut self, stream: i16, body: ErrorBody) {
+        self.send(stream, Vec::new(), Response::Error(body));
+    }
+
+    /// Hands the queued answers to the writer, in order, as one message.
+    async fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.pending);
         // A closed writer means the socket is gone; the reader sees EOF next.
-        let _ = self.out.send(item).await;
+        let _ = self.out.send(batch).await;
     }
 
-    async fn send_error(&self, stream: i16, body: ErrorBody) {
-        self.send(stream, Vec::new(), Response::Error(body)).await;
-    }
-
-    async fn framing_error(&mut self, e: FramingError) {
+    fn framing_error(&mut self, e: FramingError) {
         self.shared.metrics.protocol_error();
         tracing::debug!("framing error (fatal: {}): {}", e.fatal, e.error);
         match &e.error {
             ProtocolError::UnsupportedVersion { version, stream } => {
-                let _ = self
-                    .out
-                    .send(Outgoing::Raw(encode_unsupported_version_error(
-                        *version, *stream,
-                    )))
-                    .await;
+                let raw = encode_unsupported_version_error(*version, *stream);
+                self.pending.push(Outgoing::Raw(raw));
             }
             other => {
                 let stream = other.stream().unwrap_or(0);
-                self.send_error(stream, errors::protocol_error(other)).await;
+                self.send_error(stream, errors::protocol_error(other));
             }
         }
         if e.fatal {
@@ -319,7 +341,7 @@ impl Connection {
         }
     }
 
-    async fn handle_frame(&mut self, frame: Frame) {
+    fn handle_frame(&mut self, frame: Frame) {
         let header = frame.header;
         let stream = header.stream;
         self.shared.metrics.request(header.opcode);
@@ -330,7 +352,7 @@ impl Connection {
                 "Invalid message version. Got {} but previous messages on this connection had version {version}",
                 header.version
             );
-            return self.send_error(stream, errors::protocol_message(msg)).await;
+            return self.send_error(stream, errors::protocol_message(msg));
         }
         if self.stage == Stage::Established
             && header.opcode != opcode::STARTUP
@@ -341,49 +363,45 @@ impl Connection {
                 "Unexpected message {}, expecting STARTUP or OPTIONS",
                 opcode_name(header.opcode)
             );
-            return self.send_error(stream, errors::protocol_message(msg)).await;
+            return self.send_error(stream, errors::protocol_message(msg));
         }
         let request = match decode_request(&frame, self.compression) {
             Ok(decoded) => decoded.request,
             Err(e) => {
                 self.shared.metrics.protocol_error();
-                return self.send_error(stream, errors::protocol_error(&e)).await;
+                return self.send_error(stream, errors::protocol_error(&e));
             }
         };
         match request {
             Request::Options => {
                 self.send(stream, Vec::new(), Response::Supported(supported_options()))
-                    .await
             }
-            Request::Startup(options) => self.startup(stream, &options).await,
-            Request::Register(types) => self.register(stream, &types).await,
+            Request::Startup(options) => self.startup(stream, &options),
+            Request::Register(types) => self.register(stream, &types),
             Request::AuthResponse(_) => {
                 let msg =
                     "Unexpected message AUTH_RESPONSE, authentication is not enabled on this node";
-                self.send_error(stream, errors::protocol_message(msg)).await
+                self.send_error(stream, errors::protocol_message(msg))
             }
-            statement => self.spawn_statement(stream, statement).await,
+            statement => self.run_statement(stream, statement),
         }
     }
 
-    async fn startup(&mut self, stream: i16, options: &HashMap<String, String>) {
+    fn startup(&mut self, stream: i16, options: &HashMap<String, String>) {
         if self.stage == Stage::Ready {
             let msg = "Unexpected message STARTUP, the connection is already initialized";
-            return self.send_error(stream, errors::protocol_message(msg)).await;
+            return self.send_error(stream, errors::protocol_message(msg));
         }
         let compression = match check_startup(options) {
             Ok(c) => c,
-            Err(body) => return self.send_error(stream, body).await,
+            Err(body) => return self.send_error(stream, body),
         };
-        self.send(stream, Vec::new(), Response::Ready).await;
+        self.send(stream, Vec::new(), Response::Ready);
         let segments = self.version() >= 5;
-        let _ = self
-            .out
-            .send(Outgoing::Negotiated {
-                compression,
-                segments,
-            })
-            .await;
+        self.pending.push(Outgoing::Negotiated {
+            compression,
+            segments,
+        });
         if segments {
             self.inbound.switch_to_segments(compression);
         } else {
@@ -392,7 +410,7 @@ impl Connection {
         self.stage = Stage::Ready;
     }
 
-    async fn register(&mut self, stream: i16, types: &[String]) {
+    fn register(&mut self, stream: i16, types: &[String]) {
         let known = [
             event_type::TOPOLOGY_CHANGE,
             event_type::STATUS_CHANGE,
@@ -400,64 +418,74 @@ impl Connection {
         ];
         if let Some(bad) = types.iter().find(|t| !known.contains(&t.as_str())) {
             let msg = format!("Invalid value '{bad}' for Type");
-            return self.send_error(stream, errors::protocol_message(msg)).await;
+            return self.send_error(stream, errors::protocol_message(msg));
         }
         if types.iter().any(|t| t == event_type::SCHEMA_CHANGE) && self.events.is_none() {
             self.events = Some(self.shared.events.subscribe());
         }
-        self.send(stream, Vec::new(), Response::Ready).await;
+        self.send(stream, Vec::new(), Response::Ready);
     }
 
-    async fn push_event(&self, change: varve_protocol::SchemaChange) {
+    fn push_event(&mut self, change: varve_protocol::SchemaChange) {
         let response = Response::Event(Event::SchemaChange(change));
-        self.send(EVENT_STREAM, Vec::new(), response).await;
+        self.send(EVENT_STREAM, Vec::new(), response);
     }
 
-    async fn spawn_statement(&self, stream: i16, request: Request) {
+    /// Runs a statement request: right here, queuing its answer, unless it
+    /// may block; then as a task on the blocking pool that answers itself.
+    fn run_statement(&mut self, stream: i16, request: Request) {
         let Ok(permit) = Arc::clone(&self.in_flight).try_acquire_owned() else {
             self.shared.metrics.overloaded();
             let msg = format!(
                 "Too many requests in flight on this connection (limit {})",
                 self.shared.config.max_in_flight_per_connection
             );
-            return self.send_error(stream, errors::overloaded(msg)).await;
+            return self.send_error(stream, errors::overloaded(msg));
         };
+        let version = self.version();
+        if !may_block(&request, self.shared.writes_wait_for_sync) {
+            let executed = run_inline(stream, || {
+                dispatch::execute(&self.shared.processor, &self.client, request)
+            });
+            let item = answer(&self.shared, version, stream, executed);
+            self.pending.push(item);
+            drop(permit);
+            return;
+        }
         let shared = Arc::clone(&self.shared);
         let client = Arc::clone(&self.client);
         let out = self.out.clone();
-        let version = self.version();
-        let blocking = may_block(&request, shared.writes_wait_for_sync);
         tokio::spawn(async move {
-            let executed = if blocking {
-                let processor = Arc::clone(&shared.processor);
-                run_caught(stream, move || {
-                    dispatch::execute(&processor, &client, request)
-                })
-                .await
-            } else {
-                run_inline(stream, || {
-                    dispatch::execute(&shared.processor, &client, request)
-                })
-            };
-            if let Some(change) = executed.event {
-                // No subscriber is fine: nobody registered.
-                let _ = shared.events.send(change);
-            }
-            if let Response::Error(e) = &executed.response {
-                shared.metrics.error_response();
-                if e.code == varve_protocol::ErrorCode::SERVER_ERROR {
-                    shared.metrics.exception();
-                }
-            }
-            let item = Outgoing::Response {
-                version,
-                stream,
-                warnings: executed.warnings,
-                response: Box::new(executed.response),
-            };
-            let _ = out.send(item).await;
+            let processor = Arc::clone(&shared.processor);
+            let executed = run_caught(stream, move || {
+                dispatch::execute(&processor, &client, request)
+            })
+            .await;
+            let item = answer(&shared, version, stream, executed);
+            let _ = out.send(vec![item]).await;
             drop(permit);
         });
+    }
+}
+
+/// Publishes an executed statement's schema event, counts its error, and
+/// frames its answer for the writer.
+fn answer(shared: &Shared, version: u8, stream: i16, executed: Executed) -> Outgoing {
+    if let Some(change) = executed.event {
+        // No subscriber is fine: nobody registered.
+        let _ = shared.events.send(change);
+    }
+    if let Response::Error(e) = &executed.response {
+        shared.metrics.error_response();
+        if e.code == varve_protocol::ErrorCode::SERVER_ERROR {
+            shared.metrics.exception();
+        }
+    }
+    Outgoing::Response {
+        version,
+        stream,
+        warnings: executed.warnings,
+        response: Box::new(executed.response),
     }
 }
 
