@@ -108,6 +108,18 @@ impl Request {
         }
     }
 
+    /// A statement (QUERY, PREPARE, EXECUTE, BATCH), as opposed to the
+    /// requests that set up the connection.
+    pub fn is_statement(&self) -> bool {
+        matches!(
+            self,
+            Request::Query { .. }
+                | Request::Prepare { .. }
+                | Request::Execute { .. }
+                | Request::Batch(_)
+        )
+    }
+
     /// Decodes a plain request body (decompressed, custom payload removed).
     /// Fails on a response frame, an unknown opcode, a truncated body
     /// (`Invalid`, never `Incomplete`) or bad content. Trailing bytes are

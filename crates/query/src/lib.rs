@@ -35,3 +35,6 @@ mod write;
 pub use api::*;
 pub use error::{QueryError, Result};
 pub use processor::Processor;
+/// Lets a connection write the commitlog entries of a burst of requests
+/// at once, before it answers them (see the storage crate).
+pub use varve_storage::commitlog::DeferredWrites;

@@ -1,17 +1,19 @@
-//! One CQL connection: a reader loop that owns the decoding state and the
-//! connection's stage, and a writer task that owns the encoding state.
+//! One CQL connection: one task that reads the socket, runs requests and
+//! writes the answers (no hand-off to a writer task, so an answer costs no
+//! wake-up of another thread).
 //!
-//! Statement requests (QUERY, PREPARE, EXECUTE, BATCH) that only touch
-//! memory and the page cache run right in the reader, one after another;
-//! their answers gather in a batch that goes to the writer in one message
-//! once the bytes read so far hold no further whole frame (or the batch
-//! reaches [`REPLY_BATCH_MAX`]), so a burst of pipelined requests costs one
-//! socket write, not one per request. Requests that may block (see
-//! [`may_block`]) run as their own tasks on the blocking pool, concurrently,
-//! and may be answered out of order, as the protocol allows. Both kinds
-//! count against [`crate::ServerConfig::max_in_flight_per_connection`].
-//! OPTIONS, STARTUP and REGISTER are handled in order by the reader, since
-//! they change the connection's state.
+//! The task decodes every whole frame the bytes read so far hold. It queues
+//! statement requests (QUERY, PREPARE, EXECUTE, BATCH) into a burst, run
+//! once those bytes hold no further whole frame or the burst reaches
+//! [`REPLY_BATCH_MAX`] (see [`crate::statements`] for where they run); the
+//! answers it produces go out in one socket write, so a burst of pipelined
+//! requests costs one write, not one per request. Statements run as tasks
+//! send their answers through a channel the same task writes out.
+//! Statements count against
+//! [`crate::ServerConfig::max_in_flight_per_connection`] until answered.
+//! OPTIONS, STARTUP and REGISTER are handled in order by the reader, after
+//! the statements read before them, since they change the connection's
+//! state.
 //!
 //! Cassandra's rules followed here: before STARTUP only OPTIONS and STARTUP
 //! are accepted ("Unexpected message X, expecting STARTUP or OPTIONS"); a
@@ -36,10 +38,10 @@ use varve_protocol::{
 };
 use varve_query::ClientState;
 
-use crate::dispatch::{self, Executed};
 use crate::errors;
 use crate::framing::{FramingError, Inbound, Outbound, Outgoing};
 use crate::limits::{READ_CHUNK_BYTES, WRITE_QUEUE_DEPTH};
+use crate::statements::{self, Context, Queued};
 use crate::Shared;
 
 /// The CQL version of SUPPORTED.
@@ -63,9 +65,15 @@ enum Stage {
 
 struct Connection {
     shared: Arc<Shared>,
+    /// Where statements run as tasks send their answers.
     out: mpsc::Sender<Vec<Outgoing>>,
+    writer: Writer,
     /// Answers produced by the reader, not yet handed to the writer.
     pending: Vec<Outgoing>,
+    /// Statements read but not yet run.
+    burst: Vec<Queued>,
+    /// Worker threads of the runtime: how far a burst may be split.
+    workers: usize,
     inbound: Inbound,
     /// Set by the first frame; every later frame must carry it.
     version: Option<u8>,
@@ -85,14 +93,16 @@ struct Connection {
 pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
     let (mut reader, writer) = stream.into_split();
-    let (tx, rx) = mpsc::channel(WRITE_QUEUE_DEPTH);
-    let writer_task = tokio::spawn(write_loop(writer, rx));
+    let (tx, mut answers) = mpsc::channel(WRITE_QUEUE_DEPTH);
     let max_in_flight = shared.config.max_in_flight_per_connection;
     let mut conn = Connection {
         inbound: Inbound::new(shared.config.max_frame_body_bytes),
         shared,
         out: tx,
+        writer: Writer::new(writer),
         pending: Vec::new(),
+        burst: Vec::new(),
+        workers: tokio::runtime::Handle::current().metrics().num_workers(),
         version: None,
         stage: Stage::Established,
         compression: Compression::None,
@@ -109,12 +119,12 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
                 Ok(None) => break,
                 Err(e) => conn.framing_error(e),
             }
-            if conn.pending.len() >= REPLY_BATCH_MAX {
+            if conn.pending.len() + conn.burst.len() >= REPLY_BATCH_MAX {
                 conn.flush().await;
             }
         }
         conn.flush().await;
-        if conn.closing {
+        if conn.closing || conn.writer.broken {
             break;
         }
         buf.reserve(READ_CHUNK_BYTES);
@@ -127,6 +137,7 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
                     break;
                 }
             },
+            Some(batch) = answers.recv() => conn.writer.send(batch, &mut answers).await,
             event = next_event(&mut conn.events) => {
                 conn.push_event(event);
                 conn.flush().await;
@@ -134,16 +145,86 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
             _ = shutdown.changed() => break,
         }
     }
+    conn.run_burst();
+    conn.flush().await;
+    // Requests still running answer as they finish, within the grace.
     let grace = conn.shared.config.shutdown_grace;
     let permits = u32::try_from(max_in_flight.min(Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
-    if tokio::time::timeout(grace, conn.in_flight.acquire_many(permits))
-        .await
-        .is_err()
-    {
+    let in_flight = Arc::clone(&conn.in_flight);
+    let drained = tokio::time::timeout(grace, async {
+        let all_done = in_flight.acquire_many(permits);
+        tokio::pin!(all_done);
+        loop {
+            tokio::select! {
+                _ = &mut all_done => break,
+                Some(batch) = answers.recv() => conn.writer.send(batch, &mut answers).await,
+            }
+        }
+    })
+    .await;
+    if drained.is_err() {
         tracing::warn!("closing a connection with requests still running after {grace:?}");
     }
-    drop(conn);
-    let _ = tokio::time::timeout(grace, writer_task).await;
+    while let Ok(batch) = answers.try_recv() {
+        conn.writer.send(batch, &mut answers).await;
+    }
+    conn.writer.close().await;
+}
+
+/// The socket's write half and the encoding state.
+struct Writer {
+    half: OwnedWriteHalf,
+    outbound: Outbound,
+    /// A write failed or encoding panicked: nothing more is sent.
+    broken: bool,
+}
+
+impl Writer {
+    fn new(half: OwnedWriteHalf) -> Self {
+        Writer {
+            half,
+            outbound: Outbound::default(),
+            broken: false,
+        }
+    }
+
+    /// Writes `batch`, with the batches already waiting in `more`, in one
+    /// socket write.
+    async fn send(&mut self, mut batch: Vec<Outgoing>, more: &mut mpsc::Receiver<Vec<Outgoing>>) {
+        for _ in 1..WRITE_BATCHES_MAX {
+            match more.try_recv() {
+                Ok(next) => batch.extend(next),
+                Err(_) => break,
+            }
+        }
+        self.write(batch).await;
+    }
+
+    async fn write(&mut self, batch: Vec<Outgoing>) {
+        if self.broken || batch.is_empty() {
+            return;
+        }
+        // Encoding is pure; should it ever panic (a bug, e.g. a row of the
+        // wrong width), close this connection rather than leave it hanging.
+        let outbound = &mut self.outbound;
+        let encoded =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outbound.encode(batch)));
+        let Ok(bytes) = encoded else {
+            tracing::error!("encoding a response panicked; closing the connection");
+            self.broken = true;
+            return;
+        };
+        if let Err(e) = self.half.write_all(&bytes).await {
+            tracing::debug!("connection write failed: {e}");
+            self.broken = true;
+        }
+    }
+
+    async fn close(&mut self) {
+        if !self.broken {
+            let _ = self.half.shutdown().await;
+        }
+    }
 }
 
 async fn next_event(
@@ -160,83 +241,6 @@ async fn next_event(
             }
             Err(broadcast::error::RecvError::Closed) => return std::future::pending().await,
         }
-    }
-}
-
-async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<Outgoing>>) {
-    let mut outbound = Outbound::default();
-    while let Some(mut batch) = rx.recv().await {
-        for _ in 1..WRITE_BATCHES_MAX {
-            match rx.try_recv() {
-                Ok(more) => batch.extend(more),
-                Err(_) => break,
-            }
-        }
-        // Encoding is pure; should it ever panic (a bug, e.g. a row of the
-        // wrong width), close this connection rather than leave it hanging.
-        let encoded =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outbound.encode(batch)));
-        let Ok(bytes) = encoded else {
-            tracing::error!("encoding a response panicked; closing the connection");
-            return;
-        };
-        if let Err(e) = writer.write_all(&bytes).await {
-            tracing::debug!("connection write failed: {e}");
-            return;
-        }
-    }
-    let _ = writer.shutdown().await;
-}
-
-/// The answer given when executing a request panicked (a bug): logged, and
-/// the node keeps serving.
-fn panicked(stream: i16, what: &dyn std::fmt::Debug) -> Executed {
-    tracing::error!("request on stream {stream} failed: {what:?}");
-    Executed {
-        response: Response::Error(errors::server_error(
-            "Internal error while processing the request (see the server log)",
-        )),
-        warnings: Vec::new(),
-        event: None,
-    }
-}
-
-/// Runs `work` on the blocking pool, for requests that may wait on an
-/// fsync or on long file work; a panic becomes a ServerError answer.
-async fn run_caught(stream: i16, work: impl FnOnce() -> Executed + Send + 'static) -> Executed {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|e| panicked(stream, &e))
-}
-
-/// Runs `work` right here on the event loop, for requests that only touch
-/// memory and the page cache: no thread hand-off per request. A panic
-/// becomes a ServerError answer.
-fn run_inline(stream: i16, work: impl FnOnce() -> Executed) -> Executed {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-        .unwrap_or_else(|_| panicked(stream, &"panic"))
-}
-
-/// Statements that change the schema or drop data files, which may wait on
-/// flushes, compactions and fsyncs: first word of the query text.
-fn is_schema_or_file_statement(query: &str) -> bool {
-    let word: String = query
-        .trim_start()
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .take(9)
-        .collect();
-    ["create", "alter", "drop", "truncate"]
-        .iter()
-        .any(|k| word.eq_ignore_ascii_case(k))
-}
-
-/// Whether a statement request must run where blocking is allowed.
-fn may_block(request: &Request, writes_wait_for_sync: bool) -> bool {
-    match request {
-        Request::Prepare { .. } => false,
-        Request::Query { query, .. } => writes_wait_for_sync || is_schema_or_file_statement(query),
-        _ => writes_wait_for_sync,
     }
 }
 
@@ -313,14 +317,12 @@ impl Connection {
         self.send(stream, Vec::new(), Response::Error(body));
     }
 
-    /// Hands the queued answers to the writer, in order, as one message.
+    /// Runs the queued statements, then writes the answers queued here,
+    /// in order, in one socket write.
     async fn flush(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
+        self.run_burst();
         let batch = std::mem::take(&mut self.pending);
-        // A closed writer means the socket is gone; the reader sees EOF next.
-        let _ = self.out.send(batch).await;
+        self.writer.write(batch).await;
     }
 
     fn framing_error(&mut self, e: FramingError) {
@@ -372,6 +374,11 @@ impl Connection {
                 return self.send_error(stream, errors::protocol_error(&e));
             }
         };
+        if !request.is_statement() {
+            // Requests that change the connection's state wait for the
+            // statements read before them.
+            self.run_burst();
+        }
         match request {
             Request::Options => {
                 self.send(stream, Vec::new(), Response::Supported(supported_options()))
@@ -383,7 +390,7 @@ impl Connection {
                     "Unexpected message AUTH_RESPONSE, authentication is not enabled on this node";
                 self.send_error(stream, errors::protocol_message(msg))
             }
-            statement => self.run_statement(stream, statement),
+            statement => self.queue_statement(stream, statement),
         }
     }
 
@@ -431,9 +438,8 @@ impl Connection {
         self.send(EVENT_STREAM, Vec::new(), response);
     }
 
-    /// Runs a statement request: right here, queuing its answer, unless it
-    /// may block; then as a task on the blocking pool that answers itself.
-    fn run_statement(&mut self, stream: i16, request: Request) {
+    /// Queues a statement request for the burst being read.
+    fn queue_statement(&mut self, stream: i16, request: Request) {
         let Ok(permit) = Arc::clone(&self.in_flight).try_acquire_owned() else {
             self.shared.metrics.overloaded();
             let msg = format!(
@@ -442,98 +448,32 @@ impl Connection {
             );
             return self.send_error(stream, errors::overloaded(msg));
         };
-        let version = self.version();
-        if !may_block(&request, self.shared.writes_wait_for_sync) {
-            let executed = run_inline(stream, || {
-                dispatch::execute(&self.shared.processor, &self.client, request)
-            });
-            let item = answer(&self.shared, version, stream, executed);
-            self.pending.push(item);
-            drop(permit);
-            return;
-        }
-        let shared = Arc::clone(&self.shared);
-        let client = Arc::clone(&self.client);
-        let out = self.out.clone();
-        tokio::spawn(async move {
-            let processor = Arc::clone(&shared.processor);
-            let executed = run_caught(stream, move || {
-                dispatch::execute(&processor, &client, request)
-            })
-            .await;
-            let item = answer(&shared, version, stream, executed);
-            let _ = out.send(vec![item]).await;
-            drop(permit);
+        self.burst.push(Queued {
+            stream,
+            request,
+            permit,
         });
     }
-}
 
-/// Publishes an executed statement's schema event, counts its error, and
-/// frames its answer for the writer.
-fn answer(shared: &Shared, version: u8, stream: i16, executed: Executed) -> Outgoing {
-    if let Some(change) = executed.event {
-        // No subscriber is fine: nobody registered.
-        let _ = shared.events.send(change);
-    }
-    if let Response::Error(e) = &executed.response {
-        shared.metrics.error_response();
-        if e.code == varve_protocol::ErrorCode::SERVER_ERROR {
-            shared.metrics.exception();
+    /// Runs the queued statements (see [`crate::statements`]).
+    fn run_burst(&mut self) {
+        if self.burst.is_empty() {
+            return;
         }
-    }
-    Outgoing::Response {
-        version,
-        stream,
-        warnings: executed.warnings,
-        response: Box::new(executed.response),
+        let ctx = Context {
+            shared: Arc::clone(&self.shared),
+            client: Arc::clone(&self.client),
+            out: self.out.clone(),
+            version: self.version(),
+        };
+        let burst = std::mem::take(&mut self.burst);
+        statements::run_burst(&ctx, burst, self.workers, &mut self.pending);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn a_panicking_request_becomes_server_error() {
-        let executed = run_caught(7, || panic!("boom")).await;
-        match executed.response {
-            Response::Error(e) => assert_eq!(e.code, varve_protocol::ErrorCode::SERVER_ERROR),
-            other => panic!("expected an error, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_panicking_inline_request_becomes_server_error() {
-        let executed = run_inline(3, || panic!("boom"));
-        match executed.response {
-            Response::Error(e) => assert_eq!(e.code, varve_protocol::ErrorCode::SERVER_ERROR),
-            other => panic!("expected an error, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn schema_statements_and_sync_waits_go_to_the_blocking_pool() {
-        let query = |q: &str| Request::Query {
-            query: q.to_string(),
-            params: varve_protocol::QueryParams::new(varve_protocol::Consistency::One),
-        };
-        assert!(may_block(
-            &query("  CREATE TABLE t (k int primary key)"),
-            false
-        ));
-        assert!(may_block(&query("truncate t"), false));
-        assert!(may_block(&query("DROP KEYSPACE ks"), false));
-        assert!(!may_block(&query("SELECT * FROM t"), false));
-        assert!(!may_block(&query("INSERT INTO t (k) VALUES (1)"), false));
-        assert!(may_block(&query("INSERT INTO t (k) VALUES (1)"), true));
-        assert!(!may_block(
-            &Request::Prepare {
-                query: "INSERT INTO t (k) VALUES (1)".into(),
-                keyspace: None
-            },
-            true
-        ));
-    }
 
     #[test]
     fn startup_options_are_checked() {

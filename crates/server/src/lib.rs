@@ -27,6 +27,7 @@ mod info;
 pub mod limits;
 mod listener;
 pub mod metrics;
+mod statements;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -285,7 +285,7 @@ impl Engine {
     /// An engine kept entirely in memory.
     fn new() -> Self {
         Engine {
-            fs: Arc::new(RealFs),
+            fs: Arc::new(RealFs::default()),
             options: None,
             commitlog: None,
             tables: RwLock::new(HashMap::new()),

@@ -11,6 +11,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use crate::fs_map::DiskAccessMode;
+use crate::fs_map::RealReadFile;
+
 /// A file being written, front to back.
 pub trait WriteFile: Send {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
@@ -33,6 +36,14 @@ pub trait WriteFile: Send {
     }
 }
 
+/// What part of an sstable a read is for: the access mode may map one and
+/// not the other (see [`crate::fs_map::DiskAccessMode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadKind {
+    Index,
+    Data,
+}
+
 /// A file read at arbitrary offsets.
 pub trait ReadFile: Send + Sync {
     /// Fills `buf` from `offset`; an error if the file is shorter.
@@ -40,6 +51,12 @@ pub trait ReadFile: Send + Sync {
     fn len(&self) -> u64;
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// The whole file in memory, when reads of `kind` go through a map:
+    /// callers then slice it instead of copying with
+    /// [`ReadFile::read_exact_at`].
+    fn mapped(&self, _kind: ReadKind) -> Option<&[u8]> {
+        None
     }
 }
 
@@ -71,9 +88,18 @@ pub trait Fs: Send + Sync {
     fn exists(&self, path: &Path) -> bool;
 }
 
-/// The operating system's file system.
+/// The operating system's file system; sstables are read as `access`
+/// says.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RealFs;
+pub struct RealFs {
+    access: DiskAccessMode,
+}
+
+impl RealFs {
+    pub const fn new(access: DiskAccessMode) -> Self {
+        RealFs { access }
+    }
+}
 
 struct RealWriteFile {
     file: std::fs::File,
@@ -104,22 +130,6 @@ impl WriteFile for RealWriteFile {
     }
 }
 
-struct RealReadFile {
-    file: std::fs::File,
-    len: u64,
-}
-
-impl ReadFile for RealReadFile {
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        self.file.read_exact_at(buf, offset)
-    }
-
-    fn len(&self) -> u64 {
-        self.len
-    }
-}
-
 impl Fs for RealFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
         let file = std::fs::File::create(path)?;
@@ -132,9 +142,7 @@ impl Fs for RealFs {
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
-        let file = std::fs::File::open(path)?;
-        let len = file.metadata()?.len();
-        Ok(Box::new(RealReadFile { file, len }))
+        Ok(Box::new(RealReadFile::open(path, self.access)?))
     }
 
     fn modified_seconds(&self, path: &Path) -> Option<i64> {
@@ -184,7 +192,7 @@ mod tests {
     #[test]
     fn real_fs_writes_reads_renames() {
         let dir = std::env::temp_dir().join(format!("varve-fs-{}", std::process::id()));
-        let fs = RealFs;
+        let fs = RealFs::default();
         fs.create_dir_all(&dir).unwrap();
         let a = dir.join("a.tmp");
         let mut w = fs.create(&a).unwrap();

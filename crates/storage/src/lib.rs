@@ -40,6 +40,7 @@ pub mod engine_gc;
 pub mod engine_summary;
 pub mod error;
 pub mod fs;
+mod fs_map;
 pub mod fs_seq;
 pub mod fs_sim;
 pub mod manifest;

@@ -59,6 +59,7 @@ struct FileConfig {
     compaction_throughput: Option<Value>,
     index_summary_capacity: Option<Value>,
     concurrent_compactors: Option<usize>,
+    disk_access_mode: Option<String>,
     commitlog_segment_size: Option<Value>,
     commitlog_sync_group_window: Option<Value>,
     /// Varve's own key: the admin HTTP port.
@@ -94,6 +95,9 @@ pub struct Settings {
     pub index_summary_capacity_bytes: u64,
     /// `concurrent_compactors` (0: storage's default, min(cores, 8)).
     pub concurrent_compactors: usize,
+    /// `disk_access_mode`: how sstables are read (default `auto`: through
+    /// memory maps; see varve_storage's `DiskAccessMode`).
+    pub disk_access_mode: varve_storage::fs::DiskAccessMode,
     pub max_frame_body_bytes: usize,
     pub max_connections: usize,
     pub num_tokens: usize,
@@ -247,6 +251,12 @@ impl Settings {
         if !["periodic", "batch", "group"].contains(&commitlog_sync.as_str()) {
             bail!("commitlog_sync must be periodic, batch or group, not '{commitlog_sync}'");
         }
+        let disk_access_mode = match &file.disk_access_mode {
+            None => varve_storage::fs::DiskAccessMode::default(),
+            Some(text) => varve_storage::fs::DiskAccessMode::parse(text).with_context(|| {
+                format!("disk_access_mode must be auto, mmap, mmap_index_only or standard, not '{text}'")
+            })?,
+        };
         Ok(Settings {
             cluster_name: args
                 .cluster_name
@@ -269,6 +279,7 @@ impl Settings {
             compaction_throughput_mib_per_sec,
             index_summary_capacity_bytes,
             concurrent_compactors: file.concurrent_compactors.unwrap_or(0),
+            disk_access_mode,
             commitlog_dir: file
                 .commitlog_directory
                 .unwrap_or_else(|| data_dir.join("commitlog")),
@@ -303,6 +314,7 @@ fn parse_file(text: &str) -> anyhow::Result<FileConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use varve_storage::fs::DiskAccessMode;
 
     fn resolve(yaml: &str, args: &ServerArgs) -> anyhow::Result<Settings> {
         Settings::from_file_and_flags(parse_file(yaml)?, args)
@@ -317,6 +329,24 @@ mod tests {
         assert_eq!(s.rpc_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
         assert_eq!(s.data_dir, PathBuf::from("./varve-data"));
         assert_eq!(s.num_tokens, 16);
+        assert_eq!(s.disk_access_mode, DiskAccessMode::Mmap);
+    }
+
+    #[test]
+    fn disk_access_mode_takes_cassandras_values() {
+        let mode = |v: &str| resolve(&format!("disk_access_mode: {v}"), &ServerArgs::default());
+        assert_eq!(mode("auto").unwrap().disk_access_mode, DiskAccessMode::Mmap);
+        assert_eq!(mode("mmap").unwrap().disk_access_mode, DiskAccessMode::Mmap);
+        assert_eq!(
+            mode("mmap_index_only").unwrap().disk_access_mode,
+            DiskAccessMode::MmapIndexOnly
+        );
+        assert_eq!(
+            mode("standard").unwrap().disk_access_mode,
+            DiskAccessMode::Standard
+        );
+        let err = format!("{:#}", mode("direct").unwrap_err());
+        assert!(err.contains("disk_access_mode must be"), "{err}");
     }
 
     #[test]

@@ -14,7 +14,9 @@
 //! 2. In batch and group mode, `append` returns `Ok` only once the entry,
 //!    its segment's header and the segment's directory entry are synced.
 //!    In periodic mode, `append` returns `Ok` only once the entry is
-//!    written to its segment file (handed to the kernel, not synced).
+//!    written to its segment file (handed to the kernel, not synced), or,
+//!    inside a [`DeferredWrites`] scope, once it is queued; the scope's
+//!    `finish` then returns `Ok` only once it is written.
 //! 3. A segment is fully synced before the next one is written, so after a
 //!    power loss the log on disk is a prefix of what was appended (plus at
 //!    most a torn entry at the end of the segment being written).
@@ -23,6 +25,7 @@
 //! 5. Bytes read back are never trusted: every failure is a
 //!    [`ReplayWarning`] or an error, never a panic.
 
+mod deferred;
 mod files;
 mod position;
 mod replay;
@@ -35,12 +38,15 @@ mod crash_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_deferred;
+#[cfg(test)]
 mod tests_periodic;
 #[cfg(test)]
 mod tests_versions;
 #[cfg(test)]
 mod throughput;
 
+pub use deferred::DeferredWrites;
 pub use position::Position;
 pub use replay::{fuzz_replay, Replay, ReplayEntry, ReplayWarning, WarningKind};
 pub use segment::{

@@ -110,7 +110,7 @@ fn periodic_appends_are_in_the_real_file_when_they_return() {
     let (live, copy) = (base.join("live"), base.join("copy"));
     let _ = std::fs::remove_dir_all(&base);
     let (log, _) = CommitLog::open(
-        Arc::new(RealFs),
+        Arc::new(RealFs::default()),
         &live,
         periodic(NEVER, 256 << 10),
         &super::tests::known,
@@ -129,7 +129,7 @@ fn periodic_appends_are_in_the_real_file_when_they_return() {
         std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
     }
     let (_, replay) = CommitLog::open(
-        Arc::new(RealFs),
+        Arc::new(RealFs::default()),
         &copy,
         periodic(NEVER, 256 << 10),
         &super::tests::known,

@@ -16,7 +16,8 @@ fn measure(sync: SyncMode, threads: usize, per_thread: usize) -> f64 {
         sync,
         ..CommitLogConfig::default()
     };
-    let (log, _) = CommitLog::open(Arc::new(RealFs), &dir, config, &|_| None).expect("open");
+    let (log, _) =
+        CommitLog::open(Arc::new(RealFs::default()), &dir, config, &|_| None).expect("open");
     let log = Arc::new(log);
     let start = Instant::now();
     let handles: Vec<_> = (0..threads)

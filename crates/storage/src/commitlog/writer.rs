@@ -61,11 +61,11 @@ impl Ticket {
     }
 
     /// Whether the round that took this ticket's bytes has ended.
-    fn is_done(&self) -> bool {
+    pub(super) fn is_done(&self) -> bool {
         self.done.lock().is_some()
     }
 
-    fn wait(&self) -> std::result::Result<(), SharedError> {
+    pub(super) fn wait(&self) -> std::result::Result<(), SharedError> {
         let mut done = self.done.lock();
         loop {
             if let Some(r) = done.as_ref() {
@@ -298,7 +298,7 @@ impl Shared {
 }
 
 pub(super) fn append(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     table: TableId,
     key: &PartitionKey,
     partition: &Partition,
@@ -345,6 +345,10 @@ pub(super) fn append(
         }
     }
     drop(inner);
+    // Inside a burst's scope the scope writes it (super::deferred).
+    if direct && super::deferred::defer(shared, &ticket, pos.segment_id) {
+        return Ok(pos);
+    }
     // Another appender (or the writer thread) may have written it already;
     // whoever takes the queue completes its tickets before releasing the
     // files lock, so once we hold it, a ticket not done is still queued.

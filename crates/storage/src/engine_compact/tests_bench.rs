@@ -89,7 +89,7 @@ fn open(dir: &Path, fs: Arc<dyn Fs>) -> Storage {
 /// Writes the input sstables into `dir` (random keys, so every input
 /// spans the whole ring and the merge interleaves them).
 fn build_input(dir: &Path, total_bytes: u64, sstables: u64) {
-    let storage = open(dir, Arc::new(RealFs));
+    let storage = open(dir, Arc::new(RealFs::default()));
     let cmp = desc().comparator;
     let mut rng = StdRng::seed_from_u64(4);
     let rows_per_sstable = total_bytes / ROW_BYTES / sstables;
@@ -175,35 +175,35 @@ impl WriteFile for TimedSync {
 
 impl Fs for BenchFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
-        RealFs.create(path)
+        RealFs::default().create(path)
     }
     fn create_sequential(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
         let f = SeqFile::create(path, self.options)?;
         Ok(Box::new(TimedSync(f, self.sync_ns.clone())))
     }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
-        RealFs.open_read(path)
+        RealFs::default().open_read(path)
     }
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
-        RealFs.read_all(path)
+        RealFs::default().read_all(path)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealFs.rename(from, to)
+        RealFs::default().rename(from, to)
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
-        RealFs.remove(path)
+        RealFs::default().remove(path)
     }
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        RealFs.list(dir)
+        RealFs::default().list(dir)
     }
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        RealFs.create_dir_all(dir)
+        RealFs::default().create_dir_all(dir)
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        RealFs.sync_dir(dir)
+        RealFs::default().sync_dir(dir)
     }
     fn exists(&self, path: &Path) -> bool {
-        RealFs.exists(path)
+        RealFs::default().exists(path)
     }
 }
 

@@ -11,7 +11,7 @@
 //! a forged length cannot make a reader allocate without bound.
 
 use crate::error::{Error, Result};
-use crate::fs::{ReadFile, WriteFile};
+use crate::fs::{ReadFile, ReadKind, WriteFile};
 use crate::sstable::format::{Compression, Section, CHUNK_CRC_LEN, LZ4_MAX_RATIO};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -241,10 +241,18 @@ impl ChunkReader {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             let Scratch { raw, plain } = &mut *scratch;
-            let raw = grown(raw, (end - start) as usize);
-            self.file
-                .read_exact_at(start, raw)
-                .map_err(|e| Error::io(&self.path, e))?;
+            let raw: &[u8] = match self.file.mapped(ReadKind::Data) {
+                Some(map) => map.get(start as usize..end as usize).ok_or_else(|| {
+                    self.corrupt(i, format!("chunk {i} lies past the end of the file"))
+                })?,
+                None => {
+                    let raw = grown(raw, (end - start) as usize);
+                    self.file
+                        .read_exact_at(start, raw)
+                        .map_err(|e| Error::io(&self.path, e))?;
+                    raw
+                }
+            };
             let (body, crc) = raw.split_at(stored_len as usize);
             if self.should_verify() {
                 let stored = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);

@@ -1,9 +1,11 @@
 //! A tiny in-memory [`Fs`] for sstable tests and the fuzz entry point.
 //! Every write is immediately visible and "durable"; it models no crash
 //! (the power-loss file system lives elsewhere). Readers see a snapshot of
-//! the file taken when they open it.
+//! the file taken when they open it, offered as a memory map would be when
+//! the file system's [`DiskAccessMode`] says so, so sstable tests cover
+//! both read paths.
 
-use crate::fs::{Fs, ReadFile, WriteFile};
+use crate::fs::{DiskAccessMode, Fs, ReadFile, ReadKind, WriteFile};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::io;
@@ -13,14 +15,31 @@ use std::sync::Arc;
 type Contents = Arc<Mutex<Vec<u8>>>;
 
 /// Files held in memory, keyed by path.
-#[derive(Default)]
 pub struct MemFs {
     files: Mutex<BTreeMap<PathBuf, Contents>>,
+    access: DiskAccessMode,
+}
+
+impl Default for MemFs {
+    fn default() -> Self {
+        MemFs {
+            files: Mutex::default(),
+            access: DiskAccessMode::Standard,
+        }
+    }
 }
 
 impl MemFs {
     pub fn new() -> Arc<Self> {
         Arc::new(MemFs::default())
+    }
+
+    /// A file system whose readers offer their bytes as `access` maps them.
+    pub fn with_access(access: DiskAccessMode) -> Arc<Self> {
+        Arc::new(MemFs {
+            files: Mutex::default(),
+            access,
+        })
     }
 
     /// Puts a file with the given bytes in place (replacing any).
@@ -60,7 +79,7 @@ impl WriteFile for MemWrite {
     }
 }
 
-struct MemRead(Vec<u8>);
+struct MemRead(Vec<u8>, DiskAccessMode);
 
 impl ReadFile for MemRead {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
@@ -76,6 +95,10 @@ impl ReadFile for MemRead {
     fn len(&self) -> u64 {
         self.0.len() as u64
     }
+
+    fn mapped(&self, kind: ReadKind) -> Option<&[u8]> {
+        self.1.maps(kind).then_some(&self.0[..])
+    }
 }
 
 impl Fs for MemFs {
@@ -89,7 +112,7 @@ impl Fs for MemFs {
 
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
         let bytes = self.get(path).ok_or_else(|| MemFs::not_found(path))?;
-        Ok(Box::new(MemRead(bytes)))
+        Ok(Box::new(MemRead(bytes, self.access)))
     }
 
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {

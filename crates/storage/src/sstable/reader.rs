@@ -10,16 +10,17 @@ use crate::clustering::ClusteringComparator;
 use crate::encoding::{decode_partition_v, Reader};
 use crate::engine::{PartitionKey, TokenBound};
 use crate::error::{Error, Result};
-use crate::fs::{Fs, ReadFile};
+use crate::fs::{Fs, ReadFile, ReadKind};
 use crate::partition::Partition;
 use crate::sstable::bloom::{key_hash, BloomFilter};
 use crate::sstable::chunks::{ChunkCache, ChunkReader};
 use crate::sstable::format::{
     check_header, get_key, Footer, Section, FOOTER_LEN, HEADER_LEN, MAX_INDEX_BLOCK_LEN,
 };
-use crate::sstable::index::{decode_span, decode_summary, IndexEntry};
+use crate::sstable::index::{decode_span, decode_summary, find_in_span, IndexEntry};
 use crate::sstable::stats::{decode_stats, SstableStats};
 use crate::sstable::summary::Summary;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -200,7 +201,7 @@ impl Sstable {
     }
 
     /// The index blocks of span `i` of `summary`, CRC-checked.
-    fn read_span(&self, summary: &Summary, i: usize) -> Result<Vec<u8>> {
+    fn read_span(&self, summary: &Summary, i: usize) -> Result<Cow<'_, [u8]>> {
         let Some((offset, len)) = summary.span(i) else {
             return Err(self.corrupt(self.footer.index.offset, "index block does not exist"));
         };
@@ -208,12 +209,15 @@ impl Sstable {
         if len > max {
             return Err(self.corrupt(self.footer.index.offset + offset, "index span too long"));
         }
-        read_at(
-            &*self.file,
-            &self.path,
-            self.footer.index.offset + offset,
-            len,
-        )
+        let at = self.footer.index.offset + offset;
+        if let Some(map) = self.file.mapped(ReadKind::Index) {
+            let end = at.checked_add(len).filter(|end| *end <= map.len() as u64);
+            return match end {
+                Some(end) => Ok(Cow::Borrowed(&map[at as usize..end as usize])),
+                None => Err(self.corrupt(at, "index span past the end of the file")),
+            };
+        }
+        read_at(&*self.file, &self.path, at, len).map(Cow::Owned)
     }
 
     fn span_entries<'a>(
@@ -233,12 +237,8 @@ impl Sstable {
             return Ok(None);
         };
         let span = self.read_span(&summary, i)?;
-        let entries = self.span_entries(&summary, i, &span)?;
-        Ok(entries
-            .binary_search_by(|e| e.cmp_key(key))
-            .ok()
-            .and_then(|j| entries.get(j))
-            .map(|e| (e.position, e.len)))
+        let base = self.footer.index.offset + summary.span(i).map_or(0, |s| s.0);
+        find_in_span(&span, base, summary.step() == 1, key).map_err(|(at, r)| self.corrupt(at, r))
     }
 
     /// The stored partition, or `None` when the sstable does not hold it.

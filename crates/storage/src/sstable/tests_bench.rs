@@ -42,7 +42,7 @@ fn stress_row(i: u64) -> (PartitionKey, Partition) {
 #[ignore]
 fn sstable_throughput() {
     let dir = std::env::temp_dir().join(format!("varve-sst-bench-{}", std::process::id()));
-    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let fs: Arc<dyn Fs> = Arc::new(RealFs::default());
     fs.create_dir_all(&dir).unwrap();
     for compression in [Compression::Lz4, Compression::None] {
         let path = dir.join(format!("{compression:?}.db"));

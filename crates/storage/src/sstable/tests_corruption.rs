@@ -5,6 +5,7 @@
 use super::test_util::{open, sample_partitions, write};
 use crate::engine::{PartitionKey, TokenBound};
 use crate::error::Error;
+use crate::fs::DiskAccessMode;
 use crate::partition::Partition;
 use crate::sstable::fs_mem::MemFs;
 use crate::sstable::{fuzz_open, Compression, SstableParams};
@@ -28,7 +29,16 @@ fn small_image(compression: Compression) -> (Vec<u8>, Vec<(PartitionKey, Partiti
 /// Opens `bytes` and reads everything; Ok(true) when all of it came back
 /// equal to `parts`, Err when a corruption was reported.
 fn read_everything(bytes: Vec<u8>, parts: &[(PartitionKey, Partition)]) -> crate::Result<bool> {
-    let fs = MemFs::new();
+    read_everything_as(DiskAccessMode::Standard, bytes, parts)
+}
+
+/// [`read_everything`] with readers that offer the file as `access` maps it.
+fn read_everything_as(
+    access: DiskAccessMode,
+    bytes: Vec<u8>,
+    parts: &[(PartitionKey, Partition)],
+) -> crate::Result<bool> {
+    let fs = MemFs::with_access(access);
     let path = Path::new("c/bad.db");
     fs.insert(path, bytes);
     let table = open(&fs, path, 1.0)?;
@@ -40,6 +50,13 @@ fn read_everything(bytes: Vec<u8>, parts: &[(PartitionKey, Partition)]) -> crate
     }
     Ok(same)
 }
+
+/// Every way sstables can be read: `pread`, index mapped, all mapped.
+const ACCESS_MODES: [DiskAccessMode; 3] = [
+    DiskAccessMode::Standard,
+    DiskAccessMode::MmapIndexOnly,
+    DiskAccessMode::Mmap,
+];
 
 fn assert_corruption(r: crate::Result<bool>, what: &str) {
     match r {
@@ -54,12 +71,14 @@ fn every_truncation_fails_with_corruption() {
     for compression in [Compression::None, Compression::Lz4] {
         let (image, parts) = small_image(compression);
         eprintln!("{compression:?} image of {} bytes", image.len());
-        assert!(read_everything(image.clone(), &parts).unwrap());
-        for cut in 0..image.len() {
-            assert_corruption(
-                read_everything(image[..cut].to_vec(), &parts),
-                &format!("cut at {cut}"),
-            );
+        for access in ACCESS_MODES {
+            assert!(read_everything_as(access, image.clone(), &parts).unwrap());
+            for cut in 0..image.len() {
+                assert_corruption(
+                    read_everything_as(access, image[..cut].to_vec(), &parts),
+                    &format!("{access:?}: cut at {cut}"),
+                );
+            }
         }
     }
 }
@@ -69,12 +88,15 @@ fn every_byte_flip_is_detected() {
     for compression in [Compression::None, Compression::Lz4] {
         let (image, parts) = small_image(compression);
         for i in 0..image.len() {
-            for mask in [0x01u8, 0x80, 0xff] {
+            for (mask, access) in [0x01u8, 0x80, 0xff]
+                .into_iter()
+                .zip(ACCESS_MODES.iter().cycle())
+            {
                 let mut bad = image.clone();
                 bad[i] ^= mask;
                 assert_corruption(
-                    read_everything(bad, &parts),
-                    &format!("flip {mask:#x} at {i}"),
+                    read_everything_as(*access, bad, &parts),
+                    &format!("{access:?}: flip {mask:#x} at {i}"),
                 );
             }
         }

@@ -6,6 +6,7 @@ use super::test_util::{arb_partitions, comparator, open, write};
 use crate::cell::{Cell, DeletionTime, NO_DELETION_TIME};
 use crate::clustering::ClusteringKey;
 use crate::engine::{PartitionKey, TokenBound};
+use crate::fs::DiskAccessMode;
 use crate::partition::Partition;
 use crate::row::Row;
 use crate::sstable::format::{MAX_CHUNK_LENGTH, MAX_INDEX_INTERVAL, MAX_KEY_LEN, MIN_CHUNK_LENGTH};
@@ -40,6 +41,17 @@ fn check_round_trip(
         table.resample_summary(s).unwrap();
         prop_assert_eq!(table.summary().step(), s);
         check_reads(&table, parts)?;
+    }
+    // The same file read through "maps" (the index only, then everything).
+    let image = fs.get(path).unwrap();
+    for access in [DiskAccessMode::MmapIndexOnly, DiskAccessMode::Mmap] {
+        let mapped = MemFs::with_access(access);
+        mapped.insert(path, image.clone());
+        let table = open(&mapped, path, 1.0).unwrap();
+        for s in [step, 1] {
+            table.resample_summary(s).unwrap();
+            check_reads(&table, parts)?;
+        }
     }
     Ok(())
 }

@@ -1,0 +1,289 @@
+//! Where a connection's statement requests (QUERY, PREPARE, EXECUTE, BATCH)
+//! run, and how their answers reach the writer.
+//!
+//! The reader queues the statements of a burst (the whole frames one socket
+//! read brought) and hands them to [`run_burst`]:
+//! - a statement that may block (an fsync in batch or group commitlog
+//!   modes, schema changes; see [`may_block`]) becomes its own task on the
+//!   blocking pool and answers on its own;
+//! - the others run without a hand-off: a short burst right in the reader,
+//!   whose answers join the reader's batch; a longer one split into up to
+//!   one part per runtime worker, each part a task that runs its statements
+//!   one after another and sends its answers to the writer as one message.
+//!
+//! So a burst costs a few task spawns and channel sends, not one per
+//! request, and one connection still uses every core when its requests are
+//! heavy. Answers may leave out of order, as the protocol allows.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use varve_protocol::{Request, Response};
+use varve_query::{ClientState, DeferredWrites, QueryError};
+
+use crate::dispatch::{self, Executed};
+use crate::errors;
+use crate::framing::Outgoing;
+use crate::Shared;
+
+/// Statements per part when a burst is split across workers: a burst
+/// shorter than twice this runs in the reader. Measured with latte at
+/// concurrency 64 on 2 cores (docs/benchmarks.md, session 4): parts of 4
+/// cost a quarter more CPU per read than no split, for 1.4x the
+/// throughput; parts of 32 keep the throughput at the CPU cost of no split.
+pub const PART_MIN_STATEMENTS: usize = 32;
+
+/// A statement waiting for its burst to run; holds its in-flight permit.
+pub struct Queued {
+    pub stream: i16,
+    pub request: Request,
+    pub permit: OwnedSemaphorePermit,
+}
+
+/// What a statement needs from its connection.
+#[derive(Clone)]
+pub struct Context {
+    pub shared: Arc<Shared>,
+    pub client: Arc<Mutex<ClientState>>,
+    pub out: mpsc::Sender<Vec<Outgoing>>,
+    pub version: u8,
+}
+
+/// How many parts a burst of `n` statements that cannot block is split
+/// into, on a runtime of `workers` threads; 1 runs it in the reader.
+pub fn parts_for(n: usize, workers: usize) -> usize {
+    (n / PART_MIN_STATEMENTS).clamp(1, workers.max(1))
+}
+
+/// Runs a burst: blocking statements as their own tasks, the others as
+/// [`parts_for`] says. Answers of statements run here go to `pending`.
+pub fn run_burst(ctx: &Context, burst: Vec<Queued>, workers: usize, pending: &mut Vec<Outgoing>) {
+    let (blocking, quick): (Vec<Queued>, Vec<Queued>) = burst
+        .into_iter()
+        .partition(|q| may_block(&q.request, ctx.shared.writes_wait_for_sync));
+    for q in blocking {
+        spawn_blocking_statement(ctx.clone(), q);
+    }
+    let parts = parts_for(quick.len(), workers);
+    if parts <= 1 {
+        let (answers, _permits) = run_part(ctx, quick);
+        pending.extend(answers);
+        return;
+    }
+    // Every part is a task, the last one too: a task spawned from a worker
+    // waits in that worker's slot until the reader yields, where no other
+    // worker can take it, so only the earlier ones run in parallel with the
+    // reader; spawning them all keeps the reader free to read on.
+    let per_part = quick.len().div_ceil(parts);
+    let mut quick = quick.into_iter().peekable();
+    while quick.peek().is_some() {
+        let part: Vec<Queued> = quick.by_ref().take(per_part).collect();
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let (answers, permits) = run_part(&ctx, part);
+            let _ = ctx.out.send(answers).await;
+            // Only now: shutdown waits for every permit, then stops writing.
+            drop(permits);
+        });
+    }
+}
+
+/// Runs statements one after another on this thread, their commitlog
+/// entries written together at the end (periodic mode; see
+/// [`DeferredWrites`]), and returns their answers with their permits. If
+/// those entries cannot be written, no statement of the part is answered
+/// with success: each gets the error instead.
+fn run_part(ctx: &Context, part: Vec<Queued>) -> (Vec<Outgoing>, Vec<OwnedSemaphorePermit>) {
+    let scope = DeferredWrites::begin();
+    let (answers, permits): (Vec<Outgoing>, Vec<OwnedSemaphorePermit>) =
+        part.into_iter().map(|q| run_here(ctx, q)).unzip();
+    let Err(e) = scope.finish() else {
+        return (answers, permits);
+    };
+    tracing::warn!("a burst's commitlog writes failed: {e}");
+    let body = errors::query_error(&QueryError::from(e));
+    let failed = answers
+        .into_iter()
+        .map(|a| match a {
+            Outgoing::Response {
+                version, stream, ..
+            } => {
+                ctx.shared.metrics.error_response();
+                Outgoing::Response {
+                    version,
+                    stream,
+                    warnings: Vec::new(),
+                    response: Box::new(Response::Error(body.clone())),
+                }
+            }
+            other => other,
+        })
+        .collect();
+    (failed, permits)
+}
+
+/// Runs one statement on this thread; the answer is framed for the writer
+/// and comes with the statement's permit, to drop once it is handed over.
+fn run_here(ctx: &Context, q: Queued) -> (Outgoing, OwnedSemaphorePermit) {
+    let Queued {
+        stream,
+        request,
+        permit,
+    } = q;
+    let executed = run_inline(stream, || {
+        dispatch::execute(&ctx.shared.processor, &ctx.client, request)
+    });
+    (answer(&ctx.shared, ctx.version, stream, executed), permit)
+}
+
+fn spawn_blocking_statement(ctx: Context, q: Queued) {
+    tokio::spawn(async move {
+        let Queued {
+            stream,
+            request,
+            permit,
+        } = q;
+        let processor = Arc::clone(&ctx.shared.processor);
+        let client = Arc::clone(&ctx.client);
+        let executed = run_caught(stream, move || {
+            dispatch::execute(&processor, &client, request)
+        })
+        .await;
+        let item = answer(&ctx.shared, ctx.version, stream, executed);
+        let _ = ctx.out.send(vec![item]).await;
+        drop(permit);
+    });
+}
+
+/// Publishes an executed statement's schema event, counts its error, and
+/// frames its answer for the writer.
+fn answer(shared: &Shared, version: u8, stream: i16, executed: Executed) -> Outgoing {
+    if let Some(change) = executed.event {
+        // No subscriber is fine: nobody registered.
+        let _ = shared.events.send(change);
+    }
+    if let Response::Error(e) = &executed.response {
+        shared.metrics.error_response();
+        if e.code == varve_protocol::ErrorCode::SERVER_ERROR {
+            shared.metrics.exception();
+        }
+    }
+    Outgoing::Response {
+        version,
+        stream,
+        warnings: executed.warnings,
+        response: Box::new(executed.response),
+    }
+}
+
+/// The answer given when executing a request panicked (a bug): logged, and
+/// the node keeps serving.
+fn panicked(stream: i16, what: &dyn std::fmt::Debug) -> Executed {
+    tracing::error!("request on stream {stream} failed: {what:?}");
+    Executed {
+        response: Response::Error(errors::server_error(
+            "Internal error while processing the request (see the server log)",
+        )),
+        warnings: Vec::new(),
+        event: None,
+    }
+}
+
+/// Runs `work` on the blocking pool, for requests that may wait on an
+/// fsync or on long file work; a panic becomes a ServerError answer.
+async fn run_caught(stream: i16, work: impl FnOnce() -> Executed + Send + 'static) -> Executed {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| panicked(stream, &e))
+}
+
+/// Runs `work` right here on the event loop, for requests that only touch
+/// memory and the page cache: no thread hand-off per request. A panic
+/// becomes a ServerError answer.
+fn run_inline(stream: i16, work: impl FnOnce() -> Executed) -> Executed {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|_| panicked(stream, &"panic"))
+}
+
+/// Statements that change the schema or drop data files, which may wait on
+/// flushes, compactions and fsyncs: first word of the query text.
+fn is_schema_or_file_statement(query: &str) -> bool {
+    let word: String = query
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .take(9)
+        .collect();
+    ["create", "alter", "drop", "truncate"]
+        .iter()
+        .any(|k| word.eq_ignore_ascii_case(k))
+}
+
+/// Whether a statement request must run where blocking is allowed.
+fn may_block(request: &Request, writes_wait_for_sync: bool) -> bool {
+    match request {
+        Request::Prepare { .. } => false,
+        Request::Query { query, .. } => writes_wait_for_sync || is_schema_or_file_statement(query),
+        _ => writes_wait_for_sync,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_request_becomes_server_error() {
+        let executed = run_caught(7, || panic!("boom")).await;
+        match executed.response {
+            Response::Error(e) => assert_eq!(e.code, varve_protocol::ErrorCode::SERVER_ERROR),
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_panicking_inline_request_becomes_server_error() {
+        let executed = run_inline(3, || panic!("boom"));
+        match executed.response {
+            Response::Error(e) => assert_eq!(e.code, varve_protocol::ErrorCode::SERVER_ERROR),
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bursts_split_only_past_twice_the_part_minimum() {
+        let n = PART_MIN_STATEMENTS;
+        assert_eq!(parts_for(0, 2), 1);
+        assert_eq!(parts_for(2 * n - 1, 2), 1);
+        assert_eq!(parts_for(2 * n, 2), 2);
+        assert_eq!(parts_for(100 * n, 2), 2);
+        assert_eq!(parts_for(100 * n, 1), 1);
+        assert_eq!(parts_for(100 * n, 0), 1);
+        assert_eq!(parts_for(3 * n, 8), 3);
+    }
+
+    #[test]
+    fn schema_statements_and_sync_waits_go_to_the_blocking_pool() {
+        let query = |q: &str| Request::Query {
+            query: q.to_string(),
+            params: varve_protocol::QueryParams::new(varve_protocol::Consistency::One),
+        };
+        assert!(may_block(
+            &query("  CREATE TABLE t (k int primary key)"),
+            false
+        ));
+        assert!(may_block(&query("truncate t"), false));
+        assert!(may_block(&query("DROP KEYSPACE ks"), false));
+        assert!(!may_block(&query("SELECT * FROM t"), false));
+        assert!(!may_block(&query("INSERT INTO t (k) VALUES (1)"), false));
+        assert!(may_block(&query("INSERT INTO t (k) VALUES (1)"), true));
+        assert!(!may_block(
+            &Request::Prepare {
+                query: "INSERT INTO t (k) VALUES (1)".into(),
+                keyspace: None
+            },
+            true
+        ));
+    }
+}
