@@ -1,6 +1,7 @@
 //! SELECT: choosing partitions and slices, reading and resolving them,
 //! filtering, projecting, limiting and paging.
 
+mod compiled;
 pub mod selectors;
 
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
@@ -139,7 +140,8 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
     if s.distinct && !sel.clustering.is_unrestricted() {
         return Err(QueryError::Invalid("SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.".into()));
     }
-    let projection = selectors::compile(&table, &s.selection)?;
+    let compiled = compiled::compiled(&table, &s.selection)?;
+    let projection = &compiled.projection;
     let limit = positive(ctx, &s.limit, "LIMIT")?;
     let per_partition = positive(ctx, &s.per_partition_limit, "PER PARTITION LIMIT")?;
     let reversed = order(&table, s, &sel.partitions)?;
@@ -178,7 +180,7 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
 
     let mut run = Run {
         table: &table,
-        projection: &projection,
+        projection,
         filters: &sel.filters,
         now: ctx.now_seconds,
         distinct: s.distinct,
@@ -310,12 +312,11 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
     } else {
         run.rows
     };
-    let metadata_id = crate::prepare::metadata_id(&projection.specs);
     Ok(QueryResult::Rows(ResultRows {
         columns: projection.specs.clone(),
         rows,
         paging_state,
-        metadata_id,
+        metadata_id: compiled.metadata_id.clone(),
     }))
 }
 
