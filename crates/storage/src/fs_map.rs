@@ -28,10 +28,10 @@ pub enum DiskAccessMode {
 
 impl DiskAccessMode {
     /// Parses cassandra.yaml's value: `auto`, `mmap`, `mmap_index_only`,
-    /// `standard`.
+    /// `standard`, or 5.0's `legacy` (4.x's `auto`, which mapped both).
     pub fn parse(text: &str) -> Option<DiskAccessMode> {
         match text {
-            "auto" | "mmap" => Some(DiskAccessMode::Mmap),
+            "auto" | "mmap" | "legacy" => Some(DiskAccessMode::Mmap),
             "mmap_index_only" => Some(DiskAccessMode::MmapIndexOnly),
             "standard" => Some(DiskAccessMode::Standard),
             _ => None,
@@ -126,6 +126,7 @@ mod tests {
     fn modes_parse_as_cassandra_names_them() {
         assert_eq!(DiskAccessMode::parse("auto"), Some(DiskAccessMode::Mmap));
         assert_eq!(DiskAccessMode::parse("mmap"), Some(DiskAccessMode::Mmap));
+        assert_eq!(DiskAccessMode::parse("legacy"), Some(DiskAccessMode::Mmap));
         assert_eq!(
             DiskAccessMode::parse("mmap_index_only"),
             Some(DiskAccessMode::MmapIndexOnly)

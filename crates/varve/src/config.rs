@@ -254,7 +254,7 @@ impl Settings {
         let disk_access_mode = match &file.disk_access_mode {
             None => varve_storage::fs::DiskAccessMode::default(),
             Some(text) => varve_storage::fs::DiskAccessMode::parse(text).with_context(|| {
-                format!("disk_access_mode must be auto, mmap, mmap_index_only or standard, not '{text}'")
+                format!("disk_access_mode must be auto, mmap, mmap_index_only, standard or legacy, not '{text}'")
             })?,
         };
         Ok(Settings {
