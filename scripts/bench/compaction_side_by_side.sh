@@ -6,6 +6,9 @@ set -u
 W=/work/shared/bench/latte/stress.rn
 V=${VARVE:-target/release/varve}; VH=127.0.0.1:9043; CH=127.0.0.2:9042
 out=${OUT:-/tmp/varve-bench/C}; mkdir -p $out; here=$(dirname "$0")
+CQLSH=${CQLSH:-$(realpath .venv/bin/cqlsh)}
+# latte writes its JSON report and log into the working directory: run it in $out.
+V=$(realpath "$V"); here=$(cd "$here" && pwd); out=$(realpath "$out"); cd "$out"
 ROWS=${ROWS:-300000}
 ALTER="ALTER TABLE keyspace1.standard1 WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'}"
 echo "== disk sequential write (dd, 2 GiB, fdatasync)"
@@ -16,7 +19,7 @@ printf 'commitlog_sync: periodic\ncompaction_throughput: 0MiB/s\nmemtable_heap_s
 $V server --data-dir $out/vdata-c --port 9043 --admin-port 9183 --config $out/varve-c.yaml > $out/varve-c.log 2>&1 &
 VP=$!; sleep 1
 latte schema $W -P col_size=818 $VH > /dev/null
-${CQLSH:-.venv/bin/cqlsh} 127.0.0.1 9043 -e "$ALTER"
+$CQLSH 127.0.0.1 9043 -e "$ALTER"
 latte load $W -P col_size=818 -P rows=$ROWS --concurrency 64 -q $VH > $out/varve-load.txt 2>&1
 $V nodetool -p 9183 flush keyspace1
 $V nodetool -p 9183 tablestats keyspace1 | grep -E "SSTable count|Space used \(live\)"
@@ -27,7 +30,7 @@ kill $VP; wait $VP
 [ -n "${SKIP_CASSANDRA:-}" ] && exit 0
 echo "== cassandra"
 latte schema $W -P col_size=818 $CH > /dev/null
-${CQLSH:-.venv/bin/cqlsh} 127.0.0.2 9042 -e "$ALTER"
+$CQLSH 127.0.0.2 9042 -e "$ALTER"
 latte load $W -P col_size=818 -P rows=$ROWS --concurrency 64 -q $CH > $out/cass-load.txt 2>&1
 $here/cassandra_nodetool.sh flush keyspace1
 $here/cassandra_nodetool.sh setcompactionthroughput 0

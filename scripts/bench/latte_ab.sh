@@ -11,6 +11,9 @@ here=$(cd "$(dirname "$0")" && pwd); out=${OUT:-/tmp/varve-ab}; mkdir -p "$out"
 conf=${CONF:-$out/varve.yaml}
 [ -f "$conf" ] || printf "commitlog_sync: periodic\ncommitlog_sync_period: 10000ms\n" > "$conf"
 rm -rf "$out/vdata-$L"; mkdir -p "$out/vdata-$L"
+B=$(realpath "$B"); out=$(realpath "$out"); conf=$(realpath "$conf")
+# latte writes its JSON report and log into the working directory: run it in $out.
+cd "$out"
 "$B" server --data-dir "$out/vdata-$L" --port 9043 --admin-port 9183 --config "$conf" > "$out/$L-server.log" 2>&1 &
 VP=$!; sleep 1
 latte schema $W $H > /dev/null 2>&1

@@ -5,6 +5,8 @@ set -u
 W=/work/shared/bench/latte/stress.rn
 V=${VARVE:-target/release/varve}; VH=127.0.0.1:9043; CH=127.0.0.2:9042
 out=${OUT:-/tmp/varve-bench/A}; mkdir -p $out; here=$(dirname "$0")
+# latte writes its JSON report and log into the working directory: run it in $out.
+V=$(realpath "$V"); here=$(cd "$here" && pwd); out=$(realpath "$out"); cd "$out"
 run() { # label pid host fn dur
   python3 $here/measure_cpu.py $2 $5 $out/$1.txt -- latte run $W -f $4 -P rows=2000000 -p 64 -d ${5}s -w 10s -q $3 > $out/$1.measure
   echo "$1: $(grep -E 'Throughput' $out/$1.txt | tr -s ' ') | $(cat $out/$1.measure)"
