@@ -52,8 +52,12 @@ const MIN_CQL_MAJOR: u32 = 3;
 /// more whole frames are waiting: bounds the delay of the first answer of a
 /// long burst.
 pub const REPLY_BATCH_MAX: usize = 64;
-/// Batches the writer gathers into one socket write.
-const WRITE_BATCHES_MAX: usize = 64;
+
+/// Whether the answers and statements queued so far make a full burst, to
+/// run and write before decoding further frames.
+fn burst_is_full(pending: usize, queued: usize) -> bool {
+    pending + queued >= REPLY_BATCH_MAX
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -119,7 +123,7 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
                 Ok(None) => break,
                 Err(e) => conn.framing_error(e),
             }
-            if conn.pending.len() + conn.burst.len() >= REPLY_BATCH_MAX {
+            if burst_is_full(conn.pending.len(), conn.burst.len()) {
                 conn.flush().await;
             }
         }
@@ -188,14 +192,11 @@ impl Writer {
         }
     }
 
-    /// Writes `batch`, with the batches already waiting in `more`, in one
-    /// socket write.
+    /// Writes `batch`, with the batches already waiting in `more` (at most
+    /// the channel's `WRITE_QUEUE_DEPTH`), in one socket write.
     async fn send(&mut self, mut batch: Vec<Outgoing>, more: &mut mpsc::Receiver<Vec<Outgoing>>) {
-        for _ in 1..WRITE_BATCHES_MAX {
-            match more.try_recv() {
-                Ok(next) => batch.extend(next),
-                Err(_) => break,
-            }
+        while let Ok(next) = more.try_recv() {
+            batch.extend(next);
         }
         self.write(batch).await;
     }
@@ -474,6 +475,15 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_burst_is_full_at_reply_batch_max() {
+        assert!(!burst_is_full(0, REPLY_BATCH_MAX - 1));
+        assert!(!burst_is_full(REPLY_BATCH_MAX - 2, 1));
+        assert!(burst_is_full(0, REPLY_BATCH_MAX));
+        assert!(burst_is_full(REPLY_BATCH_MAX - 1, 1));
+        assert!(burst_is_full(REPLY_BATCH_MAX, 1));
+    }
 
     #[test]
     fn startup_options_are_checked() {

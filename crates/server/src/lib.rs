@@ -38,8 +38,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, watch};
 pub use varve_query::Processor;
 
-pub use connection::{supported_options, CQL_VERSION};
+pub use connection::{supported_options, CQL_VERSION, REPLY_BATCH_MAX};
 pub use metrics::Metrics;
+pub use statements::PART_MIN_STATEMENTS;
 
 /// The network settings of a node.
 #[derive(Debug, Clone)]

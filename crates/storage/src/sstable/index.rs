@@ -152,8 +152,9 @@ pub fn decode_summary(bytes: &[u8], index_len: u64) -> Result<Vec<SummaryEntry>,
     Ok(out)
 }
 
-/// Checks a block's CRC and returns its entries, which must ascend.
-pub fn decode_block(block: &[u8]) -> Result<Vec<IndexEntry<'_>>, &'static str> {
+/// Checks a block's CRC and entry count; a reader positioned at the first
+/// entry, and the count.
+fn open_block(block: &[u8]) -> Result<(Reader<'_>, u64), &'static str> {
     let Some(body_len) = block.len().checked_sub(4) else {
         return Err("index block too short");
     };
@@ -162,12 +163,18 @@ pub fn decode_block(block: &[u8]) -> Result<Vec<IndexEntry<'_>>, &'static str> {
         return Err("index block checksum mismatch");
     }
     let mut r = Reader::new(body);
-    let bad = |_: DecodeError| "malformed index block";
-    let n = r.varint().map_err(bad)?;
+    let n = r.varint().map_err(|_| "malformed index block")?;
     // Each entry takes at least 12 bytes.
     if n == 0 || n > body.len() as u64 / 12 {
         return Err("impossible index block entry count");
     }
+    Ok((r, n))
+}
+
+/// Checks a block's CRC and returns its entries, which must ascend.
+pub fn decode_block(block: &[u8]) -> Result<Vec<IndexEntry<'_>>, &'static str> {
+    let (mut r, n) = open_block(block)?;
+    let bad = |_: DecodeError| "malformed index block";
     let mut out: Vec<IndexEntry> = Vec::with_capacity(n as usize);
     for _ in 0..n {
         let (token, key) = get_key(&mut r).map_err(bad)?;
@@ -247,19 +254,8 @@ enum Scan {
 /// Scans one block (CRC-checked) for `key`, decoding entries only up to
 /// the first at or past it; the entries scanned must ascend.
 fn scan_block(block: &[u8], key: &PartitionKey) -> Result<Scan, &'static str> {
-    let Some(body_len) = block.len().checked_sub(4) else {
-        return Err("index block too short");
-    };
-    let (body, crc) = block.split_at(body_len);
-    if crc32fast::hash(body) != u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]) {
-        return Err("index block checksum mismatch");
-    }
-    let mut r = Reader::new(body);
+    let (mut r, n) = open_block(block)?;
     let bad = |_: DecodeError| "malformed index block";
-    let n = r.varint().map_err(bad)?;
-    if n == 0 || n > body.len() as u64 / 12 {
-        return Err("impossible index block entry count");
-    }
     let target = (key.token, &key.key[..]);
     let mut previous: Option<(i64, &[u8])> = None;
     for _ in 0..n {
