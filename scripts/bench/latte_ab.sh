@@ -3,7 +3,9 @@
 # (docs/benchmarks.md, session 4). A fresh data directory per run; for reads, ROWS rows are
 # loaded and flushed first. Prints throughput, server CPU (measure_cpu.py) and p99.
 # usage: latte_ab.sh LABEL VARVE_BINARY write|read SECONDS [ROWS]
-#   CONF=path/to/varve.yaml (default: periodic commitlog), OUT=dir (default /tmp/varve-ab)
+#   CONF=path/to/varve.yaml (default: periodic commitlog), OUT=dir (default /tmp/varve-ab),
+#   RATE=ops/s (default: as fast as the client goes). A fixed rate gives both builds the same
+#   work, so their server CPU compares directly; it is steadier on a noisy machine.
 set -u
 L=$1; B=$2; FN=$3; D=$4; ROWS=${5:-2000000}
 W=/work/shared/bench/latte/stress.rn; H=127.0.0.1:9043
@@ -21,7 +23,7 @@ if [ "$FN" = read ]; then
   latte load $W -P rows=$ROWS --concurrency 64 -q $H > /dev/null 2>&1
   "$B" nodetool -p 9183 flush keyspace1; sleep 5
 fi
-python3 "$here/measure_cpu.py" $VP $D "$out/$L.txt" -- latte run $W -f $FN -P rows=$ROWS -p 64 -d ${D}s -w 5s -q $H > "$out/$L.measure"
+python3 "$here/measure_cpu.py" $VP $D "$out/$L.txt" -- latte run $W -f $FN -P rows=$ROWS -p 64 -d ${D}s -w 5s ${RATE:+-r $RATE} -q $H > "$out/$L.measure"
 thr=$(grep -E 'Throughput' "$out/$L.txt" | tr -s ' ' | cut -d' ' -f4)
 p99=$(grep -E '^ +99 ' "$out/$L.txt" | head -1 | tr -s ' ')
 echo "$L $FN: thr=$thr | $(cat "$out/$L.measure") | p99:$p99"

@@ -4,11 +4,11 @@
 use crate::context::Ctx;
 use crate::error::{QueryError, Result};
 use crate::processor::Processor;
-use crate::terms::{eval, Evaluated};
+use crate::terms::{bound_verbatim, eval, Evaluated};
 use bytes::Bytes;
 use varve_cql::ast::{Assignment, Term};
 use varve_schema::{Column, Table};
-use varve_storage::{Cell, DeletionTime, PartitionKey, Row, Slice};
+use varve_storage::{value_slab, Cell, DeletionTime, PartitionKey, Row, Slice};
 use varve_types::{codec, time, CqlType, Value};
 
 /// Cassandra's reference time for list prepends (2010-01-01T00:00:00Z).
@@ -32,6 +32,15 @@ pub fn assign(
     let ty = col.ty.clone();
     match a {
         Assignment::Set { value, .. } => {
+            if let Some(bytes) = bound_verbatim(ctx, value, &ty, &col.name) {
+                let bytes = bytes?;
+                check_value_len(bytes.len(), col)?;
+                row.cells.insert(
+                    (col.id, None),
+                    Cell::expiring(ts, ttl, now, value_slab::copy_value(bytes)),
+                );
+                return Ok(());
+            }
             let v = eval_write(ctx, value, col)?;
             if !ty.is_multi_cell() {
                 match v {
@@ -259,15 +268,19 @@ pub const MAX_VALUE_BYTES: usize = 16 * 1024 * 1024;
 fn eval_write(ctx: &Ctx, term: &Term, col: &Column) -> Result<Evaluated> {
     let v = eval(ctx, term, &col.ty, &col.name)?;
     if let Evaluated::Value(val) = &v {
-        let len = codec::serialize(val).len();
-        if len > MAX_VALUE_BYTES {
-            return Err(QueryError::Invalid(format!(
-                "Value for column {} is {len} bytes, over the limit of {MAX_VALUE_BYTES}",
-                col.name
-            )));
-        }
+        check_value_len(codec::serialize(val).len(), col)?;
     }
     Ok(v)
+}
+
+fn check_value_len(len: usize, col: &Column) -> Result<()> {
+    if len > MAX_VALUE_BYTES {
+        return Err(QueryError::Invalid(format!(
+            "Value for column {} is {len} bytes, over the limit of {MAX_VALUE_BYTES}",
+            col.name
+        )));
+    }
+    Ok(())
 }
 
 fn list_index(ctx: &Ctx, term: &Term, name: &str) -> Result<usize> {

@@ -18,6 +18,8 @@ pub mod describe;
 pub mod error;
 mod functions;
 pub mod info;
+mod insert_plan;
+mod memo;
 pub mod metrics;
 mod metrics_sync;
 pub mod paging;

@@ -3,7 +3,7 @@
 
 use crate::context::Ctx;
 use crate::error::{QueryError, Result};
-use crate::terms::{eval, Evaluated};
+use crate::terms::{bound_verbatim, eval, Evaluated};
 use bytes::Bytes;
 use std::sync::Arc;
 use varve_cql::ast::{Operator, Relation, RelationLhs, Term};
@@ -118,6 +118,17 @@ fn column<'t>(table: &'t Table, name: &str) -> Result<&'t Column> {
 
 /// Evaluates a key value: never null or unset, at most [`MAX_KEY_BYTES`].
 pub fn key_value(ctx: &Ctx, term: &Term, col: &Column) -> Result<Bytes> {
+    if let Some(bytes) = bound_verbatim(ctx, term, &col.ty, &col.name) {
+        let bytes = bytes?;
+        if bytes.len() > MAX_KEY_BYTES {
+            return Err(QueryError::Invalid(format!(
+                "Key length of {} is longer than maximum of {MAX_KEY_BYTES}",
+                bytes.len()
+            )));
+        }
+        // A copy: the request's buffer is not kept alive by a stored key.
+        return Ok(Bytes::copy_from_slice(bytes));
+    }
     match eval(ctx, term, &col.ty, &col.name)? {
         Evaluated::Value(v) => {
             let bytes = codec::serialize(&v);

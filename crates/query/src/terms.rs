@@ -4,6 +4,7 @@ use crate::api::BoundValue;
 use crate::context::Ctx;
 use crate::error::{QueryError, Result};
 use crate::functions;
+use bytes::Bytes;
 use varve_cql::ast::{Literal, Term};
 use varve_types::{codec, literal, CqlType, Value};
 
@@ -55,6 +56,31 @@ pub fn check_collection_literal(term: &Term, name: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The bytes bound to `term` when they can be used as sent, without
+/// decoding them into a [`Value`] and encoding that again: a bind marker
+/// holding a non-empty value of a type that [`codec::stores_verbatim`].
+/// The bytes are validated as [`eval`] would, with its error. `None` when
+/// the term needs [`eval`].
+pub fn bound_verbatim<'c>(
+    ctx: &'c Ctx,
+    term: &Term,
+    ty: &CqlType,
+    name: &str,
+) -> Option<Result<&'c Bytes>> {
+    let Term::Bind(i) = term else { return None };
+    let Some(BoundValue::Value(bytes)) = ctx.values.get(*i) else {
+        return None;
+    };
+    if bytes.is_empty() || !codec::stores_verbatim(ty) {
+        return None;
+    }
+    Some(
+        codec::validate(ty.unfrozen(), bytes)
+            .map(|()| bytes)
+            .map_err(|e| QueryError::Invalid(format!("Invalid value for {name}: {e}"))),
+    )
 }
 
 /// Evaluates `term` as a value of `ty` for the column (or marker) `name`.

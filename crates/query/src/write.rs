@@ -6,6 +6,7 @@ use crate::cas::{self, CasCheck};
 use crate::collections;
 use crate::context::{order_values, Ctx};
 use crate::error::{QueryError, Result};
+use crate::insert_plan;
 use crate::processor::Processor;
 use crate::restrictions::{self, PartitionSelection};
 use crate::terms::{eval, Evaluated};
@@ -17,8 +18,8 @@ use varve_cql::ast::{
 };
 use varve_schema::{Column, ColumnKind, Schema, Table};
 use varve_storage::{
-    CellMap, ClusteringKey, DeletionTime, LivenessInfo, Partition, PartitionKey, RangeTombstone,
-    Row,
+    value_slab, CellMap, ClusteringKey, DeletionTime, LivenessInfo, Partition, PartitionKey,
+    RangeTombstone, Row,
 };
 use varve_types::{CqlType, Value};
 
@@ -222,7 +223,7 @@ fn timestamp_of(ctx: &Ctx, term: &Term) -> Result<i64> {
 }
 
 /// Timestamp and TTL from USING (or defaults).
-fn using(
+pub(crate) fn using(
     ctx: &Ctx,
     table: &Table,
     u: &Using,
@@ -268,6 +269,9 @@ fn plan_insert(
     batch_ts: Option<i64>,
 ) -> Result<Planned> {
     let table = writable_table(ctx, &ins.table)?;
+    if let Some(c) = &*insert_plan::compiled(&table, ins) {
+        return insert_plan::plan(p, ctx, &table, ins, c, batch_ts);
+    }
     if ins.json.is_some() {
         return Err(QueryError::Invalid(
             "INSERT JSON is not supported by Varve yet".into(),
@@ -490,10 +494,9 @@ fn build(
         for a in assignments {
             let col = table
                 .column(assignment_column(a))
-                .cloned()
                 .ok_or_else(|| QueryError::Server("column vanished".into()))?;
             if col.kind == ColumnKind::Static {
-                collections::assign(p, ctx, table, key, None, &col, a, ts, ttl, &mut static_row)?;
+                collections::assign(p, ctx, table, key, None, col, a, ts, ttl, &mut static_row)?;
             } else {
                 if rows.is_empty() {
                     return Err(QueryError::Invalid(format!(
@@ -506,7 +509,7 @@ fn build(
                     )));
                 }
                 for (prefix, row) in rows.iter_mut() {
-                    collections::assign(p, ctx, table, key, Some(prefix), &col, a, ts, ttl, row)?;
+                    collections::assign(p, ctx, table, key, Some(prefix), col, a, ts, ttl, row)?;
                 }
             }
         }
@@ -518,7 +521,12 @@ fn build(
                 partition.rows.insert(ClusteringKey::row(prefix, &cmp), row);
             }
         }
-        updates.push((key.clone(), partition));
+        // The memtable keeps the key: it goes into the value slab too.
+        let stored = PartitionKey {
+            token: key.token,
+            key: value_slab::copy_value(&key.key),
+        };
+        updates.push((stored, partition));
     }
     let cas = cas::check_for(
         if marker { "INSERT" } else { "UPDATE" },

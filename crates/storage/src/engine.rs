@@ -678,7 +678,8 @@ impl Engine {
                 }
                 return Ok(());
             }
-            let old = std::mem::replace(&mut state.memtable, Arc::new(Memtable::new()));
+            let next = Arc::new(Memtable::sized_after(&state.memtable));
+            let old = std::mem::replace(&mut state.memtable, next);
             state.flushing.push(old.clone());
             let generation = state.manifest.next_generation.max(1);
             state.manifest.next_generation = generation + 1;

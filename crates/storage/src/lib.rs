@@ -50,6 +50,7 @@ pub mod read_stats;
 pub mod row;
 pub mod row_map;
 pub mod sstable;
+pub mod value_slab;
 
 pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
 pub use cell_map::CellMap;

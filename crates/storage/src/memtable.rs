@@ -1,5 +1,19 @@
 //! The in-memory write buffer of one table: partitions in token order,
 //! merged on write, with a running estimate of the memory they take.
+//!
+//! The partitions are spread over ordered maps ("buckets") by the top bits
+//! of their token, each with its own lock. Tokens are Murmur3 hashes, so
+//! the buckets fill evenly, and walking them in order walks the partitions
+//! in token order. A memtable that replaces a flushed one gets about one
+//! bucket per [`PARTITIONS_PER_BUCKET`] partitions the old one held (a
+//! power of two, at most [`MEMTABLE_BUCKETS_MAX`]); the first memtable of
+//! a table has one. Against one tree of every partition, a lookup then
+//! walks a tree of two levels instead of six or seven, whose nodes are
+//! mostly not in cache: that walk was a write's largest single cost in the
+//! stress benchmark. Writers to different buckets do not wait for each
+//! other either. The buckets are made on the first write, so an unwritten
+//! memtable costs nothing, and they take at most two bytes per partition
+//! the previous memtable held.
 
 use crate::clustering::Slice;
 use crate::engine::{PartitionKey, TokenBound};
@@ -10,6 +24,13 @@ use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Partitions a bucket is sized for: a root and two leaves of a tree.
+pub const PARTITIONS_PER_BUCKET: usize = 16;
+
+/// Most buckets a memtable takes (2 MiB of bucket headers).
+pub const MEMTABLE_BUCKETS_MAX: usize = 1 << 16;
 
 /// Bytes counted for a new partition on top of its rows: its slot in the
 /// memtable's tree (one slot of a node that holds about eight).
@@ -17,25 +38,111 @@ const PARTITION_OVERHEAD_BYTES: usize = 96
     + (std::mem::size_of::<Pos>() + std::mem::size_of::<Partition>()) * BTREE_NODE_SLOTS
         / BTREE_ENTRIES_PER_NODE;
 
-type Pos = (i64, Bytes);
+/// Partitions are keyed by their key, which sorts by token, then bytes.
+type Pos = PartitionKey;
 
-#[derive(Default)]
+type Bucket = RwLock<BTreeMap<Pos, Partition>>;
+
 pub struct Memtable {
-    partitions: RwLock<BTreeMap<Pos, Partition>>,
+    buckets: OnceLock<Box<[Bucket]>>,
+    /// log2 of the number of buckets.
+    bucket_bits: u32,
+    partitions: AtomicUsize,
     bytes: AtomicUsize,
 }
 
+impl Default for Memtable {
+    fn default() -> Self {
+        Memtable::with_buckets(1)
+    }
+}
+
+/// The bucket of `token` among `1 << bits`: its top bits, with the sign
+/// flipped so that bucket order is token order.
+fn bucket_of(token: i64, bits: u32) -> usize {
+    (token as u64 ^ (1 << 63))
+        .checked_shr(64 - bits)
+        .unwrap_or(0) as usize
+}
+
+/// Buckets for a memtable expected to hold `partitions` partitions.
+pub fn buckets_for(partitions: usize) -> usize {
+    (partitions / PARTITIONS_PER_BUCKET)
+        .next_power_of_two()
+        .min(MEMTABLE_BUCKETS_MAX)
+}
+
 impl Memtable {
+    /// A memtable of one bucket.
     pub fn new() -> Self {
         Memtable::default()
     }
 
+    /// A memtable to follow `previous`, with buckets for as many
+    /// partitions as it held.
+    pub fn sized_after(previous: &Memtable) -> Self {
+        Memtable::with_buckets(buckets_for(previous.partition_count()))
+    }
+
+    /// A memtable of `n` buckets (a power of two, at most
+    /// [`MEMTABLE_BUCKETS_MAX`]).
+    pub fn with_buckets(n: usize) -> Self {
+        assert!(n.is_power_of_two() && n <= MEMTABLE_BUCKETS_MAX);
+        Memtable {
+            buckets: OnceLock::new(),
+            bucket_bits: n.trailing_zeros(),
+            partitions: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// How many buckets the memtable has (made or not).
+    pub fn bucket_count(&self) -> usize {
+        1 << self.bucket_bits
+    }
+
+    fn bucket_index(&self, token: i64) -> usize {
+        bucket_of(token, self.bucket_bits)
+    }
+
+    fn buckets(&self) -> &[Bucket] {
+        self.buckets.get_or_init(|| {
+            (0..self.bucket_count())
+                .map(|_| RwLock::new(BTreeMap::new()))
+                .collect()
+        })
+    }
+
+    /// The buckets, or none before the first write.
+    fn written(&self) -> &[Bucket] {
+        self.buckets.get().map_or(&[], |b| &b[..])
+    }
+
+    fn bucket(&self, token: i64) -> Option<&Bucket> {
+        self.written().get(self.bucket_index(token))
+    }
+
+    /// The first bucket a range starting at `b` can touch.
+    fn first_bucket(&self, b: &Bound<Pos>) -> usize {
+        match b {
+            Bound::Unbounded => 0,
+            Bound::Included(p) | Bound::Excluded(p) => self.bucket_index(p.token),
+        }
+    }
+
+    /// The last bucket a range ending at `b` can touch.
+    fn last_bucket(&self, b: &Bound<Pos>) -> usize {
+        match b {
+            Bound::Unbounded => self.bucket_count() - 1,
+            Bound::Included(p) | Bound::Excluded(p) => self.bucket_index(p.token),
+        }
+    }
+
     /// Merges `update` (whose encoded size is `update_bytes`).
     pub fn apply(&self, key: &PartitionKey, update: Partition, update_bytes: usize) {
-        let mut map = self.partitions.write();
-        let pos = (key.token, key.key.clone());
+        let mut map = self.buckets()[self.bucket_index(key.token)].write();
         let mut added = update_bytes;
-        match map.get_mut(&pos) {
+        match map.get_mut(key) {
             Some(existing) => existing.merge(update),
             None => {
                 // Its rows take what their map holds now, not the
@@ -45,7 +152,8 @@ impl Memtable {
                     + heap_bytes(key.key.len())
                     + row_map_bytes(&update.rows))
                 .saturating_sub(row_entries_amortized_bytes(update.rows.len()));
-                map.insert(pos, update);
+                map.insert(key.clone(), update);
+                self.partitions.fetch_add(1, Ordering::Relaxed);
             }
         }
         self.bytes.fetch_add(added, Ordering::Relaxed);
@@ -57,37 +165,43 @@ impl Memtable {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.partitions.read().is_empty()
+        self.partition_count() == 0
     }
 
     pub fn partition_count(&self) -> usize {
-        self.partitions.read().len()
+        self.partitions.load(Ordering::Relaxed)
     }
 
     /// The partition restricted to `slices` (tombstones included).
     pub fn read(&self, key: &PartitionKey, slices: &[Slice]) -> Option<Partition> {
-        self.partitions
+        self.bucket(key.token)?
             .read()
-            .get(&(key.token, key.key.clone()))
+            .get(key)
             .map(|p| p.slice(slices))
     }
 
     /// Up to `limit` keys between the bounds, in token order.
     pub fn keys(&self, start: &TokenBound, end: &TokenBound, limit: usize) -> Vec<PartitionKey> {
-        let map = self.partitions.read();
         let (Some(lo), Some(hi)) = (start_bound(start), end_bound(end)) else {
             return Vec::new();
         };
-        if !range_is_valid(&lo, &hi) {
+        if !range_is_valid(&lo, &hi) || self.written().is_empty() {
             return Vec::new();
         }
-        map.range((lo, hi))
-            .take(limit)
-            .map(|((token, key), _)| PartitionKey {
-                token: *token,
-                key: key.clone(),
-            })
-            .collect()
+        let mut out = Vec::new();
+        for bucket in &self.written()[self.first_bucket(&lo)..=self.last_bucket(&hi)] {
+            let want = limit - out.len();
+            if want == 0 {
+                break;
+            }
+            let map = bucket.read();
+            out.extend(
+                map.range((lo.clone(), hi.clone()))
+                    .take(want)
+                    .map(|(k, _)| k.clone()),
+            );
+        }
+        out
     }
 
     /// Calls `f` on every partition in token order without copying them
@@ -96,47 +210,41 @@ impl Memtable {
         &self,
         mut f: impl FnMut(&PartitionKey, &Partition) -> Result<(), E>,
     ) -> Result<(), E> {
-        let map = self.partitions.read();
-        for ((token, key), p) in map.iter() {
-            f(
-                &PartitionKey {
-                    token: *token,
-                    key: key.clone(),
-                },
-                p,
-            )?;
+        for bucket in self.written() {
+            for (key, p) in bucket.read().iter() {
+                f(key, p)?;
+            }
         }
         Ok(())
     }
 
     /// Every partition in token order, cloned out.
     pub fn snapshot(&self) -> Vec<(PartitionKey, Partition)> {
-        self.partitions
-            .read()
-            .iter()
-            .map(|((token, key), p)| {
-                (
-                    PartitionKey {
-                        token: *token,
-                        key: key.clone(),
-                    },
-                    p.clone(),
-                )
-            })
-            .collect()
+        let mut out = Vec::with_capacity(self.partition_count());
+        for bucket in self.written() {
+            out.extend(
+                bucket
+                    .read()
+                    .iter()
+                    .map(|(key, p)| (key.clone(), p.clone())),
+            );
+        }
+        out
     }
 
-    /// The largest write timestamp in the memtable for `key`, if present.
+    /// Whether the memtable holds a partition for `key`.
     pub fn contains(&self, key: &PartitionKey) -> bool {
-        self.partitions
-            .read()
-            .contains_key(&(key.token, key.key.clone()))
+        self.bucket(key.token)
+            .is_some_and(|b| b.read().contains_key(key))
     }
 }
 
 /// The lowest position within a token: the empty key is never stored.
 fn first_of(token: i64) -> Pos {
-    (token, Bytes::new())
+    PartitionKey {
+        token,
+        key: Bytes::new(),
+    }
 }
 
 pub(crate) fn start_bound(b: &TokenBound) -> Option<Bound<Pos>> {
@@ -147,7 +255,7 @@ pub(crate) fn start_bound(b: &TokenBound) -> Option<Bound<Pos>> {
             Some(next) => Bound::Included(first_of(next)),
             None => return None,
         },
-        TokenBound::AfterKey(k) => Bound::Excluded((k.token, k.key.clone())),
+        TokenBound::AfterKey(k) => Bound::Excluded(k.clone()),
     })
 }
 
@@ -159,7 +267,7 @@ pub(crate) fn end_bound(b: &TokenBound) -> Option<Bound<Pos>> {
             None => Bound::Unbounded,
         },
         TokenBound::TokenExclusive(t) => Bound::Excluded(first_of(*t)),
-        TokenBound::AfterKey(k) => Bound::Excluded((k.token, k.key.clone())),
+        TokenBound::AfterKey(k) => Bound::Excluded(k.clone()),
     })
 }
 
@@ -177,18 +285,18 @@ pub(crate) fn range_is_valid(lo: &Bound<Pos>, hi: &Bound<Pos>) -> bool {
 
 /// Whether `key` lies between the scan bounds.
 pub fn key_in_range(key: &PartitionKey, start: &TokenBound, end: &TokenBound) -> bool {
-    let pos = (key.token, key.key.clone());
+    let pos = key;
     let after_start = match start_bound(start) {
         None => false,
         Some(Bound::Unbounded) => true,
-        Some(Bound::Included(lo)) => pos >= lo,
-        Some(Bound::Excluded(lo)) => pos > lo,
+        Some(Bound::Included(lo)) => *pos >= lo,
+        Some(Bound::Excluded(lo)) => *pos > lo,
     };
     let before_end = match end_bound(end) {
         None => false,
         Some(Bound::Unbounded) => true,
-        Some(Bound::Included(hi)) => pos <= hi,
-        Some(Bound::Excluded(hi)) => pos < hi,
+        Some(Bound::Included(hi)) => *pos <= hi,
+        Some(Bound::Excluded(hi)) => *pos < hi,
     };
     after_start && before_end
 }
@@ -280,3 +388,6 @@ pub fn estimate_bytes(p: &Partition) -> usize {
     }
     n + heap_bytes(p.range_tombstones.len() * size_of::<crate::partition::RangeTombstone>())
 }
+
+#[cfg(test)]
+mod tests;

@@ -141,9 +141,52 @@ pub fn is_empty_allowed(ty: &CqlType) -> bool {
     )
 }
 
-/// Checks that `bytes` is a valid encoding of `ty`.
+/// Checks that `bytes` is a valid encoding of `ty`. Text, ascii and blob
+/// are checked in place, without building a [`Value`].
 pub fn validate(ty: &CqlType, bytes: &[u8]) -> Result<()> {
-    deserialize(ty, bytes).map(|_| ())
+    match ty {
+        CqlType::Blob => Ok(()),
+        CqlType::Ascii => match bytes.iter().position(|b| !b.is_ascii()) {
+            Some(pos) => Err(Error::invalid(
+                ty,
+                format!("non-ASCII byte at offset {pos}"),
+            )),
+            None => Ok(()),
+        },
+        CqlType::Text => match std::str::from_utf8(bytes) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Error::invalid(ty, format!("invalid UTF-8: {e}"))),
+        },
+        _ => deserialize(ty, bytes).map(|_| ()),
+    }
+}
+
+/// True when every valid encoding of `ty` is also the one [`serialize`]
+/// gives back for its value, so a validated value can be stored as sent:
+/// text, blob, the fixed-width numbers, dates and times, uuids and inet.
+/// Not booleans (any non-zero byte is true), varints and decimals (which
+/// may carry redundant sign bytes), durations, collections, tuples and
+/// UDTs. Frozen wrappers are looked through.
+pub fn stores_verbatim(ty: &CqlType) -> bool {
+    matches!(
+        ty.unfrozen(),
+        CqlType::Ascii
+            | CqlType::Text
+            | CqlType::Blob
+            | CqlType::TinyInt
+            | CqlType::SmallInt
+            | CqlType::Int
+            | CqlType::BigInt
+            | CqlType::Counter
+            | CqlType::Timestamp
+            | CqlType::Float
+            | CqlType::Double
+            | CqlType::Date
+            | CqlType::Time
+            | CqlType::Uuid
+            | CqlType::Timeuuid
+            | CqlType::Inet
+    )
 }
 
 /// Decodes `bytes` as a value of `ty`, strictly.

@@ -2,7 +2,7 @@
 //! (nested frozen collections and tuples included), decoders that never
 //! panic, and orderings that are total and agree with numeric order.
 
-use crate::codec::{deserialize, serialize, NANOS_PER_DAY};
+use crate::codec::{deserialize, serialize, stores_verbatim, validate, NANOS_PER_DAY};
 use crate::compare::{compare, decimal_compare, java_double_compare, order_values};
 use crate::literal::{format_decimal, parse_decimal, to_cql_literal};
 use crate::time::{
@@ -16,29 +16,31 @@ use proptest::prelude::*;
 use std::cmp::Ordering;
 use std::net::IpAddr;
 
+const SCALAR_TYPES: [CqlType; 20] = [
+    CqlType::Ascii,
+    CqlType::Text,
+    CqlType::Blob,
+    CqlType::Boolean,
+    CqlType::TinyInt,
+    CqlType::SmallInt,
+    CqlType::Int,
+    CqlType::BigInt,
+    CqlType::Varint,
+    CqlType::Float,
+    CqlType::Double,
+    CqlType::Decimal,
+    CqlType::Uuid,
+    CqlType::Timeuuid,
+    CqlType::Timestamp,
+    CqlType::Date,
+    CqlType::Time,
+    CqlType::Duration,
+    CqlType::Inet,
+    CqlType::Counter,
+];
+
 fn scalar_type() -> impl Strategy<Value = CqlType> {
-    prop_oneof![
-        Just(CqlType::Ascii),
-        Just(CqlType::Text),
-        Just(CqlType::Blob),
-        Just(CqlType::Boolean),
-        Just(CqlType::TinyInt),
-        Just(CqlType::SmallInt),
-        Just(CqlType::Int),
-        Just(CqlType::BigInt),
-        Just(CqlType::Varint),
-        Just(CqlType::Float),
-        Just(CqlType::Double),
-        Just(CqlType::Decimal),
-        Just(CqlType::Uuid),
-        Just(CqlType::Timeuuid),
-        Just(CqlType::Timestamp),
-        Just(CqlType::Date),
-        Just(CqlType::Time),
-        Just(CqlType::Duration),
-        Just(CqlType::Inet),
-        Just(CqlType::Counter),
-    ]
+    proptest::sample::select(SCALAR_TYPES.to_vec())
 }
 
 fn any_type() -> impl Strategy<Value = CqlType> {
@@ -155,6 +157,24 @@ proptest! {
         let back = back.unwrap();
         prop_assert_eq!(serialize(&back), bytes);
         prop_assert_eq!(compare(&ty, &serialize(&back), &serialize(&v)), Ordering::Equal);
+    }
+
+    #[test]
+    fn validate_agrees_with_deserialize_and_verbatim_types_round_trip(
+        len in prop_oneof![Just(0usize), Just(1), Just(2), Just(4), Just(8), Just(16), 0usize..40],
+        seed in vec(any::<u8>(), 40),
+        ascii_only in any::<bool>(),
+    ) {
+        // Lengths of the fixed-width types, and bytes that are often ASCII
+        // (so text and ascii values are valid as often as not).
+        let bytes: Vec<u8> = seed[..len].iter().map(|b| if ascii_only { b & 0x7f } else { *b }).collect();
+        for ty in SCALAR_TYPES.iter().flat_map(|t| [t.clone(), CqlType::Frozen(Box::new(t.clone()))]) {
+            let decoded = deserialize(&ty, &bytes);
+            prop_assert_eq!(validate(&ty, &bytes).is_ok(), decoded.is_ok(), "{}", ty);
+            if let (true, Ok(v)) = (stores_verbatim(&ty), decoded) {
+                prop_assert_eq!(serialize(&v), bytes.clone(), "{} is not stored as sent", ty);
+            }
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ use varve_schema::Table;
 
 use super::selectors::{self, Projection};
 use crate::error::Result;
+use crate::memo::Lru;
 
 /// Compilations a thread remembers: a node serves few SELECT shapes.
 pub const COMPILED_MEMO_ENTRIES: usize = 16;
@@ -28,25 +29,17 @@ pub struct Compiled {
     pub metadata_id: Bytes,
 }
 
-type Memo = Vec<(Arc<Table>, Selection, Arc<Compiled>)>;
-
 thread_local! {
-    static MEMO: RefCell<Memo> = const { RefCell::new(Vec::new()) };
+    static MEMO: RefCell<Lru<(Arc<Table>, Selection), Compiled>> =
+        const { RefCell::new(Lru::new(COMPILED_MEMO_ENTRIES)) };
 }
 
 /// The compiled `selection` of `table`, from this thread's memo when it is
 /// there; errors are not remembered.
 pub fn compiled(table: &Arc<Table>, selection: &Selection) -> Result<Arc<Compiled>> {
     let hit = MEMO.with(|memo| {
-        let mut memo = memo.borrow_mut();
-        let at = memo
-            .iter()
-            .position(|(t, s, _)| Arc::ptr_eq(t, table) && s == selection)?;
-        // Least recently used goes first: a hit moves to the end.
-        let entry = memo.remove(at);
-        let c = Arc::clone(&entry.2);
-        memo.push(entry);
-        Some(c)
+        memo.borrow_mut()
+            .find(|(t, s)| Arc::ptr_eq(t, table) && s == selection)
     });
     if let Some(c) = hit {
         return Ok(c);
@@ -58,11 +51,8 @@ pub fn compiled(table: &Arc<Table>, selection: &Selection) -> Result<Arc<Compile
         metadata_id,
     });
     MEMO.with(|memo| {
-        let mut memo = memo.borrow_mut();
-        if memo.len() >= COMPILED_MEMO_ENTRIES {
-            memo.remove(0);
-        }
-        memo.push((Arc::clone(table), selection.clone(), Arc::clone(&c)));
+        memo.borrow_mut()
+            .insert((Arc::clone(table), selection.clone()), Arc::clone(&c))
     });
     Ok(c)
 }

@@ -28,6 +28,25 @@ impl PurgeRule {
     }
 }
 
+/// True when compacting `p` at `now_seconds` would give it back as it is:
+/// it holds no deletion of any kind and no expired value, so nothing is
+/// shadowed and nothing can be purged. Compaction then skips the copy and
+/// the purge horizon (which reads the memtables and the other sstables'
+/// bloom filters), as most partitions of a write workload allow.
+pub fn is_settled(p: &Partition, now_seconds: i32) -> bool {
+    let settled_row = |r: &Row| {
+        !r.is_empty()
+            && r.deletion.is_none()
+            && r.complex_deletions.is_empty()
+            && r.liveness.is_none_or(|l| l.is_live(now_seconds))
+            && r.cells.values().all(|c| c.is_live(now_seconds))
+    };
+    p.deletion.is_live()
+        && p.range_tombstones.is_empty()
+        && p.static_row.as_ref().is_none_or(settled_row)
+        && p.rows.values().all(settled_row)
+}
+
 /// The compacted form of a merged partition (possibly empty).
 pub fn compact_partition(p: &Partition, rule: &PurgeRule) -> Partition {
     let pd = p.deletion;
@@ -208,6 +227,62 @@ mod tests {
             kept, p,
             "another source may hold a live cell of the same timestamp"
         );
+    }
+
+    #[test]
+    fn a_settled_partition_compacts_to_itself_and_anything_else_is_not_settled() {
+        let rule = PurgeRule {
+            now_seconds: 200,
+            gc_before: 190,
+            max_purgeable: i64::MAX,
+        };
+        let settled = [
+            row_with(Cell::live(5, Bytes::from_static(b"v"))),
+            row_with(Cell::expiring(5, 50, 160, Bytes::from_static(b"v"))),
+        ];
+        for p in settled {
+            assert!(is_settled(&p, 200));
+            assert_eq!(compact_partition(&p, &rule), p);
+        }
+        let live = row_with(Cell::live(5, Bytes::from_static(b"v")));
+        let key = live.rows.keys().next().unwrap().clone();
+        let mut unsettled = vec![
+            row_with(Cell::tombstone(5, 100)),
+            row_with(Cell::expiring(5, 50, 100, Bytes::from_static(b"v"))),
+        ];
+        let mut p = live.clone();
+        p.deletion = DeletionTime::new(6, 100);
+        unsettled.push(p);
+        let mut p = live.clone();
+        p.range_tombstones.push(crate::partition::RangeTombstone {
+            slice: crate::clustering::Slice {
+                start: key.clone(),
+                end: key.clone(),
+            },
+            deletion: DeletionTime::new(6, 100),
+        });
+        unsettled.push(p);
+        let row_edits: [fn(&mut Row); 4] = [
+            |r| r.deletion = Some(DeletionTime::new(6, 100)),
+            |r| {
+                r.complex_deletions.insert(3, DeletionTime::new(6, 100));
+            },
+            |r| r.liveness = Some(crate::cell::LivenessInfo::new(5, 50, 100)),
+            |r| *r = Row::default(),
+        ];
+        for edit in row_edits {
+            let mut p = live.clone();
+            edit(p.rows.get_mut(&key).unwrap());
+            unsettled.push(p.clone());
+            let mut s = live.clone();
+            let mut row = live.rows.get(&key).unwrap().clone();
+            edit(&mut row);
+            s.static_row = Some(row);
+            unsettled.push(s);
+        }
+        for (i, p) in unsettled.iter().enumerate() {
+            assert!(!is_settled(p, 200), "case {i} is not settled");
+        }
     }
 
     #[test]

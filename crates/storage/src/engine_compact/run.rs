@@ -7,7 +7,7 @@ use super::merge::KWayMerge;
 use super::output::Outputs;
 use super::views::may_hold;
 use super::{generation_of, CompactionResult, Job, BYTES_COMPACTED};
-use crate::compaction::purge::{compact_partition, PurgeRule};
+use crate::compaction::purge::{compact_partition, is_settled, PurgeRule};
 use crate::compaction::shadow::{drop_shadowed, ShadowMode};
 use crate::engine::{sstable_path, Engine, PartitionKey, TableStore};
 use crate::error::{Error, Result};
@@ -112,12 +112,16 @@ impl Engine {
                         merged = drop_shadowed(&merged, &shadow, shadow_mode);
                     }
                 }
-                let rule = PurgeRule {
-                    now_seconds,
-                    gc_before,
-                    max_purgeable: max_purgeable(&key)?,
+                let out = if is_settled(&merged, now_seconds) {
+                    merged
+                } else {
+                    let rule = PurgeRule {
+                        now_seconds,
+                        gc_before,
+                        max_purgeable: max_purgeable(&key)?,
+                    };
+                    compact_partition(&merged, &rule)
                 };
-                let out = compact_partition(&merged, &rule);
                 if out.is_empty() {
                     continue;
                 }

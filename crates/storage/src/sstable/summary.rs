@@ -26,16 +26,22 @@ pub fn max_step(min_index_interval: usize, max_index_interval: usize) -> usize {
     (max_index_interval / min_index_interval.max(1)).clamp(1, MAX_SUMMARY_STEP)
 }
 
-/// Memory one summary entry takes: the entry and its key's heap bytes
-/// (rounded to the allocator's 16-byte classes).
+/// Memory one summary entry takes: the entry, its key's heap bytes
+/// (rounded to the allocator's 16-byte classes) and its token's copy in
+/// the search array.
 pub fn entry_bytes(e: &SummaryEntry) -> usize {
-    std::mem::size_of::<SummaryEntry>() + e.first.key.len().next_multiple_of(16)
+    std::mem::size_of::<SummaryEntry>()
+        + e.first.key.len().next_multiple_of(16)
+        + std::mem::size_of::<i64>()
 }
 
 /// Summary entries kept in memory: every `step`-th of the file's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
     entries: Vec<SummaryEntry>,
+    /// The first token of each kept entry: a lookup binary-searches these
+    /// 8-byte values (a few cache lines) before it compares whole keys.
+    tokens: Vec<i64>,
     step: usize,
     /// Length of the index section (the end of the last span).
     index_len: u64,
@@ -58,6 +64,7 @@ impl Summary {
             full.into_iter().step_by(step).collect()
         };
         Summary {
+            tokens: entries.iter().map(|e| e.first.token).collect(),
             entries,
             step,
             index_len,
@@ -109,9 +116,13 @@ impl Summary {
     /// The span that would hold `key`: the last whose first key is at or
     /// before it. `None` when `key` sorts before every partition.
     pub fn find(&self, key: &PartitionKey) -> Option<usize> {
-        self.entries
-            .partition_point(|e| e.first <= *key)
-            .checked_sub(1)
+        // Entries sort by token, then key: those of a lower token all come
+        // at or before `key`, those of a higher one after it; only entries
+        // of the same token need their keys compared.
+        let same_token = self.tokens.partition_point(|t| *t < key.token);
+        let higher = self.tokens.partition_point(|t| *t <= key.token);
+        let within = self.entries[same_token..higher].partition_point(|e| e.first <= *key);
+        (same_token + within).checked_sub(1)
     }
 }
 
@@ -181,5 +192,30 @@ mod tests {
         let s = Summary::new(entries(300), 30_000, MAX_SUMMARY_STEP + 1);
         assert_eq!(s.step(), MAX_SUMMARY_STEP);
         assert_eq!(s.len(), 3);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn find_by_token_first_agrees_with_comparing_whole_keys(
+            mut firsts in proptest::collection::vec((-4i64..4, 0u8..4), 1..40),
+            step in 1usize..4,
+            probe in (-5i64..5, 0u8..5),
+        ) {
+            firsts.sort();
+            firsts.dedup();
+            let full: Vec<SummaryEntry> = firsts
+                .iter()
+                .enumerate()
+                .map(|(i, (t, k))| SummaryEntry {
+                    first: PartitionKey { token: *t, key: Bytes::from(vec![*k]) },
+                    offset: i as u64 * 10,
+                    len: 10,
+                })
+                .collect();
+            let s = Summary::new(full, firsts.len() as u64 * 10, step);
+            let key = PartitionKey { token: probe.0, key: Bytes::from(vec![probe.1]) };
+            let whole = s.entries().partition_point(|e| e.first <= key).checked_sub(1);
+            proptest::prop_assert_eq!(s.find(&key), whole);
+        }
     }
 }
