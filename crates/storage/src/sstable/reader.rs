@@ -22,7 +22,7 @@ use crate::sstable::stats::{decode_stats, SstableStats};
 use crate::sstable::summary::Summary;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// An open, immutable sstable.
@@ -45,6 +45,10 @@ pub struct Sstable {
     /// cache, kept per sstable).
     key_cache: parking_lot::Mutex<std::collections::HashMap<PartitionKey, (u64, u64)>>,
     key_cache_hits: AtomicU64,
+    /// Per index block, the trust epoch of its last good CRC check (0:
+    /// none); see [`crate::sstable::chunks::ChunkTrust`]. Used while the summary is kept whole (a
+    /// span is then one block).
+    index_verified: Vec<AtomicU32>,
     /// When the file was written (seconds), for
     /// `tombstone_compaction_interval`; [`CREATED_UNKNOWN`] until the engine
     /// stamps it.
@@ -108,6 +112,7 @@ impl Sstable {
                 "statistics disagree with the footer",
             ));
         }
+        let index_verified = (0..summary.full_len()).map(|_| AtomicU32::new(0)).collect();
         Ok(Sstable {
             path: path.to_path_buf(),
             file,
@@ -122,6 +127,7 @@ impl Sstable {
             bloom_false_positives: AtomicU64::new(0),
             key_cache: parking_lot::Mutex::new(std::collections::HashMap::new()),
             key_cache_hits: AtomicU64::new(0),
+            index_verified,
             created_at_seconds: std::sync::atomic::AtomicI64::new(CREATED_UNKNOWN),
         })
     }
@@ -238,7 +244,18 @@ impl Sstable {
         };
         let span = self.read_span(&summary, i)?;
         let base = self.footer.index.offset + summary.span(i).map_or(0, |s| s.0);
-        find_in_span(&span, base, summary.step() == 1, key).map_err(|(at, r)| self.corrupt(at, r))
+        // A whole summary makes the span one block, which is trusted like
+        // a data chunk once its CRC matched (see `ChunkTrust`).
+        let one_block = summary.step() == 1;
+        let verified = one_block.then(|| self.index_verified.get(i)).flatten();
+        let trust = self.chunks.trust();
+        let trusted = verified.is_some_and(|v| v.load(Ordering::Relaxed) == trust.epoch());
+        let found = find_in_span(&span, base, one_block, !trusted, key)
+            .map_err(|(at, r)| self.corrupt(at, r))?;
+        if let (Some(v), false) = (verified, trusted) {
+            v.store(trust.admit(span.len() as u64), Ordering::Relaxed);
+        }
+        Ok(found)
     }
 
     /// The stored partition, or `None` when the sstable does not hold it.
