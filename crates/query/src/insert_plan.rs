@@ -29,9 +29,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use varve_cql::ast::{Assignment, Conditions, Insert, Term};
 use varve_schema::{Column, ColumnKind, Table};
-use varve_storage::{
-    value_slab, CellMap, ClusteringKey, LivenessInfo, Partition, PartitionKey, Row,
-};
+use varve_storage::{value_slab, CellMap, ClusteringKey, LivenessInfo, Partition, Row};
 
 /// Compiled INSERTs a thread remembers.
 pub const INSERT_MEMO_ENTRIES: usize = 16;
@@ -60,18 +58,14 @@ thread_local! {
 /// The compiled form of `ins` on `table`, or `None` when the statement
 /// must take the general path. Remembered per thread either way.
 pub fn compiled(table: &Arc<Table>, ins: &Insert) -> Arc<Option<CompiledInsert>> {
-    let hit = MEMO.with(|memo| {
-        memo.borrow_mut()
-            .find(|(t, i)| Arc::ptr_eq(t, table) && i == ins)
+    let found: std::result::Result<_, std::convert::Infallible> = MEMO.with(|memo| {
+        memo.borrow_mut().get_or_try_insert_with(
+            |(t, i)| Arc::ptr_eq(t, table) && i == ins,
+            || (Arc::clone(table), ins.clone()),
+            || Ok(compile(table, ins)),
+        )
     });
-    if let Some(c) = hit {
-        return c;
-    }
-    let c = Arc::new(compile(table, ins));
-    MEMO.with(|memo| {
-        memo.borrow_mut()
-            .insert((Arc::clone(table), ins.clone()), Arc::clone(&c))
-    });
+    let Ok(c) = found;
     c
 }
 
@@ -184,13 +178,9 @@ pub fn plan(
     }
     let cmp = p.storage.comparator(table.id)?;
     partition.rows.insert(ClusteringKey::row(prefix, &cmp), row);
-    let stored = PartitionKey {
-        token: key.token,
-        key: value_slab::copy_value(&key.key),
-    };
     Ok(Planned {
         table: Arc::clone(table),
-        updates: vec![(stored, partition)],
+        updates: vec![(value_slab::copy_key(&key), partition)],
         cas: None,
     })
 }

@@ -31,6 +31,22 @@ impl<K, V> Lru<K, V> {
         Some(value)
     }
 
+    /// The value of the entry `hit` accepts; else `make`'s, remembered
+    /// under `key()` (an error is returned, not remembered).
+    pub fn get_or_try_insert_with<E>(
+        &mut self,
+        hit: impl Fn(&K) -> bool,
+        key: impl FnOnce() -> K,
+        make: impl FnOnce() -> Result<V, E>,
+    ) -> Result<Arc<V>, E> {
+        if let Some(v) = self.find(hit) {
+            return Ok(v);
+        }
+        let v = Arc::new(make()?);
+        self.insert(key(), Arc::clone(&v));
+        Ok(v)
+    }
+
     /// Remembers `value` under `key`, dropping the least recently used
     /// entry when full.
     pub fn insert(&mut self, key: K, value: Arc<V>) {

@@ -521,12 +521,7 @@ fn build(
                 partition.rows.insert(ClusteringKey::row(prefix, &cmp), row);
             }
         }
-        // The memtable keeps the key: it goes into the value slab too.
-        let stored = PartitionKey {
-            token: key.token,
-            key: value_slab::copy_value(&key.key),
-        };
-        updates.push((stored, partition));
+        updates.push((value_slab::copy_key(key), partition));
     }
     let cas = cas::check_for(
         if marker { "INSERT" } else { "UPDATE" },

@@ -6,7 +6,6 @@
 //! was is still there after a restart.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,29 +17,16 @@ use varve_protocol::{
     decode_envelope, decode_response, encode_request_frame, Compression, Consistency, QueryParams,
     Request, Response,
 };
-use varve_query::{NodeInfo, Processor};
+mod common;
+
+use common::node;
+use varve_query::Processor;
 use varve_server::{Server, ServerConfig, PART_MIN_STATEMENTS, REPLY_BATCH_MAX};
 use varve_storage::commitlog::{CommitLogConfig, SyncMode};
 use varve_storage::fs_sim::SimFs;
 use varve_storage::{Clock, StorageOptions};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-fn node() -> NodeInfo {
-    NodeInfo {
-        cluster_name: "Test Cluster".into(),
-        listen_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        rpc_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        native_port: 9042,
-        data_center: "datacenter1".into(),
-        rack: "rack1".into(),
-        tokens: vec![0],
-        host_id: [7; 16],
-        release_version: "5.0.4".into(),
-        cql_version: "3.4.7".into(),
-        native_protocol_version: "5".into(),
-    }
-}
 
 /// Serves `processor` on an ephemeral port; the sender stops it.
 async fn serve(processor: Arc<Processor>) -> (std::net::SocketAddr, oneshot::Sender<()>) {

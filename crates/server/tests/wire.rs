@@ -3,7 +3,7 @@
 //! (OPTIONS, STARTUP, REGISTER, framing errors) are checked here; statement
 //! results belong to the query layer's tests and the driver tests.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -14,7 +14,10 @@ use varve_protocol::{
     decode_envelope, decode_response, encode_request_frame, Compression, ErrorCode, Request,
     Response, SegmentCodec,
 };
-use varve_query::{NodeInfo, Processor};
+mod common;
+
+use common::node;
+use varve_query::Processor;
 use varve_server::{Server, ServerConfig};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -36,22 +39,6 @@ impl Running {
             .expect("stops in time")
             .expect("joins")
             .expect("ok");
-    }
-}
-
-fn node() -> NodeInfo {
-    NodeInfo {
-        cluster_name: "Test Cluster".into(),
-        listen_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        rpc_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        native_port: 9042,
-        data_center: "datacenter1".into(),
-        rack: "rack1".into(),
-        tokens: vec![0],
-        host_id: [7; 16],
-        release_version: "5.0.4".into(),
-        cql_version: "3.4.7".into(),
-        native_protocol_version: "5".into(),
     }
 }
 

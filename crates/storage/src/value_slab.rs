@@ -15,6 +15,7 @@
 //! value overwritten in the memtable, or one that outlives its memtable in
 //! a cache). Chunks are small so that this stays a small share.
 
+use crate::engine::PartitionKey;
 use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
 
@@ -48,9 +49,23 @@ pub fn copy_value(value: &[u8]) -> Bytes {
     })
 }
 
+/// A copy of `key` whose bytes are in this thread's chunk: for a key the
+/// memtable will keep.
+pub fn copy_key(key: &PartitionKey) -> PartitionKey {
+    PartitionKey {
+        token: key.token,
+        key: copy_value(&key.key),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs `f` on a new thread, whose chunk starts empty.
+    fn on_a_fresh_thread(f: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(f).join().unwrap();
+    }
 
     /// Whether `b` starts right where `a` ends (the same chunk, in order).
     fn adjacent(a: &Bytes, b: &Bytes) -> bool {
@@ -59,8 +74,7 @@ mod tests {
 
     #[test]
     fn small_values_share_a_chunk_in_order() {
-        // A fresh thread: its chunk starts empty.
-        std::thread::spawn(|| {
+        on_a_fresh_thread(|| {
             let a = copy_value(b"first");
             let b = copy_value(b"second value");
             let c = copy_value(&[7u8; 100]);
@@ -71,14 +85,12 @@ mod tests {
             drop(a);
             // The chunk lives on for the values still held.
             assert_eq!(&b[..], b"second value");
-        })
-        .join()
-        .unwrap();
+        });
     }
 
     #[test]
     fn the_largest_slab_value_goes_into_a_chunk_and_one_byte_more_does_not() {
-        std::thread::spawn(|| {
+        on_a_fresh_thread(|| {
             let at_limit = vec![1u8; SLAB_VALUE_MAX_BYTES];
             let a = copy_value(b"x");
             let b = copy_value(&at_limit);
@@ -89,14 +101,12 @@ mod tests {
             let d = copy_value(b"y");
             assert!(!adjacent(&b, &c), "a value over the limit is alone");
             assert!(adjacent(&b, &d), "the chunk is still the current one");
-        })
-        .join()
-        .unwrap();
+        });
     }
 
     #[test]
     fn a_value_that_does_not_fit_starts_a_new_chunk() {
-        std::thread::spawn(|| {
+        on_a_fresh_thread(|| {
             let piece = vec![3u8; SLAB_VALUE_MAX_BYTES];
             let held: Vec<Bytes> = (0..SLAB_CHUNK_BYTES / SLAB_VALUE_MAX_BYTES)
                 .map(|_| copy_value(&piece))
@@ -107,20 +117,16 @@ mod tests {
             assert!(!adjacent(held.last().unwrap(), &next));
             assert_eq!(&next[..], b"z");
             assert!(held.iter().all(|h| h[..] == piece[..]));
-        })
-        .join()
-        .unwrap();
+        });
     }
 
     #[test]
     fn empty_values_take_no_space() {
-        std::thread::spawn(|| {
+        on_a_fresh_thread(|| {
             let a = copy_value(b"a");
             assert!(copy_value(b"").is_empty());
             let b = copy_value(b"b");
             assert!(adjacent(&a, &b));
-        })
-        .join()
-        .unwrap();
+        });
     }
 }

@@ -37,24 +37,20 @@ thread_local! {
 /// The compiled `selection` of `table`, from this thread's memo when it is
 /// there; errors are not remembered.
 pub fn compiled(table: &Arc<Table>, selection: &Selection) -> Result<Arc<Compiled>> {
-    let hit = MEMO.with(|memo| {
-        memo.borrow_mut()
-            .find(|(t, s)| Arc::ptr_eq(t, table) && s == selection)
-    });
-    if let Some(c) = hit {
-        return Ok(c);
-    }
-    let projection = selectors::compile(table, selection)?;
-    let metadata_id = crate::prepare::metadata_id(&projection.specs);
-    let c = Arc::new(Compiled {
-        projection,
-        metadata_id,
-    });
     MEMO.with(|memo| {
-        memo.borrow_mut()
-            .insert((Arc::clone(table), selection.clone()), Arc::clone(&c))
-    });
-    Ok(c)
+        memo.borrow_mut().get_or_try_insert_with(
+            |(t, s)| Arc::ptr_eq(t, table) && s == selection,
+            || (Arc::clone(table), selection.clone()),
+            || {
+                let projection = selectors::compile(table, selection)?;
+                let metadata_id = crate::prepare::metadata_id(&projection.specs);
+                Ok(Compiled {
+                    projection,
+                    metadata_id,
+                })
+            },
+        )
+    })
 }
 
 /// Entries this thread remembers (for tests).

@@ -20,12 +20,19 @@ fn written(fs: &SimFs, id: u64) -> u64 {
     fs.lengths(&path).map_or(0, |(now, _)| now)
 }
 
+/// A periodic log holding one written entry: the log, the entry's
+/// position and the bytes of its segment so far.
+fn log_with_one_entry(fs: &SimFs) -> (CommitLog, Position, u64) {
+    let (log, _) = open(fs, periodic()).unwrap();
+    let first = log.append(1, &key(b"a"), &partition(1, b"v")).unwrap();
+    let before = written(fs, first.segment_id);
+    (log, first, before)
+}
+
 #[test]
 fn appends_in_a_scope_reach_the_file_at_finish() {
     let fs = SimFs::new();
-    let (log, _) = open(&fs, periodic()).unwrap();
-    let first = log.append(1, &key(b"a"), &partition(1, b"v")).unwrap();
-    let before = written(&fs, first.segment_id);
+    let (log, first, before) = log_with_one_entry(&fs);
     let scope = DeferredWrites::begin();
     let queued: Vec<Position> = (0..10u8)
         .map(|i| {
@@ -49,9 +56,7 @@ fn appends_in_a_scope_reach_the_file_at_finish() {
 #[test]
 fn a_nested_scope_leaves_writing_to_the_outer_one() {
     let fs = SimFs::new();
-    let (log, _) = open(&fs, periodic()).unwrap();
-    let first = log.append(1, &key(b"a"), &partition(1, b"v")).unwrap();
-    let before = written(&fs, first.segment_id);
+    let (log, first, before) = log_with_one_entry(&fs);
     let outer = DeferredWrites::begin();
     let inner = DeferredWrites::begin();
     log.append(1, &key(b"b"), &partition(1, b"v")).unwrap();
@@ -64,9 +69,7 @@ fn a_nested_scope_leaves_writing_to_the_outer_one() {
 #[test]
 fn dropping_a_scope_writes_what_it_queued() {
     let fs = SimFs::new();
-    let (log, _) = open(&fs, periodic()).unwrap();
-    let first = log.append(1, &key(b"a"), &partition(1, b"v")).unwrap();
-    let before = written(&fs, first.segment_id);
+    let (log, first, before) = log_with_one_entry(&fs);
     {
         let _scope = DeferredWrites::begin();
         log.append(1, &key(b"b"), &partition(1, b"v")).unwrap();

@@ -368,13 +368,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn find_in_span_reports_a_corrupt_block_where_it_lies() {
-        let mut w = IndexWriter::new(2);
-        for i in 0..6 {
+    /// The index and summary of partitions `key(0..n)`, each 100 bytes at
+    /// position `i * 100`, in blocks of `interval`.
+    fn index_of(n: u32, interval: usize) -> (Vec<u8>, Vec<u8>) {
+        let mut w = IndexWriter::new(interval);
+        for i in 0..n {
             w.add(&key(i), i as u64 * 100, 100);
         }
-        let (index, summary) = w.finish();
+        w.finish()
+    }
+
+    #[test]
+    fn find_in_span_reports_a_corrupt_block_where_it_lies() {
+        let (index, summary) = index_of(6, 2);
         let spans = spans(&index, &summary, 3);
         let (_, base, span) = &spans[0];
         assert_eq!(
@@ -404,11 +410,7 @@ mod tests {
 
     #[test]
     fn blocks_round_trip_and_tile_the_index() {
-        let mut w = IndexWriter::new(3);
-        for i in 0..10 {
-            w.add(&key(i), i as u64 * 100, 100);
-        }
-        let (index, summary) = w.finish();
+        let (index, summary) = index_of(10, 3);
         let s = decode_summary(&summary, index.len() as u64).unwrap();
         assert_eq!(s.len(), 4);
         assert_eq!(s[1].first, key(3));
@@ -441,11 +443,7 @@ mod tests {
 
     #[test]
     fn a_span_of_several_blocks_decodes_as_one_run() {
-        let mut w = IndexWriter::new(3);
-        for i in 0..10 {
-            w.add(&key(i), i as u64 * 100, 100);
-        }
-        let (index, summary) = w.finish();
+        let (index, summary) = index_of(10, 3);
         let s = decode_summary(&summary, index.len() as u64).unwrap();
         let end = (s[2].offset + s[2].len) as usize;
         let entries = decode_span(&index[..end], 0).unwrap();
