@@ -4,7 +4,7 @@
 # Each size: a fresh table; a write run over new keys; the ROWS keys loaded; a flush; a read run.
 # ROWS per size is chosen so that the loaded data (about 0.8-1 GB) is 3-4x Varve's default memtable
 # budget (256 MiB). Cassandra must already run (ADDR=127.0.0.2 ../shared/cassandra/start.sh bench).
-# usage: VARVE=target/release/varve OUT=/tmp/varve-bench/R scripts/bench/latte_rowsizes.sh
+# usage: VARVE=target/release/varve OUT=/tmp/varve-bench/R [SIZES="32k:6544:25000"] scripts/bench/latte_rowsizes.sh
 set -u
 W=/work/shared/bench/latte/stress.rn
 V=${VARVE:-target/release/varve}; VH=127.0.0.1:9043; CH=127.0.0.2:9042
@@ -12,7 +12,7 @@ D=${DUR:-15}
 out=${OUT:-/tmp/varve-bench/R}; mkdir -p $out; here=$(cd "$(dirname "$0")" && pwd)
 V=$(realpath "$V"); out=$(realpath "$out"); cd "$out"
 # size label, col_size, rows loaded
-SIZES="2k:409:400000 4k:818:200000 8k:1636:100000 16k:3272:50000 32k:6544:25000"
+SIZES=${SIZES:-"2k:409:400000 4k:818:200000 8k:1636:100000 16k:3272:50000 32k:6544:25000"}
 run() { # label pid host fn rows col
   python3 $here/measure_cpu.py $2 $D $out/$1.txt -- latte run $W -f $4 -P rows=$5 -P col_size=$6 -p 64 -d ${D}s -w 5s -q $3 > $out/$1.measure
   echo "$1: $(grep -E 'Throughput' $out/$1.txt | tr -s ' ') | $(cat $out/$1.measure) | p99 $(grep -E '^ +99 ' $out/$1.txt | head -1 | tr -s ' ')"

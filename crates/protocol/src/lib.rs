@@ -55,7 +55,10 @@ pub use request::{
     decode_request, encode_request_frame, BatchRequest, BatchStatement, DecodedRequest, QueryOrId,
     Request,
 };
-pub use response::{decode_response, encode_frame, encode_frame_traced, DecodedResponse, Response};
+pub use response::{
+    decode_response, encode_frame, encode_frame_into, encode_frame_traced, DecodedResponse,
+    Envelope, Response,
+};
 pub use result::{ColumnSpec, Prepared, PreparedMetadata, ResultBody, ResultMetadata, Rows};
 pub use schema_change::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
 pub use segment::{Segment, SegmentCodec, MAX_SEGMENT_PAYLOAD_BYTES};

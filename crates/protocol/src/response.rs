@@ -63,18 +63,41 @@ impl Response {
     /// The opcode and message body for `version`.
     pub fn encode(&self, version: u8) -> (u8, Vec<u8>) {
         let mut out = Vec::new();
-        match self {
-            Response::Error(e) => e.encode(version, &mut out),
-            Response::Ready => {}
-            Response::Authenticate(class) => put_string(&mut out, class),
-            Response::Supported(options) => put_string_multimap(&mut out, options),
-            Response::Result(r) => r.encode(version, &mut out),
-            Response::Event(e) => e.encode(&mut out),
-            Response::AuthChallenge(t) | Response::AuthSuccess(t) => {
-                put_bytes(&mut out, t.as_deref())
-            }
-        }
+        self.encode_into(version, &mut out);
         (self.opcode(), out)
+    }
+
+    /// About how many bytes the encoded frame takes: exact for the values
+    /// of rows (the bulk of a large response), a small allowance for the
+    /// rest. Encoders reserve it so that a large result is not copied
+    /// again each time the buffer grows.
+    pub fn encoded_len_hint(&self) -> usize {
+        const ALLOWANCE: usize = 256;
+        match self {
+            Response::Result(ResultBody::Rows(rows)) => {
+                let values: usize = rows
+                    .rows
+                    .iter()
+                    .flatten()
+                    .map(|v| 4 + v.as_ref().map_or(0, |v| v.len()))
+                    .sum();
+                ALLOWANCE + values
+            }
+            _ => ALLOWANCE,
+        }
+    }
+
+    /// Appends the message body for `version` to `out`.
+    pub fn encode_into(&self, version: u8, out: &mut Vec<u8>) {
+        match self {
+            Response::Error(e) => e.encode(version, out),
+            Response::Ready => {}
+            Response::Authenticate(class) => put_string(out, class),
+            Response::Supported(options) => put_string_multimap(out, options),
+            Response::Result(r) => r.encode(version, out),
+            Response::Event(e) => e.encode(out),
+            Response::AuthChallenge(t) | Response::AuthSuccess(t) => put_bytes(out, t.as_deref()),
+        }
     }
 
     /// Decodes a plain message body (no tracing id, warnings or payload).
@@ -132,34 +155,67 @@ pub fn encode_frame_traced(
     response: &Response,
     compression: Compression,
 ) -> Vec<u8> {
-    let (op, message) = response.encode(version);
+    let mut out = Vec::new();
+    let envelope = Envelope {
+        version,
+        stream,
+        tracing_id,
+        warnings,
+    };
+    encode_frame_into(&mut out, &envelope, response, compression);
+    out
+}
+
+/// What a response frame carries besides its message.
+#[derive(Debug, Clone, Copy)]
+pub struct Envelope<'a> {
+    pub version: u8,
+    pub stream: i16,
+    pub tracing_id: Option<[u8; 16]>,
+    pub warnings: &'a [String],
+}
+
+/// Appends a whole response frame to `out`. The message is encoded in
+/// place after a header whose body length is filled in at the end, so a
+/// large result is copied once, into `out`.
+pub fn encode_frame_into(
+    out: &mut Vec<u8>,
+    envelope: &Envelope<'_>,
+    response: &Response,
+    compression: Compression,
+) {
+    let start = out.len();
+    out.reserve(response.encoded_len_hint());
+    out.extend_from_slice(&[0; HEADER_LEN]);
     let mut frame_flags = 0u8;
-    let mut body = Vec::with_capacity(message.len() + 16);
-    if let Some(id) = tracing_id {
+    if let Some(id) = envelope.tracing_id {
         frame_flags |= flags::TRACING;
-        body.extend_from_slice(&id);
+        out.extend_from_slice(&id);
     }
-    if !warnings.is_empty() {
+    if !envelope.warnings.is_empty() {
         frame_flags |= flags::WARNING;
-        put_string_list(&mut body, warnings);
+        put_string_list(out, envelope.warnings);
     }
-    body.extend_from_slice(&message);
-    if version < 5 && compression == Compression::Lz4 && !matches!(response, Response::Ready) {
+    response.encode_into(envelope.version, out);
+    let body_start = start + HEADER_LEN;
+    if envelope.version < 5
+        && compression == Compression::Lz4
+        && !matches!(response, Response::Ready)
+    {
         frame_flags |= flags::COMPRESSION;
-        body = compress_v4_body(&body);
+        let compressed = compress_v4_body(&out[body_start..]);
+        out.truncate(body_start);
+        out.extend_from_slice(&compressed);
     }
     let header = FrameHeader {
-        version,
+        version: envelope.version,
         is_response: true,
         flags: frame_flags,
-        stream,
-        opcode: op,
-        body_len: u32::try_from(body.len()).unwrap_or(u32::MAX),
+        stream: envelope.stream,
+        opcode: response.opcode(),
+        body_len: u32::try_from(out.len() - body_start).unwrap_or(u32::MAX),
     };
-    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
-    out.extend_from_slice(&header.encode());
-    out.extend_from_slice(&body);
-    out
+    out[start..body_start].copy_from_slice(&header.encode());
 }
 
 /// Decodes the response in `frame`, handling compression, tracing id,

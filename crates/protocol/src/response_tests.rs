@@ -376,6 +376,34 @@ fn global_table_spec_is_used_when_columns_share_a_table() {
     assert_eq!(&b[4..8], &0i32.to_be_bytes(), "global flag clear");
 }
 
+/// The size hint of a rows result counts every value exactly: the frame is
+/// at most the hint, and short of it by no more than the allowance for
+/// the header and metadata (two columns here).
+#[test]
+fn rows_size_hint_covers_the_values() {
+    let col = |name: &str| ColumnSpec {
+        keyspace: "ks".into(),
+        table: "t".into(),
+        name: name.into(),
+        ty: varve_types::CqlType::Blob,
+    };
+    for value_len in [0, 1, 32 * 1024] {
+        let rows: Vec<Vec<Option<Bytes>>> = (0..64)
+            .map(|i| vec![Some(Bytes::from(vec![i as u8; value_len])), None])
+            .collect();
+        let resp = Response::Result(ResultBody::Rows(Rows {
+            metadata: ResultMetadata::new(vec![col("a"), col("b")]),
+            rows,
+        }));
+        let hint = resp.encoded_len_hint();
+        let len = encode_frame(4, 1, &[], &resp, Compression::None).len();
+        assert!(
+            len <= hint && hint - len <= 256,
+            "{value_len}: {len} against {hint}"
+        );
+    }
+}
+
 proptest! {
     #[test]
     fn v4_results_round_trip(r in arb_result(false), lz4 in any::<bool>()) {

@@ -227,28 +227,33 @@ impl SegmentCodec {
     /// segments that are not self-contained.
     pub fn encode_frames(&self, frames: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();
+        self.encode_frames_into(frames, &mut out);
+        out
+    }
+
+    /// [`SegmentCodec::encode_frames`], appending to `out`.
+    pub fn encode_frames_into(&self, frames: &[&[u8]], out: &mut Vec<u8>) {
         let mut pending: Vec<u8> = Vec::new();
         for frame in frames {
             if frame.len() > MAX_SEGMENT_PAYLOAD_BYTES {
                 if !pending.is_empty() {
-                    self.put_segment(&mut out, &pending, true);
+                    self.put_segment(out, &pending, true);
                     pending.clear();
                 }
                 for chunk in frame.chunks(MAX_SEGMENT_PAYLOAD_BYTES) {
-                    self.put_segment(&mut out, chunk, false);
+                    self.put_segment(out, chunk, false);
                 }
                 continue;
             }
             if pending.len() + frame.len() > MAX_SEGMENT_PAYLOAD_BYTES {
-                self.put_segment(&mut out, &pending, true);
+                self.put_segment(out, &pending, true);
                 pending.clear();
             }
             pending.extend_from_slice(frame);
         }
         if !pending.is_empty() {
-            self.put_segment(&mut out, &pending, true);
+            self.put_segment(out, &pending, true);
         }
-        out
     }
 
     /// Encodes a single segment; `Invalid` when the payload is too large.

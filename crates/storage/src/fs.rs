@@ -60,6 +60,19 @@ pub trait ReadFile: Send + Sync {
     }
 }
 
+/// Whether the bytes of a file written in bulk should stay in the page
+/// cache for reads that follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageCache {
+    /// Write through the page cache: the file will be read soon (a flushed
+    /// memtable holds the newest data).
+    Keep,
+    /// Write around the page cache (O_DIRECT) where the file system allows:
+    /// no kernel copy of each byte into new cache pages, at the price of a
+    /// first read from the disk (see `fs_direct`).
+    Bypass,
+}
+
 /// The operations storage needs from a file system.
 pub trait Fs: Send + Sync {
     /// Creates (or truncates) a file for writing.
@@ -67,8 +80,9 @@ pub trait Fs: Send + Sync {
     /// Like [`Fs::create`], for a large file written front to back in
     /// bulk (an sstable): the implementation may gather writes in memory
     /// and start writing back before [`WriteFile::sync`], which alone still
-    /// makes the bytes durable.
-    fn create_sequential(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+    /// makes the bytes durable. `cache` is a hint a file system may ignore.
+    fn create_sequential(&self, path: &Path, cache: PageCache) -> io::Result<Box<dyn WriteFile>> {
+        let _ = cache;
         self.create(path)
     }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>>;
@@ -89,15 +103,35 @@ pub trait Fs: Send + Sync {
 }
 
 /// The operating system's file system; sstables are read as `access`
-/// says.
-#[derive(Debug, Default, Clone, Copy)]
+/// says, and files asked to bypass the page cache are written with
+/// O_DIRECT unless `direct_writes` is off.
+#[derive(Debug, Clone, Copy)]
 pub struct RealFs {
     access: DiskAccessMode,
+    direct_writes: bool,
 }
 
 impl RealFs {
     pub const fn new(access: DiskAccessMode) -> Self {
-        RealFs { access }
+        RealFs {
+            access,
+            direct_writes: true,
+        }
+    }
+
+    /// Whether [`PageCache::Bypass`] is honoured (the node's
+    /// `compaction_write_disk_access_mode`: `direct` or `standard`).
+    pub const fn with_direct_writes(self, direct_writes: bool) -> Self {
+        RealFs {
+            direct_writes,
+            ..self
+        }
+    }
+}
+
+impl Default for RealFs {
+    fn default() -> Self {
+        RealFs::new(DiskAccessMode::default())
     }
 }
 
@@ -136,7 +170,12 @@ impl Fs for RealFs {
         Ok(Box::new(RealWriteFile { file, len: 0 }))
     }
 
-    fn create_sequential(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+    fn create_sequential(&self, path: &Path, cache: PageCache) -> io::Result<Box<dyn WriteFile>> {
+        if cache == PageCache::Bypass && self.direct_writes {
+            if let Some(f) = crate::fs_direct::create(path)? {
+                return Ok(Box::new(f));
+            }
+        }
         let options = crate::fs_seq::SeqWriteOptions::default();
         Ok(Box::new(crate::fs_seq::SeqFile::create(path, options)?))
     }

@@ -40,6 +40,7 @@ pub mod engine_gc;
 pub mod engine_summary;
 pub mod error;
 pub mod fs;
+pub mod fs_direct;
 mod fs_map;
 pub mod fs_seq;
 pub mod fs_sim;

@@ -60,6 +60,7 @@ struct FileConfig {
     index_summary_capacity: Option<Value>,
     concurrent_compactors: Option<usize>,
     disk_access_mode: Option<String>,
+    compaction_write_disk_access_mode: Option<String>,
     commitlog_segment_size: Option<Value>,
     commitlog_sync_group_window: Option<Value>,
     /// Varve's own key: the admin HTTP port.
@@ -98,6 +99,10 @@ pub struct Settings {
     /// `disk_access_mode`: how sstables are read (default `auto`: through
     /// memory maps; see varve_storage's `DiskAccessMode`).
     pub disk_access_mode: varve_storage::fs::DiskAccessMode,
+    /// `compaction_write_disk_access_mode`: `direct` (default) writes
+    /// compaction outputs with O_DIRECT, around the page cache; `standard`
+    /// through it.
+    pub compaction_direct_writes: bool,
     pub max_frame_body_bytes: usize,
     pub max_connections: usize,
     pub num_tokens: usize,
@@ -257,6 +262,13 @@ impl Settings {
                 format!("disk_access_mode must be auto, mmap, mmap_index_only, standard or legacy, not '{text}'")
             })?,
         };
+        let compaction_direct_writes = match file.compaction_write_disk_access_mode.as_deref() {
+            None | Some("direct") => true,
+            Some("standard") => false,
+            Some(other) => {
+                bail!("compaction_write_disk_access_mode must be direct or standard, not '{other}'")
+            }
+        };
         Ok(Settings {
             cluster_name: args
                 .cluster_name
@@ -280,6 +292,7 @@ impl Settings {
             index_summary_capacity_bytes,
             concurrent_compactors: file.concurrent_compactors.unwrap_or(0),
             disk_access_mode,
+            compaction_direct_writes,
             commitlog_dir: file
                 .commitlog_directory
                 .unwrap_or_else(|| data_dir.join("commitlog")),
@@ -330,6 +343,25 @@ mod tests {
         assert_eq!(s.data_dir, PathBuf::from("./varve-data"));
         assert_eq!(s.num_tokens, 16);
         assert_eq!(s.disk_access_mode, DiskAccessMode::Mmap);
+    }
+
+    #[test]
+    fn compaction_write_disk_access_mode_is_direct_or_standard() {
+        let mode = |v: &str| {
+            resolve(
+                &format!("compaction_write_disk_access_mode: {v}"),
+                &ServerArgs::default(),
+            )
+        };
+        assert!(
+            resolve("", &ServerArgs::default())
+                .unwrap()
+                .compaction_direct_writes
+        );
+        assert!(mode("direct").unwrap().compaction_direct_writes);
+        assert!(!mode("standard").unwrap().compaction_direct_writes);
+        let err = mode("mmap").unwrap_err().to_string();
+        assert!(err.contains("direct or standard"), "{err}");
     }
 
     #[test]

@@ -186,7 +186,10 @@ fn storage_options(settings: &Settings) -> varve_storage::StorageOptions {
         commitlog_total_space_bytes: 8 * settings.commitlog_segment_bytes,
         compaction_throughput_mib_per_sec: settings.compaction_throughput_mib_per_sec,
         concurrent_compactors: settings.concurrent_compactors,
-        fs: std::sync::Arc::new(varve_storage::fs::RealFs::new(settings.disk_access_mode)),
+        fs: std::sync::Arc::new(
+            varve_storage::fs::RealFs::new(settings.disk_access_mode)
+                .with_direct_writes(settings.compaction_direct_writes),
+        ),
         clock: varve_storage::Clock::system(),
     }
 }

@@ -152,11 +152,29 @@ fn put_bound(out: &mut Vec<u8>, bound: &ClusteringKey) {
 pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// `buf` as a shared buffer: values are then slices of it, not copies.
+    shared: Option<&'a Bytes>,
 }
 
 impl<'a> Reader<'a> {
+    /// A reader whose values are copied out of `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
+        Reader {
+            buf,
+            pos: 0,
+            shared: None,
+        }
+    }
+
+    /// A reader whose values share `buf` (each holds a reference to the
+    /// whole buffer): for a buffer read for one query, whose values live
+    /// no longer than its answer.
+    pub fn shared(buf: &'a Bytes) -> Self {
+        Reader {
+            buf,
+            pos: 0,
+            shared: Some(buf),
+        }
     }
 
     pub fn position(&self) -> usize {
@@ -235,7 +253,12 @@ impl<'a> Reader<'a> {
         if n > self.remaining() as u64 {
             return Err(self.err("length past the end"));
         }
-        Ok(Bytes::copy_from_slice(self.take(n as usize)?))
+        let start = self.pos;
+        let value = self.take(n as usize)?;
+        Ok(match self.shared {
+            Some(buf) => buf.slice(start..start + value.len()),
+            None => Bytes::copy_from_slice(value),
+        })
     }
 
     /// A column id: a varint that must fit in a u32.

@@ -67,6 +67,19 @@ fn encode_v(p: &Partition, version: u8) -> Vec<u8> {
 }
 
 /// Decodes all of `bytes` in `version`; trailing bytes are an error.
+/// A value read through a shared reader is a slice of the buffer; through
+/// a plain reader, a copy.
+#[test]
+fn shared_reader_values_are_slices_of_the_buffer() {
+    let buf = Bytes::from_static(&[3, b'a', b'b', b'c']);
+    let shared = Reader::shared(&buf).bytes().unwrap();
+    assert_eq!(shared, &b"abc"[..]);
+    assert_eq!(shared.as_ptr(), buf[1..].as_ptr(), "no copy");
+    let copied = Reader::new(&buf).bytes().unwrap();
+    assert_eq!(copied, &b"abc"[..]);
+    assert_ne!(copied.as_ptr(), buf[1..].as_ptr(), "a copy");
+}
+
 fn decode_all(bytes: &[u8], version: u8) -> Result<Partition, DecodeError> {
     let mut r = Reader::new(bytes);
     let p = decode_partition_v(&mut r, &comparator(), version)?;
@@ -309,6 +322,19 @@ proptest! {
     fn partitions_round_trip_in_version_2(p in arb_partition(Reach::Extreme, 6)) {
         let bytes = encode_v(&p, 2);
         prop_assert_eq!(decode_all(&bytes, 2).unwrap(), p);
+    }
+
+    /// A reader over a shared buffer decodes the same partition as one that
+    /// copies.
+    #[test]
+    fn shared_reader_decodes_what_the_copying_one_does(p in arb_partition(Reach::Extreme, 6)) {
+        for version in [1, 2] {
+            let bytes = Bytes::from(encode_v(&p, version));
+            let mut r = Reader::shared(&bytes);
+            let shared = decode_partition_v(&mut r, &comparator(), version).unwrap();
+            prop_assert!(r.is_empty());
+            prop_assert_eq!(&shared, &p);
+        }
     }
 
     #[test]

@@ -1,16 +1,22 @@
 //! Engine-level tests of what a memtable flush tells the rest of the
 //! engine: the compaction strategy hears of every flushed sstable
-//! ([`crate::compaction::Strategy::on_flush`]), which UCS sizes its levels from.
+//! ([`crate::compaction::Strategy::on_flush`]), which UCS sizes its levels from;
+//! and of what flushes and compactions ask of the file system (which of
+//! their sstables stay in the page cache).
 
 use crate::cell::Cell;
 use crate::clustering::ClusteringComparator;
 use crate::commitlog::{CommitLogConfig, SyncMode};
 use crate::compaction::{CommonOptions, CompactionConfig, StrategyOptions, UnifiedOptions};
 use crate::engine::{Clock, PartitionKey, Storage, StorageOptions, TableDescriptor, TableId};
+use crate::fs::{Fs, PageCache, ReadFile, WriteFile};
+use crate::fs_sim::SimFs;
 use crate::partition::Partition;
 use crate::row::Row;
 use bytes::Bytes;
-use std::sync::Arc;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 const TABLE: TableId = 5;
 const MIB: u64 = 1 << 20;
@@ -18,6 +24,10 @@ const MIB: u64 = 1 << 20;
 /// A node on the simulated file system with one UCS table whose
 /// background compaction is off (the sstables stay as flushed).
 fn open_ucs() -> Storage {
+    open_ucs_on(Arc::new(SimFs::new()))
+}
+
+fn open_ucs_on(fs: Arc<dyn Fs>) -> Storage {
     let desc = TableDescriptor {
         id: TABLE,
         keyspace: "ks".into(),
@@ -45,7 +55,7 @@ fn open_ucs() -> Storage {
         commitlog_total_space_bytes: 1 << 30,
         compaction_throughput_mib_per_sec: 0,
         concurrent_compactors: 1,
-        fs: Arc::new(crate::fs_sim::SimFs::new()),
+        fs,
         clock: Clock::system(),
     };
     Storage::open(options, vec![desc]).expect("open")
@@ -104,4 +114,73 @@ fn a_flush_tells_the_strategy_its_size() {
     let large = space_used(&s) - small;
     assert!(large > 2 * MIB, "{large}");
     assert_eq!(learned(&s), Some(large.div_ceil(MIB) * MIB));
+}
+
+/// The simulated file system, recording the page cache hint of each file
+/// created for sequential writing.
+#[derive(Default)]
+struct HintLog {
+    fs: SimFs,
+    hints: Mutex<Vec<(PathBuf, PageCache)>>,
+}
+
+impl Fs for HintLog {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        self.fs.create(path)
+    }
+    fn create_sequential(&self, path: &Path, cache: PageCache) -> io::Result<Box<dyn WriteFile>> {
+        self.hints.lock().unwrap().push((path.to_path_buf(), cache));
+        self.fs.create_sequential(path, cache)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
+        self.fs.open_read(path)
+    }
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.fs.read_all(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.fs.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.fs.remove(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.fs.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.fs.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.fs.sync_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.fs.exists(path)
+    }
+}
+
+/// A flushed sstable holds the newest data and is written through the page
+/// cache; a compaction's output is written around it.
+#[test]
+fn flushes_keep_their_sstables_cached_and_compactions_bypass_the_cache() {
+    let log = Arc::new(HintLog::default());
+    let s = open_ucs_on(log.clone());
+    for first in [0, 100] {
+        write(&s, first, 10, 100);
+        s.flush(TABLE).expect("flush");
+    }
+    let hints = |log: &HintLog| -> Vec<PageCache> {
+        let hints = log.hints.lock().unwrap();
+        hints.iter().map(|(_, h)| *h).collect()
+    };
+    assert_eq!(
+        hints(&log),
+        vec![PageCache::Keep, PageCache::Keep],
+        "two flushes"
+    );
+    s.major_compact(TABLE, 0).expect("compact");
+    assert_eq!(
+        hints(&log),
+        vec![PageCache::Keep, PageCache::Keep, PageCache::Bypass],
+        "then one compaction output"
+    );
 }

@@ -21,7 +21,7 @@ use crate::clustering::{ClusteringComparator, ClusteringKey};
 use crate::commitlog::CommitLogConfig;
 use crate::compaction::{CommonOptions, CompactionConfig};
 use crate::engine::{PartitionKey, Storage, StorageOptions, TableDescriptor, TableId};
-use crate::fs::{Fs, ReadFile, RealFs, WriteFile};
+use crate::fs::{Fs, PageCache, ReadFile, RealFs, WriteFile};
 use crate::fs_seq::{SeqFile, SeqWriteOptions};
 use crate::partition::Partition;
 use crate::row::Row;
@@ -177,7 +177,7 @@ impl Fs for BenchFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
         RealFs::default().create(path)
     }
-    fn create_sequential(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+    fn create_sequential(&self, path: &Path, _cache: PageCache) -> io::Result<Box<dyn WriteFile>> {
         let f = SeqFile::create(path, self.options)?;
         Ok(Box::new(TimedSync(f, self.sync_ns.clone())))
     }

@@ -363,21 +363,34 @@ impl ChunkReader {
         })
     }
 
-    /// Stream bytes `[pos, pos + len)`, read chunk by chunk (the buffer
-    /// grows with what is actually read, never from `len` alone).
+    /// Stream bytes `[pos, pos + len)`, copied once, straight from each
+    /// chunk they span into the result (whose size is `len`, bounded by the
+    /// data length the file declares).
     pub fn read_range(&self, pos: u64, len: u64) -> Result<Vec<u8>> {
-        let i = self.chunk_of(pos);
-        let in_one_chunk = pos
-            .checked_add(len)
-            .is_some_and(|end| end <= self.uncompressed_len && end <= (i + 1) * self.chunk_length);
-        if !in_one_chunk || len == 0 {
-            return self.read_range_cached(&mut None, pos, len);
+        let end = pos.checked_add(len).filter(|e| *e <= self.uncompressed_len);
+        let Some(end) = end else {
+            return Err(self.corrupt(self.chunk_of(pos), "range past the end of the data"));
+        };
+        let mut out = Vec::with_capacity(len as usize);
+        let mut at = pos;
+        while at < end {
+            let i = self.chunk_of(at);
+            let from = (at - i * self.chunk_length) as usize;
+            let to = (end - i * self.chunk_length).min(self.chunk_length) as usize;
+            let copied =
+                self.with_chunk(i, |chunk| match chunk.get(from..to.min(chunk.len())) {
+                    Some(part) if !part.is_empty() => {
+                        out.extend_from_slice(part);
+                        part.len()
+                    }
+                    _ => 0,
+                })?;
+            if copied == 0 {
+                return Err(self.corrupt(i, "chunk shorter than expected"));
+            }
+            at += copied as u64;
         }
-        let from = (pos - i * self.chunk_length) as usize;
-        let part = self.with_chunk(i, |chunk| {
-            chunk.get(from..from + len as usize).map(<[u8]>::to_vec)
-        })?;
-        part.ok_or_else(|| self.corrupt(i, "chunk shorter than expected"))
+        Ok(out)
     }
 
     /// Like [`ChunkReader::read_range`], reusing the last chunk read
@@ -520,6 +533,46 @@ mod tests {
                     assert_eq!(table.len(), 8 + 8 * offsets.len());
                     assert_eq!(table[..8], (offsets.len() as u64).to_be_bytes());
                 }
+            }
+        }
+    }
+
+    /// Every range of a stream of 3 chunks and 5 bytes, within a chunk,
+    /// across chunks, ending in the short last chunk, empty: `read_range`
+    /// and the sequential `read_range_cached` return exactly those bytes;
+    /// one byte past the end is a corruption error.
+    #[test]
+    fn read_range_returns_every_range_across_chunks() {
+        for compression in [Compression::None, Compression::Lz4] {
+            let data = stream(3 * CHUNK + 5, true);
+            let mut file = Bytes(vec![0; START as usize]);
+            let mut w = ChunkWriter::new(compression, CHUNK, START);
+            w.write(&mut file, Path::new("t"), &data).unwrap();
+            let (section, table, n) = w.finish(&mut file, Path::new("t")).unwrap();
+            let shared = Arc::new(Shared(std::sync::Mutex::new(file.0)));
+            let reader = ChunkReader::new(
+                shared,
+                Path::new("t"),
+                compression,
+                CHUNK as u64,
+                n,
+                section,
+                &table,
+                1.0,
+            )
+            .unwrap();
+            let mut cache = None;
+            for pos in 0..=data.len() {
+                for len in 0..=data.len() - pos {
+                    let want = &data[pos..pos + len];
+                    let (p, l) = (pos as u64, len as u64);
+                    assert_eq!(reader.read_range(p, l).unwrap(), want, "{pos}+{len}");
+                    let cached = reader.read_range_cached(&mut cache, p, l).unwrap();
+                    assert_eq!(cached, want, "cached {pos}+{len}");
+                }
+                let past = (data.len() - pos + 1) as u64;
+                let err = reader.read_range(pos as u64, past).unwrap_err();
+                assert!(err.to_string().contains("past the end"), "{err}");
             }
         }
     }

@@ -290,7 +290,7 @@ impl Sstable {
         let Some((position, len)) = found else {
             return Ok(None);
         };
-        let bytes = self.chunks.read_range(position, len)?;
+        let bytes = bytes::Bytes::from(self.chunks.read_range(position, len)?);
         let (got, partition) = self.decode_entry(position, &bytes)?;
         if got != *key {
             return Err(self.corrupt(
@@ -307,14 +307,19 @@ impl Sstable {
     }
 
     /// Decodes one whole stream entry (key and partition).
-    fn decode_entry(&self, position: u64, bytes: &[u8]) -> Result<(PartitionKey, Partition)> {
+    /// Decodes the entry read at `position`; its values share `bytes`.
+    fn decode_entry(
+        &self,
+        position: u64,
+        bytes: &bytes::Bytes,
+    ) -> Result<(PartitionKey, Partition)> {
         let bad = |what: &str| {
             self.corrupt(
                 self.entry_offset(position),
                 format!("{what} in the partition at stream position {position}"),
             )
         };
-        let mut r = Reader::new(bytes);
+        let mut r = Reader::shared(bytes);
         let (token, key) = get_key(&mut r).map_err(|e| bad(e.what))?;
         let key = PartitionKey {
             token,
@@ -506,7 +511,7 @@ impl SstableIter<'_> {
         let entry = s
             .chunks
             .read_range_cached(&mut self.cache, position, len)
-            .and_then(|bytes| s.decode_entry(position, &bytes));
+            .and_then(|bytes| s.decode_entry(position, &bytes::Bytes::from(bytes)));
         Some(match entry {
             Ok((got, _)) if got != key => Err(s.corrupt(
                 s.entry_offset(position),

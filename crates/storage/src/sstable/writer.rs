@@ -11,7 +11,7 @@ use crate::clustering::ClusteringComparator;
 use crate::encoding::{encode_partition, put_varint, PARTITION_ENCODING_VERSION};
 use crate::engine::PartitionKey;
 use crate::error::{Error, Result};
-use crate::fs::{Fs, WriteFile};
+use crate::fs::{Fs, PageCache, WriteFile};
 use crate::partition::Partition;
 use crate::sstable::bloom::{key_hash, BloomFilter};
 use crate::sstable::chunks::ChunkWriter;
@@ -75,15 +75,29 @@ pub fn check_params(path: &Path, p: &SstableParams) -> Result<()> {
 }
 
 impl SstableWriter {
-    /// Creates (or truncates) `path` and writes the header.
+    /// Creates (or truncates) `path` and writes the header; the file's
+    /// bytes stay in the page cache.
     pub fn create(
         fs: Arc<dyn Fs>,
         path: &Path,
         params: SstableParams,
+        cmp: Arc<ClusteringComparator>,
+    ) -> Result<Self> {
+        SstableWriter::create_with_cache(fs, path, params, cmp, PageCache::Keep)
+    }
+
+    /// [`SstableWriter::create`], with the page cache hint for its bytes.
+    pub fn create_with_cache(
+        fs: Arc<dyn Fs>,
+        path: &Path,
+        params: SstableParams,
         _cmp: Arc<ClusteringComparator>,
+        cache: PageCache,
     ) -> Result<Self> {
         check_params(path, &params)?;
-        let mut file = fs.create_sequential(path).map_err(|e| Error::io(path, e))?;
+        let mut file = fs
+            .create_sequential(path, cache)
+            .map_err(|e| Error::io(path, e))?;
         file.write_all(&encode_header())
             .map_err(|e| Error::io(path, e))?;
         Ok(SstableWriter {
