@@ -43,6 +43,8 @@ pub struct DirectFile {
     filled: usize,
     /// Where the buffer goes in the file (a multiple of `DIRECT_ALIGN`).
     at: u64,
+    /// Bytes were written since the last `sync`.
+    dirty: bool,
 }
 
 /// Opens `path` for O_DIRECT writing, or `None` when the file system does
@@ -67,6 +69,7 @@ pub fn create(path: &Path) -> io::Result<Option<DirectFile>> {
         start,
         filled: 0,
         at: 0,
+        dirty: false,
     }))
 }
 
@@ -86,6 +89,7 @@ impl DirectFile {
 
 impl WriteFile for DirectFile {
     fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+        self.dirty |= !data.is_empty();
         while !data.is_empty() {
             let filled = self.filled;
             let room = DIRECT_BUFFER_BYTES - filled;
@@ -110,7 +114,9 @@ impl WriteFile for DirectFile {
             self.put(padded)?;
             self.file.set_len(self.len())?;
         }
-        self.file.sync_data()
+        self.file.sync_data()?;
+        self.dirty = false;
+        Ok(())
     }
 
     fn len(&self) -> u64 {
@@ -123,7 +129,7 @@ impl Drop for DirectFile {
         // Unsynced bytes carry no promise; write them anyway (as a plain
         // write would have handed them to the kernel), never waiting for a
         // flush of the device's cache.
-        if self.filled > 0 {
+        if self.dirty && self.filled > 0 {
             let padded = self.filled.next_multiple_of(DIRECT_ALIGN);
             let filled = self.filled;
             self.buffer()[filled..padded].fill(0);
