@@ -144,8 +144,23 @@ impl Drop for DirectFile {
 mod tests {
     use super::*;
 
+    /// A path for a test file where O_DIRECT works: the temporary
+    /// directory, or (when that is a tmpfs without it) the crate's own
+    /// directory, which is on a disk.
     fn temp(name: &str) -> std::path::PathBuf {
-        std::env::temp_dir().join(format!("varve-fs-direct-{}-{name}", std::process::id()))
+        let file = format!("varve-fs-direct-{}-{name}", std::process::id());
+        let dirs = [
+            std::env::temp_dir(),
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        ];
+        for dir in &dirs {
+            let path = dir.join(&file);
+            if let Ok(Some(_)) = create(&path) {
+                return path;
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        dirs[0].join(file)
     }
 
     fn pattern(n: usize, seed: u8) -> Vec<u8> {

@@ -148,6 +148,9 @@ fn put_bound(out: &mut Vec<u8>, bound: &ClusteringKey) {
 
 // ---- reading ----
 
+/// Bytes of the longest varint a reader accepts (enough for a u64).
+pub const VARINT_MAX_BYTES: usize = 10;
+
 /// A cursor over untrusted bytes.
 pub struct Reader<'a> {
     buf: &'a [u8],
@@ -221,15 +224,24 @@ impl<'a> Reader<'a> {
         Ok(i64::from_be_bytes(a))
     }
 
+    /// An unsigned LEB128 value of at most [`VARINT_MAX_BYTES`] bytes. One
+    /// pass over the remaining slice, with no bounds check per byte: index
+    /// lookups decode a few hundred of these each.
     pub fn varint(&mut self) -> Result<u64, DecodeError> {
+        let rest = self.buf.get(self.pos..).unwrap_or(&[]);
         let mut v: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            v |= ((b & 0x7f) as u64) << shift;
+        for (i, &b) in rest.iter().take(VARINT_MAX_BYTES).enumerate() {
+            v |= ((b & 0x7f) as u64) << (7 * i);
             if b & 0x80 == 0 {
+                self.pos += i + 1;
                 return Ok(v);
             }
         }
+        if rest.len() < VARINT_MAX_BYTES {
+            self.pos += rest.len();
+            return Err(self.err("truncated"));
+        }
+        self.pos += VARINT_MAX_BYTES;
         Err(self.err("varint too long"))
     }
 

@@ -315,8 +315,63 @@ fn varints_round_trip() {
     }
 }
 
+/// A varint read one byte at a time, as the reader once did: the value or
+/// the error, and where the reader stands afterwards.
+fn varint_byte_by_byte(buf: &[u8], start: usize) -> (Result<u64, (&'static str, usize)>, usize) {
+    let mut pos = start;
+    let mut v = 0u64;
+    for i in 0..VARINT_MAX_BYTES {
+        let Some(&b) = buf.get(pos) else {
+            return (Err(("truncated", pos)), pos);
+        };
+        pos += 1;
+        v |= ((b & 0x7f) as u64) << (7 * i);
+        if b & 0x80 == 0 {
+            return (Ok(v), pos);
+        }
+    }
+    (Err(("varint too long", pos)), pos)
+}
+
+/// At exactly `VARINT_MAX_BYTES` bytes a varint is read; at one more
+/// continuation byte it is too long; cut short it is truncated, the error
+/// naming the offset where the bytes ran out.
+#[test]
+fn varint_limits() {
+    let mut ten = vec![0xffu8; VARINT_MAX_BYTES - 1];
+    ten.push(0x01);
+    assert_eq!(Reader::new(&ten).varint().unwrap(), u64::MAX);
+    let eleven = vec![0xffu8; VARINT_MAX_BYTES + 1];
+    let err = Reader::new(&eleven).varint().unwrap_err();
+    assert_eq!(
+        (err.what, err.offset),
+        ("varint too long", VARINT_MAX_BYTES)
+    );
+    let err = Reader::new(&ten[..4]).varint().unwrap_err();
+    assert_eq!((err.what, err.offset), ("truncated", 4));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any bytes from any start: the one-pass varint gives the value, the
+    /// error and the position of the byte-by-byte reading.
+    #[test]
+    fn varint_matches_byte_by_byte_reading(
+        buf in proptest::collection::vec(any::<u8>(), 0..24),
+        start in 0usize..24,
+        continuation in any::<bool>(),
+    ) {
+        // Bias towards long varints: most random bytes end one at once.
+        let buf: Vec<u8> = if continuation { buf.iter().map(|b| b | 0x80).collect() } else { buf };
+        let start = start.min(buf.len());
+        let mut r = Reader::new(&buf);
+        r.take(start).unwrap();
+        let got = r.varint().map_err(|e| (e.what, e.offset));
+        let (want, pos) = varint_byte_by_byte(&buf, start);
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(r.position(), pos);
+    }
 
     #[test]
     fn partitions_round_trip_in_version_2(p in arb_partition(Reach::Extreme, 6)) {
