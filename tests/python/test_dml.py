@@ -262,18 +262,20 @@ def test_writetime_and_ttl_functions(session, kv):
 
 
 def test_ttl_expiry(session, kv, keyspace):
-    """All expiring writes first, then one short sleep."""
-    session.execute(f"INSERT INTO {kv} (k, c, v, w) VALUES (70, 1, 'gone', 1) USING TTL 1")
-    session.execute(f"INSERT INTO {kv} (k, c, v) VALUES (70, 2, 'stays')")
-    session.execute(f"UPDATE {kv} USING TTL 1 SET w = 5 WHERE k = 70 AND c = 2")
-    prepared = session.prepare(f"INSERT INTO {kv} (k, c, v) VALUES (?, ?, ?) USING TTL ?")
-    session.execute(prepared, (70, 3, "bound ttl", 1))
+    """All expiring writes first, then one short sleep. The table is created
+    before them: a schema change on a loaded machine can take longer than a
+    TTL, and the rows must still be there when first counted."""
     table_ttl = unique("ttl_table")
-    session.execute(f"CREATE TABLE {table_ttl} (k int PRIMARY KEY, v int) WITH default_time_to_live = 1")
+    session.execute(f"CREATE TABLE {table_ttl} (k int PRIMARY KEY, v int) WITH default_time_to_live = 2")
+    prepared = session.prepare(f"INSERT INTO {kv} (k, c, v) VALUES (?, ?, ?) USING TTL ?")
+    session.execute(f"INSERT INTO {kv} (k, c, v, w) VALUES (70, 1, 'gone', 1) USING TTL 2")
+    session.execute(f"INSERT INTO {kv} (k, c, v) VALUES (70, 2, 'stays')")
+    session.execute(f"UPDATE {kv} USING TTL 2 SET w = 5 WHERE k = 70 AND c = 2")
+    session.execute(prepared, (70, 3, "bound ttl", 2))
     session.execute(f"INSERT INTO {table_ttl} (k, v) VALUES (1, 1)")
     session.execute(f"INSERT INTO {table_ttl} (k, v) VALUES (2, 2) USING TTL 0")  # 0: never expires
     assert len(rows(session, f"SELECT * FROM {kv} WHERE k = 70")) == 3
-    time.sleep(2.1)
+    time.sleep(3.1)
     got = [(r.c, r.v, r.w) for r in session.execute(f"SELECT c, v, w FROM {kv} WHERE k = 70")]
     assert got == [(2, "stays", None)]
     assert [r.k for r in session.execute(f"SELECT k FROM {table_ttl}")] == [2]

@@ -58,6 +58,7 @@ struct FileConfig {
     memtable_heap_space: Option<Value>,
     compaction_throughput: Option<Value>,
     index_summary_capacity: Option<Value>,
+    key_cache_size: Option<Value>,
     concurrent_compactors: Option<usize>,
     disk_access_mode: Option<String>,
     compaction_write_disk_access_mode: Option<String>,
@@ -94,6 +95,8 @@ pub struct Settings {
     /// `index_summary_capacity`: memory of all partition summaries before
     /// they are downsampled (toward each table's `max_index_interval`).
     pub index_summary_capacity_bytes: u64,
+    /// `key_cache_size`: memory of the key caches of all sstables (0: off).
+    pub key_cache_bytes: u64,
     /// `concurrent_compactors` (0: storage's default, min(cores, 8)).
     pub concurrent_compactors: usize,
     /// `disk_access_mode`: how sstables are read (default `auto`: through
@@ -223,6 +226,11 @@ impl Settings {
             varve_storage::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
             "index_summary_capacity",
         )?;
+        let key_cache_bytes = size_or(
+            &file.key_cache_size,
+            varve_storage::sstable::DEFAULT_KEY_CACHE_BYTES,
+            "key_cache_size",
+        )?;
         let commitlog_segment_bytes = size_or(
             &file.commitlog_segment_size,
             DEFAULT_COMMITLOG_SEGMENT_BYTES,
@@ -290,6 +298,7 @@ impl Settings {
             memtable_space_bytes,
             compaction_throughput_mib_per_sec,
             index_summary_capacity_bytes,
+            key_cache_bytes,
             concurrent_compactors: file.concurrent_compactors.unwrap_or(0),
             disk_access_mode,
             compaction_direct_writes,
@@ -343,6 +352,16 @@ mod tests {
         assert_eq!(s.data_dir, PathBuf::from("./varve-data"));
         assert_eq!(s.num_tokens, 16);
         assert_eq!(s.disk_access_mode, DiskAccessMode::Mmap);
+    }
+
+    #[test]
+    fn key_cache_size_is_a_size_defaulting_to_cassandras() {
+        let size = |v: &str| resolve(&format!("key_cache_size: {v}"), &ServerArgs::default());
+        let default = resolve("", &ServerArgs::default()).unwrap();
+        assert_eq!(default.key_cache_bytes, 100 << 20);
+        assert_eq!(size("16MiB").unwrap().key_cache_bytes, 16 << 20);
+        assert_eq!(size("0").unwrap().key_cache_bytes, 0);
+        assert!(size("lots").is_err());
     }
 
     #[test]

@@ -133,6 +133,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
             .context("binding the CQL and admin ports")?;
     let node = node::node_info(&settings, server.cql_addr().port())?;
     let options = storage_options(&settings);
+    varve_storage::sstable::KEY_CACHE_BUDGET.set_capacity(settings.key_cache_bytes);
     let processor = tokio::task::spawn_blocking(move || {
         varve_query::Processor::open_with_registry(node, options, registry)
     })

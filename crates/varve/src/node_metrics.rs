@@ -51,6 +51,16 @@ pub fn settings_rows(s: &Settings) -> Vec<(String, String)> {
             "index_summary_capacity",
             mib(s.index_summary_capacity_bytes),
         ),
+        ("key_cache_size", mib(s.key_cache_bytes)),
+        (
+            "compaction_write_disk_access_mode",
+            if s.compaction_direct_writes {
+                "direct"
+            } else {
+                "standard"
+            }
+            .to_string(),
+        ),
         (
             "native_transport_max_frame_size",
             mib(s.max_frame_body_bytes as u64),

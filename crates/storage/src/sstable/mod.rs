@@ -28,6 +28,7 @@ pub mod format;
 pub mod fs_mem;
 pub mod histogram;
 mod index;
+pub mod key_cache;
 mod reader;
 mod stats;
 pub mod summary;
@@ -45,7 +46,8 @@ mod tests_fixture;
 mod tests_roundtrip;
 
 pub use format::Compression;
-pub use reader::{Sstable, SstableIter, KEY_CACHE_ENTRIES};
+pub use key_cache::{KeyCacheBudget, DEFAULT_KEY_CACHE_BYTES, KEY_CACHE_BUDGET};
+pub use reader::{Sstable, SstableIter};
 pub use stats::SstableStats;
 pub use writer::SstableWriter;
 

@@ -18,6 +18,7 @@ use crate::sstable::format::{
     check_header, get_key, Footer, Section, FOOTER_LEN, HEADER_LEN, MAX_INDEX_BLOCK_LEN,
 };
 use crate::sstable::index::{decode_span, decode_summary, find_in_span, IndexEntry};
+use crate::sstable::key_cache::{KeyCache, KEY_CACHE_BUDGET};
 use crate::sstable::stats::{decode_stats, SstableStats};
 use crate::sstable::summary::Summary;
 use std::borrow::Cow;
@@ -42,9 +43,8 @@ pub struct Sstable {
     bloom_false_positives: AtomicU64,
     /// Where recently read partitions start: (stream position, length).
     /// Saves the index-block read of repeated point reads (Cassandra's key
-    /// cache, kept per sstable).
-    key_cache: parking_lot::Mutex<std::collections::HashMap<PartitionKey, (u64, u64)>>,
-    key_cache_hits: AtomicU64,
+    /// cache, under the node-wide budget: see `key_cache`).
+    key_cache: KeyCache,
     /// Per index block, the trust epoch of its last good CRC check (0:
     /// none); see [`crate::sstable::chunks::ChunkTrust`]. Used while the summary is kept whole (a
     /// span is then one block).
@@ -57,9 +57,6 @@ pub struct Sstable {
 
 /// `created_at_seconds` not known yet.
 const CREATED_UNKNOWN: i64 = i64::MIN;
-
-/// Entries the key cache of one sstable holds; when full, it is cleared.
-pub const KEY_CACHE_ENTRIES: usize = 16_384;
 
 impl Sstable {
     pub fn open(
@@ -125,8 +122,7 @@ impl Sstable {
             stats,
             bloom_true_positives: AtomicU64::new(0),
             bloom_false_positives: AtomicU64::new(0),
-            key_cache: parking_lot::Mutex::new(std::collections::HashMap::new()),
-            key_cache_hits: AtomicU64::new(0),
+            key_cache: KeyCache::new(&KEY_CACHE_BUDGET),
             index_verified,
             created_at_seconds: std::sync::atomic::AtomicI64::new(CREATED_UNKNOWN),
         })
@@ -145,12 +141,12 @@ impl Sstable {
 
     /// Keys the key cache holds now.
     pub fn key_cache_len(&self) -> usize {
-        self.key_cache.lock().len()
+        self.key_cache.len()
     }
 
     /// Point reads served by the key cache.
     pub fn key_cache_hits(&self) -> u64 {
-        self.key_cache_hits.load(Ordering::Relaxed)
+        self.key_cache.hits()
     }
 
     pub fn stats(&self) -> &SstableStats {
@@ -263,42 +259,52 @@ impl Sstable {
         if !self.may_contain(key) {
             return Ok(None);
         }
-        let cached = self.key_cache.lock().get(key).copied();
-        let found = match cached {
-            Some(hit) => {
-                self.key_cache_hits.fetch_add(1, Ordering::Relaxed);
-                Some(hit)
+        // A cached place is the token's: when another key with the same
+        // token was cached there, its partition decodes, and the index
+        // decides.
+        if let Some(at) = self.key_cache.get(key.token) {
+            if let Some(partition) = self.read_at(key, at, true)? {
+                self.key_cache.hit();
+                self.bloom_true_positives.fetch_add(1, Ordering::Relaxed);
+                return Ok(Some(partition));
             }
-            None => {
-                let found = self.locate(key)?;
-                if let Some(at) = found {
-                    let mut cache = self.key_cache.lock();
-                    if cache.len() >= KEY_CACHE_ENTRIES {
-                        cache.clear();
-                    }
-                    cache.insert(key.clone(), at);
-                }
-                found
-            }
-        };
+        }
+        let found = self.locate(key)?;
         let counter = if found.is_some() {
             &self.bloom_true_positives
         } else {
             &self.bloom_false_positives
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        let Some((position, len)) = found else {
+        let Some(at) = found else {
             return Ok(None);
         };
+        let partition = self.read_at(key, at, false)?;
+        self.key_cache.insert(key.token, at);
+        Ok(partition)
+    }
+
+    /// The partition stored at `(position, len)`, which must be `key`'s:
+    /// another key there is `None` for a place from the key cache, and
+    /// corruption for one from the index.
+    fn read_at(
+        &self,
+        key: &PartitionKey,
+        (position, len): (u64, u64),
+        from_cache: bool,
+    ) -> Result<Option<Partition>> {
         let bytes = bytes::Bytes::from(self.chunks.read_range(position, len)?);
         let (got, partition) = self.decode_entry(position, &bytes)?;
-        if got != *key {
-            return Err(self.corrupt(
-                self.entry_offset(position),
-                "index points at another partition",
-            ));
+        if got == *key {
+            return Ok(Some(partition));
         }
-        Ok(Some(partition))
+        if from_cache {
+            return Ok(None);
+        }
+        Err(self.corrupt(
+            self.entry_offset(position),
+            "index points at another partition",
+        ))
     }
 
     /// The file offset of the chunk holding stream position `pos`.
@@ -306,8 +312,8 @@ impl Sstable {
         self.chunks.chunk_offset(self.chunks.chunk_of(pos))
     }
 
-    /// Decodes one whole stream entry (key and partition).
-    /// Decodes the entry read at `position`; its values share `bytes`.
+    /// Decodes the entry read at `position` (key and partition); its values
+    /// share `bytes`.
     fn decode_entry(
         &self,
         position: u64,
