@@ -60,13 +60,6 @@ impl Response {
         }
     }
 
-    /// The opcode and message body for `version`.
-    pub fn encode(&self, version: u8) -> (u8, Vec<u8>) {
-        let mut out = Vec::new();
-        self.encode_into(version, &mut out);
-        (self.opcode(), out)
-    }
-
     /// About how many bytes the encoded frame takes: exact for the values
     /// of rows (the bulk of a large response), a small allowance for the
     /// rest. Encoders reserve it so that a large result is not copied

@@ -147,3 +147,24 @@ pub struct NodeInfo {
     pub cql_version: String,
     pub native_protocol_version: String,
 }
+
+impl NodeInfo {
+    /// One node on 127.0.0.1 as drivers expect a default Cassandra 5.0.4
+    /// to describe itself ("Test Cluster", datacenter1, rack1, token 0):
+    /// the node of the in-process tests of this crate and the server's.
+    pub fn single_local() -> Self {
+        NodeInfo {
+            cluster_name: "Test Cluster".into(),
+            listen_address: IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            rpc_address: IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            native_port: 9042,
+            data_center: "datacenter1".into(),
+            rack: "rack1".into(),
+            tokens: vec![0],
+            host_id: [7; 16],
+            release_version: "5.0.4".into(),
+            cql_version: "3.4.7".into(),
+            native_protocol_version: "5".into(),
+        }
+    }
+}

@@ -157,17 +157,18 @@ impl Outbound {
         }
         out.reserve(hint);
         for item in batch {
-            let target = match self.segments {
-                Some(_) => &mut pending.bytes,
-                None => &mut out,
+            if let Outgoing::Negotiated { .. } = item {
+                // Everything before the switch goes out in the old framing.
+                self.pack(&mut out, &mut pending);
+                self.apply(&item);
+                continue;
+            }
+            // v5 frames are compressed by the segment layer, not here.
+            let (target, compression) = match self.segments {
+                Some(_) => (&mut pending.bytes, Compression::None),
+                None => (&mut out, self.compression),
             };
             match item {
-                Outgoing::Negotiated { .. } => {
-                    // Everything before the switch goes out in the old framing.
-                    self.pack(&mut out, &mut pending);
-                    self.apply(&item);
-                    continue;
-                }
                 Outgoing::Raw(bytes) => target.extend_from_slice(&bytes),
                 Outgoing::Response {
                     version,
@@ -175,22 +176,19 @@ impl Outbound {
                     warnings,
                     response,
                 } => {
-                    // v5 frames are compressed by the segment layer, not here.
-                    let frame_compression = if self.segments.is_some() {
-                        Compression::None
-                    } else {
-                        self.compression
-                    };
                     let envelope = Envelope {
                         version,
                         stream,
                         tracing_id: None,
                         warnings: &warnings,
                     };
-                    encode_frame_into(target, &envelope, &response, frame_compression);
+                    encode_frame_into(target, &envelope, &response, compression);
                 }
+                Outgoing::Negotiated { .. } => unreachable!("handled above"),
             }
-            pending.ends.push(pending.bytes.len());
+            if self.segments.is_some() {
+                pending.ends.push(pending.bytes.len());
+            }
         }
         self.pack(&mut out, &mut pending);
         out
@@ -344,16 +342,22 @@ mod tests {
             .collect()
     }
 
+    /// An encoder after STARTUP negotiated `compression` (and segments).
+    fn negotiated(compression: Compression, segments: bool) -> Outbound {
+        let mut out = Outbound::default();
+        out.apply(&Outgoing::Negotiated {
+            compression,
+            segments,
+        });
+        out
+    }
+
     /// v4: a batch is its frames back to back, byte for byte those that
     /// `encode_frame` gives one at a time, with and without LZ4.
     #[test]
     fn a_v4_batch_is_its_frames_back_to_back() {
         for compression in [Compression::None, Compression::Lz4] {
-            let mut out = Outbound::default();
-            out.apply(&Outgoing::Negotiated {
-                compression,
-                segments: false,
-            });
+            let mut out = negotiated(compression, false);
             let bytes = out.encode(batch(4));
             assert_eq!(
                 bytes,
@@ -369,11 +373,7 @@ mod tests {
     #[test]
     fn a_v5_batch_is_its_frames_in_segments() {
         for compression in [Compression::None, Compression::Lz4] {
-            let mut out = Outbound::default();
-            out.apply(&Outgoing::Negotiated {
-                compression,
-                segments: true,
-            });
+            let mut out = negotiated(compression, true);
             let mut buf = BytesMut::from(&out.encode(batch(5))[..]);
             let codec = SegmentCodec::new(compression);
             let mut payload = Vec::new();

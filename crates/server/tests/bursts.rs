@@ -17,10 +17,8 @@ use varve_protocol::{
     decode_envelope, decode_response, encode_request_frame, Compression, Consistency, QueryParams,
     Request, Response,
 };
-mod common;
 
-use common::node;
-use varve_query::Processor;
+use varve_query::{NodeInfo, Processor};
 use varve_server::{Server, ServerConfig, PART_MIN_STATEMENTS, REPLY_BATCH_MAX};
 use varve_storage::commitlog::{CommitLogConfig, SyncMode};
 use varve_storage::fs_sim::SimFs;
@@ -97,7 +95,7 @@ fn is_rows(r: &Response) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_of_a_burst_is_answered_once_split_or_not() {
-    let (addr, stop) = serve(Processor::new(node())).await;
+    let (addr, stop) = serve(Processor::new(NodeInfo::single_local())).await;
     let mut s = connect(addr).await;
     let sizes = [
         1,
@@ -141,7 +139,7 @@ fn insert(k: usize) -> Request {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_burst_write_acknowledges_nothing_and_loses_nothing_acknowledged() {
     let fs = Arc::new(SimFs::new());
-    let processor = Processor::open(node(), options(&fs)).expect("opens");
+    let processor = Processor::open(NodeInfo::single_local(), options(&fs)).expect("opens");
     let (addr, stop) = serve(processor).await;
     let mut s = connect(addr).await;
     let schema = [
@@ -188,7 +186,8 @@ async fn a_failed_burst_write_acknowledges_nothing_and_loses_nothing_acknowledge
 
     // A process crash: everything acknowledged comes back.
     let restarted = Arc::new(fs.kill());
-    let processor = Processor::open(node(), options(&restarted)).expect("reopens");
+    let processor =
+        Processor::open(NodeInfo::single_local(), options(&restarted)).expect("reopens");
     let (addr, stop) = serve(processor).await;
     let mut s = connect(addr).await;
     let reads: Vec<Request> = (0..10)

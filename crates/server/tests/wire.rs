@@ -14,10 +14,8 @@ use varve_protocol::{
     decode_envelope, decode_response, encode_request_frame, Compression, ErrorCode, Request,
     Response, SegmentCodec,
 };
-mod common;
 
-use common::node;
-use varve_query::Processor;
+use varve_query::{NodeInfo, Processor};
 use varve_server::{Server, ServerConfig};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -53,9 +51,11 @@ async fn start(tweak: impl FnOnce(&mut ServerConfig)) -> Running {
     let server = Server::bind(config).await.expect("binds");
     let (addr, admin) = (server.cql_addr(), server.admin_addr());
     let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(server.run(Processor::new(node()), async move {
-        let _ = rx.await;
-    }));
+    let task = tokio::spawn(
+        server.run(Processor::new(NodeInfo::single_local()), async move {
+            let _ = rx.await;
+        }),
+    );
     Running {
         addr,
         admin,

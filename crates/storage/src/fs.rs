@@ -228,6 +228,53 @@ impl Fs for RealFs {
 mod tests {
     use super::*;
 
+    /// Whether this process holds `path` open with O_DIRECT, from the
+    /// kernel's own account (/proc/self/fdinfo), or `None` if not open.
+    fn opened_direct(path: &Path) -> Option<bool> {
+        for entry in std::fs::read_dir("/proc/self/fd").ok()?.flatten() {
+            if std::fs::read_link(entry.path()).ok().as_deref() != Some(path) {
+                continue;
+            }
+            let info =
+                std::fs::read_to_string(Path::new("/proc/self/fdinfo").join(entry.file_name()))
+                    .ok()?;
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            let flags = i32::from_str_radix(flags.trim(), 8).ok()?;
+            return Some(flags & libc::O_DIRECT != 0);
+        }
+        None
+    }
+
+    /// `Bypass` opens with O_DIRECT unless direct writes are off; `Keep`
+    /// never does. (On a file system without O_DIRECT, both write through
+    /// the page cache; the test then only checks that.)
+    #[test]
+    fn the_page_cache_hint_decides_o_direct_unless_direct_writes_are_off() {
+        let dir = std::env::temp_dir().join(format!("varve-fs-hint-{}", std::process::id()));
+        let fs = RealFs::default();
+        fs.create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let supported = crate::fs_direct::create(&path).unwrap().is_some();
+        let cases = [
+            (RealFs::default(), PageCache::Bypass, supported),
+            (RealFs::default(), PageCache::Keep, false),
+            (
+                RealFs::default().with_direct_writes(false),
+                PageCache::Bypass,
+                false,
+            ),
+        ];
+        for (fs, hint, direct) in cases {
+            let mut f = fs.create_sequential(&path, hint).unwrap();
+            assert_eq!(opened_direct(&path), Some(direct), "{hint:?} {fs:?}");
+            f.write_all(b"bytes").unwrap();
+            f.sync().unwrap();
+            drop(f);
+            assert_eq!(std::fs::read(&path).unwrap(), b"bytes");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn real_fs_writes_reads_renames() {
         let dir = std::env::temp_dir().join(format!("varve-fs-{}", std::process::id()));

@@ -1,25 +1,8 @@
 //! Helpers for in-process processor tests.
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use varve_query::*;
 use varve_types::{codec, CqlType, Value};
-
-pub fn node() -> NodeInfo {
-    NodeInfo {
-        cluster_name: "Test Cluster".into(),
-        listen_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        rpc_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        native_port: 9042,
-        data_center: "datacenter1".into(),
-        rack: "rack1".into(),
-        tokens: vec![0],
-        host_id: [7; 16],
-        release_version: "5.0.4".into(),
-        cql_version: "3.4.7".into(),
-        native_protocol_version: "5".into(),
-    }
-}
 
 pub struct Db {
     pub p: Arc<Processor>,
@@ -29,7 +12,7 @@ pub struct Db {
 impl Db {
     pub fn new() -> Db {
         let mut db = Db {
-            p: Processor::new(node()),
+            p: Processor::new(NodeInfo::single_local()),
             state: ClientState::default(),
         };
         db.ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
