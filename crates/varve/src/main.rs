@@ -5,6 +5,7 @@
 //! config, prepares the data directory and the node's identity
 //! ([`node`]), and hands the rest to `varve-server`.
 
+mod allocator;
 mod bench_cmd;
 mod config;
 mod node;
@@ -21,15 +22,6 @@ use clap::{Args, Parser, Subcommand};
 use tracing::info;
 
 use crate::config::Settings;
-
-/// mimalloc instead of glibc malloc: the benchmark of issue 3 saw glibc's
-/// per-thread arenas keep a gigabyte resident after flushes and spend a
-/// fifth of the server's CPU in malloc/free. Built without transparent huge
-/// pages (`no_thp`): with them, every page mimalloc takes back from the OS
-/// faulted in a zeroed 2 MiB page, a quarter of the server's CPU under
-/// writes, and RSS doubled.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -80,6 +72,7 @@ pub struct ServerArgs {
 }
 
 fn main() -> std::process::ExitCode {
+    allocator::tune();
     let cli = Cli::parse();
     init_logging();
     let result = match cli.command {
