@@ -216,6 +216,46 @@ fn cartesian(acc: Vec<Vec<Bytes>>, options: &[Vec<Bytes>]) -> Result<Vec<Vec<Byt
 
 /// Analyses `relations` against `table`.
 pub fn analyse(ctx: &Ctx, table: &Table, relations: &[Relation]) -> Result<Selection> {
+    match single_key(ctx, table, relations) {
+        Some(selection) => selection,
+        None => analyse_all(ctx, table, relations),
+    }
+}
+
+/// The point lookup `WHERE k = <term>` on a table whose partition key is
+/// the one column `k`, and nothing else: what [`analyse_all`] gives for it,
+/// without building its lists of options, keys and types (they were 3% of
+/// a 180 B point read's CPU). `None` for any other WHERE clause.
+fn single_key(ctx: &Ctx, table: &Table, relations: &[Relation]) -> Option<Result<Selection>> {
+    let [rel] = relations else {
+        return None;
+    };
+    let RelationLhs::Column(name) = &rel.lhs else {
+        return None;
+    };
+    if rel.op != Operator::Eq || table.partition_key_len() != 1 {
+        return None;
+    }
+    let col = table.column(name)?;
+    if col.kind != ColumnKind::PartitionKey {
+        return None;
+    }
+    let selection = key_value(ctx, &rel.rhs, col).and_then(|value| {
+        let key = partition_key(std::slice::from_ref(&value))?;
+        let (clustering, _) = clustering_selection(ctx, table, &[])?;
+        Ok(Selection {
+            partitions: PartitionSelection::Keys(vec![key]),
+            clustering,
+            filters: Vec::new(),
+            needs_filtering: false,
+            partition_exact: true,
+        })
+    });
+    Some(selection)
+}
+
+/// Analyses any WHERE clause.
+fn analyse_all(ctx: &Ctx, table: &Table, relations: &[Relation]) -> Result<Selection> {
     let mut pk_options: Vec<Option<Vec<Vec<Bytes>>>> = vec![None; table.partition_key_len()];
     let mut token_start = TokenBound::Unbounded;
     let mut token_end = TokenBound::Unbounded;
@@ -774,3 +814,7 @@ fn set_bound(sel: &mut ClusteringSelection, op: Operator, v: Vec<Bytes>) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+#[path = "restrictions_tests.rs"]
+mod tests;

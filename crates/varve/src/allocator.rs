@@ -19,9 +19,10 @@ use std::ffi::c_long;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How long freed memory stays with the process before mimalloc returns it
-/// to the OS: mimalloc v3's default. Measured on 32 KiB-row writes (three
-/// A/B pairs, docs/benchmarks.md, session 7): 29% more writes per server
-/// CPU-second than with 10 ms, for 0.3 GiB more anonymous memory.
+/// to the OS: mimalloc v3's default. Measured on 32 KiB-row writes (five
+/// A/B pairs, docs/benchmarks.md, session 7): 26% more writes per server
+/// CPU-second than with 10 ms on average (0 to 51% per pair), for about
+/// 0.3 GiB more anonymous memory at the end of the run.
 pub const PURGE_DELAY_MS: c_long = 1000;
 
 /// `mi_option_purge_delay` in the mimalloc v2 sources this build compiles

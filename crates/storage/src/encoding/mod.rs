@@ -245,6 +245,24 @@ impl<'a> Reader<'a> {
         Err(self.err("varint too long"))
     }
 
+    /// Moves past a varint without decoding it: what [`Reader::varint`]
+    /// would do, errors included. A varint that ends within the next 8
+    /// bytes is found with one word load and no branch per byte (an index
+    /// lookup skips two per entry it passes).
+    pub fn skip_varint(&mut self) -> Result<(), DecodeError> {
+        if let Some(word) = self.buf.get(self.pos..self.pos + 8) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(word);
+            // A byte without the continuation bit ends the varint.
+            let ends = !u64::from_le_bytes(a) & 0x8080_8080_8080_8080;
+            if ends != 0 {
+                self.pos += (ends.trailing_zeros() / 8) as usize + 1;
+                return Ok(());
+            }
+        }
+        self.varint().map(|_| ())
+    }
+
     /// What [`put_zigzag`] wrote.
     pub fn zigzag(&mut self) -> Result<i64, DecodeError> {
         let v = self.varint()?;

@@ -351,6 +351,27 @@ fn varint_limits() {
     assert_eq!((err.what, err.offset), ("truncated", 4));
 }
 
+/// Varints of every length up to one past the limit, with more bytes after
+/// them and without: a skip ends where a read does (the word load covers
+/// lengths up to 8; longer ones and the last 7 bytes of a buffer take the
+/// reading path).
+#[test]
+fn skip_varint_at_every_length() {
+    for len in 1..=VARINT_MAX_BYTES + 1 {
+        let mut v = vec![0x80u8; len - 1];
+        v.push(0x01);
+        for tail in [0, 3, 8] {
+            let mut buf = v.clone();
+            buf.extend(std::iter::repeat_n(0x7f, tail));
+            let (mut read, mut skip) = (Reader::new(&buf), Reader::new(&buf));
+            let want = read.varint().map(|_| ()).map_err(|e| (e.what, e.offset));
+            let got = skip.skip_varint().map_err(|e| (e.what, e.offset));
+            assert_eq!(got, want, "length {len}, {tail} bytes after");
+            assert_eq!(skip.position(), read.position(), "length {len}");
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -371,6 +392,30 @@ proptest! {
         let (want, pos) = varint_byte_by_byte(&buf, start);
         prop_assert_eq!(got, want);
         prop_assert_eq!(r.position(), pos);
+    }
+
+    /// Skipping a varint ends where reading it does, with the same error.
+    #[test]
+    fn skip_varint_ends_where_varint_does(
+        buf in proptest::collection::vec(any::<u8>(), 0..24),
+        start in 0usize..24,
+        continuation in 0usize..12,
+    ) {
+        // Bias towards long varints: `continuation` bytes from the start
+        // go on.
+        let start = start.min(buf.len());
+        let buf: Vec<u8> = buf
+            .iter()
+            .enumerate()
+            .map(|(i, b)| if (start..start + continuation).contains(&i) { b | 0x80 } else { *b })
+            .collect();
+        let (mut read, mut skip) = (Reader::new(&buf), Reader::new(&buf));
+        read.take(start).unwrap();
+        skip.take(start).unwrap();
+        let want = read.varint().map(|_| ()).map_err(|e| (e.what, e.offset));
+        let got = skip.skip_varint().map_err(|e| (e.what, e.offset));
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(skip.position(), read.position());
     }
 
     #[test]

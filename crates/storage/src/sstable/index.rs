@@ -209,8 +209,8 @@ fn block_len(bytes: &[u8]) -> Result<usize, &'static str> {
     }
     for _ in 0..n {
         get_key(&mut r).map_err(bad)?;
-        r.varint().map_err(bad)?;
-        r.varint().map_err(bad)?;
+        r.skip_varint().map_err(bad)?;
+        r.skip_varint().map_err(bad)?;
     }
     r.take(4).map_err(|_| "index block too short")?;
     Ok(r.position())
@@ -263,11 +263,18 @@ fn scan_block(block: &[u8], key: &PartitionKey, check_crc: bool) -> Result<Scan,
         if previous.is_some_and(|p| p >= (token, k)) {
             return Err("index keys out of order");
         }
-        let position = r.varint().map_err(bad)?;
-        let len = r.varint().map_err(bad)?;
         match (token, k).cmp(&target) {
-            std::cmp::Ordering::Less => previous = Some((token, k)),
-            std::cmp::Ordering::Equal => return Ok(Scan::Found { position, len }),
+            std::cmp::Ordering::Less => {
+                // Passed over: its position and length are not needed.
+                r.skip_varint().map_err(bad)?;
+                r.skip_varint().map_err(bad)?;
+                previous = Some((token, k));
+            }
+            std::cmp::Ordering::Equal => {
+                let position = r.varint().map_err(bad)?;
+                let len = r.varint().map_err(bad)?;
+                return Ok(Scan::Found { position, len });
+            }
             std::cmp::Ordering::Greater => return Ok(Scan::Passed),
         }
     }
