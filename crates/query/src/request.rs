@@ -57,9 +57,30 @@ pub fn record(
         .requests
         .finish(op, started, result.as_ref().err());
     if result.is_ok() {
-        let mut seen = Vec::new();
         let ks = ctx.keyspace.as_deref();
-        record_table(p, &ctx.schema, ks, stmt, op, started, &mut seen);
+        match stmt {
+            Statement::Batch(_) => {
+                record_table(p, &ctx.schema, ks, stmt, op, started, &mut Vec::new())
+            }
+            // One statement names one table: nothing to deduplicate, and
+            // no list to allocate on every request.
+            _ => {
+                if let Some(name) = table_of(stmt) {
+                    finish_table(p, &ctx.schema, ks, name, op, started, None);
+                }
+            }
+        }
+    }
+}
+
+/// The table a statement other than a batch names.
+fn table_of(stmt: &Statement) -> Option<&QualifiedName> {
+    match stmt {
+        Statement::Select(s) => Some(&s.table),
+        Statement::Insert(i) => Some(&i.table),
+        Statement::Update(u) => Some(&u.table),
+        Statement::Delete(d) => Some(&d.table),
+        _ => None,
     }
 }
 
@@ -71,18 +92,14 @@ fn tables_of(stmt: &Statement) -> Vec<&QualifiedName> {
 }
 
 fn collect_tables<'a>(stmt: &'a Statement, out: &mut Vec<&'a QualifiedName>) {
-    let name = match stmt {
-        Statement::Select(s) => &s.table,
-        Statement::Insert(i) => &i.table,
-        Statement::Update(u) => &u.table,
-        Statement::Delete(d) => &d.table,
-        Statement::Batch(b) => {
-            for s in &b.statements {
-                collect_tables(s, out);
-            }
-            return;
+    if let Statement::Batch(b) = stmt {
+        for s in &b.statements {
+            collect_tables(s, out);
         }
-        _ => return,
+        return;
+    }
+    let Some(name) = table_of(stmt) else {
+        return;
     };
     if !out.contains(&name) {
         out.push(name);
@@ -101,17 +118,35 @@ pub fn record_table(
     seen: &mut Vec<TableId>,
 ) {
     for name in tables_of(stmt) {
-        let Some(ks) = name.keyspace.as_deref().or(keyspace) else {
-            continue;
-        };
-        let Some(t) = schema.table(ks, &name.name).filter(|t| !t.is_virtual) else {
-            continue;
-        };
-        if !seen.contains(&t.id) {
-            seen.push(t.id);
-            p.metrics.table(t.id, ks, &t.name).finish(op, started);
-        }
+        finish_table(p, schema, keyspace, name, op, started, Some(seen));
     }
+}
+
+/// Records `op` for the table `name` (in `keyspace` unless it names its
+/// own), unless it is unknown, virtual, or already in `seen` (which it
+/// extends).
+fn finish_table(
+    p: &Processor,
+    schema: &Schema,
+    keyspace: Option<&str>,
+    name: &QualifiedName,
+    op: Operation,
+    started: Instant,
+    seen: Option<&mut Vec<TableId>>,
+) {
+    let Some(ks) = name.keyspace.as_deref().or(keyspace) else {
+        return;
+    };
+    let Some(t) = schema.table(ks, &name.name).filter(|t| !t.is_virtual) else {
+        return;
+    };
+    if let Some(seen) = seen {
+        if seen.contains(&t.id) {
+            return;
+        }
+        seen.push(t.id);
+    }
+    p.metrics.table(t.id, ks, &t.name).finish(op, started);
 }
 
 #[cfg(test)]
