@@ -51,7 +51,8 @@ pub struct ColumnSpec {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultRows {
-    pub columns: Vec<ColumnSpec>,
+    /// Shared with the compiled SELECT that made them: no copy per request.
+    pub columns: std::sync::Arc<[ColumnSpec]>,
     /// Values already serialized in the protocol's encoding.
     pub rows: Vec<Vec<Option<Bytes>>>,
     /// Set when more pages follow.

@@ -304,7 +304,7 @@ fn result(
     if applied || shown.is_empty() {
         let metadata_id = crate::prepare::metadata_id(&columns);
         return ResultRows {
-            columns,
+            columns: columns.into(),
             rows: vec![vec![applied_value]],
             paging_state: None,
             metadata_id,
@@ -344,7 +344,7 @@ fn result(
     }
     let metadata_id = crate::prepare::metadata_id(&columns);
     ResultRows {
-        columns,
+        columns: columns.into(),
         rows,
         paging_state: None,
         metadata_id,

@@ -103,7 +103,7 @@ fn rows(columns: &[&str], rows: Vec<Vec<String>>) -> QueryResult {
     let columns: Vec<ColumnSpec> = columns.iter().map(|c| spec(c)).collect();
     let metadata_id = crate::prepare::metadata_id(&columns);
     QueryResult::Rows(ResultRows {
-        columns,
+        columns: columns.into(),
         rows: rows
             .into_iter()
             .map(|r| r.iter().map(|v| cell(v)).collect())

@@ -88,19 +88,23 @@ pub struct MetadataRequest {
 /// from the statement's current one gets full metadata and the new id
 /// (METADATA_CHANGED), whatever skip_metadata says.
 pub fn rows(r: query::ResultRows, meta: &MetadataRequest) -> proto::ResultBody {
-    let columns: Vec<proto::ColumnSpec> = r.columns.iter().map(column).collect();
     let changed = match &meta.client_id {
         Some(id) => *id != r.metadata_id,
         None => false,
     };
+    // Column specs left out are not converted either.
+    let skipped = meta.skip && !changed;
+    let columns = match skipped {
+        true => Vec::new(),
+        false => r.columns.iter().map(column).collect(),
+    };
     let mut metadata = proto::ResultMetadata::new(columns);
+    metadata.col_count = r.columns.len();
     metadata.paging_state = r.paging_state;
     if changed {
         metadata.new_metadata_id = Some(r.metadata_id);
-    } else if meta.skip {
-        metadata.no_metadata = true;
-        metadata.columns.clear();
     }
+    metadata.no_metadata = skipped;
     proto::ResultBody::Rows(proto::Rows {
         metadata,
         rows: r.rows,
@@ -170,7 +174,8 @@ mod tests {
                 table: "t".into(),
                 name: "v".into(),
                 ty: CqlType::Int,
-            }],
+            }]
+            .into(),
             rows: vec![vec![Some(Bytes::from_static(&[0, 0, 0, 1]))]],
             paging_state: None,
             metadata_id: Bytes::from_static(b"m1"),
@@ -192,6 +197,14 @@ mod tests {
         };
         let m = metadata(rows(result_rows(), &same));
         assert!(m.no_metadata && m.new_metadata_id.is_none() && m.col_count == 1);
+        assert!(m.columns.is_empty());
+        // Skipped without a v5 id (v4 EXECUTE with skip_metadata).
+        let v4 = MetadataRequest {
+            skip: true,
+            client_id: None,
+        };
+        let m = metadata(rows(result_rows(), &v4));
+        assert!(m.no_metadata && m.col_count == 1 && m.columns.is_empty());
         let other = MetadataRequest {
             skip: true,
             client_id: Some(Bytes::from_static(b"old")),
@@ -202,6 +215,7 @@ mod tests {
         assert_eq!(m.columns.len(), 1);
         let m = metadata(rows(result_rows(), &MetadataRequest::default()));
         assert!(!m.no_metadata && m.new_metadata_id.is_none());
+        assert_eq!((m.col_count, m.columns[0].name.as_str()), (1, "v"));
     }
 
     #[test]

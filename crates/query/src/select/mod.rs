@@ -47,7 +47,7 @@ pub fn result_columns(
     if s.distinct {
         check_distinct(table, s)?;
     }
-    Ok(selectors::compile(table, &s.selection)?.specs)
+    Ok(selectors::compile(table, &s.selection)?.specs.to_vec())
 }
 
 fn check_distinct(table: &Table, s: &Select) -> Result<()> {
@@ -313,7 +313,7 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
         run.rows
     };
     Ok(QueryResult::Rows(ResultRows {
-        columns: projection.specs.clone(),
+        columns: std::sync::Arc::clone(&projection.specs),
         rows,
         paging_state,
         metadata_id: compiled.metadata_id.clone(),

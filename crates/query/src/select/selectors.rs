@@ -48,7 +48,7 @@ pub enum Agg {
 /// The compiled SELECT clause.
 pub struct Projection {
     pub selectors: Vec<Sel>,
-    pub specs: Vec<ColumnSpec>,
+    pub specs: std::sync::Arc<[ColumnSpec]>,
     pub aggregate: bool,
 }
 
@@ -88,7 +88,7 @@ pub fn compile(table: &Table, selection: &Selection) -> Result<Projection> {
     }
     Ok(Projection {
         selectors,
-        specs,
+        specs: specs.into(),
         aggregate,
     })
 }

@@ -55,7 +55,7 @@ pub fn render(out: &Outcome) -> Vec<Vec<String>> {
         .iter()
         .map(|row| {
             row.iter()
-                .zip(&r.columns)
+                .zip(r.columns.iter())
                 .map(|(v, c)| match v {
                     None => "null".to_string(),
                     Some(b) => {
