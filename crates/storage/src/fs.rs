@@ -245,14 +245,19 @@ mod tests {
         None
     }
 
+    /// A new directory for one test, under the temporary directory.
+    fn test_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("varve-fs-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     /// `Bypass` opens with O_DIRECT unless direct writes are off; `Keep`
     /// never does. (On a file system without O_DIRECT, both write through
     /// the page cache; the test then only checks that.)
     #[test]
     fn the_page_cache_hint_decides_o_direct_unless_direct_writes_are_off() {
-        let dir = std::env::temp_dir().join(format!("varve-fs-hint-{}", std::process::id()));
-        let fs = RealFs::default();
-        fs.create_dir_all(&dir).unwrap();
+        let dir = test_dir("hint");
         let path = dir.join("f");
         let supported = crate::fs_direct::create(&path).unwrap().is_some();
         let cases = [
@@ -277,9 +282,8 @@ mod tests {
 
     #[test]
     fn real_fs_writes_reads_renames() {
-        let dir = std::env::temp_dir().join(format!("varve-fs-{}", std::process::id()));
+        let dir = test_dir("rename");
         let fs = RealFs::default();
-        fs.create_dir_all(&dir).unwrap();
         let a = dir.join("a.tmp");
         let mut w = fs.create(&a).unwrap();
         w.write_all(b"hello").unwrap();

@@ -10,11 +10,11 @@
 //! Each sstable keeps its own map, but all of them draw on one node-wide
 //! byte budget, [`KEY_CACHE_BUDGET`] (cassandra.yaml's `key_cache_size`,
 //! 100 MiB by default, Cassandra's default for a heap of 2 GiB or more). An
-//! entry costs [`KEY_CACHE_ENTRY_BYTES`]. When the budget is spent, the sstable that needs room drops all of its
-//! own entries and starts over; if other sstables hold the whole budget,
-//! the key is simply not cached. Dropping whole maps is cruder than
-//! Cassandra's LRU, but costs nothing per hit, and a hot sstable refills
-//! its map from the reads that follow.
+//! entry costs [`KEY_CACHE_ENTRY_BYTES`]. When the budget is spent, the
+//! sstable that needs room drops all of its own entries and starts over;
+//! if other sstables hold the whole budget, the key is simply not cached.
+//! Dropping whole maps is cruder than Cassandra's LRU, but costs nothing
+//! per hit, and a hot sstable refills its map from the reads that follow.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
