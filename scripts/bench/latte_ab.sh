@@ -7,7 +7,7 @@
 #   RATE=ops/s (default: as fast as the client goes). A fixed rate gives both builds the same
 #   work, so their server CPU compares directly; it is steadier on a noisy machine.
 #   COL_SIZE=bytes per column (default 34: 180 B rows; 6544: 32 KiB rows).
-#   Prints the server's anonymous memory (RssAnon) at the end.
+#   Prints the server's anonymous memory (RssAnon) at the end, then deletes the run's data.
 set -u
 P="-P col_size=${COL_SIZE:-34}"
 L=$1; B=$2; FN=$3; D=$4; ROWS=${5:-2000000}
@@ -32,3 +32,5 @@ p99=$(grep -E '^ +99 ' "$out/$L.txt" | head -1 | tr -s ' ')
 echo "$L $FN: thr=$thr | $(cat "$out/$L.measure") | p99:$p99"
 grep RssAnon /proc/$VP/status
 kill $VP; wait $VP 2>/dev/null
+# A 25 s run of 32 KiB writes leaves several GB: keep the disk from filling over a series of runs.
+rm -rf "$out/vdata-$L"

@@ -11,8 +11,8 @@
 //! a forged length cannot make a reader allocate without bound.
 //!
 //! A chunk whose CRC matched is trusted on later reads, as long as the
-//! chunks trusted node-wide since then add up to less than
-//! [`TRUSTED_CHUNK_BYTES_MAX`] (see [`ChunkTrust`]). Cassandra does the same
+//! chunks verified node-wide since then add up to less than (7/8 to all
+//! of) [`TRUSTED_CHUNK_BYTES_MAX`] (see [`ChunkTrust`]). Cassandra does the same
 //! through its chunk cache: a chunk is checked when it is read into the
 //! cache (512 MiB by default), and reads served from the cache are not
 //! checked again. Checking every read cost 12% of a point read's CPU.
@@ -129,12 +129,21 @@ impl ChunkWriter {
 /// default `file_cache_size`.
 pub const TRUSTED_CHUNK_BYTES_MAX: u64 = 512 << 20;
 
+/// Generations of trust: a verified chunk stays trusted while fewer than
+/// this many epochs have started since, each epoch holding an equal share
+/// of the budget. With 1 the whole trust was dropped at once when the
+/// budget filled, so a data set a little larger than the budget was checked
+/// on most reads; with 8 a chunk is trusted until 7/8 to all of the budget
+/// has been verified after it, close to a cache of the budget's size.
+pub const TRUST_GENERATIONS: u32 = 8;
+
 /// Which verified chunks may skip their CRC check. Trust is handed out in
-/// epochs: a chunk verified in the current epoch is trusted; once the
-/// chunks verified in an epoch add up to more than the budget, a new epoch
-/// starts and every chunk is checked again on its next read (a cache of
-/// the budget's size, emptied at once when full).
+/// epochs of `budget / TRUST_GENERATIONS` verified bytes: a chunk is
+/// trusted while its epoch is one of the last [`TRUST_GENERATIONS`], and
+/// checked again on its next read after that (a first-in first-out cache
+/// of the budget's size, emptied an eighth at a time).
 pub struct ChunkTrust {
+    /// Bytes verified per epoch.
     budget: u64,
     epoch: AtomicU32,
     bytes: AtomicU64,
@@ -144,9 +153,11 @@ pub struct ChunkTrust {
 pub static CHUNK_TRUST: ChunkTrust = ChunkTrust::new(TRUSTED_CHUNK_BYTES_MAX);
 
 impl ChunkTrust {
+    /// A trust of `budget` bytes (at least one byte per generation).
     pub const fn new(budget: u64) -> Self {
+        let per_epoch = budget / TRUST_GENERATIONS as u64;
         ChunkTrust {
-            budget,
+            budget: if per_epoch == 0 { 1 } else { per_epoch },
             epoch: AtomicU32::new(1),
             bytes: AtomicU64::new(0),
         }
@@ -157,12 +168,17 @@ impl ChunkTrust {
         self.epoch.load(Ordering::Acquire)
     }
 
+    /// Whether something verified in `epoch` (0: never) is still trusted.
+    pub fn trusts(&self, epoch: u32) -> bool {
+        epoch != 0 && self.epoch().wrapping_sub(epoch) < TRUST_GENERATIONS
+    }
+
     /// Records a verified chunk of `len` stored bytes; returns the epoch
-    /// it is trusted in.
+    /// it is trusted from.
     pub fn admit(&self, len: u64) -> u32 {
         let total = self.bytes.fetch_add(len, Ordering::AcqRel) + len;
         if total > self.budget {
-            // Over budget: a new epoch, holding only this chunk.
+            // Over the epoch's share: a new epoch, holding only this chunk.
             self.bytes.store(len, Ordering::Release);
             let next = self.epoch.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
             if next == 0 {
@@ -256,11 +272,11 @@ impl ChunkReader {
         self.trust
     }
 
-    /// Whether chunk `i` passed a CRC check in the current trust epoch.
+    /// Whether chunk `i` passed a CRC check in an epoch still trusted.
     fn trusted(&self, i: u64) -> bool {
         self.verified
             .get(i as usize)
-            .is_some_and(|v| v.load(Ordering::Relaxed) == self.trust.epoch())
+            .is_some_and(|v| self.trust.trusts(v.load(Ordering::Relaxed)))
     }
 
     pub fn uncompressed_len(&self) -> u64 {
@@ -591,31 +607,46 @@ mod tests {
         }
     }
 
+    /// Each epoch holds `budget / TRUST_GENERATIONS` bytes, N and not
+    /// N + 1; an epoch is trusted for `TRUST_GENERATIONS` epochs, not one
+    /// more.
     #[test]
-    fn trust_holds_the_budget_and_one_byte_more_starts_a_new_epoch() {
-        let trust = ChunkTrust::new(100);
+    fn trust_epochs_hold_their_share_and_last_the_generations() {
+        let trust = ChunkTrust::new(100 * TRUST_GENERATIONS as u64);
         let first = trust.epoch();
         assert_ne!(first, 0);
+        assert!(!trust.trusts(0), "0 marks never verified");
         assert_eq!(trust.admit(60), first);
-        assert_eq!(trust.admit(40), first, "exactly the budget: same epoch");
+        assert_eq!(trust.admit(40), first, "exactly the share: same epoch");
         assert_eq!(trust.admit(1), first + 1, "one byte over: a new epoch");
         assert_eq!(trust.epoch(), first + 1);
         assert_eq!(trust.admit(99), first + 1, "the new epoch holds 1 + 99");
-        assert_eq!(trust.admit(1), first + 2);
+        for _ in 2..TRUST_GENERATIONS {
+            trust.admit(100);
+        }
+        assert_eq!(trust.epoch(), first + TRUST_GENERATIONS - 1);
+        assert!(trust.trusts(first), "the last generation still trusted");
+        trust.admit(100);
+        assert!(!trust.trusts(first), "one generation more: no longer");
+        assert!(trust.trusts(first + 1));
     }
 
-    /// A verified chunk is trusted until the budget moves the epoch on;
-    /// then its next read checks the CRC again and finds a flipped byte.
+    /// A verified chunk is trusted until the whole budget has been verified
+    /// after it; one chunk more and its next read checks the CRC again and
+    /// finds a flipped byte.
     #[test]
     fn a_verified_chunk_is_checked_again_once_the_budget_moves_on() {
-        let data = stream(3 * CHUNK, true);
+        let g = TRUST_GENERATIONS as usize;
+        let chunks = 2 * g + 1;
+        let data = stream(chunks * CHUNK, true);
         let mut file = Bytes(vec![0; START as usize]);
         let mut w = ChunkWriter::new(Compression::None, CHUNK, START);
         w.write(&mut file, Path::new("t"), &data).unwrap();
         let (section, table, n) = w.finish(&mut file, Path::new("t")).unwrap();
         let stored = CHUNK as u64 + CHUNK_CRC_LEN;
-        // Room for exactly two chunks.
-        let trust: &'static ChunkTrust = Box::leak(Box::new(ChunkTrust::new(2 * stored)));
+        // Room for exactly two chunks per epoch.
+        let budget = 2 * stored * TRUST_GENERATIONS as u64;
+        let trust: &'static ChunkTrust = Box::leak(Box::new(ChunkTrust::new(budget)));
         let shared = Arc::new(Shared(std::sync::Mutex::new(file.0)));
         let reader = ChunkReader::new(
             shared.clone(),
@@ -629,19 +660,18 @@ mod tests {
         )
         .unwrap()
         .with_trust(trust);
-        let read = |i: u64| reader.with_chunk(i, |c| c.to_vec());
-        assert_eq!(read(0).unwrap(), data[..CHUNK]);
+        let read = |i: usize| reader.with_chunk(i as u64, |c| c.to_vec());
+        let want = |i: usize| data[i * CHUNK..(i + 1) * CHUNK].to_vec();
+        assert_eq!(read(0).unwrap(), want(0));
         // Chunk 0 is trusted now: a byte flipped under it goes unseen.
         shared.0.lock().unwrap()[START as usize + 3] ^= 0x5a;
-        assert_ne!(read(0).unwrap(), data[..CHUNK]);
-        assert_eq!(
-            read(1).unwrap(),
-            data[CHUNK..2 * CHUNK],
-            "two chunks: the budget"
-        );
-        assert!(read(0).is_ok(), "still within the budget");
-        // A third chunk passes the budget: a new epoch, chunk 0 is checked.
-        assert_eq!(read(2).unwrap(), data[2 * CHUNK..]);
+        assert_ne!(read(0).unwrap(), want(0));
+        for i in 1..2 * g {
+            assert_eq!(read(i).unwrap(), want(i));
+        }
+        assert!(read(0).is_ok(), "the whole budget verified: still trusted");
+        // One chunk past the budget: a new epoch, chunk 0 is checked.
+        assert_eq!(read(2 * g).unwrap(), want(2 * g));
         let err = read(0).unwrap_err().to_string();
         assert!(err.contains("checksum mismatch in chunk 0"), "{err}");
     }

@@ -245,7 +245,7 @@ impl Sstable {
         let one_block = summary.step() == 1;
         let verified = one_block.then(|| self.index_verified.get(i)).flatten();
         let trust = self.chunks.trust();
-        let trusted = verified.is_some_and(|v| v.load(Ordering::Relaxed) == trust.epoch());
+        let trusted = verified.is_some_and(|v| trust.trusts(v.load(Ordering::Relaxed)));
         let found = find_in_span(&span, base, one_block, !trusted, key)
             .map_err(|(at, r)| self.corrupt(at, r))?;
         if let (Some(v), false) = (verified, trusted) {
