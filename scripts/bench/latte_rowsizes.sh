@@ -4,7 +4,10 @@
 # Each size: a fresh table; a write run over new keys; the ROWS keys loaded; a flush; a read run.
 # ROWS per size is chosen so that the loaded data (about 0.8-1 GB) is 3-4x Varve's default memtable
 # budget (256 MiB). Cassandra must already run (ADDR=127.0.0.2 ../shared/cassandra/start.sh bench).
-# usage: VARVE=target/release/varve OUT=/tmp/varve-bench/R [SIZES="32k:6544:25000"] scripts/bench/latte_rowsizes.sh
+# SETTLE=seconds: before each read run, wait (up to that long) until the server has no compaction
+# pending or running, so that the reads run over settled data and no compaction's CPU is counted
+# against them (both servers alike). Unset: the reads start 10 s after the flush, as in R1-R5.
+# usage: VARVE=target/release/varve OUT=/tmp/varve-bench/R [SIZES="32k:6544:25000"] [SETTLE=300] scripts/bench/latte_rowsizes.sh
 set -u
 W=/work/shared/bench/latte/stress.rn
 V=${VARVE:-target/release/varve}; VH=127.0.0.1:9043; CH=127.0.0.2:9042
@@ -23,6 +26,19 @@ from cassandra.cluster import Cluster
 h, p = '$1'.split(':'); c = Cluster([h], port=int(p)); s = c.connect()
 s.execute('DROP KEYSPACE IF EXISTS keyspace1', timeout=120); c.shutdown()" 2>/dev/null
 }
+settle() { # nodetool...: wait (up to SETTLE seconds) until no compaction is pending or running
+  local waited=0
+  while [ $waited -lt "$SETTLE" ]; do
+    local stats; stats=$("$@" compactionstats 2>/dev/null)
+    # No pending task ("pending tasks: 0" from Varve, "pending tasks   0" from Cassandra 5.0) and no
+    # table of running compactions (its header names the "compaction type" column).
+    if echo "$stats" | grep -Eq '^pending tasks:? +0 *$' && ! echo "$stats" | grep -q 'compaction type'; then
+      echo "settled after ${waited}s"; return
+    fi
+    sleep 2; waited=$((waited + 2))
+  done
+  echo "not settled after ${SETTLE}s"
+}
 side() { # name pid host flushcmd...
   local name=$1 pid=$2 host=$3; shift 3
   for s in $SIZES; do
@@ -32,6 +48,7 @@ side() { # name pid host flushcmd...
     run $name-write-$label $pid $host write $rows $col
     latte load $W -P rows=$rows -P col_size=$col --concurrency 64 -q $host > /dev/null 2>&1
     "$@" flush keyspace1 > /dev/null; sleep 10
+    [ -n "${SETTLE:-}" ] && settle "$@"
     run $name-read-$label $pid $host read $rows $col
   done
 }
