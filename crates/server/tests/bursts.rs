@@ -127,6 +127,7 @@ fn options(fs: &Arc<SimFs>) -> StorageOptions {
         commitlog_total_space_bytes: 1 << 30,
         compaction_throughput_mib_per_sec: 0,
         concurrent_compactors: 1,
+        sstable_writes: Default::default(),
         fs: fs.clone(),
         clock: Clock::system(),
     }

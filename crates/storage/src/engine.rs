@@ -14,7 +14,7 @@
 use crate::clustering::{ClusteringComparator, Slice};
 use crate::commitlog::{CommitLog, CommitLogConfig, Position};
 use crate::error::{Error, Result};
-use crate::fs::{Fs, RealFs};
+use crate::fs::{Fs, RealFs, SstableWrites};
 use crate::manifest::Manifest;
 use crate::memtable::{key_in_range, Memtable};
 use crate::partition::Partition;
@@ -99,6 +99,9 @@ pub struct StorageOptions {
     /// concurrent_compactors: background compactions run at once (0: the
     /// default, see `compaction::DEFAULT_CONCURRENT_COMPACTORS_MAX`).
     pub concurrent_compactors: usize,
+    /// Whether flushes and compactions write their sstables around the
+    /// page cache (a hint to `fs`).
+    pub sstable_writes: SstableWrites,
     pub fs: Arc<dyn Fs>,
     /// The clock background work reads (seconds since the epoch): the
     /// compaction manager's purge horizon and garbagecollect's. Tests that
@@ -693,8 +696,13 @@ impl Engine {
         let path = sstable_path(&dir, generation);
         let tmp = dir.join(format!("{generation}.sst.tmp"));
         let result = (|| -> Result<Arc<Sstable>> {
-            let mut w =
-                SstableWriter::create(self.fs.clone(), &tmp, desc.params, desc.comparator.clone())?;
+            let mut w = SstableWriter::create_with_cache(
+                self.fs.clone(),
+                &tmp,
+                desc.params,
+                desc.comparator.clone(),
+                self.sstable_writes().flush,
+            )?;
             memtable.try_for_each(|key, partition| w.add(key, partition))?;
             w.finish()?;
             self.fs
@@ -927,6 +935,14 @@ impl Engine {
     }
 
     /// compaction_throughput in MiB/s (0: unlimited).
+    /// How sstables are written (the node's options; the default for an
+    /// engine opened without them).
+    pub(crate) fn sstable_writes(&self) -> SstableWrites {
+        self.options
+            .as_ref()
+            .map_or_else(SstableWrites::default, |o| o.sstable_writes)
+    }
+
     pub fn compaction_throughput(&self) -> u64 {
         self.compaction_throughput.load(Ordering::Relaxed)
     }

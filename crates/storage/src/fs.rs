@@ -64,13 +64,53 @@ pub trait ReadFile: Send + Sync {
 /// cache for reads that follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageCache {
-    /// Write through the page cache: the file will be read soon (a flushed
-    /// memtable holds the newest data).
+    /// Write through the page cache: the pages are cached for the reads
+    /// that follow, at the price of a kernel copy of every byte into newly
+    /// allocated cache pages.
     Keep,
     /// Write around the page cache (O_DIRECT) where the file system allows:
     /// no kernel copy of each byte into new cache pages, at the price of a
     /// first read from the disk (see `fs_direct`).
     Bypass,
+}
+
+impl PageCache {
+    /// Parses a `*_write_disk_access_mode` value of the node's config:
+    /// `direct` (around the cache) or `standard` (through it).
+    pub fn parse_write_mode(text: &str) -> Option<PageCache> {
+        match text {
+            "direct" => Some(PageCache::Bypass),
+            "standard" => Some(PageCache::Keep),
+            _ => None,
+        }
+    }
+
+    /// The config value that [`PageCache::parse_write_mode`] reads back.
+    pub fn write_mode_name(self) -> &'static str {
+        match self {
+            PageCache::Bypass => "direct",
+            PageCache::Keep => "standard",
+        }
+    }
+}
+
+/// How the node writes its sstables, for flushes and for compactions
+/// (`flush_write_disk_access_mode`, `compaction_write_disk_access_mode`).
+/// Both bypass the page cache by default; see "How sstables are written"
+/// in docs/design/storage-model.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SstableWrites {
+    pub flush: PageCache,
+    pub compaction: PageCache,
+}
+
+impl Default for SstableWrites {
+    fn default() -> Self {
+        SstableWrites {
+            flush: PageCache::Bypass,
+            compaction: PageCache::Bypass,
+        }
+    }
 }
 
 /// The operations storage needs from a file system.
@@ -104,28 +144,15 @@ pub trait Fs: Send + Sync {
 
 /// The operating system's file system; sstables are read as `access`
 /// says, and files asked to bypass the page cache are written with
-/// O_DIRECT unless `direct_writes` is off.
+/// O_DIRECT where the file system allows it.
 #[derive(Debug, Clone, Copy)]
 pub struct RealFs {
     access: DiskAccessMode,
-    direct_writes: bool,
 }
 
 impl RealFs {
     pub const fn new(access: DiskAccessMode) -> Self {
-        RealFs {
-            access,
-            direct_writes: true,
-        }
-    }
-
-    /// Whether [`PageCache::Bypass`] is honoured (the node's
-    /// `compaction_write_disk_access_mode`: `direct` or `standard`).
-    pub const fn with_direct_writes(self, direct_writes: bool) -> Self {
-        RealFs {
-            direct_writes,
-            ..self
-        }
+        RealFs { access }
     }
 }
 
@@ -171,7 +198,7 @@ impl Fs for RealFs {
     }
 
     fn create_sequential(&self, path: &Path, cache: PageCache) -> io::Result<Box<dyn WriteFile>> {
-        if cache == PageCache::Bypass && self.direct_writes {
+        if cache == PageCache::Bypass {
             if let Some(f) = crate::fs_direct::create(path)? {
                 return Ok(Box::new(f));
             }
@@ -252,22 +279,17 @@ mod tests {
         dir
     }
 
-    /// `Bypass` opens with O_DIRECT unless direct writes are off; `Keep`
-    /// never does. (On a file system without O_DIRECT, both write through
-    /// the page cache; the test then only checks that.)
+    /// `Bypass` opens with O_DIRECT; `Keep` never does. (On a file system
+    /// without O_DIRECT, both write through the page cache; the test then
+    /// only checks that.)
     #[test]
-    fn the_page_cache_hint_decides_o_direct_unless_direct_writes_are_off() {
+    fn the_page_cache_hint_decides_o_direct() {
         let dir = test_dir("hint");
         let path = dir.join("f");
         let supported = crate::fs_direct::create(&path).unwrap().is_some();
         let cases = [
             (RealFs::default(), PageCache::Bypass, supported),
             (RealFs::default(), PageCache::Keep, false),
-            (
-                RealFs::default().with_direct_writes(false),
-                PageCache::Bypass,
-                false,
-            ),
         ];
         for (fs, hint, direct) in cases {
             let mut f = fs.create_sequential(&path, hint).unwrap();
@@ -278,6 +300,21 @@ mod tests {
             assert_eq!(std::fs::read(&path).unwrap(), b"bytes");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The write modes' names read back as the modes they name, and
+    /// anything else is refused.
+    #[test]
+    fn write_mode_names_round_trip() {
+        for mode in [PageCache::Keep, PageCache::Bypass] {
+            assert_eq!(
+                PageCache::parse_write_mode(mode.write_mode_name()),
+                Some(mode)
+            );
+        }
+        assert_eq!(PageCache::write_mode_name(PageCache::Bypass), "direct");
+        assert_eq!(PageCache::parse_write_mode("mmap"), None);
+        assert_eq!(PageCache::parse_write_mode("Direct"), None);
     }
 
     #[test]

@@ -81,6 +81,7 @@ mod tests {
             commitlog_total_space_bytes: 1 << 30,
             compaction_throughput_mib_per_sec: 0,
             concurrent_compactors: 1,
+            sstable_writes: Default::default(),
             fs: Arc::new(crate::fs_sim::SimFs::new()),
             clock: crate::engine::Clock::system(),
         };

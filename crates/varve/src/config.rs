@@ -61,6 +61,7 @@ struct FileConfig {
     key_cache_size: Option<Value>,
     concurrent_compactors: Option<usize>,
     disk_access_mode: Option<String>,
+    flush_write_disk_access_mode: Option<String>,
     compaction_write_disk_access_mode: Option<String>,
     commitlog_segment_size: Option<Value>,
     commitlog_sync_group_window: Option<Value>,
@@ -102,10 +103,11 @@ pub struct Settings {
     /// `disk_access_mode`: how sstables are read (default `auto`: through
     /// memory maps; see varve_storage's `DiskAccessMode`).
     pub disk_access_mode: varve_storage::fs::DiskAccessMode,
+    /// `flush_write_disk_access_mode` and
     /// `compaction_write_disk_access_mode`: `direct` (default) writes
-    /// compaction outputs with O_DIRECT, around the page cache; `standard`
-    /// through it.
-    pub compaction_direct_writes: bool,
+    /// flushed and compacted sstables with O_DIRECT, around the page cache;
+    /// `standard` through it.
+    pub sstable_writes: varve_storage::fs::SstableWrites,
     pub max_frame_body_bytes: usize,
     pub max_connections: usize,
     pub num_tokens: usize,
@@ -270,12 +272,18 @@ impl Settings {
                 format!("disk_access_mode must be auto, mmap, mmap_index_only, standard or legacy, not '{text}'")
             })?,
         };
-        let compaction_direct_writes = match file.compaction_write_disk_access_mode.as_deref() {
-            None | Some("direct") => true,
-            Some("standard") => false,
-            Some(other) => {
-                bail!("compaction_write_disk_access_mode must be direct or standard, not '{other}'")
-            }
+        let default_writes = varve_storage::fs::SstableWrites::default();
+        let sstable_writes = varve_storage::fs::SstableWrites {
+            flush: write_mode(
+                "flush_write_disk_access_mode",
+                file.flush_write_disk_access_mode.as_deref(),
+                default_writes.flush,
+            )?,
+            compaction: write_mode(
+                "compaction_write_disk_access_mode",
+                file.compaction_write_disk_access_mode.as_deref(),
+                default_writes.compaction,
+            )?,
         };
         Ok(Settings {
             cluster_name: args
@@ -301,7 +309,7 @@ impl Settings {
             key_cache_bytes,
             concurrent_compactors: file.concurrent_compactors.unwrap_or(0),
             disk_access_mode,
-            compaction_direct_writes,
+            sstable_writes,
             commitlog_dir: file
                 .commitlog_directory
                 .unwrap_or_else(|| data_dir.join("commitlog")),
@@ -323,6 +331,19 @@ impl Settings {
             max_frame_body_bytes: self.max_frame_body_bytes,
             ..varve_server::ServerConfig::default()
         }
+    }
+}
+
+/// A `*_write_disk_access_mode` value, or `default` when it is absent.
+fn write_mode(
+    key: &str,
+    text: Option<&str>,
+    default: varve_storage::fs::PageCache,
+) -> anyhow::Result<varve_storage::fs::PageCache> {
+    match text {
+        None => Ok(default),
+        Some(text) => varve_storage::fs::PageCache::parse_write_mode(text)
+            .with_context(|| format!("{key} must be direct or standard, not '{text}'")),
     }
 }
 
@@ -365,22 +386,42 @@ mod tests {
     }
 
     #[test]
-    fn compaction_write_disk_access_mode_is_direct_or_standard() {
-        let mode = |v: &str| {
-            resolve(
-                &format!("compaction_write_disk_access_mode: {v}"),
-                &ServerArgs::default(),
-            )
-        };
-        assert!(
-            resolve("", &ServerArgs::default())
-                .unwrap()
-                .compaction_direct_writes
-        );
-        assert!(mode("direct").unwrap().compaction_direct_writes);
-        assert!(!mode("standard").unwrap().compaction_direct_writes);
-        let err = mode("mmap").unwrap_err().to_string();
-        assert!(err.contains("direct or standard"), "{err}");
+    fn sstable_write_disk_access_modes_are_direct_or_standard() {
+        use varve_storage::fs::PageCache;
+        let writes = |yaml: &str| resolve(yaml, &ServerArgs::default()).map(|s| s.sstable_writes);
+        let default = writes("").unwrap();
+        assert_eq!(default.flush, PageCache::Bypass);
+        assert_eq!(default.compaction, PageCache::Bypass);
+        for key in [
+            "flush_write_disk_access_mode",
+            "compaction_write_disk_access_mode",
+        ] {
+            let mode = |v: &str| writes(&format!("{key}: {v}"));
+            // Each key sets its own kind of write and leaves the other as
+            // it was.
+            let pick = |w: varve_storage::fs::SstableWrites| {
+                if key.starts_with("flush") {
+                    (w.flush, w.compaction)
+                } else {
+                    (w.compaction, w.flush)
+                }
+            };
+            assert_eq!(
+                pick(mode("direct").unwrap()),
+                (PageCache::Bypass, PageCache::Bypass),
+                "{key}"
+            );
+            assert_eq!(
+                pick(mode("standard").unwrap()),
+                (PageCache::Keep, PageCache::Bypass),
+                "{key}"
+            );
+            let err = format!("{:#}", mode("mmap").unwrap_err());
+            assert!(
+                err.contains(key) && err.contains("direct or standard"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

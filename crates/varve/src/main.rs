@@ -180,10 +180,8 @@ fn storage_options(settings: &Settings) -> varve_storage::StorageOptions {
         commitlog_total_space_bytes: 8 * settings.commitlog_segment_bytes,
         compaction_throughput_mib_per_sec: settings.compaction_throughput_mib_per_sec,
         concurrent_compactors: settings.concurrent_compactors,
-        fs: std::sync::Arc::new(
-            varve_storage::fs::RealFs::new(settings.disk_access_mode)
-                .with_direct_writes(settings.compaction_direct_writes),
-        ),
+        sstable_writes: settings.sstable_writes,
+        fs: std::sync::Arc::new(varve_storage::fs::RealFs::new(settings.disk_access_mode)),
         clock: varve_storage::Clock::system(),
     }
 }

@@ -53,13 +53,12 @@ pub fn settings_rows(s: &Settings) -> Vec<(String, String)> {
         ),
         ("key_cache_size", mib(s.key_cache_bytes)),
         (
+            "flush_write_disk_access_mode",
+            s.sstable_writes.flush.write_mode_name().to_string(),
+        ),
+        (
             "compaction_write_disk_access_mode",
-            if s.compaction_direct_writes {
-                "direct"
-            } else {
-                "standard"
-            }
-            .to_string(),
+            s.sstable_writes.compaction.write_mode_name().to_string(),
         ),
         (
             "native_transport_max_frame_size",

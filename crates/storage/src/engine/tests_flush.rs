@@ -1,15 +1,15 @@
 //! Engine-level tests of what a memtable flush tells the rest of the
 //! engine: the compaction strategy hears of every flushed sstable
 //! ([`crate::compaction::Strategy::on_flush`]), which UCS sizes its levels from;
-//! and of what flushes and compactions ask of the file system (which of
-//! their sstables stay in the page cache).
+//! and of what flushes and compactions ask of the file system (whether
+//! their sstables are written through the page cache or around it).
 
 use crate::cell::Cell;
 use crate::clustering::ClusteringComparator;
 use crate::commitlog::{CommitLogConfig, SyncMode};
 use crate::compaction::{CommonOptions, CompactionConfig, StrategyOptions, UnifiedOptions};
 use crate::engine::{Clock, PartitionKey, Storage, StorageOptions, TableDescriptor, TableId};
-use crate::fs::{Fs, PageCache, ReadFile, WriteFile};
+use crate::fs::{Fs, PageCache, ReadFile, SstableWrites, WriteFile};
 use crate::fs_sim::SimFs;
 use crate::partition::Partition;
 use crate::row::Row;
@@ -24,10 +24,10 @@ const MIB: u64 = 1 << 20;
 /// A node on the simulated file system with one UCS table whose
 /// background compaction is off (the sstables stay as flushed).
 fn open_ucs() -> Storage {
-    open_ucs_on(Arc::new(SimFs::new()))
+    open_ucs_on(Arc::new(SimFs::new()), SstableWrites::default())
 }
 
-fn open_ucs_on(fs: Arc<dyn Fs>) -> Storage {
+fn open_ucs_on(fs: Arc<dyn Fs>, sstable_writes: SstableWrites) -> Storage {
     let desc = TableDescriptor {
         id: TABLE,
         keyspace: "ks".into(),
@@ -55,6 +55,7 @@ fn open_ucs_on(fs: Arc<dyn Fs>) -> Storage {
         commitlog_total_space_bytes: 1 << 30,
         compaction_throughput_mib_per_sec: 0,
         concurrent_compactors: 1,
+        sstable_writes,
         fs,
         clock: Clock::system(),
     };
@@ -158,29 +159,46 @@ impl Fs for HintLog {
     }
 }
 
-/// A flushed sstable holds the newest data and is written through the page
-/// cache; a compaction's output is written around it.
+/// Flushes and compactions write around the page cache unless the node's
+/// options say otherwise, each on its own.
 #[test]
-fn flushes_keep_their_sstables_cached_and_compactions_bypass_the_cache() {
-    let log = Arc::new(HintLog::default());
-    let s = open_ucs_on(log.clone());
-    for first in [0, 100] {
-        write(&s, first, 10, 100);
-        s.flush(TABLE).expect("flush");
-    }
-    let hints = |log: &HintLog| -> Vec<PageCache> {
-        let hints = log.hints.lock().unwrap();
-        hints.iter().map(|(_, h)| *h).collect()
+fn flushes_and_compactions_write_as_the_options_say() {
+    let direct = SstableWrites::default();
+    assert_eq!(direct.flush, PageCache::Bypass, "the default flush");
+    assert_eq!(
+        direct.compaction,
+        PageCache::Bypass,
+        "the default compaction"
+    );
+    let flush_cached = SstableWrites {
+        flush: PageCache::Keep,
+        ..direct
     };
-    assert_eq!(
-        hints(&log),
-        vec![PageCache::Keep, PageCache::Keep],
-        "two flushes"
-    );
-    s.major_compact(TABLE, 0).expect("compact");
-    assert_eq!(
-        hints(&log),
-        vec![PageCache::Keep, PageCache::Keep, PageCache::Bypass],
-        "then one compaction output"
-    );
+    let compaction_cached = SstableWrites {
+        compaction: PageCache::Keep,
+        ..direct
+    };
+    for writes in [direct, flush_cached, compaction_cached] {
+        let log = Arc::new(HintLog::default());
+        let s = open_ucs_on(log.clone(), writes);
+        for first in [0, 100] {
+            write(&s, first, 10, 100);
+            s.flush(TABLE).expect("flush");
+        }
+        let hints = |log: &HintLog| -> Vec<PageCache> {
+            let hints = log.hints.lock().unwrap();
+            hints.iter().map(|(_, h)| *h).collect()
+        };
+        assert_eq!(
+            hints(&log),
+            vec![writes.flush; 2],
+            "two flushes, {writes:?}"
+        );
+        s.major_compact(TABLE, 0).expect("compact");
+        assert_eq!(
+            hints(&log),
+            vec![writes.flush, writes.flush, writes.compaction],
+            "then one compaction output, {writes:?}"
+        );
+    }
 }

@@ -63,15 +63,14 @@ impl<'a> Outputs<'a> {
     pub(super) fn add(&mut self, key: &PartitionKey, partition: &Partition) -> Result<()> {
         if self.current.is_none() {
             let generation = self.engine.next_generation(self.table);
-            // A compaction's output is read less soon than its inputs were
-            // (most of it is older data), and writing it through the page
-            // cache cost a kernel copy of every byte (see `fs_direct`).
+            // Around the page cache by default: writing through it cost a
+            // kernel copy of every byte (see `fs_direct`).
             let writer = SstableWriter::create_with_cache(
                 self.engine.fs.clone(),
                 &tmp_path(&self.dir, generation),
                 self.params,
                 self.comparator.clone(),
-                crate::fs::PageCache::Bypass,
+                self.engine.sstable_writes().compaction,
             )?;
             self.current = Some((generation, writer));
         }

@@ -80,6 +80,7 @@ fn open(dir: &Path, fs: Arc<dyn Fs>) -> Storage {
         commitlog_total_space_bytes: 4 << 30,
         compaction_throughput_mib_per_sec: 0,
         concurrent_compactors: 1,
+        sstable_writes: Default::default(),
         fs,
         clock: Clock::system(),
     };

@@ -55,6 +55,7 @@ pub fn options_on(fs: Arc<SimFs>, clock: Clock) -> StorageOptions {
         commitlog_total_space_bytes: 1 << 30,
         compaction_throughput_mib_per_sec: 0,
         concurrent_compactors: 1,
+        sstable_writes: Default::default(),
         fs,
         clock,
     }
