@@ -934,7 +934,6 @@ impl Engine {
         })
     }
 
-    /// compaction_throughput in MiB/s (0: unlimited).
     /// How sstables are written (the node's options; the default for an
     /// engine opened without them).
     pub(crate) fn sstable_writes(&self) -> SstableWrites {
@@ -943,6 +942,7 @@ impl Engine {
             .map_or_else(SstableWrites::default, |o| o.sstable_writes)
     }
 
+    /// compaction_throughput in MiB/s (0: unlimited).
     pub fn compaction_throughput(&self) -> u64 {
         self.compaction_throughput.load(Ordering::Relaxed)
     }

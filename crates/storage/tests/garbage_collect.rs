@@ -47,7 +47,6 @@ fn desc(shadow: ShadowMode) -> TableDescriptor {
 fn open(shadow: ShadowMode) -> Storage {
     let options = StorageOptions {
         concurrent_compactors: 2,
-        sstable_writes: Default::default(),
         ..common::options(Clock::system())
     };
     Storage::open(options, vec![desc(shadow)]).unwrap()
