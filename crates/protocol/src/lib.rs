@@ -8,6 +8,8 @@
 //!   ([`decode_envelope`], [`EnvelopeDecoder`],
 //!   [`encode_unsupported_version_error`]).
 //! - [`compress`]: LZ4 as negotiated in STARTUP (v4 per frame).
+//! - [`spliced`]: frames whose long values are sent from their own
+//!   buffers by a vectored write.
 //! - [`segment`] and [`assembler`]: v5 segments with CRC24/CRC32 (and LZ4
 //!   per segment), and their reassembly into frames. Read the module doc of
 //!   [`segment`] for when a v5 connection switches to segments.
@@ -35,6 +37,7 @@ pub mod response;
 pub mod result;
 pub mod schema_change;
 pub mod segment;
+pub mod spliced;
 pub mod types;
 
 pub use assembler::FrameAssembler;
@@ -56,9 +59,10 @@ pub use request::{
     Request,
 };
 pub use response::{
-    decode_response, encode_frame, encode_frame_into, encode_frame_traced, DecodedResponse,
-    Envelope, Response,
+    decode_response, encode_frame, encode_frame_into, encode_frame_spliced, encode_frame_traced,
+    DecodedResponse, Envelope, Response,
 };
 pub use result::{ColumnSpec, Prepared, PreparedMetadata, ResultBody, ResultMetadata, Rows};
 pub use schema_change::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
 pub use segment::{Segment, SegmentCodec, MAX_SEGMENT_PAYLOAD_BYTES};
+pub use spliced::{Spliced, SPLICE_MIN_BYTES};

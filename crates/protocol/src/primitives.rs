@@ -247,7 +247,7 @@ pub fn put_long(out: &mut Vec<u8>, v: i64) {
 
 /// A length as an `[int]`; lengths past `i32::MAX` cannot occur below the
 /// frame size limit, and are clamped rather than wrapped.
-fn int_len(len: usize) -> i32 {
+pub(crate) fn int_len(len: usize) -> i32 {
     i32::try_from(len).unwrap_or(i32::MAX)
 }
 

@@ -20,6 +20,7 @@ use crate::primitives::{
     put_bytes, put_string, put_string_list, put_string_multimap, BytesMap, Reader,
 };
 use crate::result::ResultBody;
+use crate::spliced::{spliced_len, Spliced};
 
 /// A server response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,12 +83,23 @@ impl Response {
 
     /// Appends the message body for `version` to `out`.
     pub fn encode_into(&self, version: u8, out: &mut Vec<u8>) {
+        self.encode_spliced(version, out, None);
+    }
+
+    /// [`Response::encode_into`], with the long values of rows recorded in
+    /// `splices` (when given) rather than copied (see [`crate::spliced`]).
+    fn encode_spliced(
+        &self,
+        version: u8,
+        out: &mut Vec<u8>,
+        splices: Option<&mut Vec<(usize, Bytes)>>,
+    ) {
         match self {
             Response::Error(e) => e.encode(version, out),
             Response::Ready => {}
             Response::Authenticate(class) => put_string(out, class),
             Response::Supported(options) => put_string_multimap(out, options),
-            Response::Result(r) => r.encode(version, out),
+            Response::Result(r) => r.encode_spliced(version, out, splices),
             Response::Event(e) => e.encode(out),
             Response::AuthChallenge(t) | Response::AuthSuccess(t) => put_bytes(out, t.as_deref()),
         }
@@ -177,8 +189,32 @@ pub fn encode_frame_into(
     response: &Response,
     compression: Compression,
 ) {
-    let start = out.len();
     out.reserve(response.encoded_len_hint());
+    encode_frame_with(out, None, envelope, response, compression);
+}
+
+/// Appends a whole uncompressed response frame to `out`, its long values
+/// left in their own buffers (see [`crate::spliced`]): for a connection
+/// without compression and, in v5, before the switch to segments.
+pub fn encode_frame_spliced(out: &mut Spliced, envelope: &Envelope<'_>, response: &Response) {
+    encode_frame_with(
+        &mut out.bytes,
+        Some(&mut out.values),
+        envelope,
+        response,
+        Compression::None,
+    );
+}
+
+fn encode_frame_with(
+    out: &mut Vec<u8>,
+    mut splices: Option<&mut Vec<(usize, Bytes)>>,
+    envelope: &Envelope<'_>,
+    response: &Response,
+    compression: Compression,
+) {
+    let start = out.len();
+    let spliced_before = splices.as_ref().map_or(0, |s| s.len());
     out.extend_from_slice(&[0; HEADER_LEN]);
     let mut frame_flags = 0u8;
     if let Some(id) = envelope.tracing_id {
@@ -189,24 +225,26 @@ pub fn encode_frame_into(
         frame_flags |= flags::WARNING;
         put_string_list(out, envelope.warnings);
     }
-    response.encode_into(envelope.version, out);
+    response.encode_spliced(envelope.version, out, splices.as_deref_mut());
     let body_start = start + HEADER_LEN;
     if envelope.version < 5
         && compression == Compression::Lz4
         && !matches!(response, Response::Ready)
     {
+        debug_assert!(splices.is_none(), "a compressed body is never spliced");
         frame_flags |= flags::COMPRESSION;
         let compressed = compress_v4_body(&out[body_start..]);
         out.truncate(body_start);
         out.extend_from_slice(&compressed);
     }
+    let body_len = out.len() - body_start + spliced_len(&splices, spliced_before);
     let header = FrameHeader {
         version: envelope.version,
         is_response: true,
         flags: frame_flags,
         stream: envelope.stream,
         opcode: response.opcode(),
-        body_len: u32::try_from(out.len() - body_start).unwrap_or(u32::MAX),
+        body_len: u32::try_from(body_len).unwrap_or(u32::MAX),
     };
     out[start..body_start].copy_from_slice(&header.encode());
 }

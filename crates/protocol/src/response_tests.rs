@@ -435,3 +435,63 @@ proptest! {
         crate::fuzz_decode(&data);
     }
 }
+
+/// Values around the splice threshold: short, one byte short of it, at it
+/// and past it (or null).
+fn arb_spliceable_value() -> impl Strategy<Value = Option<Bytes>> {
+    let min = crate::SPLICE_MIN_BYTES;
+    proptest::option::of(
+        (
+            prop_oneof![0..16usize, Just(min - 1), Just(min), Just(min + 7)],
+            any::<u8>(),
+        )
+            .prop_map(|(len, b)| Bytes::from(vec![b; len])),
+    )
+}
+
+proptest! {
+    /// A spliced frame's pieces, put together, are exactly the frame
+    /// `encode_frame_into` writes (with tracing and warnings too, after
+    /// other frames in the same buffer), and every value at least
+    /// `SPLICE_MIN_BYTES` long is left out of the bytes.
+    #[test]
+    fn spliced_frames_are_the_plain_frames(
+        version in 4u8..6,
+        rows in proptest::collection::vec(proptest::collection::vec(arb_spliceable_value(), 2), 0..6),
+        traced in any::<bool>(),
+        warned in any::<bool>(),
+    ) {
+        let col = |name: &str| ColumnSpec {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            name: name.into(),
+            ty: varve_types::CqlType::Blob,
+        };
+        let long = rows
+            .iter()
+            .flatten()
+            .flatten()
+            .filter(|v| v.len() >= crate::SPLICE_MIN_BYTES)
+            .count();
+        let resp = Response::Result(ResultBody::Rows(Rows {
+            metadata: ResultMetadata::new(vec![col("a"), col("b")]),
+            rows,
+        }));
+        let warnings = if warned { vec!["w".to_string()] } else { vec![] };
+        let envelope = Envelope {
+            version,
+            stream: 3,
+            tracing_id: traced.then_some([9; 16]),
+            warnings: &warnings,
+        };
+        let mut plain = Vec::new();
+        let mut spliced = crate::Spliced::default();
+        for _ in 0..2 {
+            encode_frame_into(&mut plain, &envelope, &resp, Compression::None);
+            encode_frame_spliced(&mut spliced, &envelope, &resp);
+        }
+        prop_assert_eq!(spliced.values.len(), 2 * long);
+        prop_assert_eq!(spliced.len(), plain.len());
+        prop_assert_eq!(spliced.to_vec(), plain);
+    }
+}

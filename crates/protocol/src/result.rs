@@ -10,6 +10,7 @@ use varve_types::CqlType;
 use crate::error::{ProtocolError, Result};
 use crate::primitives::{put_bytes, put_int, put_short, put_short_bytes, put_string, Reader};
 use crate::schema_change::SchemaChange;
+use crate::spliced::put_value;
 use crate::types::{put_type, read_type};
 
 /// Most rows a decoded result without columns may announce (such rows
@@ -239,6 +240,17 @@ fn count_int(n: usize) -> i32 {
 impl ResultBody {
     /// Appends the RESULT body for `version`.
     pub fn encode(&self, version: u8, out: &mut Vec<u8>) {
+        self.encode_spliced(version, out, None);
+    }
+
+    /// [`ResultBody::encode`], with the long values of rows recorded in
+    /// `splices` (when given) rather than copied (see [`crate::spliced`]).
+    pub(crate) fn encode_spliced(
+        &self,
+        version: u8,
+        out: &mut Vec<u8>,
+        mut splices: Option<&mut Vec<(usize, Bytes)>>,
+    ) {
         match self {
             ResultBody::Void => put_int(out, result_kind::VOID),
             ResultBody::Rows(rows) => {
@@ -251,7 +263,7 @@ impl ResultBody {
                         rows.metadata.col_count.max(rows.metadata.columns.len())
                     );
                     for v in row {
-                        put_bytes(out, v.as_deref());
+                        put_value(out, v.as_ref(), splices.as_deref_mut());
                     }
                 }
             }

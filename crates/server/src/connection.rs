@@ -210,12 +210,12 @@ impl Writer {
         let outbound = &mut self.outbound;
         let encoded =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outbound.encode(batch)));
-        let Ok(bytes) = encoded else {
+        let Ok(frames) = encoded else {
             tracing::error!("encoding a response panicked; closing the connection");
             self.broken = true;
             return;
         };
-        if let Err(e) = self.half.write_all(&bytes).await {
+        if let Err(e) = crate::vectored::write_spliced(&mut self.half, &frames).await {
             tracing::debug!("connection write failed: {e}");
             self.broken = true;
         }

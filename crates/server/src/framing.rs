@@ -13,8 +13,8 @@ use std::collections::VecDeque;
 
 use bytes::BytesMut;
 use varve_protocol::{
-    encode_frame_into, Compression, Envelope, EnvelopeDecoder, Frame, FrameAssembler,
-    ProtocolError, Response, SegmentCodec,
+    encode_frame_into, encode_frame_spliced, Compression, Envelope, EnvelopeDecoder, Frame,
+    FrameAssembler, ProtocolError, Response, SegmentCodec, Spliced,
 };
 
 /// A decode error and whether the connection must close after replying.
@@ -137,39 +137,41 @@ impl Outbound {
         }
     }
 
-    /// Encodes a run of messages, in order, to socket bytes. Frames are
-    /// encoded straight into the returned buffer (v4 and earlier) or into
-    /// one scratch buffer that the segment layer then packs (v5).
-    pub fn encode(&mut self, batch: Vec<Outgoing>) -> Vec<u8> {
-        // One allocation for the batch, not a copy at each doubling.
-        let hint: usize = batch
-            .iter()
-            .map(|item| match item {
-                Outgoing::Response { response, .. } => response.encoded_len_hint(),
-                Outgoing::Raw(bytes) => bytes.len(),
-                Outgoing::Negotiated { .. } => 0,
-            })
-            .sum();
-        let mut out = Vec::new();
+    /// Encodes a run of messages, in order, to socket bytes. Without
+    /// compression or segments, frames are encoded with their long values
+    /// left in their own buffers ([`Spliced`], for one vectored write);
+    /// otherwise into one buffer (v4 with LZ4), or into one scratch buffer
+    /// that the segment layer then packs (v5).
+    pub fn encode(&mut self, batch: Vec<Outgoing>) -> Spliced {
+        let mut out = Spliced::default();
         let mut pending = PendingFrames::default();
-        if self.segments.is_some() {
-            pending.bytes.reserve(hint);
+        if !self.splices() {
+            // One allocation for the batch, not a copy at each doubling.
+            let hint: usize = batch
+                .iter()
+                .map(|item| match item {
+                    Outgoing::Response { response, .. } => response.encoded_len_hint(),
+                    Outgoing::Raw(bytes) => bytes.len(),
+                    Outgoing::Negotiated { .. } => 0,
+                })
+                .sum();
+            match self.segments {
+                Some(_) => pending.bytes.reserve(hint),
+                None => out.bytes.reserve(hint),
+            }
         }
-        out.reserve(hint);
         for item in batch {
             if let Outgoing::Negotiated { .. } = item {
                 // Everything before the switch goes out in the old framing.
-                self.pack(&mut out, &mut pending);
+                self.pack(&mut out.bytes, &mut pending);
                 self.apply(&item);
                 continue;
             }
-            // v5 frames are compressed by the segment layer, not here.
-            let (target, compression) = match self.segments {
-                Some(_) => (&mut pending.bytes, Compression::None),
-                None => (&mut out, self.compression),
-            };
             match item {
-                Outgoing::Raw(bytes) => target.extend_from_slice(&bytes),
+                Outgoing::Raw(bytes) => match self.segments {
+                    Some(_) => pending.bytes.extend_from_slice(&bytes),
+                    None => out.bytes.extend_from_slice(&bytes),
+                },
                 Outgoing::Response {
                     version,
                     stream,
@@ -182,7 +184,24 @@ impl Outbound {
                         tracing_id: None,
                         warnings: &warnings,
                     };
-                    encode_frame_into(target, &envelope, &response, compression);
+                    match self.segments {
+                        // v5 frames are compressed by the segment layer, not here.
+                        Some(_) => encode_frame_into(
+                            &mut pending.bytes,
+                            &envelope,
+                            &response,
+                            Compression::None,
+                        ),
+                        None if self.splices() => {
+                            encode_frame_spliced(&mut out, &envelope, &response)
+                        }
+                        None => encode_frame_into(
+                            &mut out.bytes,
+                            &envelope,
+                            &response,
+                            self.compression,
+                        ),
+                    }
                 }
                 Outgoing::Negotiated { .. } => unreachable!("handled above"),
             }
@@ -190,8 +209,14 @@ impl Outbound {
                 pending.ends.push(pending.bytes.len());
             }
         }
-        self.pack(&mut out, &mut pending);
+        self.pack(&mut out.bytes, &mut pending);
         out
+    }
+
+    /// Whether frames go out as encoded (no compression, no segments), so
+    /// that their long values can be spliced.
+    fn splices(&self) -> bool {
+        self.segments.is_none() && self.compression == Compression::None
     }
 
     /// v5: packs the frames in `pending` into segments appended to `out`.
@@ -229,7 +254,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use varve_protocol::{
-        decode_response, encode_request_frame, Request, MAX_SEGMENT_PAYLOAD_BYTES,
+        decode_response, encode_request_frame, Request, MAX_SEGMENT_PAYLOAD_BYTES, SPLICE_MIN_BYTES,
     };
 
     proptest! {
@@ -276,7 +301,8 @@ mod tests {
             },
         ]);
         // The READY envelope first, as plain bytes.
-        let mut buf = BytesMut::from(&bytes[..]);
+        assert!(bytes.values.is_empty(), "nothing to splice");
+        let mut buf = BytesMut::from(&bytes.to_vec()[..]);
         let ready = varve_protocol::decode_envelope(&mut buf, 1 << 20)
             .expect("ok")
             .expect("frame");
@@ -296,8 +322,34 @@ mod tests {
     }
 
     /// Responses of every size around the v5 segment payload limit, one of
-    /// them with warnings.
+    /// them with warnings, then rows with two values long enough to be
+    /// spliced and one too short.
     fn batch(version: u8) -> Vec<Outgoing> {
+        let mut batch = responses(version);
+        let value = |n: usize| Some(bytes::Bytes::from(vec![7; n]));
+        let column = |name: &str| varve_protocol::ColumnSpec {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            name: name.into(),
+            ty: varve_types::CqlType::Blob,
+        };
+        let rows = varve_protocol::Rows {
+            metadata: varve_protocol::ResultMetadata::new(vec![column("a"), column("b")]),
+            rows: vec![
+                vec![value(SPLICE_MIN_BYTES), value(SPLICE_MIN_BYTES - 1)],
+                vec![None, value(MAX_SEGMENT_PAYLOAD_BYTES + 1)],
+            ],
+        };
+        batch.push(Outgoing::Response {
+            version,
+            stream: 9,
+            warnings: vec![],
+            response: Box::new(Response::Result(varve_protocol::ResultBody::Rows(rows))),
+        });
+        batch
+    }
+
+    fn responses(version: u8) -> Vec<Outgoing> {
         let sizes = [
             0,
             10,
@@ -359,8 +411,17 @@ mod tests {
         for compression in [Compression::None, Compression::Lz4] {
             let mut out = negotiated(compression, false);
             let bytes = out.encode(batch(4));
+            // Only frames sent as encoded leave their long values out.
             assert_eq!(
-                bytes,
+                bytes.values.len(),
+                match compression {
+                    Compression::None => 2,
+                    Compression::Lz4 => 0,
+                },
+                "{compression:?}"
+            );
+            assert_eq!(
+                bytes.to_vec(),
                 one_by_one(&batch(4), compression).concat(),
                 "{compression:?}"
             );
@@ -374,7 +435,9 @@ mod tests {
     fn a_v5_batch_is_its_frames_in_segments() {
         for compression in [Compression::None, Compression::Lz4] {
             let mut out = negotiated(compression, true);
-            let mut buf = BytesMut::from(&out.encode(batch(5))[..]);
+            let encoded = out.encode(batch(5));
+            assert!(encoded.values.is_empty(), "segments are never spliced");
+            let mut buf = BytesMut::from(&encoded.bytes[..]);
             let codec = SegmentCodec::new(compression);
             let mut payload = Vec::new();
             let mut split = 0;

@@ -28,6 +28,7 @@ pub mod limits;
 mod listener;
 pub mod metrics;
 mod statements;
+mod vectored;
 
 use std::future::Future;
 use std::net::SocketAddr;
