@@ -1,5 +1,6 @@
 //! Server-side sampling into server.csv, once per interval while the run
-//! lasts: from a Varve node's `GET /metrics`, or from `--nodetool` and
+//! lasts and once more when it ends (so a run shorter than one interval
+//! still has its start and its end): from a Varve node's `GET /metrics`, or from `--nodetool` and
 //! `--server-pid` for another server. Which table is under test (and
 //! whether it is on LCS) changes between phases, so it is shared state the
 //! phase loop updates ([`SampleTarget`]).
@@ -141,7 +142,8 @@ pub struct SamplerConfig {
 }
 
 impl Sampler {
-    /// Starts sampling on `clock` (first row at once).
+    /// Starts sampling on `clock` (first row at once, last row when
+    /// stopped).
     pub fn start(config: SamplerConfig, clock: Clock, target: SampleTarget) -> Sampler {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
@@ -150,12 +152,15 @@ impl Sampler {
             let mut ticks = tokio::time::interval(config.interval);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
-                tokio::select! {
-                    _ = ticks.tick() => {}
-                    _ = stopped.changed() => break,
-                }
+                let last = tokio::select! {
+                    _ = ticks.tick() => false,
+                    _ = stopped.changed() => true,
+                };
                 let table = target.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 rows.push(sample(&config, &clock, &table, &mut bytes).await);
+                if last {
+                    break;
+                }
             }
             rows
         });
@@ -307,5 +312,23 @@ mod tests {
             .iter()
             .all(|r| r.server_cpu_s.is_some() && r.live_sstables.is_none()));
         assert!(rows.windows(2).all(|w| w[0].t < w[1].t));
+    }
+
+    /// A run shorter than one interval has two rows: its start and its end.
+    #[tokio::test]
+    async fn a_run_shorter_than_the_interval_has_its_start_and_end() {
+        let config = SamplerConfig {
+            source: Source::None,
+            pid: Some(std::process::id()),
+            interval: Duration::from_secs(3600),
+        };
+        let sampler = Sampler::start(config, Clock::start(), Arc::default());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let rows = sampler.finish().await;
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert!(
+            rows[1].t >= 0.04,
+            "the last row is taken at the end: {rows:?}"
+        );
     }
 }
