@@ -58,6 +58,12 @@ pub trait ReadFile: Send + Sync {
     fn mapped(&self, _kind: ReadKind) -> Option<&[u8]> {
         None
     }
+    /// A reader of this file that bypasses the page cache (O_DIRECT), for
+    /// one front-to-back scan such as a compaction's; `None` when the file
+    /// or its file system cannot be read that way.
+    fn direct_reader(&self) -> Option<crate::fs_direct_read::DirectReader> {
+        None
+    }
 }
 
 /// Whether the bytes of a file written in bulk should stay in the page

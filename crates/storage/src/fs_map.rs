@@ -54,6 +54,7 @@ pub(crate) struct RealReadFile {
     len: u64,
     map: Option<memmap2::Mmap>,
     access: DiskAccessMode,
+    path: std::path::PathBuf,
 }
 
 impl RealReadFile {
@@ -81,6 +82,7 @@ impl RealReadFile {
             len,
             map,
             access,
+            path: path.to_path_buf(),
         })
     }
 }
@@ -113,6 +115,19 @@ impl ReadFile for RealReadFile {
         match &self.map {
             Some(map) if self.access.maps(kind) => Some(&map[..]),
             _ => None,
+        }
+    }
+
+    fn direct_reader(&self) -> Option<crate::fs_direct_read::DirectReader> {
+        match crate::fs_direct_read::open(&self.path) {
+            Ok(reader) => reader,
+            Err(e) => {
+                tracing::debug!(
+                    "reading {} through the page cache: {e}",
+                    self.path.display()
+                );
+                None
+            }
         }
     }
 }

@@ -41,6 +41,7 @@ pub mod engine_summary;
 pub mod error;
 pub mod fs;
 pub mod fs_direct;
+pub mod fs_direct_read;
 mod fs_map;
 pub mod fs_seq;
 pub mod fs_sim;

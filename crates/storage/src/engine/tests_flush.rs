@@ -9,13 +9,14 @@ use crate::clustering::ClusteringComparator;
 use crate::commitlog::{CommitLogConfig, SyncMode};
 use crate::compaction::{CommonOptions, CompactionConfig, StrategyOptions, UnifiedOptions};
 use crate::engine::{Clock, PartitionKey, Storage, StorageOptions, TableDescriptor, TableId};
-use crate::fs::{Fs, PageCache, ReadFile, SstableWrites, WriteFile};
+use crate::fs::{Fs, PageCache, ReadFile, ReadKind, SstableWrites, WriteFile};
 use crate::fs_sim::SimFs;
 use crate::partition::Partition;
 use crate::row::Row;
 use bytes::Bytes;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 const TABLE: TableId = 5;
@@ -123,6 +124,31 @@ fn a_flush_tells_the_strategy_its_size() {
 struct HintLog {
     fs: SimFs,
     hints: Mutex<Vec<(PathBuf, PageCache)>>,
+    /// Readers asked for a direct reader (the simulated files have none,
+    /// so the scan then reads as usual).
+    direct_asks: Arc<AtomicUsize>,
+}
+
+/// A simulated file that counts the direct readers asked of it.
+struct AskLog {
+    file: Box<dyn ReadFile>,
+    asks: Arc<AtomicUsize>,
+}
+
+impl ReadFile for AskLog {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.file.read_exact_at(offset, buf)
+    }
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+    fn mapped(&self, kind: ReadKind) -> Option<&[u8]> {
+        self.file.mapped(kind)
+    }
+    fn direct_reader(&self) -> Option<crate::fs_direct_read::DirectReader> {
+        self.asks.fetch_add(1, Ordering::Relaxed);
+        None
+    }
 }
 
 impl Fs for HintLog {
@@ -134,7 +160,10 @@ impl Fs for HintLog {
         self.fs.create_sequential(path, cache)
     }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
-        self.fs.open_read(path)
+        Ok(Box::new(AskLog {
+            file: self.fs.open_read(path)?,
+            asks: self.direct_asks.clone(),
+        }))
     }
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.fs.read_all(path)
@@ -160,7 +189,9 @@ impl Fs for HintLog {
 }
 
 /// Flushes and compactions write around the page cache unless the node's
-/// options say otherwise, each on its own.
+/// options say otherwise, each on its own; a compaction that writes around
+/// it also reads its inputs around it (one direct reader per input), and
+/// reads for queries never do.
 #[test]
 fn flushes_and_compactions_write_as_the_options_say() {
     let direct = SstableWrites::default();
@@ -194,11 +225,27 @@ fn flushes_and_compactions_write_as_the_options_say() {
             vec![writes.flush; 2],
             "two flushes, {writes:?}"
         );
+        let key = PartitionKey::new(Bytes::from_static(b"k5"));
+        let all = [crate::clustering::Slice::all(&ClusteringComparator::new(
+            Vec::new(),
+        ))];
+        let found = s.read_partition(TABLE, &key, &all).expect("read");
+        assert!(found.is_some(), "the read went to the sstables");
+        assert_eq!(log.direct_asks.load(Ordering::Relaxed), 0, "not for reads");
         s.major_compact(TABLE, 0).expect("compact");
         assert_eq!(
             hints(&log),
             vec![writes.flush, writes.flush, writes.compaction],
             "then one compaction output, {writes:?}"
+        );
+        let asks = match writes.compaction {
+            PageCache::Bypass => 2,
+            PageCache::Keep => 0,
+        };
+        assert_eq!(
+            log.direct_asks.load(Ordering::Relaxed),
+            asks,
+            "direct readers of the compaction's two inputs, {writes:?}"
         );
     }
 }

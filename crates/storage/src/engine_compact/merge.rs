@@ -19,14 +19,16 @@ pub(super) struct KWayMerge<'a> {
 }
 
 impl<'a> KWayMerge<'a> {
-    pub(super) fn new(sources: &'a [Arc<Sstable>]) -> Result<Self> {
+    /// `direct`: scan the inputs around the page cache where possible.
+    pub(super) fn new(sources: &'a [Arc<Sstable>], direct: bool) -> Result<Self> {
         let share = sources
             .iter()
             .map(|s| s.size_on_disk() as f64 / s.stats().partition_count.max(1) as f64)
             .collect();
         let mut iters = Vec::with_capacity(sources.len());
         for s in sources {
-            iters.push(s.iter()?.peekable());
+            let iter = if direct { s.iter_direct()? } else { s.iter()? };
+            iters.push(iter.peekable());
         }
         Ok(KWayMerge {
             iters,

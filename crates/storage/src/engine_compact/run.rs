@@ -91,7 +91,10 @@ impl Engine {
         let running = self
             .compactions
             .start(&desc.keyspace, &desc.name, job.kind, bytes_total);
-        let mut merge = KWayMerge::new(&sources)?;
+        // `compaction_write_disk_access_mode: direct` reads the inputs
+        // around the page cache too (see `fs_direct_read`).
+        let direct = self.sstable_writes().compaction == crate::fs::PageCache::Bypass;
+        let mut merge = KWayMerge::new(&sources, direct)?;
         let mut result = CompactionResult {
             inputs: job.inputs.to_vec(),
             bytes_read: bytes_total,

@@ -19,6 +19,7 @@
 
 use crate::error::{Error, Result};
 use crate::fs::{ReadFile, ReadKind, WriteFile};
+use crate::fs_direct_read::DirectReader;
 use crate::sstable::format::{Compression, Section, CHUNK_CRC_LEN, LZ4_MAX_RATIO};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -318,6 +319,23 @@ impl ChunkReader {
     /// decompressed) into buffers this thread reuses: a point read then
     /// allocates only what it copies out, not a zeroed chunk per read.
     pub fn with_chunk<R>(&self, i: u64, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        self.with_chunk_from(i, None, f)
+    }
+
+    /// A reader of this sstable's file around the page cache, for one
+    /// sequential scan (see [`crate::fs_direct_read`]).
+    pub fn direct_reader(&self) -> Option<DirectReader> {
+        self.file.direct_reader()
+    }
+
+    /// [`ChunkReader::with_chunk`], the stored bytes read through `direct`
+    /// when given.
+    fn with_chunk_from<R>(
+        &self,
+        i: u64,
+        direct: Option<&mut DirectReader>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
         let (Some(&start), Some(&end)) =
             (self.bounds.get(i as usize), self.bounds.get(i as usize + 1))
         else {
@@ -339,11 +357,17 @@ impl ChunkReader {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             let Scratch { raw, plain } = &mut *scratch;
-            let raw: &[u8] = match self.file.mapped(ReadKind::Data) {
-                Some(map) => map.get(start as usize..end as usize).ok_or_else(|| {
+            let raw: &[u8] = match (direct, self.file.mapped(ReadKind::Data)) {
+                (Some(direct), _) => direct.bytes(start, end).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => {
+                        self.corrupt(i, format!("chunk {i} lies past the end of the file"))
+                    }
+                    _ => Error::io(&self.path, e),
+                })?,
+                (None, Some(map)) => map.get(start as usize..end as usize).ok_or_else(|| {
                     self.corrupt(i, format!("chunk {i} lies past the end of the file"))
                 })?,
-                None => {
+                (None, None) => {
                     let raw = grown(raw, (end - start) as usize);
                     self.file
                         .read_exact_at(start, raw)
@@ -410,8 +434,15 @@ impl ChunkReader {
     }
 
     /// Like [`ChunkReader::read_range`], reusing the last chunk read
-    /// (`cache` holds its index and bytes) for sequential reads.
-    pub fn read_range_cached(&self, cache: &mut ChunkCache, pos: u64, len: u64) -> Result<Vec<u8>> {
+    /// (`cache` holds its index and bytes) for sequential reads; chunks
+    /// are read through `direct` when given.
+    pub fn read_range_cached(
+        &self,
+        cache: &mut ChunkCache,
+        mut direct: Option<&mut DirectReader>,
+        pos: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
         let end = pos.checked_add(len).filter(|e| *e <= self.uncompressed_len);
         let Some(end) = end else {
             return Err(self.corrupt(self.chunk_of(pos), "range past the end of the data"));
@@ -424,7 +455,7 @@ impl ChunkReader {
                 // Reuse the cached chunk's buffer rather than allocate one
                 // per chunk.
                 let mut buf = cache.take().map(|(_, b)| b).unwrap_or_default();
-                self.with_chunk(i, |chunk| {
+                self.with_chunk_from(i, direct.as_deref_mut(), |chunk| {
                     buf.clear();
                     buf.extend_from_slice(chunk);
                 })?;
@@ -583,7 +614,7 @@ mod tests {
                     let want = &data[pos..pos + len];
                     let (p, l) = (pos as u64, len as u64);
                     assert_eq!(reader.read_range(p, l).unwrap(), want, "{pos}+{len}");
-                    let cached = reader.read_range_cached(&mut cache, p, l).unwrap();
+                    let cached = reader.read_range_cached(&mut cache, None, p, l).unwrap();
                     assert_eq!(cached, want, "cached {pos}+{len}");
                 }
                 let past = (data.len() - pos + 1) as u64;

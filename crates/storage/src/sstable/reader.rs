@@ -11,6 +11,7 @@ use crate::encoding::{decode_partition_v, Reader};
 use crate::engine::{PartitionKey, TokenBound};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, ReadFile, ReadKind};
+use crate::fs_direct_read::DirectReader;
 use crate::partition::Partition;
 use crate::sstable::bloom::{key_hash, BloomFilter};
 use crate::sstable::chunks::{ChunkCache, ChunkReader};
@@ -399,10 +400,20 @@ impl Sstable {
             block: 0,
             pending: Vec::new(),
             cache: None,
+            direct: None,
             next_position: 0,
             seen: 0,
             failed: false,
         })
+    }
+
+    /// [`Sstable::iter`] reading the data around the page cache where the
+    /// file system allows (a compaction's scan: see
+    /// [`crate::fs_direct_read`]).
+    pub fn iter_direct(&self) -> Result<SstableIter<'_>> {
+        let mut iter = self.iter()?;
+        iter.direct = self.chunks.direct_reader();
+        Ok(iter)
     }
 }
 
@@ -469,6 +480,8 @@ pub struct SstableIter<'a> {
     block: usize,
     pending: Vec<(u64, u64, PartitionKey)>,
     cache: ChunkCache,
+    /// Reads the data around the page cache, when set.
+    direct: Option<DirectReader>,
     /// Where the next entry must start: entries tile the stream.
     next_position: u64,
     seen: u64,
@@ -476,6 +489,11 @@ pub struct SstableIter<'a> {
 }
 
 impl SstableIter<'_> {
+    /// Whether this scan reads around the page cache.
+    pub fn reads_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
     fn refill(&mut self) -> Result<()> {
         let s = self.sstable;
         let span = s.read_span(&self.summary, self.block)?;
@@ -516,7 +534,7 @@ impl SstableIter<'_> {
         self.seen += 1;
         let entry = s
             .chunks
-            .read_range_cached(&mut self.cache, position, len)
+            .read_range_cached(&mut self.cache, self.direct.as_mut(), position, len)
             .and_then(|bytes| s.decode_entry(position, &bytes::Bytes::from(bytes)));
         Some(match entry {
             Ok((got, _)) if got != key => Err(s.corrupt(
