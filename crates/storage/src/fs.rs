@@ -102,8 +102,9 @@ impl PageCache {
 
 /// How the node writes its sstables, for flushes and for compactions
 /// (`flush_write_disk_access_mode`, `compaction_write_disk_access_mode`).
-/// Both bypass the page cache by default; see "How sstables are written"
-/// in docs/design/storage-model.md.
+/// Both bypass the page cache by default, and a compaction that bypasses it
+/// also reads its inputs around it (`fs_direct_read`); see "How sstables
+/// are written" in docs/design/storage-model.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SstableWrites {
     pub flush: PageCache,

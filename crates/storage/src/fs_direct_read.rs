@@ -144,7 +144,7 @@ mod tests {
     /// Forward reads of every shape (within the window, across its end,
     /// longer than a refill, unaligned, empty, up to the last byte) and a
     /// read backwards return exactly the file's bytes; one byte past the
-    /// end is an error.
+    /// end, or a range that ends before it starts, is an error.
     #[test]
     fn reads_return_exactly_the_files_bytes() {
         let a = DIRECT_ALIGN as u64;
@@ -174,6 +174,8 @@ mod tests {
         }
         let err = r.bytes(len - 10, len + 1).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        let err = r.bytes(10, 9).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "end before start");
         assert!(
             r.bytes(0, 3).unwrap() == &data[..3],
             "usable after an error"

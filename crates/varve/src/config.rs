@@ -105,8 +105,8 @@ pub struct Settings {
     pub disk_access_mode: varve_storage::fs::DiskAccessMode,
     /// `flush_write_disk_access_mode` and
     /// `compaction_write_disk_access_mode`: `direct` (default) writes
-    /// flushed and compacted sstables with O_DIRECT, around the page cache;
-    /// `standard` through it.
+    /// flushed and compacted sstables with O_DIRECT, around the page cache
+    /// (and compactions read their inputs that way too); `standard` through it.
     pub sstable_writes: varve_storage::fs::SstableWrites,
     pub max_frame_body_bytes: usize,
     pub max_connections: usize,
