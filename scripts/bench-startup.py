@@ -11,6 +11,13 @@ reads VmRSS again.
   scripts/bench-startup.py varve --bin /tmp/target-release/release/varve --runs 5
   # Cassandra 5.0.4 via ../shared/cassandra/start.sh (ADDR=127.0.0.2), 1 run:
   scripts/bench-startup.py cassandra --runs 1
+  # With data already on disk: Varve on an existing data directory, Cassandra on
+  # the data of /tmp/cass-lab/bench (neither wiped); after the first query, one
+  # read of a user table is timed too:
+  scripts/bench-startup.py varve --data-dir /tmp/startup/vdata \
+      --first-read "SELECT key FROM keyspace1.standard1 LIMIT 1"
+  scripts/bench-startup.py cassandra --keep-data \
+      --first-read "SELECT key FROM keyspace1.standard1 LIMIT 1"
 
 Needs cassandra-driver (e.g. .venv/bin/python). Prints one line per run and a
 JSON summary on the last line.
@@ -70,6 +77,18 @@ def wait_until_served(host, port, t0, alive):
     raise RuntimeError(f"not served after {START_TIMEOUT_S}s")
 
 
+def first_read(host, port, cql, t0):
+    """Seconds from launch until `cql` (a read of a user table) has answered."""
+    from cassandra.cluster import Cluster
+
+    cluster = Cluster([host], port=port, protocol_version=4)
+    try:
+        cluster.connect().execute(cql, timeout=60).one()
+        return time.monotonic() - t0
+    finally:
+        cluster.shutdown()
+
+
 def schema_rss(host, port, pid):
     from cassandra.cluster import Cluster
 
@@ -83,25 +102,26 @@ def schema_rss(host, port, pid):
     return rss_kib(pid)
 
 
-def run_varve(binary, port):
+def run_varve(binary, port, data_dir, read_cql):
     with tempfile.TemporaryDirectory(prefix="varve-bench-") as tmp:
         cmd = [binary, "server", "--listen", "127.0.0.1", "--port", str(port), "--admin-port", "0",
-               "--data-dir", f"{tmp}/data"]
+               "--data-dir", data_dir or f"{tmp}/data"]
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             served_s = wait_until_served("127.0.0.1", port, t0, lambda: proc.poll() is None)
+            read_s = first_read("127.0.0.1", port, read_cql, t0) if read_cql else None
             time.sleep(SETTLE_S)
             idle = rss_kib(proc.pid)
             after = schema_rss("127.0.0.1", port, proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
-    return served_s, idle, after
+            proc.wait(timeout=300)
+    return served_s, read_s, idle, after
 
 
-def run_cassandra():
-    env = dict(os.environ, ADDR=CASSANDRA_ADDR, FRESH="1")
+def run_cassandra(keep_data, read_cql):
+    env = dict(os.environ, ADDR=CASSANDRA_ADDR, FRESH="0" if keep_data else "1")
     pidfile = Path(f"/tmp/cass-lab/{CASSANDRA_NAME}/cassandra.pid")
     t0 = time.monotonic()
     launcher = subprocess.Popen([str(CASSANDRA_DIR / "start.sh"), CASSANDRA_NAME], env=env,
@@ -114,15 +134,17 @@ def run_cassandra():
 
     try:
         served_s = wait_until_served(CASSANDRA_ADDR, 9042, t0, alive)
+        read_s = first_read(CASSANDRA_ADDR, 9042, read_cql, t0) if read_cql else None
         pid = int(pidfile.read_text().strip())
         time.sleep(SETTLE_S)
         idle = rss_kib(pid)
         after = schema_rss(CASSANDRA_ADDR, 9042, pid)
     finally:
         launcher.wait(timeout=60)
-        subprocess.run([str(CASSANDRA_DIR / "stop.sh"), CASSANDRA_NAME], env=dict(env, WIPE="1"),
+        stop_env = env if keep_data else dict(env, WIPE="1")
+        subprocess.run([str(CASSANDRA_DIR / "stop.sh"), CASSANDRA_NAME], env=stop_env,
                        stdout=subprocess.DEVNULL, check=False)
-    return served_s, idle, after
+    return served_s, read_s, idle, after
 
 
 def main():
@@ -131,15 +153,25 @@ def main():
     ap.add_argument("--bin", default="target/release/varve")
     ap.add_argument("--port", type=int, default=9142)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--data-dir", help="Varve: start on this existing data directory (not wiped)")
+    ap.add_argument("--keep-data", action="store_true",
+                    help="Cassandra: start on the data already under /tmp/cass-lab/bench (not wiped)")
+    ap.add_argument("--first-read", metavar="CQL",
+                    help="after the first query, time this read of a user table from launch")
     args = ap.parse_args()
 
     import cassandra.cluster  # noqa: F401 - import the driver before the clock starts (~0.3 s cold)
 
     results = []
     for i in range(args.runs):
-        served_s, idle, after = run_varve(args.bin, args.port) if args.server == "varve" else run_cassandra()
-        results.append({"served_s": served_s, "rss_idle_kib": idle, "rss_schema_kib": after})
-        print(f"run {i + 1}: first query served after {served_s:.3f} s; "
+        if args.server == "varve":
+            served_s, read_s, idle, after = run_varve(args.bin, args.port, args.data_dir, args.first_read)
+        else:
+            served_s, read_s, idle, after = run_cassandra(args.keep_data, args.first_read)
+        results.append({"served_s": served_s, "first_read_s": read_s, "rss_idle_kib": idle,
+                        "rss_schema_kib": after})
+        read = f"; first read after {read_s:.3f} s" if read_s is not None else ""
+        print(f"run {i + 1}: first query served after {served_s:.3f} s{read}; "
               f"VmRSS idle {idle / 1024:.1f} MiB, after keyspace+table {after / 1024:.1f} MiB", flush=True)
     summary = {
         "server": args.server, "runs": len(results),
