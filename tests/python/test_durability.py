@@ -502,6 +502,45 @@ def test_flipped_byte_in_sstable_chunk_fails_only_that_chunk(start_varve, tmp_pa
 # ---------------------------------------------------------------- 5. torn commitlog tail
 
 
+
+def test_altered_crc_check_chance_applies_to_open_sstables(start_varve, tmp_path):
+    """crc_check_chance = 0 reads a flipped byte back unchecked (the risk it
+    takes); ALTER TABLE ... WITH crc_check_chance = 1.0 then checks every
+    chunk of the sstables already open: the same read is a ReadFailure that
+    names the file."""
+    node = start_varve(data_dir=tmp_path / "chance")
+    cluster, s = open_session(node)
+    s.execute(KS_CQL.format("ch"))
+    s.execute("CREATE TABLE ch.t (k int PRIMARY KEY, v text)"
+              " WITH compression = {'enabled': 'false'} AND crc_check_chance = 0.0")
+    ins = s.prepare("INSERT INTO ch.t (k, v) VALUES (?, ?)")
+    for k in range(200):
+        s.execute(ins, (k, f"value-{k:04d}"))
+    cluster.shutdown()
+    nodetool(node, "flush", "ch")
+    node.stop(signal.SIGTERM)
+
+    files = list(table_dir(node, "ch", "t").glob("*.sst"))
+    assert len(files) == 1, files
+    path = files[0]
+    data = bytearray(path.read_bytes())
+    at = data.find(b"value-0100")
+    assert at > 0 and data.find(b"value-0100", at + 1) == -1, at
+    data[at] = ord("V")
+    path.write_bytes(data)
+
+    node.start()
+    cluster, s = open_session(node, "ch")
+    sel = s.prepare("SELECT v FROM t WHERE k = ?")
+    assert s.execute(sel, (100,)).one().v == "Value-0100", "unchecked at chance 0"
+    s.execute("ALTER TABLE t WITH crc_check_chance = 1.0")
+    with pytest.raises(Exception) as error:
+        s.execute(sel, (100,))
+    e = server_error(error.value)
+    assert type(e).__name__ in ("ReadFailure", "ServerError"), repr(e)
+    assert path.name in str(e), str(e)
+    cluster.shutdown()
+
 def newest_segment(node):
     segments = list((node.data_dir / "commitlog").glob("CommitLog-*.log"))
     assert segments, list((node.data_dir / "commitlog").iterdir())

@@ -467,7 +467,9 @@ impl Engine {
         Ok(())
     }
 
-    /// Changes the sstable parameters used by the next flushes (ALTER TABLE).
+    /// Changes the sstable parameters used by the next flushes (ALTER
+    /// TABLE); a new `crc_check_chance` also applies to the sstables
+    /// already open, as in Cassandra.
     pub fn update_table(&self, desc: TableDescriptor) -> Result<()> {
         let table = self.table(desc.id)?;
         let changed = table.desc.read().compaction != desc.compaction;
@@ -476,7 +478,14 @@ impl Engine {
             // effect at once: the new strategy sees the live sstables.
             *table.strategy.lock() = desc.compaction.new_strategy();
         }
+        let chance = desc.params.crc_check_chance;
         *table.desc.write() = desc;
+        // After the descriptor: a flush or compaction that makes its output
+        // live meanwhile sets the new chance on it, under the state lock,
+        // or its output is in the list below.
+        for sstable in &table.state.read().sstables {
+            sstable.set_crc_check_chance(chance);
+        }
         Ok(())
     }
 
@@ -744,6 +753,9 @@ impl Engine {
         self.compactions.flushed(id, sstable.size_on_disk());
         let flushed =
             crate::compaction::policy::SstableView::new(generation, sstable.size_on_disk());
+        // An ALTER of crc_check_chance during the flush reached only the
+        // sstables live then (see `update_table`).
+        sstable.set_crc_check_chance(table.desc.read().params.crc_check_chance);
         state.sstables.push(sstable);
         state.flushing.retain(|m| !Arc::ptr_eq(m, &memtable));
         drop(state);

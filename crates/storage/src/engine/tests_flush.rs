@@ -28,8 +28,9 @@ fn open_ucs() -> Storage {
     open_ucs_on(Arc::new(SimFs::new()), SstableWrites::default())
 }
 
-fn open_ucs_on(fs: Arc<dyn Fs>, sstable_writes: SstableWrites) -> Storage {
-    let desc = TableDescriptor {
+/// The UCS table of [`open_ucs`].
+fn ucs_table() -> TableDescriptor {
+    TableDescriptor {
         id: TABLE,
         keyspace: "ks".into(),
         name: "t".into(),
@@ -44,7 +45,11 @@ fn open_ucs_on(fs: Arc<dyn Fs>, sstable_writes: SstableWrites) -> Storage {
                 ..CommonOptions::default()
             },
         },
-    };
+    }
+}
+
+fn open_ucs_on(fs: Arc<dyn Fs>, sstable_writes: SstableWrites) -> Storage {
+    let desc = ucs_table();
     let options = StorageOptions {
         data_dir: "/data".into(),
         commitlog_dir: "/commitlog".into(),
@@ -116,6 +121,35 @@ fn a_flush_tells_the_strategy_its_size() {
     let large = space_used(&s) - small;
     assert!(large > 2 * MIB, "{large}");
     assert_eq!(learned(&s), Some(large.div_ceil(MIB) * MIB));
+}
+
+fn chances(s: &Storage) -> Vec<f64> {
+    let table = s.table(TABLE).expect("table");
+    let state = table.state.read();
+    state
+        .sstables
+        .iter()
+        .map(|t| t.crc_check_chance())
+        .collect()
+}
+
+/// ALTER TABLE ... WITH crc_check_chance reaches the sstables already open,
+/// not only the ones flushed afterwards.
+#[test]
+fn a_new_crc_check_chance_applies_to_open_sstables() {
+    let s = open_ucs();
+    for first in [0, 100] {
+        write(&s, first, 10, 100);
+        s.flush(TABLE).expect("flush");
+    }
+    assert_eq!(chances(&s), vec![1.0, 1.0], "the default");
+    let mut desc = ucs_table();
+    desc.params.crc_check_chance = 0.25;
+    s.update_table(desc).expect("alter");
+    assert_eq!(chances(&s), vec![0.25, 0.25], "open sstables");
+    write(&s, 200, 10, 100);
+    s.flush(TABLE).expect("flush");
+    assert_eq!(chances(&s), vec![0.25; 3], "and the next flush");
 }
 
 /// The simulated file system, recording the page cache hint of each file

@@ -206,6 +206,12 @@ impl Engine {
         state
             .sstables
             .retain(|s| generation_of(s).is_none_or(|g| !inputs.contains(&g)));
+        // An ALTER of crc_check_chance during the compaction reached only
+        // the sstables live then (see `update_table`).
+        let chance = table.desc.read().params.crc_check_chance;
+        for s in &outputs {
+            s.set_crc_check_chance(chance);
+        }
         state.sstables.extend(outputs);
         Ok(())
     }

@@ -192,6 +192,15 @@ impl ChunkTrust {
     }
 }
 
+/// The bits of a `crc_check_chance`, NaN read as 1 (always verify).
+fn chance_bits(chance: f64) -> u64 {
+    if chance.is_nan() {
+        1.0f64.to_bits()
+    } else {
+        chance.to_bits()
+    }
+}
+
 /// Reads chunks of an open sstable; shared by every reader thread.
 pub struct ChunkReader {
     file: Arc<dyn ReadFile>,
@@ -201,7 +210,9 @@ pub struct ChunkReader {
     uncompressed_len: u64,
     /// File offset of each chunk, then the end of the data section.
     bounds: Vec<u64>,
-    crc_check_chance: f64,
+    /// `crc_check_chance` as f64 bits: ALTER TABLE changes it on open
+    /// sstables ([`ChunkReader::set_crc_check_chance`]).
+    crc_check_chance: AtomicU64,
     sampler: AtomicU64,
     trust: &'static ChunkTrust,
     /// Per chunk, the trust epoch of its last good CRC check (0: none).
@@ -249,11 +260,7 @@ impl ChunkReader {
             chunk_length,
             uncompressed_len,
             bounds,
-            crc_check_chance: if crc_check_chance.is_nan() {
-                1.0
-            } else {
-                crc_check_chance
-            },
+            crc_check_chance: AtomicU64::new(chance_bits(crc_check_chance)),
             sampler: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
             trust: &CHUNK_TRUST,
             verified: (0..count).map(|_| AtomicU32::new(0)).collect(),
@@ -294,12 +301,24 @@ impl ChunkReader {
         pos / self.chunk_length
     }
 
+    /// The probability with which a read verifies a chunk's CRC.
+    pub fn crc_check_chance(&self) -> f64 {
+        f64::from_bits(self.crc_check_chance.load(Ordering::Relaxed))
+    }
+
+    /// Changes that probability for the reads from now on (NaN: 1).
+    pub fn set_crc_check_chance(&self, chance: f64) {
+        self.crc_check_chance
+            .store(chance_bits(chance), Ordering::Relaxed);
+    }
+
     /// Whether this read verifies its CRC (splitmix64 of a shared counter).
     fn should_verify(&self) -> bool {
-        if self.crc_check_chance >= 1.0 {
+        let chance = self.crc_check_chance();
+        if chance >= 1.0 {
             return true;
         }
-        if self.crc_check_chance <= 0.0 {
+        if chance <= 0.0 {
             return false;
         }
         let mut z = self
@@ -308,7 +327,7 @@ impl ChunkReader {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
-        ((z >> 11) as f64 / (1u64 << 53) as f64) < self.crc_check_chance
+        ((z >> 11) as f64 / (1u64 << 53) as f64) < chance
     }
 
     fn corrupt(&self, i: u64, reason: impl Into<String>) -> Error {

@@ -154,6 +154,17 @@ impl Sstable {
         &self.stats
     }
 
+    /// The probability with which reads verify a data chunk's CRC.
+    pub fn crc_check_chance(&self) -> f64 {
+        self.chunks.crc_check_chance()
+    }
+
+    /// Changes it for the reads from now on (ALTER TABLE ... WITH
+    /// crc_check_chance applies to the sstables already open).
+    pub fn set_crc_check_chance(&self, chance: f64) {
+        self.chunks.set_crc_check_chance(chance);
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -172,6 +172,13 @@ fn crc_check_chance_decides_whether_a_flip_is_seen() {
         parts.iter().find(|(k, _)| k == key).map(|(_, p)| p)
     );
     assert!(matches!(unchecked.verify(), Err(Error::Corruption { .. })));
+    // The chance changed on the open sstable (ALTER TABLE): checked now.
+    unchecked.set_crc_check_chance(1.0);
+    assert_eq!(unchecked.crc_check_chance(), 1.0);
+    assert!(matches!(
+        unchecked.read_partition(key),
+        Err(Error::Corruption { .. })
+    ));
     // Always checked: a corruption error.
     let checked = open(&fs, path, 1.0).unwrap();
     assert!(matches!(
