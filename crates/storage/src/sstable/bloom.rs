@@ -126,6 +126,7 @@ impl BloomFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn no_false_negatives_and_rate_near_target() {
@@ -167,5 +168,111 @@ mod tests {
         let mut out = Vec::new();
         f.encode(&mut out);
         assert_eq!(BloomFilter::decode(&out).unwrap(), f);
+    }
+
+    /// `(k, m)` for `n` keys at chance `p`, by the sizing rule of
+    /// docs/format/sstable.md.
+    fn documented_size(n: u64, p: f64) -> (u32, u64) {
+        if p >= 1.0 || n == 0 {
+            return (0, 0);
+        }
+        let ln2 = std::f64::consts::LN_2;
+        let m = (-(n as f64) * p.ln() / (ln2 * ln2)).ceil() as u64;
+        let m = m.clamp(64, MAX_BITS);
+        let k = ((m as f64 / n as f64) * ln2).round() as u32;
+        (k.clamp(1, MAX_HASHES), m)
+    }
+
+    /// A key: short random bytes.
+    fn arb_key() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 0..16)
+    }
+
+    /// A `bloom_filter_fp_chance` the writer accepts, (0, 1], or above.
+    /// It starts at 1e-12: [`BloomFilter::with_capacity`] sizes any smaller
+    /// chance as 1e-12, a floor the format doc's sizing rule does not
+    /// state.
+    fn arb_chance() -> impl Strategy<Value = f64> {
+        prop_oneof![1e-12f64..1.0, Just(0.01), Just(0.1), Just(1.0), 1.0f64..4.0]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// For random key sets and chances: the encoding is `k` u32, `m`
+        /// u64 by the documented sizing rule, then `ceil(m / 64)`
+        /// little-endian words holding exactly the documented probe bits
+        /// `(h1 + i * h2) mod m` of the inserted keys (no padding bit set);
+        /// it decodes to the same filter, which says yes to every inserted
+        /// key and answers as the written filter for any other key. One
+        /// byte fewer or more is refused.
+        #[test]
+        fn decoded_filter_answers_as_the_written_one(
+            keys in proptest::collection::btree_set(arb_key(), 0..300),
+            others in proptest::collection::vec(arb_key(), 0..200),
+            p in arb_chance(),
+        ) {
+            let n = keys.len() as u64;
+            let mut f = BloomFilter::with_capacity(n, p);
+            for key in &keys {
+                f.insert(key_hash(key));
+            }
+            let mut bytes = Vec::new();
+            f.encode(&mut bytes);
+
+            let (k, m) = documented_size(n, p);
+            let words = m.div_ceil(64) as usize;
+            prop_assert_eq!(bytes.len(), 12 + 8 * words);
+            prop_assert_eq!(f.size_bytes(), 8 * words);
+            prop_assert_eq!(&bytes[..4], &k.to_be_bytes()[..]);
+            prop_assert_eq!(&bytes[4..12], &m.to_be_bytes()[..]);
+            let mut want = vec![0u64; words];
+            for key in &keys {
+                let (h1, h2) = varve_types::token::murmur3_x64_128(key);
+                for i in 0..k as u64 {
+                    let b = (h1 as u64).wrapping_add(i.wrapping_mul(h2 as u64)) % m;
+                    want[(b / 64) as usize] |= 1 << (b % 64);
+                }
+            }
+            let got: Vec<u64> = bytes[12..]
+                .chunks_exact(8)
+                .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
+                .collect();
+            prop_assert_eq!(got, want);
+
+            let decoded = BloomFilter::decode(&bytes).unwrap();
+            prop_assert_eq!(&decoded, &f);
+            for key in &keys {
+                prop_assert!(decoded.may_contain(key_hash(key)), "false negative {:?}", key);
+            }
+            for key in &others {
+                let h = key_hash(key);
+                prop_assert_eq!(decoded.may_contain(h), f.may_contain(h), "{:?}", key);
+            }
+            prop_assert!(BloomFilter::decode(&bytes[..bytes.len() - 1]).is_err());
+            bytes.push(0);
+            prop_assert!(BloomFilter::decode(&bytes).is_err());
+        }
+
+        /// The decoder accepts exactly the documented parameters: `k` at
+        /// most [`MAX_HASHES`], `m` at most [`MAX_BITS`], `k = 0` only with
+        /// `m = 0`, and `ceil(m / 64)` words, not one more or fewer.
+        #[test]
+        fn decode_accepts_exactly_the_documented_parameters(
+            k in prop_oneof![0u32..=MAX_HASHES + 1, any::<u32>()],
+            m in prop_oneof![0u64..300, Just(MAX_BITS), Just(MAX_BITS + 1), any::<u64>()],
+            extra_words in -1i64..=1,
+        ) {
+            let words = (m.div_ceil(64) as i64 + extra_words).clamp(0, 8) as usize;
+            let mut bytes = Vec::new();
+            bytes.extend_from_slice(&k.to_be_bytes());
+            bytes.extend_from_slice(&m.to_be_bytes());
+            bytes.resize(12 + 8 * words, 0xa5);
+            let valid = k <= MAX_HASHES
+                && m <= MAX_BITS
+                && (k == 0) == (m == 0)
+                && words as u64 == m.div_ceil(64);
+            prop_assert_eq!(BloomFilter::decode(&bytes).is_ok(), valid);
+        }
     }
 }

@@ -523,6 +523,8 @@ pub type ChunkCache = Option<(u64, Vec<u8>)>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sstable::format::MIN_CHUNK_LENGTH;
+    use proptest::prelude::*;
 
     /// A file in memory.
     #[derive(Default)]
@@ -724,5 +726,241 @@ mod tests {
         assert_eq!(read(2 * g).unwrap(), want(2 * g));
         let err = read(0).unwrap_err().to_string();
         assert!(err.contains("checksum mismatch in chunk 0"), "{err}");
+    }
+
+    /// One written data section: the stream, the file (`START` zero bytes,
+    /// then the chunks), the section, the chunk offset table, and the
+    /// file offset of every chunk as the format doc defines it (each
+    /// chunk's codec block plus its 4-byte CRC, back to back from `START`).
+    struct Written {
+        data: Vec<u8>,
+        file: Vec<u8>,
+        section: Section,
+        table: Vec<u8>,
+        offsets: Vec<u64>,
+    }
+
+    /// Writes `data` through a [`ChunkWriter`] in writes of `write_len`
+    /// bytes.
+    fn write_stream(
+        compression: Compression,
+        chunk_length: usize,
+        data: Vec<u8>,
+        write_len: usize,
+    ) -> Written {
+        let mut file = Bytes(vec![0; START as usize]);
+        let mut w = ChunkWriter::new(compression, chunk_length, START);
+        for part in data.chunks(write_len) {
+            w.write(&mut file, Path::new("t"), part).unwrap();
+        }
+        let (section, table, n) = w.finish(&mut file, Path::new("t")).unwrap();
+        assert_eq!(n, data.len() as u64);
+        let mut offsets = Vec::new();
+        let mut at = START;
+        for chunk in data.chunks(chunk_length) {
+            offsets.push(at);
+            at += match compression {
+                Compression::None => chunk.len(),
+                Compression::Lz4 => lz4_flex::block::compress(chunk).len(),
+            } as u64;
+            at += CHUNK_CRC_LEN;
+        }
+        assert_eq!(at, section.end());
+        Written {
+            data,
+            file: file.0,
+            section,
+            table,
+            offsets,
+        }
+    }
+
+    /// A stream to write: either compression, a chunk length from the
+    /// minimum up, random or compressible bytes, and the size of each
+    /// write (any, so writes cross chunk boundaries).
+    fn arb_stream() -> impl Strategy<Value = (Compression, usize, Vec<u8>, usize)> {
+        let data = prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..1500),
+            // Compressible: runs of one byte.
+            proptest::collection::vec((any::<u8>(), 1usize..40), 0..60).prop_map(|runs| runs
+                .into_iter()
+                .flat_map(|(b, n)| std::iter::repeat_n(b, n))
+                .collect()),
+        ];
+        (
+            any::<bool>(),
+            prop_oneof![Just(MIN_CHUNK_LENGTH), MIN_CHUNK_LENGTH..300],
+            data,
+            1usize..200,
+        )
+            .prop_map(|(lz4, chunk_length, data, write_len)| {
+                let compression = if lz4 {
+                    Compression::Lz4
+                } else {
+                    Compression::None
+                };
+                (compression, chunk_length, data, write_len)
+            })
+    }
+
+    /// [`ChunkReader::new`] on `table` for the stream of `w`.
+    fn reader_for(
+        w: &Written,
+        compression: Compression,
+        chunk_length: usize,
+        table: &[u8],
+    ) -> std::result::Result<ChunkReader, &'static str> {
+        ChunkReader::new(
+            Arc::new(Shared(std::sync::Mutex::new(w.file.clone()))),
+            Path::new("t"),
+            compression,
+            chunk_length as u64,
+            w.data.len() as u64,
+            w.section,
+            table,
+            1.0,
+        )
+    }
+
+    /// A chunk offset table of `count` and `offsets`.
+    fn table_of(count: u64, offsets: &[u64]) -> Vec<u8> {
+        let mut t = count.to_be_bytes().to_vec();
+        for o in offsets {
+            t.extend_from_slice(&o.to_be_bytes());
+        }
+        t
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// What the writer encodes is `ceil(len / chunk_length)` then each
+        /// chunk's file offset; [`ChunkReader::new`] parses it back to
+        /// those offsets followed by the end of the data section, and the
+        /// whole stream reads back from it.
+        #[test]
+        fn the_chunk_offset_table_parses_back_to_the_written_bounds(
+            (compression, chunk_length, data, write_len) in arb_stream(),
+        ) {
+            let w = write_stream(compression, chunk_length, data, write_len);
+            let count = w.data.len().div_ceil(chunk_length) as u64;
+            prop_assert_eq!(&w.table, &table_of(count, &w.offsets));
+            let reader = reader_for(&w, compression, chunk_length, &w.table).unwrap();
+            let mut bounds = w.offsets.clone();
+            bounds.push(w.section.end());
+            prop_assert_eq!(&reader.bounds, &bounds);
+            for (i, o) in w.offsets.iter().enumerate() {
+                prop_assert_eq!(reader.chunk_offset(i as u64), *o);
+            }
+            prop_assert_eq!(reader.read_range(0, w.data.len() as u64).unwrap(), w.data.clone());
+        }
+
+        /// A table whose count, or number of offsets, is not the one the
+        /// stream length gives is refused: the count field changed alone,
+        /// an offset dropped or added with the count following, or the
+        /// table read against another stream length.
+        #[test]
+        fn a_table_with_the_wrong_count_is_refused(
+            (compression, chunk_length, data, write_len) in arb_stream(),
+            change in 0..4usize,
+            delta in 1u64..4,
+        ) {
+            let w = write_stream(compression, chunk_length, data, write_len);
+            let count = w.offsets.len() as u64;
+            let mut offsets = w.offsets.clone();
+            let table = match change {
+                0 => table_of(count.wrapping_add(delta), &offsets),
+                1 => table_of(count.wrapping_sub(delta), &offsets),
+                2 => {
+                    if offsets.pop().is_none() {
+                        return Ok(());
+                    }
+                    table_of(count - 1, &offsets)
+                }
+                _ => {
+                    offsets.push(w.section.end().saturating_sub(CHUNK_CRC_LEN + 1));
+                    table_of(count + 1, &offsets)
+                }
+            };
+            prop_assert!(reader_for(&w, compression, chunk_length, &table).is_err());
+            // The written table against a stream `delta` chunks longer.
+            let mut longer = w;
+            let len = longer.data.len() + delta as usize * chunk_length;
+            longer.data.resize(len, 0);
+            prop_assert!(reader_for(&longer, compression, chunk_length, &longer.table).is_err());
+        }
+
+        /// With one offset replaced by any value, the table is accepted
+        /// exactly when the format's rule still holds: the first chunk at
+        /// the start of the data section, each chunk starting where the
+        /// previous ends, in order, at least 5 bytes (one stored byte and
+        /// the CRC). Out-of-order offsets are refused, not a panic.
+        #[test]
+        fn a_table_is_accepted_only_with_ordered_chunks_of_five_bytes(
+            (compression, chunk_length, data, write_len) in arb_stream(),
+            which in any::<prop::sample::Index>(),
+            near_previous in any::<bool>(),
+            shift in -8i64..8,
+            anything in any::<u64>(),
+            use_anything in proptest::bool::weighted(0.1),
+        ) {
+            let w = write_stream(compression, chunk_length, data, write_len);
+            if w.offsets.is_empty() {
+                return Ok(());
+            }
+            let mut bounds = w.offsets.clone();
+            bounds.push(w.section.end());
+            let i = which.index(w.offsets.len());
+            let previous = if i == 0 { w.section.offset } else { bounds[i - 1] };
+            let around = if near_previous { previous } else { bounds[i + 1] };
+            let v = if use_anything { anything } else { around.saturating_add_signed(shift) };
+            let mut offsets = w.offsets.clone();
+            offsets[i] = v;
+            let table = table_of(offsets.len() as u64, &offsets);
+            // The shortest chunk: one stored byte and its CRC.
+            let shortest = CHUNK_CRC_LEN + 1;
+            let next_ok = v.checked_add(shortest).is_some_and(|e| e <= bounds[i + 1]);
+            let valid = if i == 0 {
+                v == w.section.offset && next_ok
+            } else {
+                bounds[i - 1] + shortest <= v && next_ok
+            };
+            let got = reader_for(&w, compression, chunk_length, &table);
+            prop_assert_eq!(got.is_ok(), valid, "offset {} of {:?} set to {}", i, bounds, v);
+            if let Ok(reader) = got {
+                prop_assert_eq!(reader.chunk_offset(i as u64), v);
+            }
+        }
+
+        /// Any table bytes, stream length, chunk length and data section:
+        /// an answer, never a panic.
+        #[test]
+        fn any_chunk_offset_table_is_parsed_without_a_panic(
+            table in proptest::collection::vec(any::<u8>(), 0..80),
+            words in proptest::collection::vec(any::<u64>(), 0..6),
+            use_words in any::<bool>(),
+            uncompressed_len in prop_oneof![0u64..200, any::<u64>()],
+            chunk_length in prop_oneof![0u64..64, any::<u64>()],
+            offset in prop_oneof![0u64..200, any::<u64>()],
+            len in prop_oneof![0u64..200, any::<u64>()],
+        ) {
+            // Tables of whole words, with a count that may match.
+            let table = if use_words {
+                table_of(words.len() as u64, &words)
+            } else {
+                table
+            };
+            let data = Section { offset, len, crc: 0 };
+            let _ = ChunkReader::new(
+                Arc::new(Shared(std::sync::Mutex::new(Vec::new()))),
+                Path::new("t"),
+                Compression::Lz4,
+                chunk_length,
+                uncompressed_len,
+                data,
+                &table,
+                1.0,
+            );
+        }
     }
 }

@@ -295,6 +295,8 @@ pub fn get_key<'a>(r: &mut Reader<'a>) -> Result<(i64, &'a [u8]), DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::READABLE_PARTITION_ENCODINGS;
+    use proptest::prelude::*;
 
     fn sample(file_len: u64) -> Footer {
         let mut at = HEADER_LEN;
@@ -367,6 +369,194 @@ mod tests {
             let mut bad = h.clone();
             bad[i] ^= 0x80;
             assert!(check_header(&bad, FORMAT_VERSION).is_err(), "flip at {i}");
+        }
+    }
+
+    /// A section length up to `max`, its ends included.
+    fn len_up_to(max: u64) -> BoxedStrategy<u64> {
+        prop_oneof![Just(0), Just(max), 0..=max].boxed()
+    }
+
+    /// A footer this code reads: a readable version and partition
+    /// encoding, either compression, a chunk length in range, any counts,
+    /// and six sections of random lengths (within their limits) and CRCs
+    /// that tile a file from the header to the footer. Returned with the
+    /// length of that file.
+    fn arb_footer() -> impl Strategy<Value = (Footer, u64)> {
+        let fields = (
+            prop::sample::select(READABLE_VERSIONS),
+            prop::sample::select(READABLE_PARTITION_ENCODINGS),
+            prop_oneof![Just(Compression::None), Just(Compression::Lz4)],
+            prop_oneof![
+                Just(MIN_CHUNK_LENGTH as u32),
+                Just(MAX_CHUNK_LENGTH as u32),
+                MIN_CHUNK_LENGTH as u32..=MAX_CHUNK_LENGTH as u32,
+            ],
+            any::<u64>(),
+            any::<u64>(),
+        );
+        let lens = (
+            len_up_to(1 << 40),
+            len_up_to(MAX_CHUNK_OFFSETS_LEN),
+            len_up_to(1 << 40),
+            len_up_to(MAX_SUMMARY_LEN),
+            len_up_to(MAX_BLOOM_LEN),
+            len_up_to(MAX_STATS_LEN),
+        );
+        let crcs = prop::array::uniform6(any::<u32>());
+        (fields, lens, crcs).prop_map(|(fields, lens, crcs)| {
+            let (version, encoding, compression, chunk_length, uncompressed_len, partitions) =
+                fields;
+            let lens = [lens.0, lens.1, lens.2, lens.3, lens.4, lens.5];
+            let mut at = HEADER_LEN;
+            let mut sections = [Section::default(); SECTION_COUNT];
+            for ((s, len), crc) in sections.iter_mut().zip(lens).zip(crcs) {
+                *s = Section {
+                    offset: at,
+                    len,
+                    crc,
+                };
+                at += len;
+            }
+            let [data, chunk_offsets, index, summary, bloom, stats] = sections;
+            let footer = Footer {
+                version,
+                partition_encoding_version: encoding,
+                compression,
+                chunk_length,
+                uncompressed_len,
+                partition_count: partitions,
+                data,
+                chunk_offsets,
+                index,
+                summary,
+                bloom,
+                stats,
+            };
+            (footer, at + FOOTER_LEN)
+        })
+    }
+
+    /// Section `i` of `f`, in file order.
+    fn section_mut(f: &mut Footer, i: usize) -> &mut Section {
+        match i {
+            0 => &mut f.data,
+            1 => &mut f.chunk_offsets,
+            2 => &mut f.index,
+            3 => &mut f.summary,
+            4 => &mut f.bloom,
+            _ => &mut f.stats,
+        }
+    }
+
+    /// `bytes` (an encoded footer) with its CRC recomputed, so that only
+    /// the field checks can reject it.
+    fn with_crc_fixed(mut bytes: Vec<u8>) -> Vec<u8> {
+        let crc = crc32fast::hash(&bytes[..FOOTER_BODY_LEN]);
+        bytes[FOOTER_BODY_LEN..FOOTER_BODY_LEN + 4].copy_from_slice(&crc.to_be_bytes());
+        bytes
+    }
+
+    proptest! {
+        /// Any footer this code reads encodes to [`FOOTER_LEN`] bytes
+        /// ending in the magic and decodes to itself; its sections pass the
+        /// layout check for exactly the file they tile (not one byte
+        /// shorter or longer); a footer one byte short or long is refused.
+        #[test]
+        fn any_valid_footer_round_trips_and_fits_only_its_file((f, file_len) in arb_footer()) {
+            let bytes = f.encode();
+            prop_assert_eq!(bytes.len() as u64, FOOTER_LEN);
+            prop_assert_eq!(&bytes[bytes.len() - MAGIC.len()..], &MAGIC[..]);
+            prop_assert_eq!(Footer::decode(&bytes), Ok(f.clone()));
+            prop_assert_eq!(f.validate_layout(file_len), Ok(()));
+            prop_assert!(f.validate_layout(file_len - 1).is_err());
+            prop_assert!(f.validate_layout(file_len + 1).is_err());
+            prop_assert!(Footer::decode(&bytes[..bytes.len() - 1]).is_err());
+            let mut longer = bytes.clone();
+            longer.push(0);
+            prop_assert!(Footer::decode(&longer).is_err());
+        }
+
+        /// Moving one section's offset, or changing its length, by a few
+        /// bytes breaks the tiling: the layout check fails whichever
+        /// section it is.
+        #[test]
+        fn a_section_moved_or_resized_fails_the_layout_check(
+            (f, file_len) in arb_footer(),
+            which in 0..SECTION_COUNT,
+            move_offset in any::<bool>(),
+            delta in prop_oneof![-3i64..0, 1i64..4],
+        ) {
+            let mut bad = f.clone();
+            let s = section_mut(&mut bad, which);
+            let field = if move_offset { &mut s.offset } else { &mut s.len };
+            let Some(changed) = field.checked_add_signed(delta) else {
+                return Ok(());
+            };
+            *field = changed;
+            prop_assert!(bad.validate_layout(file_len).is_err(), "{:?}", bad);
+        }
+
+        /// Every byte of the footer is checked, so any change to one byte
+        /// (any bit pattern) fails decoding: bytes 0..144 are under the
+        /// footer CRC, and CRC32 detects every error confined to 32
+        /// consecutive bits, hence every single-byte change; bytes 144..148
+        /// are that CRC, which then no longer matches the body; bytes
+        /// 148..156 are the magic, compared exactly. No byte is left
+        /// without a check, so no flip can decode to a different footer.
+        #[test]
+        fn every_changed_footer_byte_is_detected(
+            (f, _) in arb_footer(),
+            at in 0..FOOTER_LEN as usize,
+            mask in 1u8..,
+        ) {
+            let mut bad = f.encode();
+            bad[at] ^= mask;
+            prop_assert!(Footer::decode(&bad).is_err(), "byte {} ^ {:#x}", at, mask);
+        }
+
+        /// A footer with a correct CRC but a version, partition encoding,
+        /// compression id or chunk length this code does not read is
+        /// refused.
+        #[test]
+        fn footer_fields_outside_what_is_read_are_refused(
+            (f, _) in arb_footer(),
+            which in 0..4usize,
+            version in any::<u16>().prop_filter("unreadable", |v| !READABLE_VERSIONS.contains(v)),
+            encoding in any::<u8>()
+                .prop_filter("unreadable", |v| !READABLE_PARTITION_ENCODINGS.contains(v)),
+            compression in 2u8..,
+            chunk_length in prop_oneof![
+                0..MIN_CHUNK_LENGTH as u32,
+                MAX_CHUNK_LENGTH as u32 + 1..,
+            ],
+        ) {
+            let mut bytes = f.encode();
+            match which {
+                0 => bytes[0..2].copy_from_slice(&version.to_be_bytes()),
+                1 => bytes[2] = encoding,
+                2 => bytes[3] = compression,
+                _ => bytes[4..8].copy_from_slice(&chunk_length.to_be_bytes()),
+            }
+            prop_assert!(Footer::decode(&with_crc_fixed(bytes)).is_err());
+        }
+
+        /// The header passes only for the footer version it was written
+        /// with, and any change to one of its bytes fails it: it has no
+        /// CRC, but every byte is checked exactly (magic, version against
+        /// the footer's, reserved bytes zero).
+        #[test]
+        fn the_header_matches_only_its_version_and_detects_any_changed_byte(
+            footer_version in prop_oneof![Just(FORMAT_VERSION), any::<u16>()],
+            at in 0..HEADER_LEN as usize,
+            mask in 1u8..,
+        ) {
+            let h = encode_header();
+            let ok = check_header(&h, footer_version).is_ok();
+            prop_assert_eq!(ok, footer_version == FORMAT_VERSION);
+            let mut bad = h.clone();
+            bad[at] ^= mask;
+            prop_assert!(check_header(&bad, FORMAT_VERSION).is_err(), "byte {} ^ {:#x}", at, mask);
         }
     }
 }

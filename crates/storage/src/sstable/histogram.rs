@@ -254,6 +254,7 @@ impl DropTimeHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn size_bounds_grow_and_values_land_in_the_right_bucket() {
@@ -305,5 +306,215 @@ mod tests {
         assert_eq!(bins[0], (0, 1));
         assert_eq!(bins[1], (60, 2));
         assert_eq!(bins[2].1, 1);
+    }
+
+    /// A partition size: small, realistic, or anything up to `u64::MAX`.
+    fn arb_size() -> impl Strategy<Value = u64> {
+        prop_oneof![0u64..100, 0u64..10_000_000, any::<u64>()]
+    }
+
+    /// A drop time: near the epoch, a realistic one, or any `i32`.
+    fn arb_drop_time() -> impl Strategy<Value = i32> {
+        prop_oneof![-200i32..200, 1_600_000_000i32..1_600_100_000, any::<i32>()]
+    }
+
+    /// `t` rounded up to a multiple of [`DROP_TIME_ROUND_SECONDS`].
+    fn rounded_up(t: i32) -> i64 {
+        (t as i64 + DROP_TIME_ROUND_SECONDS - 1).div_euclid(DROP_TIME_ROUND_SECONDS)
+            * DROP_TIME_ROUND_SECONDS
+    }
+
+    fn histogram_of(max_bins: usize, times: &[i32]) -> DropTimeHistogram {
+        let mut h = DropTimeHistogram::new(max_bins);
+        for t in times {
+            h.add(*t);
+        }
+        h
+    }
+
+    /// The rounded-up times of `times`, counted per point.
+    fn exact_bins(times: &[i32]) -> BTreeMap<i64, u64> {
+        let mut bins = BTreeMap::new();
+        for t in times {
+            *bins.entry(rounded_up(*t)).or_insert(0) += 1;
+        }
+        bins
+    }
+
+    fn encoded(h: &DropTimeHistogram) -> Vec<u8> {
+        let mut out = Vec::new();
+        h.encode(&mut out);
+        out
+    }
+
+    proptest! {
+        /// Random sizes land in the bucket the format doc gives (`bound[i-1]
+        /// < v <= bound[i]`, the last bucket above every bound); the
+        /// histogram decodes to itself; on the decoded histogram each
+        /// quantile is the smallest bound at or above the
+        /// `ceil(q * n)`-th smallest value (`u64::MAX` past the last
+        /// bound); every strict prefix of the encoding is an error.
+        #[test]
+        fn size_histogram_round_trips_with_its_buckets_and_quantiles(
+            values in proptest::collection::vec(arb_size(), 0..300),
+            qs in proptest::collection::vec(0.0f64..=1.0, 1..6),
+        ) {
+            let bounds = size_bucket_bounds();
+            let mut h = SizeHistogram::default();
+            for v in &values {
+                h.add(&bounds, *v);
+            }
+            for i in 0..=SIZE_BUCKETS {
+                let want = values
+                    .iter()
+                    .filter(|v| i == 0 || bounds[i - 1] < **v)
+                    .filter(|v| i == SIZE_BUCKETS || **v <= bounds[i])
+                    .count() as u64;
+                prop_assert_eq!(h.counts[i], want, "bucket {}", i);
+            }
+            let mut out = Vec::new();
+            h.encode(&mut out);
+            let decoded = SizeHistogram::decode(&mut Reader::new(&out)).unwrap();
+            prop_assert_eq!(&decoded, &h);
+            prop_assert_eq!(decoded.total(), values.len() as u64);
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            for q in qs {
+                let want = match sorted.len() {
+                    0 => 0,
+                    n => {
+                        let rank = ((n as f64) * q).ceil().max(1.0) as usize;
+                        let v = sorted[rank - 1];
+                        bounds.iter().copied().find(|b| *b >= v).unwrap_or(u64::MAX)
+                    }
+                };
+                prop_assert_eq!(decoded.quantile(q), want, "q = {}", q);
+            }
+            for cut in 0..out.len() {
+                let got = SizeHistogram::decode(&mut Reader::new(&out[..cut]));
+                prop_assert!(got.is_err(), "cut {}", cut);
+            }
+        }
+
+        /// Any bucket counts, up to `u64::MAX`, decode to themselves, and a
+        /// bucket count other than 151 is refused.
+        #[test]
+        fn size_histogram_of_any_counts_round_trips(
+            counts in proptest::collection::vec(
+                prop_oneof![Just(0u64), 0u64..1000, any::<u64>()],
+                SIZE_BUCKETS + 1,
+            ),
+            wrong in (0u64..400).prop_filter("not 151", |n| *n != (SIZE_BUCKETS + 1) as u64),
+        ) {
+            let h = SizeHistogram { counts };
+            let mut out = Vec::new();
+            h.encode(&mut out);
+            prop_assert_eq!(SizeHistogram::decode(&mut Reader::new(&out)), Ok(h.clone()));
+            // The same counts behind another bucket count.
+            let mut bad = Vec::new();
+            put_varint(&mut bad, wrong);
+            for c in &h.counts {
+                put_varint(&mut bad, *c);
+            }
+            prop_assert!(SizeHistogram::decode(&mut Reader::new(&bad)).is_err());
+        }
+
+        /// Random drop times, with room for every distinct point or not:
+        /// the count is kept, the bins never pass `max_bins`, and with room
+        /// for every point the bins are exactly the times rounded up to
+        /// the minute; once bins merge, every point stays between the
+        /// smallest and largest rounded time. The estimate `sum` is 0
+        /// before the first point, the total from the last on, and never
+        /// decreases in between. The histogram decodes to itself, and
+        /// every strict prefix of its encoding is an error.
+        #[test]
+        fn drop_time_histogram_round_trips_and_keeps_its_invariants(
+            times in proptest::collection::vec(arb_drop_time(), 0..300),
+            max_bins in prop_oneof![1usize..8, 1usize..=120, Just(DROP_TIME_MAX_BINS)],
+            probes in proptest::collection::vec(any::<i32>(), 0..20),
+        ) {
+            let h = histogram_of(max_bins, &times);
+            let exact = exact_bins(&times);
+            let bins: BTreeMap<i64, u64> = h.bins().collect();
+            prop_assert_eq!(h.total(), times.len() as u64);
+            prop_assert!(bins.len() <= max_bins);
+            if exact.len() <= max_bins {
+                prop_assert_eq!(&bins, &exact);
+            } else {
+                let (lo, hi) = (exact.keys().next().unwrap(), exact.keys().last().unwrap());
+                let inside = bins.keys().all(|p| lo <= p && p <= hi);
+                prop_assert!(inside, "{:?} outside {}..={}", bins, lo, hi);
+            }
+
+            let total = h.total() as f64;
+            if let (Some(first), Some(last)) = (bins.keys().next(), bins.keys().last()) {
+                prop_assert_eq!(h.sum(first - 1), 0.0);
+                prop_assert_eq!(h.sum(*last), total);
+                prop_assert_eq!(h.sum(i64::MAX), total);
+            }
+            let mut at: Vec<i64> = probes.iter().map(|t| *t as i64).collect();
+            at.extend(bins.keys());
+            at.sort_unstable();
+            let sums: Vec<f64> = at.iter().map(|t| h.sum(*t)).collect();
+            let slack = 1e-9 * total.max(1.0);
+            prop_assert!(sums.iter().all(|s| (0.0..=total + slack).contains(s)), "{:?}", sums);
+            prop_assert!(sums.windows(2).all(|w| w[0] <= w[1] + slack), "{:?}", sums);
+
+            let out = encoded(&h);
+            let decoded = DropTimeHistogram::decode(&mut Reader::new(&out)).unwrap();
+            prop_assert_eq!(&decoded, &h);
+            for cut in 0..out.len() {
+                let got = DropTimeHistogram::decode(&mut Reader::new(&out[..cut]));
+                prop_assert!(got.is_err(), "cut {}", cut);
+            }
+        }
+
+        /// Merging two histograms keeps both counts and the bin limit of
+        /// the one merged into; with room for every distinct point it
+        /// gives the histogram of the two streams as one; the result
+        /// decodes to itself.
+        #[test]
+        fn merged_drop_time_histograms_keep_their_counts(
+            a in proptest::collection::vec(arb_drop_time(), 0..150),
+            b in proptest::collection::vec(arb_drop_time(), 0..150),
+            max_bins in 1usize..=120,
+            other_bins in 1usize..=120,
+        ) {
+            let mut merged = histogram_of(max_bins, &a);
+            merged.merge(&histogram_of(other_bins, &b));
+            prop_assert_eq!(merged.total(), (a.len() + b.len()) as u64);
+            prop_assert!(merged.bins().count() <= max_bins);
+            let both: Vec<i32> = a.iter().chain(&b).copied().collect();
+            let b_exact = exact_bins(&b).len() <= other_bins;
+            if b_exact && exact_bins(&both).len() <= max_bins {
+                prop_assert_eq!(&merged, &histogram_of(max_bins, &both));
+            }
+            let out = encoded(&merged);
+            prop_assert_eq!(DropTimeHistogram::decode(&mut Reader::new(&out)), Ok(merged));
+        }
+
+        /// The decoder accepts bins only in strictly ascending point order,
+        /// at most `max_bins` of them, with `max_bins` in 1..=10000.
+        #[test]
+        fn drop_time_decode_refuses_impossible_histograms(
+            max_bins in prop_oneof![
+                0u32..4,
+                Just(DROP_TIME_MAX_BINS_LIMIT as u32),
+                Just(DROP_TIME_MAX_BINS_LIMIT as u32 + 1),
+            ],
+            points in proptest::collection::vec(-3i64..3, 0..5),
+        ) {
+            let mut out = Vec::new();
+            out.extend_from_slice(&max_bins.to_be_bytes());
+            put_varint(&mut out, points.len() as u64);
+            for p in &points {
+                out.extend_from_slice(&p.to_be_bytes());
+                put_varint(&mut out, 1);
+            }
+            let valid = (1..=DROP_TIME_MAX_BINS_LIMIT as u32).contains(&max_bins)
+                && points.len() as u32 <= max_bins
+                && points.windows(2).all(|w| w[0] < w[1]);
+            prop_assert_eq!(DropTimeHistogram::decode(&mut Reader::new(&out)).is_ok(), valid);
+        }
     }
 }

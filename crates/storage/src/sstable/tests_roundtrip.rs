@@ -1,6 +1,7 @@
 //! Round trips through the writer and reader: random partitions with and
 //! without compression and at several chunk lengths, point reads, scans by
-//! token, statistics, the bloom filter's false-positive rate, and limits.
+//! token, statistics, the bloom filter's false-positive rate, and limits;
+//! and the statistics section's codec on random values.
 
 use super::test_util::{arb_partitions, comparator, open, write};
 use crate::cell::{Cell, DeletionTime, NO_DELETION_TIME};
@@ -11,7 +12,9 @@ use crate::partition::Partition;
 use crate::row::Row;
 use crate::sstable::format::{MAX_CHUNK_LENGTH, MAX_INDEX_INTERVAL, MAX_KEY_LEN, MIN_CHUNK_LENGTH};
 use crate::sstable::fs_mem::MemFs;
-use crate::sstable::{Compression, SstableParams, SstableWriter};
+use crate::sstable::histogram::{DropTimeHistogram, SizeHistogram, SIZE_BUCKETS};
+use crate::sstable::stats::{decode_stats, encode_stats};
+use crate::sstable::{Compression, SstableParams, SstableStats, SstableWriter};
 use bytes::Bytes;
 use proptest::prelude::*;
 use std::path::Path;
@@ -410,4 +413,165 @@ fn key_cache_entries_of_a_shared_token_fall_back_to_the_index() {
         Some(&parts[1].1)
     );
     assert_eq!(sst.key_cache_hits(), 1);
+}
+
+/// A partition key: any token, a short key or one of [`MAX_KEY_LEN`]
+/// bytes (the most its u16 length holds).
+fn arb_stats_key() -> impl Strategy<Value = PartitionKey> {
+    let len = prop_oneof![9 => 0usize..24, 1 => Just(MAX_KEY_LEN)];
+    (any::<i64>(), len, any::<u8>()).prop_map(|(token, len, fill)| PartitionKey {
+        token,
+        key: Bytes::from(
+            (0..len)
+                .map(|i| fill.wrapping_add(i as u8))
+                .collect::<Vec<_>>(),
+        ),
+    })
+}
+
+/// A row clustering or a bound (weight -1, 0 or +1) of up to three
+/// components of any bytes, more than the table's two included.
+fn arb_stats_clustering() -> impl Strategy<Value = ClusteringKey> {
+    let values = proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..6), 0..4);
+    (values, -1i8..=1).prop_map(|(values, weight)| {
+        let values = values.into_iter().map(Bytes::from).collect();
+        let cmp = comparator();
+        match weight {
+            -1 => ClusteringKey::before(values, &cmp),
+            0 => ClusteringKey::row(values, &cmp),
+            _ => ClusteringKey::after(values, &cmp),
+        }
+    })
+}
+
+/// Any statistics the section can hold: counts, timestamps, deletion
+/// times and TTLs over their whole ranges (min above max included, the
+/// codec does not care), both keys and clustering bounds present or not,
+/// any size histogram, a drop-time histogram of random times and bin
+/// limit, and the format 2 counts present (both) or not (format 1).
+fn arb_stats() -> impl Strategy<Value = SstableStats> {
+    let counts = prop::array::uniform5(prop_oneof![0u64..1000, any::<u64>()]);
+    let times = (
+        any::<i64>(),
+        any::<i64>(),
+        prop::array::uniform4(prop_oneof![Just(NO_DELETION_TIME), any::<i32>()]),
+    );
+    let lens = (any::<u64>(), any::<u64>());
+    let keys = (
+        proptest::option::of(arb_stats_key()),
+        proptest::option::of(arb_stats_key()),
+    );
+    let clusterings = (
+        proptest::option::of(arb_stats_clustering()),
+        proptest::option::of(arb_stats_clustering()),
+    );
+    let sizes = proptest::collection::vec(
+        prop_oneof![Just(0u64), 0u64..1000, any::<u64>()],
+        SIZE_BUCKETS + 1,
+    );
+    let drops = (
+        proptest::collection::vec(any::<i32>(), 0..150),
+        1usize..=120,
+    );
+    let v2 = proptest::option::of((any::<u64>(), any::<u64>()));
+    (counts, times, lens, keys, clusterings, sizes, drops, v2).prop_map(
+        |(counts, (min_ts, max_ts, t), lens, keys, clusterings, sizes, drops, v2)| {
+            let mut drop_times = DropTimeHistogram::new(drops.1);
+            for t in drops.0 {
+                drop_times.add(t);
+            }
+            SstableStats {
+                partition_count: counts[0],
+                row_count: counts[1],
+                cell_count: counts[2],
+                tombstone_count: counts[3],
+                expiring_count: counts[4],
+                min_timestamp: min_ts,
+                max_timestamp: max_ts,
+                min_local_deletion_time: t[0],
+                max_local_deletion_time: t[1],
+                min_ttl: t[2],
+                max_ttl: t[3],
+                uncompressed_len: lens.0,
+                compressed_len: lens.1,
+                first_key: keys.0,
+                last_key: keys.1,
+                min_clustering: clusterings.0,
+                max_clustering: clusterings.1,
+                partition_sizes: SizeHistogram { counts: sizes },
+                drop_times,
+                partition_deletions: v2.map(|v| v.0),
+                static_rows: v2.map(|v| v.1),
+            }
+        },
+    )
+}
+
+/// The components and weight of a clustering bound: `ClusteringKey`'s
+/// `==` is the table's order, this is its exact bytes.
+fn clustering_bytes(k: &Option<ClusteringKey>) -> Option<(Vec<Bytes>, i8)> {
+    k.as_ref().map(|k| (k.values.clone(), k.weight))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Any statistics decode to exactly themselves, the clustering bounds
+    /// byte for byte.
+    #[test]
+    fn any_statistics_round_trip_exactly(s in arb_stats()) {
+        let bytes = encode_stats(&s);
+        let decoded = decode_stats(&bytes, &comparator()).unwrap();
+        for (got, want) in [
+            (&decoded.min_clustering, &s.min_clustering),
+            (&decoded.max_clustering, &s.max_clustering),
+        ] {
+            prop_assert_eq!(clustering_bytes(got), clustering_bytes(want));
+        }
+        prop_assert_eq!(decoded, s);
+    }
+
+    /// A truncated statistics section is an error, never a panic, with
+    /// one exception the format allows: cut just before the two format 2
+    /// counts (its last 16 bytes), it is a whole format 1 section and
+    /// decodes to the same statistics without them. The decoder does not
+    /// know the file's version; on open, the footer's length and CRC of
+    /// the section catch that cut.
+    #[test]
+    fn truncated_statistics_are_errors(
+        s in arb_stats(),
+        picks in proptest::collection::vec(any::<prop::sample::Index>(), 24),
+    ) {
+        let bytes = encode_stats(&s);
+        let len = bytes.len();
+        let ends = [0, 1, len - 1, len - 8, len - 16, len - 17];
+        let cuts = picks.iter().map(|i| i.index(len)).chain(ends);
+        let cmp = comparator();
+        for cut in cuts {
+            let got = decode_stats(&bytes[..cut], &cmp);
+            if s.partition_deletions.is_some() && cut == len - 16 {
+                let v1 = SstableStats { partition_deletions: None, static_rows: None, ..s.clone() };
+                prop_assert_eq!(got, Ok(v1));
+            } else {
+                prop_assert!(got.is_err(), "cut at {} of {}", cut, len);
+            }
+        }
+    }
+
+    /// Statistics with a changed byte, and any bytes at all, decode or
+    /// fail without a panic.
+    #[test]
+    fn damaged_statistics_never_panic(
+        s in arb_stats(),
+        at in any::<prop::sample::Index>(),
+        mask in 1u8..,
+        noise in proptest::collection::vec(any::<u8>(), 0..400),
+    ) {
+        let mut bytes = encode_stats(&s);
+        let i = at.index(bytes.len());
+        bytes[i] ^= mask;
+        let cmp = comparator();
+        let _ = decode_stats(&bytes, &cmp);
+        let _ = decode_stats(&noise, &cmp);
+    }
 }
