@@ -43,6 +43,31 @@ def read_each(session, table, keys):
     return found
 
 
+def test_tablestats_memtable_cell_count_counts_operations(varve_server, session):
+    """"Memtable cell count" counts what Cassandra counts: each update's rows,
+    static row, range tombstones and partition deletion (not its cells), and
+    starts again from 0 after a flush."""
+    ks = make_keyspace(session)
+    try:
+        session.execute(f"CREATE TABLE {ks}.t (k int, c int, s int STATIC, a int, b int, "
+                        "PRIMARY KEY (k, c))")
+        insert = session.prepare(f"INSERT INTO {ks}.t (k, c, a, b) VALUES (?, ?, ?, ?)")
+        for c in range(10):
+            session.execute(insert, (1, c, c, c))  # a row of two cells: 1 each
+        session.execute(f"INSERT INTO {ks}.t (k, c, s, a) VALUES (2, 0, 7, 7)")  # row + static: 2
+        session.execute(f"UPDATE {ks}.t SET s = 8 WHERE k = 3")  # static row only: 1
+        session.execute(f"DELETE FROM {ks}.t WHERE k = 1 AND c = 3")  # row deletion: 1
+        session.execute(f"DELETE FROM {ks}.t WHERE k = 1 AND c > 5")  # range tombstone: 1
+        session.execute(f"DELETE FROM {ks}.t WHERE k = 4")  # partition deletion: 1
+        assert int(stat(table_stats(varve_server, ks, "t"), "Memtable cell count")) == 10 + 2 + 1 + 1 + 1 + 1
+        nodetool(varve_server, "flush", ks, "t")
+        assert int(stat(table_stats(varve_server, ks, "t"), "Memtable cell count")) == 0
+        session.execute(insert, (5, 0, 0, 0))
+        assert int(stat(table_stats(varve_server, ks, "t"), "Memtable cell count")) == 1
+    finally:
+        session.execute(f"DROP KEYSPACE {ks}")
+
+
 def test_tablestats_partitions_and_bloom_filter(varve_server, session):
     """PARTITIONS partitions flushed into one sstable: tablestats counts them
     all; reads of present keys are never false positives; ABSENT_READS reads

@@ -210,7 +210,7 @@ impl Processor {
                 "\t\tNumber of partitions (estimate): {}",
                 s.memtable_partitions as u64 + s.sstable_partitions
             );
-            let _ = writeln!(out, "\t\tMemtable cell count: {}", s.memtable_partitions);
+            let _ = writeln!(out, "\t\tMemtable cell count: {}", s.memtable_operations);
             let _ = writeln!(out, "\t\tMemtable data size: {}", s.memtable_bytes);
             let _ = writeln!(
                 out,

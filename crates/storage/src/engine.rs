@@ -148,6 +148,8 @@ pub struct TableStats {
     pub space_used_bytes: u64,
     pub memtable_bytes: usize,
     pub memtable_partitions: usize,
+    /// Operations in the memtable (see [`crate::memtable::operation_count`]).
+    pub memtable_operations: usize,
     pub sstable_partitions: u64,
     pub bloom_filter_false_positives: u64,
     pub bloom_filter_true_positives: u64,
@@ -913,6 +915,7 @@ impl Engine {
             live_sstables: state.sstables.len(),
             memtable_bytes: state.memtable.bytes(),
             memtable_partitions: state.memtable.partition_count(),
+            memtable_operations: state.memtable.operation_count(),
             ..TableStats::default()
         };
         for t in &state.sstables {

@@ -49,6 +49,9 @@ pub struct Memtable {
     bucket_bits: u32,
     partitions: AtomicUsize,
     bytes: AtomicUsize,
+    /// Operations applied ([`operation_count`]), nodetool's "Memtable cell
+    /// count".
+    operations: AtomicUsize,
 }
 
 impl Default for Memtable {
@@ -93,6 +96,7 @@ impl Memtable {
             bucket_bits: n.trailing_zeros(),
             partitions: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
+            operations: AtomicUsize::new(0),
         }
     }
 
@@ -140,6 +144,8 @@ impl Memtable {
 
     /// Merges `update` (whose encoded size is `update_bytes`).
     pub fn apply(&self, key: &PartitionKey, update: Partition, update_bytes: usize) {
+        self.operations
+            .fetch_add(operation_count(&update), Ordering::Relaxed);
         let mut map = self.buckets()[self.bucket_index(key.token)].write();
         let mut added = update_bytes;
         match map.get_mut(key) {
@@ -170,6 +176,11 @@ impl Memtable {
 
     pub fn partition_count(&self) -> usize {
         self.partitions.load(Ordering::Relaxed)
+    }
+
+    /// Operations applied since the memtable was created.
+    pub fn operation_count(&self) -> usize {
+        self.operations.load(Ordering::Relaxed)
     }
 
     /// The partition restricted to `slices` (tombstones included).
@@ -345,6 +356,16 @@ fn row_map_bytes(rows: &RowMap) -> usize {
 /// Memory of a heap buffer of `len` bytes (0 for an empty one).
 fn heap_bytes(len: usize) -> usize {
     len.next_multiple_of(ALLOC_GRANULE)
+}
+
+/// What one update counts toward "Memtable cell count", as Cassandra
+/// counts a partition update's operations: its rows, its static row, its
+/// range tombstones and its partition deletion (not its cells).
+pub fn operation_count(update: &Partition) -> usize {
+    update.rows.len()
+        + usize::from(update.static_row.is_some())
+        + update.range_tombstones.len()
+        + usize::from(!update.deletion.is_live())
 }
 
 /// Memory one update takes once merged into a memtable: the values and

@@ -149,3 +149,56 @@ proptest! {
         }
     }
 }
+
+/// "Memtable cell count" counts each update's rows, static row, range
+/// tombstones and partition deletion, summed over every update applied
+/// (merged or not), and a memtable made after a flush starts from 0.
+#[test]
+fn operations_count_rows_static_rows_range_tombstones_and_partition_deletions() {
+    use crate::cell::DeletionTime;
+    use crate::clustering::{ClusteringComparator, ClusteringKey};
+    use crate::row::Row;
+    let cmp = ClusteringComparator::new(vec![(varve_types::CqlType::Int, false)]);
+    let ck = |c: i32| vec![Bytes::copy_from_slice(&c.to_be_bytes())];
+    let mut rows = Partition::default();
+    for c in 0..3 {
+        rows.rows
+            .insert(ClusteringKey::row(ck(c), &cmp), Row::default());
+    }
+    let with_static = Partition {
+        static_row: Some(Row::default()),
+        ..Partition::default()
+    };
+    let mut ranges = Partition::default();
+    for c in [0, 5] {
+        ranges
+            .range_tombstones
+            .push(crate::partition::RangeTombstone {
+                slice: Slice::prefix(ck(c), &cmp),
+                deletion: DeletionTime {
+                    marked_for_delete_at: 1,
+                    local_deletion_time: 1,
+                },
+            });
+    }
+    let deleted = Partition {
+        deletion: DeletionTime {
+            marked_for_delete_at: 1,
+            local_deletion_time: 1,
+        },
+        ..Partition::default()
+    };
+    assert_eq!(operation_count(&rows), 3);
+    assert_eq!(operation_count(&with_static), 1);
+    assert_eq!(operation_count(&ranges), 2);
+    assert_eq!(operation_count(&deleted), 1);
+    assert_eq!(operation_count(&Partition::default()), 0);
+
+    let m = Memtable::default();
+    for p in [rows, with_static, ranges, deleted] {
+        m.apply(&key(7, 1), p, 0); // one partition, merged each time
+    }
+    assert_eq!(m.operation_count(), 7);
+    assert_eq!(m.partition_count(), 1);
+    assert_eq!(Memtable::sized_after(&m).operation_count(), 0);
+}
