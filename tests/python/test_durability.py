@@ -503,6 +503,47 @@ def test_flipped_byte_in_sstable_chunk_fails_only_that_chunk(start_varve, tmp_pa
 
 
 
+def test_sigterm_stops_a_running_compaction_and_keeps_its_inputs(start_varve, tmp_path):
+    """SIGTERM during a major compaction (throttled to 1 MiB/s over about 6 MiB,
+    so it cannot finish first) stops it instead of waiting for it: the node
+    exits 0, and after a restart the three input sstables are still the live
+    ones, holding every row, with no compaction output left behind."""
+    node = start_with(start_varve, tmp_path, "stopcompact", compaction_throughput="1MiB/s")
+    cluster, s = open_session(node)
+    s.execute(KS_CQL.format("sc"))
+    s.execute("CREATE TABLE sc.t (k int PRIMARY KEY, v blob)"
+              " WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'}")
+    ins = s.prepare("INSERT INTO sc.t (k, v) VALUES (?, ?)")
+    rng = random.Random(5)
+    expected = {}
+    for part in range(3):
+        for k in range(part * 64, (part + 1) * 64):
+            expected[k] = rng.randbytes(32 * 1024)
+            s.execute(ins, (k, expected[k]))
+        nodetool(node, "flush", "sc")
+    cluster.shutdown()
+    assert sstable_count(node, "sc.t") == 3
+    compact = subprocess.Popen([varve_bin(), "nodetool", "-p", str(node.admin_port), "compact", "sc"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while "compaction type" not in nodetool(node, "compactionstats").stdout:  # its table header
+            assert compact.poll() is None, f"the compaction ended first: {compact.communicate()}"
+            time.sleep(0.05)
+        code = node.stop(signal.SIGTERM)
+        assert code == 0, f"varve exited with {code} on SIGTERM:\n{node.log_tail()}"
+        assert compact.wait(timeout=60) != 0, "the compaction was reported done"
+    finally:
+        if compact.poll() is None:
+            compact.kill()
+    leftovers = [p.name for p in table_dir(node, "sc", "t").iterdir() if p.name.endswith(".tmp")]
+    assert not leftovers, leftovers
+    node.start()
+    assert sstable_count(node, "sc.t") == 3
+    cluster, s = open_session(node, "sc")
+    assert select_all(s, "t") == {k: (v,) for k, v in expected.items()}
+    cluster.shutdown()
+
+
 def test_altered_crc_check_chance_applies_to_open_sstables(start_varve, tmp_path):
     """crc_check_chance = 0 reads a flipped byte back unchecked (the risk it
     takes); ALTER TABLE ... WITH crc_check_chance = 1.0 then checks every

@@ -167,6 +167,13 @@ impl Processor {
         Ok(())
     }
 
+    /// Stops compactions for good (the node is shutting down): a running
+    /// one, background or asked for by nodetool, ends at its next
+    /// partition with its inputs left live.
+    pub fn stop_compactions(&self) {
+        self.storage.stop_compactions();
+    }
+
     /// `nodetool tablestats [keyspace[.table]]`, as text in nodetool's shape.
     pub fn table_stats_text(&self, keyspace: Option<&str>, table: Option<&str>) -> Result<String> {
         let names: Vec<String> = table.map(|t| vec![t.to_string()]).unwrap_or_default();

@@ -195,6 +195,9 @@ pub struct Engine {
     flushes_completed: AtomicU64,
     /// Wakes the flusher: (work may be due, shutting down).
     pub(crate) flusher_signal: (Mutex<(bool, bool)>, Condvar),
+    /// Set when the node shuts down: running compactions stop (see
+    /// [`Engine::stop_compactions`]).
+    pub(crate) compactions_stopped: std::sync::atomic::AtomicBool,
     /// compaction_throughput in MiB/s (0: unlimited), changeable at runtime.
     pub(crate) compaction_throughput: AtomicU64,
     /// Running compactions and compaction counters.
@@ -262,6 +265,9 @@ impl Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
+        // Running compactions give up instead of finishing (a large one
+        // held a shutdown for a minute): their inputs stay live.
+        self.engine.stop_compactions();
         {
             let mut signal = self.engine.flusher_signal.0.lock();
             signal.1 = true;
@@ -297,6 +303,7 @@ impl Engine {
             memtable_bytes: AtomicUsize::new(0),
             flushes_completed: AtomicU64::new(0),
             flusher_signal: (Mutex::new((false, false)), Condvar::new()),
+            compactions_stopped: Default::default(),
             compaction_throughput: AtomicU64::new(
                 crate::compaction::throttle::DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC,
             ),
@@ -321,6 +328,7 @@ impl Engine {
             memtable_bytes: AtomicUsize::new(0),
             flushes_completed: AtomicU64::new(0),
             flusher_signal: (Mutex::new((false, false)), Condvar::new()),
+            compactions_stopped: Default::default(),
             compaction_throughput: AtomicU64::new(options.compaction_throughput_mib_per_sec),
             compactions: Default::default(),
             concurrent_compactors: crate::engine_concurrency::resolve_concurrent_compactors(

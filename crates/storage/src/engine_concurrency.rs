@@ -14,7 +14,8 @@
 //! cores bounded to 1..8 (a one-core machine gets one compactor).
 
 use crate::engine::{Engine, TableId, TableStore};
-use crate::error::Error;
+use crate::error::{Error, Result};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Upper bound of the default `concurrent_compactors`.
@@ -128,6 +129,46 @@ impl Engine {
         self.flusher_signal.0.lock().1
     }
 
+    /// Stops compactions for good, as Cassandra does when it shuts down: a
+    /// running one ends at its next partition (or wakes from its throttle
+    /// pause) with an `Interrupted` I/O error, its outputs deleted and its
+    /// inputs left live; no compaction starts after. Called when the node
+    /// stops, after the drain's flushes.
+    pub fn stop_compactions(&self) {
+        self.compactions_stopped.store(true, Ordering::Relaxed);
+        let _signal = self.flusher_signal.0.lock();
+        self.flusher_signal.1.notify_all();
+    }
+
+    /// The error of a compaction that [`Engine::stop_compactions`] ended,
+    /// once it is asked to stop.
+    pub(crate) fn check_compactions_stopped(&self, dir: &std::path::Path) -> Result<()> {
+        if self.compactions_stopped.load(Ordering::Relaxed) {
+            return Err(Error::io(
+                dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "compaction stopped: the node is shutting down",
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sleeps for `pause` (a compaction's throttle), or less if
+    /// compactions are stopped meanwhile.
+    pub(crate) fn compaction_pause(&self, pause: std::time::Duration) {
+        let deadline = std::time::Instant::now() + pause;
+        let mut signal = self.flusher_signal.0.lock();
+        while !self.compactions_stopped.load(Ordering::Relaxed) {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return;
+            }
+            self.flusher_signal.1.wait_for(&mut signal, deadline - now);
+        }
+    }
+
     fn compaction_worker(&self) {
         loop {
             {
@@ -151,6 +192,7 @@ impl Engine {
                         Ok(true) if rounds < MAX_TASKS_PER_ROUND => rounds += 1,
                         Ok(_) => break,
                         Err(Error::UnknownTable(_)) => break,
+                        Err(_) if self.compactions_stopped.load(Ordering::Relaxed) => return,
                         Err(e) => {
                             tracing::error!("compaction of table {id:032x} failed: {e}");
                             break;

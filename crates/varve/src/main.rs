@@ -146,11 +146,16 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         .run(processor.clone(), shutdown)
         .await
         .context("serving")?;
-    // As Cassandra does on shutdown: flush memtables, sync the commitlog.
-    tokio::task::spawn_blocking(move || processor.drain())
-        .await
-        .context("draining")?
-        .map_err(|e| anyhow::anyhow!("draining: {e}"))?;
+    // As Cassandra does on shutdown: stop compactions (a running one would
+    // hold the exit until it finished: a minute for a few GB at the
+    // default throttle), flush memtables, sync the commitlog.
+    tokio::task::spawn_blocking(move || {
+        processor.stop_compactions();
+        processor.drain()
+    })
+    .await
+    .context("draining")?
+    .map_err(|e| anyhow::anyhow!("draining: {e}"))?;
     info!("varve stopped");
     Ok(())
 }

@@ -283,3 +283,65 @@ fn flushes_and_compactions_write_as_the_options_say() {
         );
     }
 }
+
+/// Every file under `dir`, two levels down (keyspace, then table).
+fn files_under(fs: &SimFs, dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for ks in fs.list(dir).unwrap_or_default() {
+        for table in fs.list(&ks).unwrap_or_default() {
+            files.extend(fs.list(&table).unwrap_or_default());
+        }
+    }
+    files
+}
+
+/// Stopping compactions (the node shutting down) ends a running one at
+/// once instead of letting it finish: it fails with `Interrupted`, its
+/// output is deleted, its inputs stay live with every row, and no
+/// compaction runs after. The compaction is throttled to 1 MiB/s over
+/// 4 MiB, so it cannot have finished when the stop arrives.
+#[test]
+fn stopping_compactions_interrupts_a_running_one_and_keeps_its_inputs() {
+    let fs = Arc::new(SimFs::new());
+    let s = open_ucs_on(fs.clone(), SstableWrites::default());
+    for first in [0, 1000] {
+        write(&s, first, 64, 32 << 10);
+        s.flush(TABLE).expect("flush");
+    }
+    let inputs = s.table_generations(TABLE).expect("generations");
+    assert_eq!(inputs.len(), 2);
+    s.set_compaction_throughput(1);
+    std::thread::scope(|scope| {
+        let compaction = scope.spawn(|| s.major_compact(TABLE, 0));
+        while s.compaction_stats().running.is_empty() {
+            assert!(!compaction.is_finished(), "finished before it was seen");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        s.stop_compactions();
+        match compaction.join().expect("compaction thread") {
+            Err(crate::Error::Io { source, .. }) => {
+                assert_eq!(source.kind(), io::ErrorKind::Interrupted, "{source}");
+            }
+            other => panic!("not interrupted: {other:?}"),
+        }
+    });
+    assert_eq!(s.table_generations(TABLE).expect("generations"), inputs);
+    let files = files_under(&fs, Path::new("/data"));
+    assert!(
+        files.iter().all(|f| !f.to_string_lossy().ends_with(".tmp")),
+        "an output is left: {files:?}"
+    );
+    let all = [crate::clustering::Slice::all(&ClusteringComparator::new(
+        Vec::new(),
+    ))];
+    for k in (0..64).chain(1000..1064) {
+        let key = PartitionKey::new(Bytes::from(format!("k{k}")));
+        let found = s.read_partition(TABLE, &key, &all).expect("read");
+        assert!(found.is_some(), "k{k} lost");
+    }
+    assert!(
+        s.major_compact(TABLE, 0).is_err(),
+        "a compaction after the stop"
+    );
+    assert_eq!(s.table_generations(TABLE).expect("generations"), inputs);
+}

@@ -87,7 +87,7 @@ impl<'a> Outputs<'a> {
                     self.started.elapsed(),
                 );
                 if !pause.is_zero() {
-                    std::thread::sleep(pause);
+                    self.engine.compaction_pause(pause);
                 }
             }
         }

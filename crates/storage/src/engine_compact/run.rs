@@ -109,6 +109,7 @@ impl Engine {
         );
         let outcome = (|| -> Result<()> {
             while let Some((key, mut merged)) = merge.next_partition()? {
+                self.check_compactions_stopped(&dir)?;
                 running.progress.set_done(merge.done_estimate());
                 if shadow_mode != ShadowMode::None {
                     if let Some(shadow) = shadow_of(&key, merged.min_timestamp())? {
