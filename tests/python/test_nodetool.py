@@ -130,6 +130,7 @@ def test_tablestats_unknown_names_fail(varve_server, session, keyspace):
     out = run_nodetool("-p", port, "tablestats", f"{keyspace}.no_such_table")
     assert out.returncode != 0
     assert "no_such_table" in out.stderr and "Unknown table" in out.stderr, out.stderr
+    assert out.stderr.count("Unknown table") == 1, f"the error is printed once:\n{out.stderr}"
     assert "Table:" not in out.stdout, out.stdout
     out = run_nodetool("-p", port, "tablestats", f"no_such_keyspace.{table}")
     assert out.returncode != 0

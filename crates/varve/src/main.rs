@@ -75,6 +75,8 @@ fn main() -> std::process::ExitCode {
     allocator::tune();
     let cli = Cli::parse();
     init_logging();
+    // A server's failure goes to its log; a client command's is printed once.
+    let logs_failure = matches!(cli.command, Command::Server(_));
     let result = match cli.command {
         Command::Server(args) => run_server(args),
         Command::Nodetool(args) => nodetool::run(args),
@@ -85,7 +87,9 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("varve failed: {e:#}");
+            if logs_failure {
+                tracing::error!("varve failed: {e:#}");
+            }
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
