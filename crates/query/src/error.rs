@@ -29,6 +29,10 @@ pub enum QueryError {
     /// ReadFailure (0x1300), e.g. too many tombstones scanned.
     #[error("{message}")]
     ReadFailure { message: String },
+    /// WriteFailure (0x1500): the write could not be stored (a full or
+    /// failing disk); it was not acknowledged.
+    #[error("{message}")]
+    WriteFailure { message: String },
     /// Overloaded (0x1001)
     #[error("{0}")]
     Overloaded(String),
@@ -73,6 +77,20 @@ impl From<varve_storage::Error> for QueryError {
             },
             // A failing or full disk: the request fails with the reason.
             varve_storage::Error::Io { .. } => QueryError::Server(e.to_string()),
+        }
+    }
+}
+
+impl QueryError {
+    /// A storage error met while storing a write: a failing or full disk
+    /// is a WriteFailure, as Cassandra reports a replica that could not
+    /// write; anything else as [`From`] says.
+    pub fn on_write(e: varve_storage::Error) -> Self {
+        match e {
+            varve_storage::Error::Io { .. } => QueryError::WriteFailure {
+                message: e.to_string(),
+            },
+            other => other.into(),
         }
     }
 }

@@ -100,7 +100,9 @@ pub enum ErrorClass {
 /// purpose: a new error code must decide here.
 pub fn error_class(e: &QueryError) -> Option<ErrorClass> {
     match e {
-        QueryError::ReadFailure { .. } => Some(ErrorClass::Failure),
+        QueryError::ReadFailure { .. } | QueryError::WriteFailure { .. } => {
+            Some(ErrorClass::Failure)
+        }
         QueryError::Syntax(_)
         | QueryError::Invalid(_)
         | QueryError::Config(_)

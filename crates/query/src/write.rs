@@ -169,7 +169,9 @@ fn finish_batch(p: &Processor, ctx: &mut Ctx, plans: Vec<Planned>) -> Result<Que
 /// Applies updates to storage.
 pub fn apply(p: &Processor, table: &Table, updates: Vec<(PartitionKey, Partition)>) -> Result<()> {
     for (key, update) in updates {
-        p.storage.apply(table.id, &key, update)?;
+        p.storage
+            .apply(table.id, &key, update)
+            .map_err(QueryError::on_write)?;
     }
     Ok(())
 }

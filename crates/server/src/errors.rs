@@ -46,6 +46,21 @@ pub fn query_error(e: &QueryError) -> ErrorBody {
                 data_present: false,
             },
         },
+        // Likewise for a write: the one replica could not store it.
+        QueryError::WriteFailure { .. } => ErrorBody {
+            code: ErrorCode::WRITE_FAILURE,
+            message,
+            extra: ErrorExtra::WriteFailure {
+                consistency: varve_protocol::consistency::Consistency::One,
+                received: 0,
+                block_for: 1,
+                failures: varve_protocol::error_code::Failures {
+                    num_failures: 1,
+                    reasons: Vec::new(),
+                },
+                write_type: "SIMPLE".into(),
+            },
+        },
         QueryError::Overloaded(_) => ErrorBody::new(ErrorCode::OVERLOADED, message),
         QueryError::Server(_) => ErrorBody::new(ErrorCode::SERVER_ERROR, message),
     }
@@ -106,6 +121,12 @@ mod tests {
                     message: "r".into(),
                 },
                 0x1300,
+            ),
+            (
+                QueryError::WriteFailure {
+                    message: "w".into(),
+                },
+                0x1500,
             ),
             (QueryError::Overloaded("o".into()), 0x1001),
             (QueryError::Server("x".into()), 0x0000),

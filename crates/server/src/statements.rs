@@ -102,7 +102,7 @@ fn run_part(ctx: &Context, part: Vec<Queued>) -> (Vec<Outgoing>, Vec<OwnedSemaph
         return (answers, permits);
     };
     tracing::warn!("a burst's commitlog writes failed: {e}");
-    let body = errors::query_error(&QueryError::from(e));
+    let body = errors::query_error(&QueryError::on_write(e));
     let failed = answers
         .into_iter()
         .map(|a| match a {

@@ -165,11 +165,14 @@ async fn a_failed_burst_write_acknowledges_nothing_and_loses_nothing_acknowledge
         let answers = pipeline(&mut s, &burst).await;
         for (stream, r) in &answers {
             match r {
-                Response::Error(e) => assert!(
-                    e.message.contains("No space") || e.message.to_lowercase().contains("full"),
-                    "stream {stream}: {}",
-                    e.message
-                ),
+                Response::Error(e) => {
+                    assert!(
+                        e.message.contains("No space") || e.message.to_lowercase().contains("full"),
+                        "stream {stream}: {}",
+                        e.message
+                    );
+                    assert_eq!(e.code.0, 0x1500, "stream {stream}: a WriteFailure");
+                }
                 other => panic!("stream {stream} acknowledged on a full disk: {other:?}"),
             }
         }
