@@ -39,10 +39,7 @@ pub fn query_error(e: &QueryError) -> ErrorBody {
                 consistency: varve_protocol::consistency::Consistency::One,
                 received: 0,
                 block_for: 1,
-                failures: varve_protocol::error_code::Failures {
-                    num_failures: 1,
-                    reasons: Vec::new(),
-                },
+                failures: one_failure(),
                 data_present: false,
             },
         },
@@ -54,15 +51,20 @@ pub fn query_error(e: &QueryError) -> ErrorBody {
                 consistency: varve_protocol::consistency::Consistency::One,
                 received: 0,
                 block_for: 1,
-                failures: varve_protocol::error_code::Failures {
-                    num_failures: 1,
-                    reasons: Vec::new(),
-                },
+                failures: one_failure(),
                 write_type: "SIMPLE".into(),
             },
         },
         QueryError::Overloaded(_) => ErrorBody::new(ErrorCode::OVERLOADED, message),
         QueryError::Server(_) => ErrorBody::new(ErrorCode::SERVER_ERROR, message),
+    }
+}
+
+/// The failures of a request whose one replica (this node) failed.
+fn one_failure() -> varve_protocol::error_code::Failures {
+    varve_protocol::error_code::Failures {
+        num_failures: 1,
+        reasons: Vec::new(),
     }
 }
 
