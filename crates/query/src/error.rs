@@ -77,6 +77,9 @@ impl From<varve_storage::Error> for QueryError {
             },
             // A failing or full disk: the request fails with the reason.
             varve_storage::Error::Io { .. } => QueryError::Server(e.to_string()),
+            // Flushes are behind: the write was not applied; the client
+            // may retry (Overloaded, which drivers treat so).
+            varve_storage::Error::MemtablesFull { .. } => QueryError::Overloaded(e.to_string()),
         }
     }
 }

@@ -195,6 +195,11 @@ pub struct Engine {
     flushes_completed: AtomicU64,
     /// Wakes the flusher: (work may be due, shutting down).
     pub(crate) flusher_signal: (Mutex<(bool, bool)>, Condvar),
+    /// Signalled when a flush frees memtable memory; writers past the
+    /// hard limit wait on it (see [`crate::engine_memory`]).
+    pub(crate) memory_freed: (Mutex<()>, Condvar),
+    /// Writers waiting for memtable memory right now.
+    pub(crate) writers_waiting: AtomicUsize,
     /// Set when the node shuts down: running compactions stop (see
     /// [`Engine::stop_compactions`]).
     pub(crate) compactions_stopped: std::sync::atomic::AtomicBool,
@@ -303,6 +308,8 @@ impl Engine {
             memtable_bytes: AtomicUsize::new(0),
             flushes_completed: AtomicU64::new(0),
             flusher_signal: (Mutex::new((false, false)), Condvar::new()),
+            memory_freed: (Mutex::new(()), Condvar::new()),
+            writers_waiting: AtomicUsize::new(0),
             compactions_stopped: Default::default(),
             compaction_throughput: AtomicU64::new(
                 crate::compaction::throttle::DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC,
@@ -328,6 +335,8 @@ impl Engine {
             memtable_bytes: AtomicUsize::new(0),
             flushes_completed: AtomicU64::new(0),
             flusher_signal: (Mutex::new((false, false)), Condvar::new()),
+            memory_freed: (Mutex::new(()), Condvar::new()),
+            writers_waiting: AtomicUsize::new(0),
             compactions_stopped: Default::default(),
             compaction_throughput: AtomicU64::new(options.compaction_throughput_mib_per_sec),
             compactions: Default::default(),
@@ -570,6 +579,7 @@ impl Engine {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
                 Some(v.saturating_sub(bytes))
             });
+        self.memory_released();
     }
 
     /// Writes `update`: to the commitlog (when the table is durable), then
@@ -577,6 +587,7 @@ impl Engine {
     /// mode promises.
     pub fn apply(&self, id: TableId, key: &PartitionKey, update: Partition) -> Result<()> {
         let table = self.table(id)?;
+        self.wait_for_memtable_memory()?;
         let size = crate::memtable::estimate_bytes(&update);
         {
             // The read lock keeps a flush from swapping the memtable between
@@ -604,7 +615,17 @@ impl Engine {
         Ok(())
     }
 
-    fn wake_flusher(&self) {
+    /// The durable engine's options (None for the in-memory engine).
+    pub(crate) fn options(&self) -> Option<&StorageOptions> {
+        self.options.as_ref()
+    }
+
+    /// Memory held by every memtable of the node (flushing ones included).
+    pub fn memtable_bytes(&self) -> usize {
+        self.memtable_bytes.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn wake_flusher(&self) {
         let mut signal = self.flusher_signal.0.lock();
         if !signal.0 {
             signal.0 = true;

@@ -16,6 +16,18 @@ pub enum Error {
         offset: u64,
         reason: String,
     },
+    /// The node's memtables stayed over their hard limit for as long as a
+    /// write may wait: flushes are behind. The write was not applied.
+    #[error(
+        "memtables hold {bytes} bytes, over their limit of {limit} bytes \
+         ({factor} x memtable_heap_space), for {waited_ms} ms: flushes are behind"
+    )]
+    MemtablesFull {
+        bytes: usize,
+        limit: usize,
+        factor: usize,
+        waited_ms: u64,
+    },
     /// An I/O error from the file system (including a full disk).
     #[error("I/O error on {file}: {source}")]
     Io {

@@ -37,6 +37,7 @@ pub mod engine;
 pub mod engine_compact;
 pub mod engine_concurrency;
 pub mod engine_gc;
+pub mod engine_memory;
 pub mod engine_summary;
 pub mod error;
 pub mod fs;

@@ -326,3 +326,106 @@ fn writes_and_reads_go_on_while_a_flush_is_stuck() {
     assert_eq!(read(&s, DURABLE, 3).map(|v| v.len()), Some(7));
     assert_eq!(read(&s, DURABLE, 30).map(|v| v.len()), Some(300));
 }
+
+/// A node with a 64 KiB memtable budget whose first flush is stuck at the
+/// gate, holding the table's flush: later writes pile up in the new
+/// memtable, and nothing can flush them until the gate opens. Returns the
+/// node, the gate and the stuck flush.
+fn node_with_a_stuck_flush() -> (
+    Arc<Storage>,
+    Arc<Gate>,
+    std::thread::JoinHandle<varve_storage::Result<()>>,
+) {
+    let gate = Arc::new(Gate::default());
+    let mut options = common::options(Clock::system());
+    options.fs = Arc::new(GatedFs {
+        fs: SimFs::new(),
+        gate: gate.clone(),
+    });
+    options.memtable_space_bytes = 64 * 1024;
+    let s = Arc::new(Storage::open(options, vec![table(DURABLE, true)]).expect("open"));
+    write(&s, DURABLE, 0..10, 100);
+    let flush = {
+        let s = s.clone();
+        std::thread::spawn(move || s.flush(DURABLE))
+    };
+    wait_for("the flush to reach its sstable write", || {
+        gate.holding.load(Ordering::SeqCst)
+    });
+    (s, gate, flush)
+}
+
+/// Writes keys from `first` until the memtables are over the hard limit;
+/// returns the next free key.
+fn fill_past_the_hard_limit(s: &Storage, first: u32) -> u32 {
+    let limit = s.memtable_hard_limit().expect("a durable node has a limit");
+    let mut k = first;
+    while s.memtable_bytes() <= limit {
+        write(s, DURABLE, k..k + 1, 4_000);
+        k += 1;
+    }
+    k
+}
+
+/// Past `MEMTABLE_HARD_LIMIT_FACTOR` times the budget a write waits for
+/// flushes instead of growing the memtables: it is not applied while it
+/// waits, and goes through once the flushes free memory.
+#[test]
+fn a_write_past_the_hard_limit_waits_for_a_flush() {
+    let (s, gate, flush) = node_with_a_stuck_flush();
+    let next = fill_past_the_hard_limit(&s, 100);
+    let writer = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            s.apply(DURABLE, &key(next), update(Bytes::from_static(b"late"), 1))
+        })
+    };
+    wait_for("the write to wait", || s.writers_waiting_for_memory() == 1);
+    assert_eq!(read(&s, DURABLE, next), None, "applied while waiting");
+    assert!(!writer.is_finished());
+
+    gate.release();
+    flush.join().expect("flush thread").expect("flush");
+    writer
+        .join()
+        .expect("writer thread")
+        .expect("the write goes through");
+    assert_eq!(read(&s, DURABLE, next).as_deref(), Some(&b"late"[..]));
+    assert!(s.memtable_bytes() <= s.memtable_hard_limit().unwrap());
+    assert_eq!(count(&s, DURABLE, 100..next), (next - 100) as usize);
+}
+
+/// A write that waits `MEMTABLE_FULL_WAIT` without memory coming back
+/// fails with `MemtablesFull` naming the limit, and is not applied.
+#[test]
+fn a_write_that_waits_too_long_fails_unapplied() {
+    let (s, gate, flush) = node_with_a_stuck_flush();
+    let next = fill_past_the_hard_limit(&s, 100);
+    let result = s.apply(DURABLE, &key(next), update(Bytes::from_static(b"late"), 1));
+    match result {
+        Err(Error::MemtablesFull {
+            bytes,
+            limit,
+            factor,
+            waited_ms,
+        }) => {
+            assert!(bytes > limit, "{bytes} {limit}");
+            assert_eq!(
+                factor,
+                varve_storage::engine_memory::MEMTABLE_HARD_LIMIT_FACTOR
+            );
+            assert_eq!(limit, factor * 64 * 1024);
+            let wait = varve_storage::engine_memory::MEMTABLE_FULL_WAIT;
+            assert!(waited_ms >= wait.as_millis() as u64, "{waited_ms}");
+        }
+        other => panic!("not MemtablesFull: {other:?}"),
+    }
+    assert_eq!(
+        read(&s, DURABLE, next),
+        None,
+        "a failed write is not applied"
+    );
+    assert_eq!(s.writers_waiting_for_memory(), 0);
+    gate.release();
+    flush.join().expect("flush thread").expect("flush");
+}
