@@ -97,3 +97,49 @@ impl QueryError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// Each storage error becomes the CQL error a Cassandra user expects,
+    /// on a read (`From`) and on a write (`on_write`).
+    #[test]
+    fn storage_errors_map_to_their_cql_errors() {
+        let io = || varve_storage::Error::io("/d/f", std::io::Error::other("No space left"));
+        let corrupt = || varve_storage::Error::corruption(PathBuf::from("/d/f"), 7, "bad crc");
+        let full = || varve_storage::Error::MemtablesFull {
+            bytes: 5,
+            limit: 4,
+            factor: 4,
+            waited_ms: 2000,
+        };
+        assert!(matches!(QueryError::from(io()), QueryError::Server(_)));
+        assert!(matches!(
+            QueryError::on_write(io()),
+            QueryError::WriteFailure { message } if message.contains("No space left")
+        ));
+        for on_write in [false, true] {
+            let e = if on_write {
+                QueryError::on_write(corrupt())
+            } else {
+                QueryError::from(corrupt())
+            };
+            assert!(matches!(e, QueryError::ReadFailure { .. }), "{e:?}");
+            let e = if on_write {
+                QueryError::on_write(full())
+            } else {
+                QueryError::from(full())
+            };
+            assert!(
+                matches!(&e, QueryError::Overloaded(m) if m.contains("memtable_heap_space")),
+                "{e:?}"
+            );
+        }
+        assert!(matches!(
+            QueryError::on_write(varve_storage::Error::UnknownTable(3)),
+            QueryError::Invalid(_)
+        ));
+    }
+}
