@@ -132,8 +132,8 @@ impl Engine {
     /// Stops compactions for good, as Cassandra does when it shuts down: a
     /// running one ends at its next partition (or wakes from its throttle
     /// pause) with an `Interrupted` I/O error, its outputs deleted and its
-    /// inputs left live; no compaction starts after. Called when the node
-    /// stops, after the drain's flushes.
+    /// inputs left live; no compaction starts after. The server calls it
+    /// when it stops, before its drain, and dropping `Storage` does too.
     pub fn stop_compactions(&self) {
         self.compactions_stopped.store(true, Ordering::Relaxed);
         let _signal = self.flusher_signal.0.lock();
