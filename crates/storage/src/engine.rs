@@ -30,9 +30,6 @@ use std::sync::Arc;
 #[cfg(test)]
 mod tests_flush;
 
-/// How often the flusher looks at memory and commitlog use unprompted.
-const FLUSHER_IDLE_WAKEUP: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// A table's id (its schema UUID as a number).
 pub type TableId = u128;
 
@@ -171,7 +168,7 @@ pub(crate) struct TableStore {
     pub(crate) dir: Option<PathBuf>,
     pub(crate) state: RwLock<TableState>,
     /// One flush of this table at a time.
-    flush_lock: Mutex<()>,
+    pub(crate) flush_lock: Mutex<()>,
     /// One major compaction of this table at a time.
     pub(crate) compaction_lock: Mutex<()>,
     /// Generations that are the inputs of a running compaction: no other
@@ -188,10 +185,10 @@ pub(crate) struct TableStore {
 /// background flusher.
 pub struct Engine {
     pub(crate) fs: Arc<dyn Fs>,
-    options: Option<StorageOptions>,
+    pub(crate) options: Option<StorageOptions>,
     pub(crate) commitlog: Option<CommitLog>,
     pub(crate) tables: RwLock<HashMap<TableId, Arc<TableStore>>>,
-    memtable_bytes: AtomicUsize,
+    pub(crate) memtable_bytes: AtomicUsize,
     flushes_completed: AtomicU64,
     /// Wakes the flusher: (work may be due, shutting down).
     pub(crate) flusher_signal: (Mutex<(bool, bool)>, Condvar),
@@ -610,93 +607,6 @@ impl Engine {
             // Back-pressure: past twice the budget the writer helps flush.
             if total > o.memtable_space_bytes.saturating_mul(2) {
                 self.flush_largest()?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The durable engine's options (None for the in-memory engine).
-    pub(crate) fn options(&self) -> Option<&StorageOptions> {
-        self.options.as_ref()
-    }
-
-    /// Memory held by every memtable of the node (flushing ones included).
-    pub fn memtable_bytes(&self) -> usize {
-        self.memtable_bytes.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn wake_flusher(&self) {
-        let mut signal = self.flusher_signal.0.lock();
-        if !signal.0 {
-            signal.0 = true;
-            self.flusher_signal.1.notify_all();
-        }
-    }
-
-    /// The background flusher: flushes the largest memtables while memory
-    /// is over budget, and every table when the commitlog is over its
-    /// space (so its oldest segments can be released). Once a second it
-    /// also fits the partition summaries to their budget.
-    fn run_flusher(&self) {
-        let Some(options) = self.options.clone() else {
-            return;
-        };
-        let mut last_rebalance = std::time::Instant::now()
-            .checked_sub(FLUSHER_IDLE_WAKEUP)
-            .unwrap_or_else(std::time::Instant::now);
-        loop {
-            {
-                let mut signal = self.flusher_signal.0.lock();
-                if !signal.0 && !signal.1 {
-                    self.flusher_signal
-                        .1
-                        .wait_for(&mut signal, FLUSHER_IDLE_WAKEUP);
-                }
-                if signal.1 {
-                    return;
-                }
-                signal.0 = false;
-            }
-            if last_rebalance.elapsed() >= FLUSHER_IDLE_WAKEUP {
-                self.rebalance_index_summaries();
-                last_rebalance = std::time::Instant::now();
-            }
-            let mut rounds = 0;
-            while self.memtable_bytes.load(Ordering::Relaxed) > options.memtable_space_bytes
-                && rounds < 64
-            {
-                if let Err(e) = self.flush_largest() {
-                    tracing::error!("background flush failed: {e}");
-                    break;
-                }
-                rounds += 1;
-            }
-            let log_full = self
-                .commitlog
-                .as_ref()
-                .is_some_and(|c| c.total_bytes() > options.commitlog_total_space_bytes);
-            if log_full {
-                if let Err(e) = self.flush_all() {
-                    tracing::error!("flush for commitlog space failed: {e}");
-                }
-            }
-        }
-    }
-
-    /// Flushes the table with the largest memtable (memory pressure).
-    fn flush_largest(&self) -> Result<()> {
-        let largest = {
-            let tables = self.tables.read();
-            tables
-                .values()
-                .max_by_key(|t| t.state.read().memtable.bytes())
-                .cloned()
-        };
-        if let Some(t) = largest {
-            if let Some(_guard) = t.flush_lock.try_lock() {
-                drop(_guard);
-                let id = t.desc.read().id;
-                self.flush(id)?;
             }
         }
         Ok(())

@@ -1,4 +1,5 @@
-//! The hard limit on memtable memory: writers wait for flushes.
+//! The node's memtable budget: the background flusher, and the hard limit
+//! past which writers wait for flushes.
 //!
 //! Past `memtable_heap_space` the background flusher writes the largest
 //! memtable; past twice that a writer flushes it itself when no flush of it
@@ -12,10 +13,13 @@
 //! writers when its memtable allocator is exhausted, and their clients
 //! time out.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, StorageOptions};
 use crate::error::{Error, Result};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+
+/// How often the flusher looks at memory and commitlog use unprompted.
+const FLUSHER_IDLE_WAKEUP: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Writes wait past this many times `memtable_heap_space`.
 pub const MEMTABLE_HARD_LIMIT_FACTOR: usize = 4;
@@ -24,6 +28,93 @@ pub const MEMTABLE_HARD_LIMIT_FACTOR: usize = 4;
 pub const MEMTABLE_FULL_WAIT: Duration = Duration::from_secs(2);
 
 impl Engine {
+    /// The durable engine's options (None for the in-memory engine).
+    pub(crate) fn options(&self) -> Option<&StorageOptions> {
+        self.options.as_ref()
+    }
+
+    /// Memory held by every memtable of the node (flushing ones included).
+    pub fn memtable_bytes(&self) -> usize {
+        self.memtable_bytes.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn wake_flusher(&self) {
+        let mut signal = self.flusher_signal.0.lock();
+        if !signal.0 {
+            signal.0 = true;
+            self.flusher_signal.1.notify_all();
+        }
+    }
+
+    /// The background flusher: flushes the largest memtables while memory
+    /// is over budget, and every table when the commitlog is over its
+    /// space (so its oldest segments can be released). Once a second it
+    /// also fits the partition summaries to their budget.
+    pub(crate) fn run_flusher(&self) {
+        let Some(options) = self.options.clone() else {
+            return;
+        };
+        let mut last_rebalance = std::time::Instant::now()
+            .checked_sub(FLUSHER_IDLE_WAKEUP)
+            .unwrap_or_else(std::time::Instant::now);
+        loop {
+            {
+                let mut signal = self.flusher_signal.0.lock();
+                if !signal.0 && !signal.1 {
+                    self.flusher_signal
+                        .1
+                        .wait_for(&mut signal, FLUSHER_IDLE_WAKEUP);
+                }
+                if signal.1 {
+                    return;
+                }
+                signal.0 = false;
+            }
+            if last_rebalance.elapsed() >= FLUSHER_IDLE_WAKEUP {
+                self.rebalance_index_summaries();
+                last_rebalance = std::time::Instant::now();
+            }
+            let mut rounds = 0;
+            while self.memtable_bytes.load(Ordering::Relaxed) > options.memtable_space_bytes
+                && rounds < 64
+            {
+                if let Err(e) = self.flush_largest() {
+                    tracing::error!("background flush failed: {e}");
+                    break;
+                }
+                rounds += 1;
+            }
+            let log_full = self
+                .commitlog
+                .as_ref()
+                .is_some_and(|c| c.total_bytes() > options.commitlog_total_space_bytes);
+            if log_full {
+                if let Err(e) = self.flush_all() {
+                    tracing::error!("flush for commitlog space failed: {e}");
+                }
+            }
+        }
+    }
+
+    /// Flushes the table with the largest memtable (memory pressure).
+    pub(crate) fn flush_largest(&self) -> Result<()> {
+        let largest = {
+            let tables = self.tables.read();
+            tables
+                .values()
+                .max_by_key(|t| t.state.read().memtable.bytes())
+                .cloned()
+        };
+        if let Some(t) = largest {
+            if let Some(_guard) = t.flush_lock.try_lock() {
+                drop(_guard);
+                let id = t.desc.read().id;
+                self.flush(id)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The memtable bytes past which writes wait (None: no budget, the
     /// in-memory engine).
     pub fn memtable_hard_limit(&self) -> Option<usize> {
