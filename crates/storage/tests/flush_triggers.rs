@@ -21,6 +21,9 @@ const NOT_DURABLE: TableId = 2;
 /// How long a test waits for the background flusher before it fails
 /// (it normally takes milliseconds; this only bounds a broken run).
 const BACKGROUND_DEADLINE: Duration = Duration::from_secs(30);
+/// The memtable budget of the hard-limit tests: small, so the limit is
+/// reached with little data.
+const BUDGET: usize = 64 * 1024;
 
 fn table(id: TableId, durable_writes: bool) -> TableDescriptor {
     TableDescriptor {
@@ -288,23 +291,7 @@ impl Fs for GatedFs {
 /// everything is still there.
 #[test]
 fn writes_and_reads_go_on_while_a_flush_is_stuck() {
-    let gate = Arc::new(Gate::default());
-    let fs = Arc::new(GatedFs {
-        fs: SimFs::new(),
-        gate: gate.clone(),
-    });
-    let mut options = common::options(Clock::system());
-    options.fs = fs;
-    let s = Arc::new(Storage::open(options, vec![table(DURABLE, true)]).expect("open"));
-    write(&s, DURABLE, 0..50, 300);
-
-    let flusher = {
-        let s = s.clone();
-        std::thread::spawn(move || s.flush(DURABLE))
-    };
-    wait_for("the flush to reach its sstable write", || {
-        gate.holding.load(Ordering::SeqCst)
-    });
+    let (s, gate, flusher) = node_with_a_stuck_flush(1 << 30, 50, 300);
     write(&s, DURABLE, 50..100, 300);
     write_at(&s, DURABLE, 0..10, 7, 2); // overwrites of keys being flushed
     assert_eq!(count(&s, DURABLE, 0..100), 100, "both memtables are read");
@@ -327,11 +314,16 @@ fn writes_and_reads_go_on_while_a_flush_is_stuck() {
     assert_eq!(read(&s, DURABLE, 30).map(|v| v.len()), Some(300));
 }
 
-/// A node with a 64 KiB memtable budget whose first flush is stuck at the
-/// gate, holding the table's flush: later writes pile up in the new
-/// memtable, and nothing can flush them until the gate opens. Returns the
-/// node, the gate and the stuck flush.
-fn node_with_a_stuck_flush() -> (
+/// A node with a memtable budget of `budget` bytes whose first flush (of
+/// keys `0..rows`, values of `bytes` bytes) is stuck at the gate, holding the
+/// table's flush: later writes pile up in the new memtable, and nothing
+/// can flush them until the gate opens. Returns the node, the gate and the
+/// stuck flush.
+fn node_with_a_stuck_flush(
+    budget: usize,
+    rows: u32,
+    bytes: usize,
+) -> (
     Arc<Storage>,
     Arc<Gate>,
     std::thread::JoinHandle<varve_storage::Result<()>>,
@@ -342,9 +334,9 @@ fn node_with_a_stuck_flush() -> (
         fs: SimFs::new(),
         gate: gate.clone(),
     });
-    options.memtable_space_bytes = 64 * 1024;
+    options.memtable_space_bytes = budget;
     let s = Arc::new(Storage::open(options, vec![table(DURABLE, true)]).expect("open"));
-    write(&s, DURABLE, 0..10, 100);
+    write(&s, DURABLE, 0..rows, bytes);
     let flush = {
         let s = s.clone();
         std::thread::spawn(move || s.flush(DURABLE))
@@ -372,7 +364,7 @@ fn fill_past_the_hard_limit(s: &Storage, first: u32) -> u32 {
 /// waits, and goes through once the flushes free memory.
 #[test]
 fn a_write_past_the_hard_limit_waits_for_a_flush() {
-    let (s, gate, flush) = node_with_a_stuck_flush();
+    let (s, gate, flush) = node_with_a_stuck_flush(BUDGET, 10, 100);
     let next = fill_past_the_hard_limit(&s, 100);
     let writer = {
         let s = s.clone();
@@ -399,7 +391,7 @@ fn a_write_past_the_hard_limit_waits_for_a_flush() {
 /// fails with `MemtablesFull` naming the limit, and is not applied.
 #[test]
 fn a_write_that_waits_too_long_fails_unapplied() {
-    let (s, gate, flush) = node_with_a_stuck_flush();
+    let (s, gate, flush) = node_with_a_stuck_flush(BUDGET, 10, 100);
     let next = fill_past_the_hard_limit(&s, 100);
     let result = s.apply(DURABLE, &key(next), update(Bytes::from_static(b"late"), 1));
     match result {
@@ -414,7 +406,7 @@ fn a_write_that_waits_too_long_fails_unapplied() {
                 factor,
                 varve_storage::engine_memory::MEMTABLE_HARD_LIMIT_FACTOR
             );
-            assert_eq!(limit, factor * 64 * 1024);
+            assert_eq!(limit, factor * BUDGET);
             let wait = varve_storage::engine_memory::MEMTABLE_FULL_WAIT;
             assert!(waited_ms >= wait.as_millis() as u64, "{waited_ms}");
         }
