@@ -59,6 +59,17 @@ pub const ERROR_RESPONSES: &str = "error_responses";
 pub const OVERLOADED_RESPONSES: &str = "overloaded_responses";
 pub const PROTOCOL_ERRORS: &str = "protocol_errors";
 
+// ---- The read stage and the chunk cache ----
+pub const READ_STAGE_ACTIVE: &str = "read_stage_active";
+pub const READ_STAGE_PENDING: &str = "read_stage_pending";
+pub const READ_STAGE_COMPLETED: &str = "read_stage_completed";
+pub const READ_STAGE_CANCELLED: &str = "read_stage_cancelled";
+pub const CHUNK_CACHE_HITS: &str = "chunk_cache_hits";
+pub const CHUNK_CACHE_MISSES: &str = "chunk_cache_misses";
+pub const CHUNK_CACHE_BYTES: &str = "chunk_cache_bytes";
+pub const CHUNK_CACHE_CAPACITY_BYTES: &str = "chunk_cache_capacity_bytes";
+pub const CHUNK_CACHE_ENTRIES: &str = "chunk_cache_entries";
+
 // ---- The library itself ----
 pub const METRICS_REGISTRATION_CONFLICTS: &str = "metrics_registration_conflicts_total";
 
@@ -177,6 +188,33 @@ pub const CATALOG: &[MetricDef] = &[
     def(PROTOCOL_ERRORS, Kind::Counter, &[],
         "Malformed or unexpected frames.",
         "Client ProtocolException"),
+    def(READ_STAGE_ACTIVE, Kind::Gauge, &[],
+        "Statements running on the read stage (they needed the disk).",
+        "ThreadPools ReadStage ActiveTasks"),
+    def(READ_STAGE_PENDING, Kind::Gauge, &[],
+        "Statements waiting for a read-stage slot.",
+        "ThreadPools ReadStage PendingTasks"),
+    def(READ_STAGE_COMPLETED, Kind::Counter, &[],
+        "Statements the read stage ran.",
+        "ThreadPools ReadStage CompletedTasks"),
+    def(READ_STAGE_CANCELLED, Kind::Counter, &[],
+        "Read-stage statements dropped unrun: their connection had closed.",
+        "(none)"),
+    def(CHUNK_CACHE_HITS, Kind::Counter, &[],
+        "Chunk and index block lookups served by the chunk cache.",
+        "Cache ChunkCache Hits"),
+    def(CHUNK_CACHE_MISSES, Kind::Counter, &[],
+        "Chunk and index block lookups the chunk cache did not hold.",
+        "Cache ChunkCache Misses"),
+    def(CHUNK_CACHE_BYTES, Kind::Gauge, &[],
+        "Bytes held by the chunk cache (entries and their overheads).",
+        "Cache ChunkCache Size"),
+    def(CHUNK_CACHE_CAPACITY_BYTES, Kind::Gauge, &[],
+        "The chunk cache's budget (file_cache_size).",
+        "Cache ChunkCache Capacity"),
+    def(CHUNK_CACHE_ENTRIES, Kind::Gauge, &[],
+        "Chunks and index blocks in the chunk cache.",
+        "Cache ChunkCache Entries"),
 ];
 
 /// The HELP text of `name`, if it is in the catalog.

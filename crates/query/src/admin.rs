@@ -149,14 +149,20 @@ impl Processor {
         self.storage.compaction_throughput()
     }
 
-    /// `nodetool setcompactionthroughput N`: takes effect at once, also for
-    /// running compactions.
     /// `index_summary_capacity`: memory all partition summaries may take
     /// before they are downsampled (see varve_storage::engine_summary).
     pub fn set_index_summary_capacity(&self, bytes: u64) {
         self.storage.set_index_summary_capacity(bytes);
     }
 
+    /// `file_cache_size`: the chunk cache's budget (0: off; see
+    /// varve_storage::sstable::BlockCache).
+    pub fn set_file_cache_size(&self, bytes: u64) {
+        self.storage.set_file_cache_size(bytes);
+    }
+
+    /// `nodetool setcompactionthroughput N`: takes effect at once, also for
+    /// running compactions.
     pub fn set_compaction_throughput(&self, mib_per_sec: u64) {
         self.storage.set_compaction_throughput(mib_per_sec);
     }

@@ -31,6 +31,10 @@ pub struct QueryOptions {
     /// The consistency code the client asked for (protocol value).
     pub consistency: u16,
     pub serial_consistency: Option<u16>,
+    /// When the request was first run: a request run again on a thread
+    /// that may block (after [`crate::QueryError::WouldBlock`]) keeps the
+    /// first run's instant, so the wait counts in its latency. `None`: now.
+    pub started: Option<std::time::Instant>,
 }
 
 /// What a connection carries between requests.

@@ -39,6 +39,19 @@ pub enum QueryError {
     /// ServerError (0x0000): a bug or an unexpected state.
     #[error("{0}")]
     Server(String),
+    /// Not for clients: the statement needs the disk (or memtable memory)
+    /// and ran where it may not wait (see `varve_storage::io_mode`). It
+    /// changed nothing; the server runs it again where it may block. Never
+    /// counted as a request, an error or a latency.
+    #[error("{0}")]
+    WouldBlock(String),
+}
+
+impl QueryError {
+    /// Whether this is [`QueryError::WouldBlock`].
+    pub fn would_block(&self) -> bool {
+        matches!(self, QueryError::WouldBlock(_))
+    }
 }
 
 fn hex(b: &[u8]) -> String {
@@ -80,6 +93,7 @@ impl From<varve_storage::Error> for QueryError {
             // Flushes are behind: the write was not applied; the client
             // may retry (Overloaded, which drivers treat so).
             varve_storage::Error::MemtablesFull { .. } => QueryError::Overloaded(e.to_string()),
+            varve_storage::Error::WouldBlock { .. } => QueryError::WouldBlock(e.to_string()),
         }
     }
 }

@@ -18,6 +18,7 @@ pub struct NodeStatus {
     pub rack: String,
     pub token_count: usize,
     pub pending_compactions: u64,
+    pub chunk_cache: varve_storage::sstable::BlockCacheStats,
 }
 
 /// The 8-4-4-4-12 text of a UUID.
@@ -68,8 +69,27 @@ impl Processor {
             rack: self.node.rack.clone(),
             token_count: self.node.tokens.len(),
             pending_compactions: self.storage.compaction_stats().pending_tasks,
+            chunk_cache: self.storage.block_cache_stats(),
         }
     }
+}
+
+/// The `Chunk Cache` line of `nodetool info`, in Cassandra's words.
+pub fn chunk_cache_text(s: &varve_storage::sstable::BlockCacheStats) -> String {
+    let requests = s.hits + s.misses;
+    let rate = if requests == 0 {
+        "NaN".to_string()
+    } else {
+        format!("{:.3}", s.hit_rate())
+    };
+    format!(
+        "entries {}, size {}, capacity {}, {} misses, {} requests, {rate} recent hit rate",
+        s.entries,
+        file_size_text(s.bytes),
+        file_size_text(s.capacity_bytes),
+        s.misses,
+        requests,
+    )
 }
 
 #[cfg(test)]
@@ -83,6 +103,26 @@ mod tests {
         assert_eq!(file_size_text(1024), "1.00 KiB");
         assert_eq!(file_size_text(1536 * 1024), "1.50 MiB");
         assert_eq!(file_size_text(u64::MAX), "16384.00 PiB");
+    }
+
+    #[test]
+    fn the_chunk_cache_line_reads_like_cassandras() {
+        let mut s = varve_storage::sstable::BlockCacheStats {
+            capacity_bytes: 512 << 20,
+            ..Default::default()
+        };
+        assert_eq!(
+            chunk_cache_text(&s),
+            "entries 0, size 0 bytes, capacity 512.00 MiB, 0 misses, 0 requests, NaN recent hit rate"
+        );
+        s.entries = 3;
+        s.bytes = 3 * 16512;
+        s.hits = 3;
+        s.misses = 1;
+        assert_eq!(
+            chunk_cache_text(&s),
+            "entries 3, size 48.38 KiB, capacity 512.00 MiB, 1 misses, 4 requests, 0.750 recent hit rate"
+        );
     }
 
     #[test]

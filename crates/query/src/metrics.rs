@@ -110,7 +110,8 @@ pub fn error_class(e: &QueryError) -> Option<ErrorClass> {
         | QueryError::Unauthorized(_)
         | QueryError::Unprepared { .. }
         | QueryError::Overloaded(_)
-        | QueryError::Server(_) => None,
+        | QueryError::Server(_)
+        | QueryError::WouldBlock(_) => None,
     }
 }
 
@@ -170,6 +171,9 @@ impl RequestHandles {
     /// Records one finished request of `op` that started at `started`:
     /// its latency when it ran, and its error class when it failed.
     pub fn finish(&self, op: Operation, started: Instant, error: Option<&QueryError>) {
+        if error.is_some_and(QueryError::would_block) {
+            return; // it runs again, and that run is the one recorded
+        }
         let h = self.op(op);
         match error.map(error_class) {
             None => h.latency.record_since(started),

@@ -25,6 +25,36 @@ pub struct SyncState {
     compactions_completed: Arc<Meter>,
     /// Node-wide pending compactions at the last sync.
     pending: Arc<varve_metrics::Gauge>,
+    chunk_cache: ChunkCacheHandles,
+}
+
+/// The chunk cache's instruments (see `varve_storage::sstable::BlockCache`).
+struct ChunkCacheHandles {
+    hits: Arc<Counter>,
+    misses: Arc<Counter>,
+    bytes: Arc<varve_metrics::Gauge>,
+    capacity: Arc<varve_metrics::Gauge>,
+    entries: Arc<varve_metrics::Gauge>,
+}
+
+impl ChunkCacheHandles {
+    fn new(registry: &Registry) -> Self {
+        ChunkCacheHandles {
+            hits: registry.counter(names::CHUNK_CACHE_HITS, &[]),
+            misses: registry.counter(names::CHUNK_CACHE_MISSES, &[]),
+            bytes: registry.gauge(names::CHUNK_CACHE_BYTES, &[]),
+            capacity: registry.gauge(names::CHUNK_CACHE_CAPACITY_BYTES, &[]),
+            entries: registry.gauge(names::CHUNK_CACHE_ENTRIES, &[]),
+        }
+    }
+
+    fn sync(&self, s: &varve_storage::sstable::BlockCacheStats) {
+        catch_up(&self.hits, s.hits);
+        catch_up(&self.misses, s.misses);
+        self.bytes.set(s.bytes as f64);
+        self.capacity.set(s.capacity_bytes as f64);
+        self.entries.set(s.entries as f64);
+    }
 }
 
 impl SyncState {
@@ -34,6 +64,7 @@ impl SyncState {
             bytes_compacted: registry.counter(names::COMPACTION_BYTES_COMPACTED, &[]),
             compactions_completed: registry.meter(names::COMPACTIONS_COMPLETED, &[]),
             pending: registry.gauge(names::COMPACTION_PENDING_TASKS, &[]),
+            chunk_cache: ChunkCacheHandles::new(registry),
         }
     }
 }
@@ -188,6 +219,7 @@ impl Processor {
             .compactions_completed
             .mark_n(compaction.completed_tasks.saturating_sub(done));
         state.pending.set(compaction.pending_tasks as f64);
+        state.chunk_cache.sync(&self.storage.block_cache_stats());
         compaction
     }
 }

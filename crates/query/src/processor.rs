@@ -278,7 +278,7 @@ impl Processor {
                 values,
             });
         }
-        let started = Instant::now();
+        let started = opts.started.unwrap_or_else(Instant::now);
         let outcome = write::execute_batch(self, &schema, kind, &statements, opts);
         let conditional = statements
             .iter()
@@ -320,7 +320,7 @@ impl Processor {
             allow_filtering: false,
             read_shape: None,
         };
-        let started = Instant::now();
+        let started = opts.started.unwrap_or_else(Instant::now);
         let result = self.run_statement(state, parsed, &mut ctx);
         request::record(self, &ctx, &parsed.statement, started, &result);
         Ok(Outcome {

@@ -53,6 +53,12 @@ pub fn record(
     let Some(op) = operation(ctx, stmt) else {
         return;
     };
+    if result
+        .as_ref()
+        .is_err_and(crate::error::QueryError::would_block)
+    {
+        return; // it runs again, and that run is the one recorded
+    }
     p.metrics
         .requests
         .finish(op, started, result.as_ref().err());

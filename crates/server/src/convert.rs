@@ -26,6 +26,7 @@ pub fn query_options(p: &proto::QueryParams) -> query::QueryOptions {
         now_in_seconds: p.now_in_seconds,
         consistency: p.consistency.code(),
         serial_consistency: p.serial_consistency.map(proto::Consistency::code),
+        started: None,
     }
 }
 

@@ -6,8 +6,11 @@
 //! each request runs on a copy and writes back a keyspace change (USE), so
 //! requests never wait on each other's execution.
 
+use std::time::Instant;
+
 use parking_lot::Mutex;
 use varve_protocol::{Request, Response, ResultBody, SchemaChange};
+use varve_query as query;
 use varve_query::{ClientState, Outcome, Processor, QueryResult};
 
 use crate::convert::{self, MetadataRequest};
@@ -20,6 +23,10 @@ pub struct Executed {
     pub warnings: Vec<String>,
     /// A schema change to push to registered connections.
     pub event: Option<SchemaChange>,
+    /// The statement needs the disk and ran where it may not wait: it
+    /// changed nothing, and `response` is not for the client; run it again
+    /// on the read stage.
+    pub would_block: bool,
 }
 
 impl Executed {
@@ -28,22 +35,33 @@ impl Executed {
             response: Response::Error(errors::query_error(e)),
             warnings: Vec::new(),
             event: None,
+            would_block: e.would_block(),
         }
     }
 }
 
 /// Executes a statement request; other requests get a ServerError (the
-/// connection handles them itself).
-pub fn execute(processor: &Processor, shared: &Mutex<ClientState>, request: Request) -> Executed {
+/// connection handles them itself). `started`: when the request first ran,
+/// if this is a second run (for its latency).
+pub fn execute(
+    processor: &Processor,
+    shared: &Mutex<ClientState>,
+    request: &Request,
+    started: Option<Instant>,
+) -> Executed {
     let mut state = shared.lock().clone();
     let before = state.keyspace.clone();
+    let options = |params| query::QueryOptions {
+        started,
+        ..convert::query_options(params)
+    };
     let executed = match request {
         Request::Query { query, params } => {
             let meta = MetadataRequest {
                 skip: params.skip_metadata,
                 client_id: None,
             };
-            let outcome = processor.query(&mut state, &query, &convert::query_options(&params));
+            let outcome = processor.query(&mut state, query, &options(params));
             finish(outcome, &meta, &mut state)
         }
         Request::Execute {
@@ -53,22 +71,24 @@ pub fn execute(processor: &Processor, shared: &Mutex<ClientState>, request: Requ
         } => {
             let meta = MetadataRequest {
                 skip: params.skip_metadata,
-                client_id: result_metadata_id,
+                client_id: result_metadata_id.clone(),
             };
-            let outcome = processor.execute(&mut state, &id, &convert::query_options(&params));
+            let outcome = processor.execute(&mut state, id, &options(params));
             finish(outcome, &meta, &mut state)
         }
         Request::Batch(b) => {
-            let (kind, items, opts) = convert::batch(&b);
+            let (kind, items, opts) = convert::batch(b);
+            let opts = query::QueryOptions { started, ..opts };
             let outcome = processor.batch(&mut state, kind, &items, &opts);
             finish(outcome, &MetadataRequest::default(), &mut state)
         }
         Request::Prepare { query, keyspace } => {
-            match processor.prepare(&state, &query, keyspace.as_deref()) {
+            match processor.prepare(&state, query, keyspace.as_deref()) {
                 Ok(info) => Executed {
                     response: Response::Result(convert::prepared(info)),
                     warnings: Vec::new(),
                     event: None,
+                    would_block: false,
                 },
                 Err(e) => Executed::error(&e),
             }
@@ -80,6 +100,7 @@ pub fn execute(processor: &Processor, shared: &Mutex<ClientState>, request: Requ
             ))),
             warnings: Vec::new(),
             event: None,
+            would_block: false,
         },
     };
     if state.keyspace != before {
@@ -105,6 +126,7 @@ fn finish(
                 response: Response::Result(body),
                 warnings,
                 event,
+                would_block: false,
             }
         }
         Err(e) => Executed::error(&e),

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use varve_query::info::file_size_text;
+use varve_query::info::{chunk_cache_text, file_size_text};
 use varve_query::Processor;
 
 use crate::metrics::Metrics;
@@ -38,6 +38,7 @@ pub fn info_text(processor: &Processor, metrics: &Metrics, native_active: bool) 
             status.pending_compactions.to_string(),
         ),
         ("Client connections", metrics.connections_open().to_string()),
+        ("Chunk Cache", chunk_cache_text(&status.chunk_cache)),
         (
             "Token",
             format!("(node has {} tokens; see system.local)", status.token_count),

@@ -27,6 +27,7 @@ mod info;
 pub mod limits;
 mod listener;
 pub mod metrics;
+pub mod read_stage;
 mod statements;
 mod vectored;
 
@@ -54,6 +55,9 @@ pub struct ServerConfig {
     pub max_in_flight_per_connection: usize,
     pub max_frame_body_bytes: usize,
     pub shutdown_grace: Duration,
+    /// Statements that need the disk running at once (cassandra.yaml
+    /// `concurrent_reads`; see [`read_stage`]).
+    pub concurrent_reads: usize,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +69,7 @@ impl Default for ServerConfig {
             max_in_flight_per_connection: limits::MAX_IN_FLIGHT_PER_CONNECTION,
             max_frame_body_bytes: limits::MAX_FRAME_BODY_BYTES,
             shutdown_grace: limits::SHUTDOWN_GRACE,
+            concurrent_reads: limits::CONCURRENT_READS,
         }
     }
 }
@@ -79,6 +84,8 @@ pub(crate) struct Shared {
     pub writes_wait_for_sync: bool,
     /// Schema changes, fanned out to connections registered for them.
     pub events: broadcast::Sender<varve_protocol::SchemaChange>,
+    /// Where statements that need the disk run.
+    pub read_stage: Arc<read_stage::ReadStage>,
 }
 
 /// A node's listeners, bound but not yet serving.
@@ -137,7 +144,12 @@ impl Server {
         let (stop_tx, stop_rx) = watch::channel(false);
         let (events, _) = broadcast::channel(limits::EVENT_QUEUE_DEPTH);
         let grace = self.config.shutdown_grace;
+        let read_stage = Arc::new(read_stage::ReadStage::new(
+            self.config.concurrent_reads,
+            self.metrics.registry(),
+        ));
         let shared = Arc::new(Shared {
+            read_stage,
             config: self.config,
             writes_wait_for_sync: processor.writes_wait_for_sync(),
             processor,

@@ -16,11 +16,12 @@
 //! heavy. Answers may leave out of order, as the protocol allows.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use varve_protocol::{Request, Response};
-use varve_query::{ClientState, DeferredWrites, QueryError};
+use varve_query::{ClientState, DeferredWrites, NonBlocking, QueryError};
 
 use crate::dispatch::{self, Executed};
 use crate::errors;
@@ -97,7 +98,7 @@ pub fn run_burst(ctx: &Context, burst: Vec<Queued>, workers: usize, pending: &mu
 fn run_part(ctx: &Context, part: Vec<Queued>) -> (Vec<Outgoing>, Vec<OwnedSemaphorePermit>) {
     let scope = DeferredWrites::begin();
     let (answers, permits): (Vec<Outgoing>, Vec<OwnedSemaphorePermit>) =
-        part.into_iter().map(|q| run_here(ctx, q)).unzip();
+        part.into_iter().filter_map(|q| run_here(ctx, q)).unzip();
     let Err(e) = scope.finish() else {
         return (answers, permits);
     };
@@ -123,18 +124,48 @@ fn run_part(ctx: &Context, part: Vec<Queued>) -> (Vec<Outgoing>, Vec<OwnedSemaph
     (failed, permits)
 }
 
-/// Runs one statement on this thread; the answer is framed for the writer
-/// and comes with the statement's permit, to drop once it is handed over.
-fn run_here(ctx: &Context, q: Queued) -> (Outgoing, OwnedSemaphorePermit) {
+/// Runs one statement on this thread, where it may not wait on the disk;
+/// the answer is framed for the writer and comes with the statement's
+/// permit, to drop once it is handed over. A statement that needs the
+/// disk goes to the read stage instead (`None`): it answers from there.
+fn run_here(ctx: &Context, q: Queued) -> Option<(Outgoing, OwnedSemaphorePermit)> {
+    let started = Instant::now();
+    let executed = run_inline(q.stream, || {
+        let _event_loop = NonBlocking::enter();
+        dispatch::execute(&ctx.shared.processor, &ctx.client, &q.request, None)
+    });
+    if executed.would_block {
+        to_read_stage(ctx.clone(), q, started);
+        return None;
+    }
+    Some((
+        answer(&ctx.shared, ctx.version, q.stream, executed),
+        q.permit,
+    ))
+}
+
+/// Runs a statement that needs the disk again on the read stage (see
+/// [`crate::read_stage`]); `started` is when it first ran. Dropped unrun if
+/// its connection closes before a slot is free.
+fn to_read_stage(ctx: Context, q: Queued, started: Instant) {
     let Queued {
         stream,
         request,
         permit,
     } = q;
-    let executed = run_inline(stream, || {
-        dispatch::execute(&ctx.shared.processor, &ctx.client, request)
-    });
-    (answer(&ctx.shared, ctx.version, stream, executed), permit)
+    let processor = Arc::clone(&ctx.shared.processor);
+    let client = Arc::clone(&ctx.client);
+    let out = ctx.out.clone();
+    ctx.shared.read_stage.clone().spawn(
+        move || dispatch::execute(&processor, &client, &request, Some(started)),
+        move || out.is_closed(),
+        move |result| async move {
+            let executed = result.unwrap_or_else(|e| panicked(stream, &e));
+            let item = answer(&ctx.shared, ctx.version, stream, executed);
+            let _ = ctx.out.send(vec![item]).await;
+            drop(permit);
+        },
+    );
 }
 
 fn spawn_blocking_statement(ctx: Context, q: Queued) {
@@ -147,7 +178,7 @@ fn spawn_blocking_statement(ctx: Context, q: Queued) {
         let processor = Arc::clone(&ctx.shared.processor);
         let client = Arc::clone(&ctx.client);
         let executed = run_caught(stream, move || {
-            dispatch::execute(&processor, &client, request)
+            dispatch::execute(&processor, &client, &request, None)
         })
         .await;
         let item = answer(&ctx.shared, ctx.version, stream, executed);
@@ -187,6 +218,7 @@ fn panicked(stream: i16, what: &dyn std::fmt::Debug) -> Executed {
         )),
         warnings: Vec::new(),
         event: None,
+        would_block: false,
     }
 }
 

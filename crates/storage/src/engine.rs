@@ -208,6 +208,9 @@ pub struct Engine {
     pub(crate) concurrent_compactors: usize,
     /// index_summary_capacity in bytes (see [`crate::engine_summary`]).
     pub(crate) index_summary_capacity: AtomicU64,
+    /// The chunk cache of every sstable this engine opens
+    /// (`file_cache_size`).
+    pub(crate) block_cache: Arc<crate::sstable::BlockCache>,
 }
 
 /// The node's storage engine: the [`Engine`] plus the thread that flushes
@@ -316,6 +319,7 @@ impl Engine {
             index_summary_capacity: AtomicU64::new(
                 crate::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
             ),
+            block_cache: Arc::default(),
         }
     }
 
@@ -343,6 +347,7 @@ impl Engine {
             index_summary_capacity: AtomicU64::new(
                 crate::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
             ),
+            block_cache: Arc::default(),
         };
         for desc in tables {
             storage.open_table(desc)?;
@@ -428,12 +433,7 @@ impl Engine {
                 let mut sstables = Vec::new();
                 for g in &manifest.live {
                     let path = sstable_path(&dir, *g);
-                    let sstable = Sstable::open(
-                        self.fs.clone(),
-                        &path,
-                        desc.comparator.clone(),
-                        desc.params.crc_check_chance,
-                    )?;
+                    let sstable = self.open_sstable(&path, &desc)?;
                     // Found at start: written when the file was last
                     // modified (as Cassandra reads it), else now.
                     let created = self.fs.modified_seconds(&path);
@@ -604,8 +604,11 @@ impl Engine {
             if total > o.memtable_space_bytes || log_full {
                 self.wake_flusher();
             }
-            // Back-pressure: past twice the budget the writer helps flush.
-            if total > o.memtable_space_bytes.saturating_mul(2) {
+            // Back-pressure: past twice the budget the writer helps flush,
+            // unless it runs where it may not block (the event loop): the
+            // flusher is awake, and past the hard limit writes wait on a
+            // thread that may.
+            if total > o.memtable_space_bytes.saturating_mul(2) && crate::io_mode::may_block() {
                 self.flush_largest()?;
             }
         }
@@ -659,12 +662,7 @@ impl Engine {
                 .rename(&tmp, &path)
                 .map_err(|e| Error::io(&path, e))?;
             self.fs.sync_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-            let sstable = Sstable::open(
-                self.fs.clone(),
-                &path,
-                desc.comparator.clone(),
-                desc.params.crc_check_chance,
-            )?;
+            let sstable = self.open_sstable(&path, &desc)?;
             sstable.set_created_at_seconds(i64::from(self.now_seconds()));
             Ok(Arc::new(sstable))
         })();
@@ -728,6 +726,28 @@ impl Engine {
             cl.sync()?;
         }
         Ok(())
+    }
+
+    /// Opens one of a table's sstables, reading through the node's chunk
+    /// cache.
+    pub(crate) fn open_sstable(&self, path: &Path, desc: &TableDescriptor) -> Result<Sstable> {
+        let sstable = Sstable::open(
+            self.fs.clone(),
+            path,
+            desc.comparator.clone(),
+            desc.params.crc_check_chance,
+        )?;
+        Ok(sstable.with_block_cache(self.block_cache.clone()))
+    }
+
+    /// The chunk cache's counters (`nodetool info`, metrics).
+    pub fn block_cache_stats(&self) -> crate::sstable::BlockCacheStats {
+        self.block_cache.stats()
+    }
+
+    /// Sets `file_cache_size`: the chunk cache's budget (0: off).
+    pub fn set_file_cache_size(&self, bytes: u64) {
+        self.block_cache.set_capacity(bytes);
     }
 
     /// The data sources of a table, newest first: memtable, flushing

@@ -139,6 +139,9 @@ impl Engine {
             return Ok(());
         }
         self.wake_flusher();
+        // On the event loop: nothing was written yet, so the write runs
+        // again where it may wait.
+        crate::io_mode::check_may_block("memtable memory")?;
         let start = Instant::now();
         let deadline = start + MEMTABLE_FULL_WAIT;
         self.writers_waiting.fetch_add(1, Ordering::Relaxed);

@@ -28,6 +28,11 @@ pub enum Error {
         factor: usize,
         waited_ms: u64,
     },
+    /// The thread may not wait on the disk (a [`crate::io_mode::NonBlocking`]
+    /// scope) and `what` is not in memory. Nothing was changed: the caller
+    /// runs the operation again where it may block.
+    #[error("{what} is not in memory and this thread may not wait for the disk")]
+    WouldBlock { what: &'static str },
     /// An I/O error from the file system (including a full disk).
     #[error("I/O error on {file}: {source}")]
     Io {
@@ -39,6 +44,24 @@ pub enum Error {
 
 impl Error {
     pub fn io(file: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            file: file.into(),
+            source,
+        }
+    }
+
+    /// An I/O error of a read of `len` bytes at `offset`: the offset goes
+    /// into the message, the error's kind is kept.
+    pub fn io_at(
+        file: impl Into<PathBuf>,
+        offset: u64,
+        len: usize,
+        source: std::io::Error,
+    ) -> Self {
+        let source = std::io::Error::new(
+            source.kind(),
+            format!("reading {len} bytes at offset {offset}: {source}"),
+        );
         Error::Io {
             file: file.into(),
             source,

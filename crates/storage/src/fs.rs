@@ -52,6 +52,19 @@ pub trait ReadFile: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// [`ReadFile::read_exact_at`] only when it needs no wait on the disk
+    /// (the bytes are in the page cache): `Ok(false)`, with `buf` in any
+    /// state, when it would have to wait. For the event loop's reads (see
+    /// [`crate::io_mode`]). A file held in memory never waits.
+    fn read_exact_at_nowait(&self, offset: u64, buf: &mut [u8]) -> io::Result<bool> {
+        self.read_exact_at(offset, buf).map(|()| true)
+    }
+    /// Whether bytes `[offset, offset + len)` of the map of `kind` (see
+    /// [`ReadFile::mapped`]) are in memory, so touching them cannot fault
+    /// in a page from the disk. Unmapped or in-memory files: true.
+    fn resident(&self, _kind: ReadKind, _offset: u64, _len: u64) -> bool {
+        true
+    }
     /// The whole file in memory, when reads of `kind` go through a map:
     /// callers then slice it instead of copying with
     /// [`ReadFile::read_exact_at`].
@@ -155,11 +168,27 @@ pub trait Fs: Send + Sync {
 #[derive(Debug, Clone, Copy)]
 pub struct RealFs {
     access: DiskAccessMode,
+    /// Whether non-blocking reads may ask the kernel for page-cache hits
+    /// (`preadv2` with `RWF_NOWAIT`); without, every such read reports that
+    /// it would wait (the fallback for kernels without the flag).
+    nowait: bool,
 }
 
 impl RealFs {
     pub const fn new(access: DiskAccessMode) -> Self {
-        RealFs { access }
+        RealFs {
+            access,
+            nowait: true,
+        }
+    }
+
+    /// The same file system with the `RWF_NOWAIT` probe turned off, as on
+    /// a kernel without it (tests of the fallback path).
+    pub const fn without_nowait(self) -> Self {
+        RealFs {
+            nowait: false,
+            ..self
+        }
     }
 }
 
@@ -215,7 +244,11 @@ impl Fs for RealFs {
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
-        Ok(Box::new(RealReadFile::open(path, self.access)?))
+        Ok(Box::new(RealReadFile::open(
+            path,
+            self.access,
+            self.nowait,
+        )?))
     }
 
     fn modified_seconds(&self, path: &Path) -> Option<i64> {

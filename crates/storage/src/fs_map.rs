@@ -16,13 +16,15 @@ use crate::fs::{ReadFile, ReadKind};
 /// How sstables are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DiskAccessMode {
-    /// `pread` for everything.
-    Standard,
-    /// Index blocks through a map, data chunks with `pread` (Cassandra
-    /// 5.0's default).
-    MmapIndexOnly,
-    /// Index blocks and data chunks through a map (`auto` and `mmap`).
+    /// `pread` for everything, through the node's chunk cache (`auto` and
+    /// `standard`; see docs/design/read-path-io.md).
     #[default]
+    Standard,
+    /// Index blocks through a map, data chunks with `pread` through the
+    /// chunk cache (Cassandra 5.0's default).
+    MmapIndexOnly,
+    /// Index blocks and data chunks through a map, no chunk cache (`mmap`,
+    /// and 5.0's `legacy`): for data that fits in memory.
     Mmap,
 }
 
@@ -31,10 +33,19 @@ impl DiskAccessMode {
     /// `standard`, or 5.0's `legacy` (4.x's `auto`, which mapped both).
     pub fn parse(text: &str) -> Option<DiskAccessMode> {
         match text {
-            "auto" | "mmap" | "legacy" => Some(DiskAccessMode::Mmap),
+            "mmap" | "legacy" => Some(DiskAccessMode::Mmap),
             "mmap_index_only" => Some(DiskAccessMode::MmapIndexOnly),
-            "standard" => Some(DiskAccessMode::Standard),
+            "auto" | "standard" => Some(DiskAccessMode::Standard),
             _ => None,
+        }
+    }
+
+    /// The config value that [`DiskAccessMode::parse`] reads back.
+    pub fn name(self) -> &'static str {
+        match self {
+            DiskAccessMode::Standard => "standard",
+            DiskAccessMode::MmapIndexOnly => "mmap_index_only",
+            DiskAccessMode::Mmap => "mmap",
         }
     }
 
@@ -54,11 +65,17 @@ pub(crate) struct RealReadFile {
     len: u64,
     map: Option<memmap2::Mmap>,
     access: DiskAccessMode,
+    /// Whether [`ReadFile::read_exact_at_nowait`] may try `RWF_NOWAIT`.
+    nowait: bool,
     path: std::path::PathBuf,
 }
 
 impl RealReadFile {
-    pub(crate) fn open(path: &std::path::Path, access: DiskAccessMode) -> io::Result<Self> {
+    pub(crate) fn open(
+        path: &std::path::Path,
+        access: DiskAccessMode,
+        nowait: bool,
+    ) -> io::Result<Self> {
         let file = std::fs::File::open(path)?;
         let len = file.metadata()?.len();
         let map = if access == DiskAccessMode::Standard || len == 0 {
@@ -70,7 +87,16 @@ impl RealReadFile {
             // process changing it is outside what we can guard against
             // (see the module doc); removal keeps the pages valid.
             match unsafe { memmap2::Mmap::map(&file) } {
-                Ok(map) => Some(map),
+                Ok(map) => {
+                    // Point reads touch a chunk or an index block at random:
+                    // without this, a fault reads `read_ahead_kb` around it
+                    // (8 MiB on some disks), hundreds of times what the read
+                    // needs when the data is larger than memory.
+                    if let Err(e) = map.advise(memmap2::Advice::Random) {
+                        tracing::debug!("madvise(RANDOM) on {}: {e}", path.display());
+                    }
+                    Some(map)
+                }
                 Err(e) => {
                     tracing::debug!("reading {} without a map: {e}", path.display());
                     None
@@ -82,6 +108,7 @@ impl RealReadFile {
             len,
             map,
             access,
+            nowait,
             path: path.to_path_buf(),
         })
     }
@@ -105,6 +132,34 @@ impl ReadFile for RealReadFile {
         }
         use std::os::unix::fs::FileExt;
         self.file.read_exact_at(buf, offset)
+    }
+
+    fn read_exact_at_nowait(&self, offset: u64, buf: &mut [u8]) -> io::Result<bool> {
+        let end = offset.checked_add(buf.len() as u64);
+        if end.is_none_or(|end| end > self.len) {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "read past the end of the file",
+            ));
+        }
+        if let Some(map) = &self.map {
+            if !resident(map, offset, buf.len() as u64) {
+                return Ok(false);
+            }
+            return self.read_exact_at(offset, buf).map(|()| true);
+        }
+        if !self.nowait {
+            return Ok(false);
+        }
+        use std::os::fd::AsRawFd;
+        crate::fs_nowait::pread_nowait(self.file.as_raw_fd(), offset, buf)
+    }
+
+    fn resident(&self, kind: ReadKind, offset: u64, len: u64) -> bool {
+        match self.mapped(kind) {
+            Some(map) => resident(map, offset, len),
+            None => true,
+        }
     }
 
     fn len(&self) -> u64 {
@@ -132,6 +187,33 @@ impl ReadFile for RealReadFile {
     }
 }
 
+/// Whether the pages of `map` under `[offset, offset + len)` are all in
+/// memory (`mincore(2)`); a range outside the map, or a failed call, counts
+/// as not resident, so the caller takes the path that may block.
+fn resident(map: &[u8], offset: u64, len: u64) -> bool {
+    let page = crate::fs_nowait::page_size();
+    let Some(end) = offset.checked_add(len).filter(|e| *e <= map.len() as u64) else {
+        return false;
+    };
+    if len == 0 {
+        return true;
+    }
+    let start = offset / page * page;
+    let span = (end - start) as usize;
+    let mut pages = vec![0u8; span.div_ceil(page as usize)];
+    // SAFETY: `start..end` lies inside the live map (checked above) and
+    // `start` is page-aligned, as mincore requires (the map itself starts
+    // on a page); `pages` has one byte per page of the span.
+    let rc = unsafe {
+        libc::mincore(
+            map.as_ptr().add(start as usize) as *mut libc::c_void,
+            span,
+            pages.as_mut_ptr(),
+        )
+    };
+    rc == 0 && pages.iter().all(|p| p & 1 == 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,7 +221,10 @@ mod tests {
 
     #[test]
     fn modes_parse_as_cassandra_names_them() {
-        assert_eq!(DiskAccessMode::parse("auto"), Some(DiskAccessMode::Mmap));
+        assert_eq!(
+            DiskAccessMode::parse("auto"),
+            Some(DiskAccessMode::Standard)
+        );
         assert_eq!(DiskAccessMode::parse("mmap"), Some(DiskAccessMode::Mmap));
         assert_eq!(DiskAccessMode::parse("legacy"), Some(DiskAccessMode::Mmap));
         assert_eq!(

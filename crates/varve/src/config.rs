@@ -25,6 +25,8 @@ pub const DEFAULT_DATA_DIR: &str = "./varve-data";
 pub const DEFAULT_NUM_TOKENS: usize = 16;
 /// Most tokens a node may own.
 pub const MAX_NUM_TOKENS: usize = 1536;
+/// The largest `concurrent_reads` accepted: each is a thread when busy.
+pub const MAX_CONCURRENT_READS: usize = 1024;
 /// Memory for memtables before the largest is flushed (Cassandra: a
 /// quarter of the heap; Varve has no heap to size it from).
 pub const DEFAULT_MEMTABLE_SPACE_BYTES: u64 = 256 * MIB;
@@ -59,6 +61,9 @@ struct FileConfig {
     compaction_throughput: Option<Value>,
     index_summary_capacity: Option<Value>,
     key_cache_size: Option<Value>,
+    file_cache_size: Option<Value>,
+    file_cache_size_in_mb: Option<u64>,
+    concurrent_reads: Option<usize>,
     concurrent_compactors: Option<usize>,
     disk_access_mode: Option<String>,
     flush_write_disk_access_mode: Option<String>,
@@ -98,10 +103,16 @@ pub struct Settings {
     pub index_summary_capacity_bytes: u64,
     /// `key_cache_size`: memory of the key caches of all sstables (0: off).
     pub key_cache_bytes: u64,
+    /// `file_cache_size`: the chunk cache of decompressed chunks and index
+    /// blocks (0: off).
+    pub file_cache_bytes: u64,
+    /// `concurrent_reads`: statements that need the disk running at once.
+    pub concurrent_reads: usize,
     /// `concurrent_compactors` (0: storage's default, min(cores, 8)).
     pub concurrent_compactors: usize,
-    /// `disk_access_mode`: how sstables are read (default `auto`: through
-    /// memory maps; see varve_storage's `DiskAccessMode`).
+    /// `disk_access_mode`: how sstables are read (default `auto`, which is
+    /// `standard`: `pread` through the chunk cache; see varve_storage's
+    /// `DiskAccessMode`).
     pub disk_access_mode: varve_storage::fs::DiskAccessMode,
     /// `flush_write_disk_access_mode` and
     /// `compaction_write_disk_access_mode`: `direct` (default) writes
@@ -233,6 +244,20 @@ impl Settings {
             varve_storage::sstable::DEFAULT_KEY_CACHE_BYTES,
             "key_cache_size",
         )?;
+        let file_cache_bytes = match (&file.file_cache_size, file.file_cache_size_in_mb) {
+            (None, Some(mb)) => mb.saturating_mul(MIB),
+            (v, _) => size_or(
+                v,
+                varve_storage::sstable::DEFAULT_FILE_CACHE_BYTES,
+                "file_cache_size",
+            )?,
+        };
+        let concurrent_reads = file
+            .concurrent_reads
+            .unwrap_or(varve_server::limits::CONCURRENT_READS);
+        if concurrent_reads == 0 || concurrent_reads > MAX_CONCURRENT_READS {
+            bail!("concurrent_reads must be between 1 and {MAX_CONCURRENT_READS}, not {concurrent_reads}");
+        }
         let commitlog_segment_bytes = size_or(
             &file.commitlog_segment_size,
             DEFAULT_COMMITLOG_SEGMENT_BYTES,
@@ -307,6 +332,8 @@ impl Settings {
             compaction_throughput_mib_per_sec,
             index_summary_capacity_bytes,
             key_cache_bytes,
+            file_cache_bytes,
+            concurrent_reads,
             concurrent_compactors: file.concurrent_compactors.unwrap_or(0),
             disk_access_mode,
             sstable_writes,
@@ -329,6 +356,7 @@ impl Settings {
             admin_addr: (self.rpc_address, self.admin_port).into(),
             max_connections: self.max_connections,
             max_frame_body_bytes: self.max_frame_body_bytes,
+            concurrent_reads: self.concurrent_reads,
             ..varve_server::ServerConfig::default()
         }
     }
@@ -372,7 +400,30 @@ mod tests {
         assert_eq!(s.rpc_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
         assert_eq!(s.data_dir, PathBuf::from("./varve-data"));
         assert_eq!(s.num_tokens, 16);
-        assert_eq!(s.disk_access_mode, DiskAccessMode::Mmap);
+        assert_eq!(s.disk_access_mode, DiskAccessMode::Standard);
+        assert_eq!(s.file_cache_bytes, 512 << 20);
+        assert_eq!(s.concurrent_reads, 32);
+    }
+
+    #[test]
+    fn file_cache_size_takes_both_spellings() {
+        let cache = |y: &str| resolve(y, &ServerArgs::default()).map(|s| s.file_cache_bytes);
+        assert_eq!(cache("file_cache_size: 64MiB").unwrap(), 64 << 20);
+        assert_eq!(cache("file_cache_size_in_mb: 32").unwrap(), 32 << 20);
+        assert_eq!(cache("file_cache_size: 0").unwrap(), 0);
+        assert!(cache("file_cache_size: much").is_err());
+    }
+
+    #[test]
+    fn concurrent_reads_is_bounded() {
+        let reads = |y: &str| resolve(y, &ServerArgs::default()).map(|s| s.concurrent_reads);
+        assert_eq!(reads("concurrent_reads: 1").unwrap(), 1);
+        assert_eq!(
+            reads(&format!("concurrent_reads: {MAX_CONCURRENT_READS}")).unwrap(),
+            MAX_CONCURRENT_READS
+        );
+        assert!(reads(&format!("concurrent_reads: {}", MAX_CONCURRENT_READS + 1)).is_err());
+        assert!(reads("concurrent_reads: 0").is_err());
     }
 
     #[test]
@@ -427,7 +478,10 @@ mod tests {
     #[test]
     fn disk_access_mode_takes_cassandras_values() {
         let mode = |v: &str| resolve(&format!("disk_access_mode: {v}"), &ServerArgs::default());
-        assert_eq!(mode("auto").unwrap().disk_access_mode, DiskAccessMode::Mmap);
+        assert_eq!(
+            mode("auto").unwrap().disk_access_mode,
+            DiskAccessMode::Standard
+        );
         assert_eq!(mode("mmap").unwrap().disk_access_mode, DiskAccessMode::Mmap);
         assert_eq!(
             mode("mmap_index_only").unwrap().disk_access_mode,

@@ -138,6 +138,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     .context("opening storage")?
     .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
     processor.set_index_summary_capacity(settings.index_summary_capacity_bytes);
+    processor.set_file_cache_size(settings.file_cache_bytes);
     processor
         .metrics()
         .set_settings(node_metrics::settings_rows(&settings));

@@ -52,6 +52,9 @@ pub fn settings_rows(s: &Settings) -> Vec<(String, String)> {
             mib(s.index_summary_capacity_bytes),
         ),
         ("key_cache_size", mib(s.key_cache_bytes)),
+        ("file_cache_size", mib(s.file_cache_bytes)),
+        ("concurrent_reads", s.concurrent_reads.to_string()),
+        ("disk_access_mode", s.disk_access_mode.name().to_string()),
         (
             "flush_write_disk_access_mode",
             s.sstable_writes.flush.write_mode_name().to_string(),

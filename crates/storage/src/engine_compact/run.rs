@@ -143,12 +143,7 @@ impl Engine {
         running.progress.set_done(bytes_total);
         let mut opened = Vec::new();
         for g in &finished {
-            let sstable = Sstable::open(
-                self.fs.clone(),
-                &sstable_path(&dir, *g),
-                desc.comparator.clone(),
-                desc.params.crc_check_chance,
-            )?;
+            let sstable = self.open_sstable(&sstable_path(&dir, *g), &desc)?;
             sstable.set_created_at_seconds(i64::from(self.now_seconds()));
             opened.push(Arc::new(sstable));
         }

@@ -20,7 +20,10 @@
 use crate::error::{Error, Result};
 use crate::fs::{ReadFile, ReadKind, WriteFile};
 use crate::fs_direct_read::DirectReader;
+use crate::io_mode;
+use crate::sstable::block_cache::{BlockCache, BlockKey};
 use crate::sstable::format::{Compression, Section, CHUNK_CRC_LEN, LZ4_MAX_RATIO};
+use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -217,6 +220,13 @@ pub struct ChunkReader {
     trust: &'static ChunkTrust,
     /// Per chunk, the trust epoch of its last good CRC check (0: none).
     verified: Vec<AtomicU32>,
+    /// The node's chunk cache. Point reads go through it unless the data
+    /// is mapped; scans never do.
+    cache: Option<Arc<BlockCache>>,
+    /// This file's id in the cache; renewed when `crc_check_chance` rises,
+    /// so that chunks cached unchecked (or less often checked) are read
+    /// and checked again instead of being served from the cache.
+    cache_file: AtomicU64,
 }
 
 impl ChunkReader {
@@ -264,7 +274,18 @@ impl ChunkReader {
             sampler: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
             trust: &CHUNK_TRUST,
             verified: (0..count).map(|_| AtomicU32::new(0)).collect(),
+            cache: None,
+            cache_file: AtomicU64::new(0),
         })
+    }
+
+    /// Serves point reads through `cache` (unless the data is mapped: a
+    /// map is its own cache).
+    pub fn set_cache(&mut self, cache: Arc<BlockCache>) {
+        if self.file.mapped(ReadKind::Data).is_none() {
+            self.cache_file = AtomicU64::new(cache.new_file_id());
+            self.cache = Some(cache);
+        }
     }
 
     /// The same reader under another trust (tests of the budget).
@@ -308,8 +329,16 @@ impl ChunkReader {
 
     /// Changes that probability for the reads from now on (NaN: 1).
     pub fn set_crc_check_chance(&self, chance: f64) {
-        self.crc_check_chance
-            .store(chance_bits(chance), Ordering::Relaxed);
+        let before = self
+            .crc_check_chance
+            .swap(chance_bits(chance), Ordering::Relaxed);
+        if let Some(cache) = self.cache.as_ref() {
+            if self.crc_check_chance() > f64::from_bits(before) {
+                // What was cached under the lower chance was not all checked.
+                self.cache_file
+                    .store(cache.new_file_id(), Ordering::Relaxed);
+            }
+        }
     }
 
     /// Whether this read verifies its CRC (splitmix64 of a shared counter).
@@ -347,14 +376,9 @@ impl ChunkReader {
         self.file.direct_reader()
     }
 
-    /// [`ChunkReader::with_chunk`], the stored bytes read through `direct`
-    /// when given.
-    fn with_chunk_from<R>(
-        &self,
-        i: u64,
-        direct: Option<&mut DirectReader>,
-        f: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R> {
+    /// Chunk `i`'s place in the file and its sizes, checked for
+    /// plausibility: (start, end, uncompressed length, stored length).
+    fn chunk_bounds(&self, i: u64) -> Result<(u64, u64, u64, u64)> {
         let (Some(&start), Some(&end)) =
             (self.bounds.get(i as usize), self.bounds.get(i as usize + 1))
         else {
@@ -373,6 +397,94 @@ impl ChunkReader {
         if !plausible {
             return Err(self.corrupt(i, format!("chunk {i} has an impossible length")));
         }
+        Ok((start, end, expected, stored_len))
+    }
+
+    /// Fills `buf` with the file's bytes from `start` with `pread`; on a
+    /// thread that may not block, only from the page cache (else
+    /// `WouldBlock`).
+    fn pread(&self, i: u64, start: u64, buf: &mut [u8]) -> Result<()> {
+        let len = buf.len();
+        let io = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                self.corrupt(i, format!("chunk {i} lies past the end of the file"))
+            }
+            _ => Error::io_at(&self.path, start, len, e),
+        };
+        if io_mode::may_block() {
+            return self.file.read_exact_at(start, buf).map_err(io);
+        }
+        match self.file.read_exact_at_nowait(start, buf).map_err(io)? {
+            true => Ok(()),
+            false => Err(Error::WouldBlock {
+                what: "a data chunk",
+            }),
+        }
+    }
+
+    /// Checks a chunk's stored bytes against their CRC when this read
+    /// should; `verified` says whether it did and they matched.
+    fn check_crc(&self, i: u64, raw: &[u8], stored_len: u64) -> Result<bool> {
+        if !self.should_verify() {
+            return Ok(false);
+        }
+        let (body, crc) = raw.split_at(stored_len as usize);
+        let stored = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
+        if crc32fast::hash(body) != stored {
+            return Err(self.corrupt(i, format!("checksum mismatch in chunk {i}")));
+        }
+        Ok(true)
+    }
+
+    /// Decompresses a chunk's stored body into `out` (exactly `expected`
+    /// bytes).
+    fn decompress(&self, i: u64, body: &[u8], out: &mut [u8]) -> Result<()> {
+        match lz4_flex::block::decompress_into(body, out) {
+            Ok(n) if n == out.len() => Ok(()),
+            Ok(_) => Err(self.corrupt(i, format!("chunk {i} decompressed to the wrong length"))),
+            Err(e) => Err(self.corrupt(i, format!("chunk {i} does not decompress: {e}"))),
+        }
+    }
+
+    /// Chunk `i` decompressed, from the chunk cache, or read, checked and
+    /// put there.
+    fn cached_chunk(&self, i: u64, cache: &BlockCache, file: u64) -> Result<Bytes> {
+        let (start, end, expected, stored_len) = self.chunk_bounds(i)?;
+        let key = BlockKey {
+            file,
+            offset: start,
+            len: (end - start) as u32,
+        };
+        if let Some(chunk) = cache.get(&key) {
+            return Ok(chunk);
+        }
+        let mut raw = vec![0u8; (end - start) as usize];
+        self.pread(i, start, &mut raw)?;
+        self.check_crc(i, &raw, stored_len)?;
+        let chunk = match self.compression {
+            Compression::None => {
+                raw.truncate(stored_len as usize);
+                Bytes::from(raw)
+            }
+            Compression::Lz4 => {
+                let mut plain = vec![0u8; expected as usize];
+                self.decompress(i, &raw[..stored_len as usize], &mut plain)?;
+                Bytes::from(plain)
+            }
+        };
+        cache.insert(key, chunk.clone());
+        Ok(chunk)
+    }
+
+    /// [`ChunkReader::with_chunk`], the stored bytes read through `direct`
+    /// when given.
+    fn with_chunk_from<R>(
+        &self,
+        i: u64,
+        direct: Option<&mut DirectReader>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
+        let (start, end, expected, stored_len) = self.chunk_bounds(i)?;
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             let Scratch { raw, plain } = &mut *scratch;
@@ -383,53 +495,55 @@ impl ChunkReader {
                     }
                     _ => Error::io(&self.path, e),
                 })?,
-                (None, Some(map)) => map.get(start as usize..end as usize).ok_or_else(|| {
-                    self.corrupt(i, format!("chunk {i} lies past the end of the file"))
-                })?,
+                (None, Some(map)) => {
+                    if !io_mode::may_block()
+                        && !self.file.resident(ReadKind::Data, start, end - start)
+                    {
+                        return Err(Error::WouldBlock {
+                            what: "a data chunk",
+                        });
+                    }
+                    map.get(start as usize..end as usize).ok_or_else(|| {
+                        self.corrupt(i, format!("chunk {i} lies past the end of the file"))
+                    })?
+                }
                 (None, None) => {
                     let raw = grown(raw, (end - start) as usize);
-                    self.file
-                        .read_exact_at(start, raw)
-                        .map_err(|e| Error::io(&self.path, e))?;
+                    self.pread(i, start, raw)?;
                     raw
                 }
             };
-            let (body, crc) = raw.split_at(stored_len as usize);
-            if !self.trusted(i) && self.should_verify() {
-                let stored = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
-                if crc32fast::hash(body) != stored {
-                    return Err(self.corrupt(i, format!("checksum mismatch in chunk {i}")));
-                }
+            if !self.trusted(i) && self.check_crc(i, raw, stored_len)? {
                 let epoch = self.trust.admit(end - start);
                 self.verified[i as usize].store(epoch, Ordering::Relaxed);
             }
+            let body = &raw[..stored_len as usize];
             match self.compression {
                 Compression::None => Ok(f(body)),
                 Compression::Lz4 => {
                     let out = grown(plain, expected as usize);
-                    match lz4_flex::block::decompress_into(body, out) {
-                        Ok(n) if n as u64 == expected => Ok(f(out)),
-                        Ok(_) => {
-                            Err(self
-                                .corrupt(i, format!("chunk {i} decompressed to the wrong length")))
-                        }
-                        Err(e) => {
-                            Err(self.corrupt(i, format!("chunk {i} does not decompress: {e}")))
-                        }
-                    }
+                    self.decompress(i, body, out)?;
+                    Ok(f(out))
                 }
             }
         })
     }
 
-    /// Stream bytes `[pos, pos + len)`, copied once, straight from each
-    /// chunk they span into the result (whose size is `len`, bounded by the
-    /// data length the file declares).
-    pub fn read_range(&self, pos: u64, len: u64) -> Result<Vec<u8>> {
+    /// Stream bytes `[pos, pos + len)` (whose size is bounded by the data
+    /// length the file declares). Through the chunk cache, a range within
+    /// one chunk is a slice of the cached chunk, not a copy; otherwise it
+    /// is copied once, straight from each chunk it spans.
+    pub fn read_range(&self, pos: u64, len: u64) -> Result<Bytes> {
         let end = pos.checked_add(len).filter(|e| *e <= self.uncompressed_len);
         let Some(end) = end else {
             return Err(self.corrupt(self.chunk_of(pos), "range past the end of the data"));
         };
+        if let Some(cache) = &self.cache {
+            if cache.enabled() {
+                let file = self.cache_file.load(Ordering::Relaxed);
+                return self.read_range_through(cache, file, pos, end);
+            }
+        }
         let mut out = Vec::with_capacity(len as usize);
         let mut at = pos;
         while at < end {
@@ -449,7 +563,35 @@ impl ChunkReader {
             }
             at += copied as u64;
         }
-        Ok(out)
+        Ok(Bytes::from(out))
+    }
+
+    /// [`ChunkReader::read_range`] of `[pos, end)` through the chunk cache.
+    fn read_range_through(
+        &self,
+        cache: &BlockCache,
+        file: u64,
+        pos: u64,
+        end: u64,
+    ) -> Result<Bytes> {
+        let mut out: Option<Vec<u8>> = None;
+        let mut at = pos;
+        while at < end {
+            let i = self.chunk_of(at);
+            let chunk = self.cached_chunk(i, cache, file)?;
+            let from = (at - i * self.chunk_length) as usize;
+            let to = ((end - i * self.chunk_length) as usize).min(chunk.len());
+            if from >= to {
+                return Err(self.corrupt(i, "chunk shorter than expected"));
+            }
+            if out.is_none() && (to - from) as u64 == end - pos {
+                return Ok(chunk.slice(from..to));
+            }
+            out.get_or_insert_with(|| Vec::with_capacity((end - pos) as usize))
+                .extend_from_slice(&chunk[from..to]);
+            at += (to - from) as u64;
+        }
+        Ok(Bytes::from(out.unwrap_or_default()))
     }
 
     /// Like [`ChunkReader::read_range`], reusing the last chunk read

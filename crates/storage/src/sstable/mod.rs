@@ -22,6 +22,7 @@
 //!
 //! [`Error::Corruption`]: crate::Error::Corruption
 
+pub mod block_cache;
 mod bloom;
 mod chunks;
 pub mod format;
@@ -43,8 +44,11 @@ mod tests_corruption;
 #[cfg(test)]
 mod tests_fixture;
 #[cfg(test)]
+mod tests_io;
+#[cfg(test)]
 mod tests_roundtrip;
 
+pub use block_cache::{BlockCache, BlockCacheStats, DEFAULT_FILE_CACHE_BYTES};
 pub use format::Compression;
 pub use key_cache::{KeyCacheBudget, DEFAULT_KEY_CACHE_BYTES, KEY_CACHE_BUDGET};
 pub use reader::{Sstable, SstableIter};

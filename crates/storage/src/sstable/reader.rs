@@ -12,7 +12,9 @@ use crate::engine::{PartitionKey, TokenBound};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, ReadFile, ReadKind};
 use crate::fs_direct_read::DirectReader;
+use crate::io_mode;
 use crate::partition::Partition;
+use crate::sstable::block_cache::{BlockCache, BlockKey};
 use crate::sstable::bloom::{key_hash, BloomFilter};
 use crate::sstable::chunks::{ChunkCache, ChunkReader};
 use crate::sstable::format::{
@@ -22,7 +24,7 @@ use crate::sstable::index::{decode_span, decode_summary, find_in_span, IndexEntr
 use crate::sstable::key_cache::{KeyCache, KEY_CACHE_BUDGET};
 use crate::sstable::stats::{decode_stats, SstableStats};
 use crate::sstable::summary::Summary;
-use std::borrow::Cow;
+use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -54,6 +56,9 @@ pub struct Sstable {
     /// `tombstone_compaction_interval`; [`CREATED_UNKNOWN`] until the engine
     /// stamps it.
     created_at_seconds: std::sync::atomic::AtomicI64,
+    /// The node's chunk cache and this file's id in it, for index spans
+    /// (unless the index is mapped).
+    index_cache: Option<(Arc<BlockCache>, u64)>,
 }
 
 /// `created_at_seconds` not known yet.
@@ -126,6 +131,7 @@ impl Sstable {
             key_cache: KeyCache::new(&KEY_CACHE_BUDGET),
             index_verified,
             created_at_seconds: std::sync::atomic::AtomicI64::new(CREATED_UNKNOWN),
+            index_cache: None,
         })
     }
 
@@ -214,8 +220,20 @@ impl Sstable {
         Ok(())
     }
 
-    /// The index blocks of span `i` of `summary`, CRC-checked.
-    fn read_span(&self, summary: &Summary, i: usize) -> Result<Cow<'_, [u8]>> {
+    /// Serves point reads' data chunks and index blocks through the node's
+    /// chunk cache (what is mapped is read from the map instead).
+    pub fn with_block_cache(mut self, cache: Arc<BlockCache>) -> Self {
+        if self.file.mapped(ReadKind::Index).is_none() {
+            self.index_cache = Some((cache.clone(), cache.new_file_id()));
+        }
+        self.chunks.set_cache(cache);
+        self
+    }
+
+    /// The index blocks of span `i` of `summary`. `Span::Checked` when
+    /// they came from the chunk cache, whose blocks were CRC-checked when
+    /// they entered it.
+    fn read_span(&self, summary: &Summary, i: usize) -> Result<Span<'_>> {
         let Some((offset, len)) = summary.span(i) else {
             return Err(self.corrupt(self.footer.index.offset, "index block does not exist"));
         };
@@ -226,12 +244,47 @@ impl Sstable {
         let at = self.footer.index.offset + offset;
         if let Some(map) = self.file.mapped(ReadKind::Index) {
             let end = at.checked_add(len).filter(|end| *end <= map.len() as u64);
-            return match end {
-                Some(end) => Ok(Cow::Borrowed(&map[at as usize..end as usize])),
-                None => Err(self.corrupt(at, "index span past the end of the file")),
+            let Some(end) = end else {
+                return Err(self.corrupt(at, "index span past the end of the file"));
             };
+            if !io_mode::may_block() && !self.file.resident(ReadKind::Index, at, len) {
+                return Err(Error::WouldBlock {
+                    what: "an index block",
+                });
+            }
+            return Ok(Span::Mapped(&map[at as usize..end as usize]));
         }
-        read_at(&*self.file, &self.path, at, len).map(Cow::Owned)
+        let Some((cache, file)) = self.index_cache.as_ref().filter(|(c, _)| c.enabled()) else {
+            return self.pread_index(at, len).map(Span::Read);
+        };
+        let key = BlockKey {
+            file: *file,
+            offset: at,
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+        };
+        if let Some(span) = cache.get(&key) {
+            return Ok(Span::Checked(span));
+        }
+        let span = Bytes::from(self.pread_index(at, len)?);
+        decode_span(&span, at).map_err(|(o, r)| self.corrupt(o, r))?;
+        cache.insert(key, span.clone());
+        Ok(Span::Checked(span))
+    }
+
+    /// Index bytes `[at, at + len)` read with `pread`; on a thread that may
+    /// not block, only from the page cache.
+    fn pread_index(&self, at: u64, len: u64) -> Result<Vec<u8>> {
+        if io_mode::may_block() {
+            return read_at(&*self.file, &self.path, at, len);
+        }
+        let mut buf = vec![0u8; len as usize];
+        match self.file.read_exact_at_nowait(at, &mut buf) {
+            Ok(true) => Ok(buf),
+            Ok(false) => Err(Error::WouldBlock {
+                what: "an index block",
+            }),
+            Err(e) => Err(Error::io_at(&self.path, at, len as usize, e)),
+        }
     }
 
     fn span_entries<'a>(
@@ -253,11 +306,13 @@ impl Sstable {
         let span = self.read_span(&summary, i)?;
         let base = self.footer.index.offset + summary.span(i).map_or(0, |s| s.0);
         // A whole summary makes the span one block, which is trusted like
-        // a data chunk once its CRC matched (see `ChunkTrust`).
+        // a data chunk once its CRC matched (see `ChunkTrust`). A span from
+        // the chunk cache was checked when it entered it.
         let one_block = summary.step() == 1;
         let verified = one_block.then(|| self.index_verified.get(i)).flatten();
         let trust = self.chunks.trust();
-        let trusted = verified.is_some_and(|v| trust.trusts(v.load(Ordering::Relaxed)));
+        let trusted = matches!(span, Span::Checked(_))
+            || verified.is_some_and(|v| trust.trusts(v.load(Ordering::Relaxed)));
         let found = find_in_span(&span, base, one_block, !trusted, key)
             .map_err(|(at, r)| self.corrupt(at, r))?;
         if let (Some(v), false) = (verified, trusted) {
@@ -305,7 +360,7 @@ impl Sstable {
         (position, len): (u64, u64),
         from_cache: bool,
     ) -> Result<Option<Partition>> {
-        let bytes = bytes::Bytes::from(self.chunks.read_range(position, len)?);
+        let bytes = self.chunks.read_range(position, len)?;
         let (got, partition) = self.decode_entry(position, &bytes)?;
         if got == *key {
             return Ok(Some(partition));
@@ -428,6 +483,28 @@ impl Sstable {
     }
 }
 
+/// The bytes of an index span, wherever they came from.
+enum Span<'a> {
+    /// Straight from the file's map (not yet checked).
+    Mapped(&'a [u8]),
+    /// Read with `pread` for this lookup (not yet checked).
+    Read(Vec<u8>),
+    /// From the chunk cache: checked when it entered it.
+    Checked(Bytes),
+}
+
+impl std::ops::Deref for Span<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Span::Mapped(b) => b,
+            Span::Read(v) => v,
+            Span::Checked(b) => b,
+        }
+    }
+}
+
 /// Bytes per read when verifying a whole section.
 const VERIFY_READ_LEN: u64 = 1 << 20;
 
@@ -454,7 +531,7 @@ fn before_end(b: &TokenBound, token: i64, key: &[u8]) -> bool {
 fn read_at(file: &dyn ReadFile, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; len as usize];
     file.read_exact_at(offset, &mut buf)
-        .map_err(|e| Error::io(path, e))?;
+        .map_err(|e| Error::io_at(path, offset, buf.len(), e))?;
     Ok(buf)
 }
 

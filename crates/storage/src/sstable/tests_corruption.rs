@@ -41,7 +41,16 @@ fn read_everything_as(
     let fs = MemFs::with_access(access);
     let path = Path::new("c/bad.db");
     fs.insert(path, bytes);
-    let table = open(&fs, path, 1.0)?;
+    // Without a chunk cache, then through one (the default for what is
+    // not mapped): both must see every damage.
+    let plain = read_table(open(&fs, path, 1.0)?, parts)?;
+    let cache = std::sync::Arc::new(crate::sstable::BlockCache::new(1 << 20));
+    let cached = read_table(open(&fs, path, 1.0)?.with_block_cache(cache), parts)?;
+    Ok(plain && cached)
+}
+
+/// Reads everything of `table`: true when it all equals `parts`.
+fn read_table(table: Sstable, parts: &[(PartitionKey, Partition)]) -> crate::Result<bool> {
     let all: Vec<_> = table.iter()?.collect::<crate::Result<_>>()?;
     let keys = table.keys(&TokenBound::Unbounded, &TokenBound::Unbounded, usize::MAX)?;
     let mut same = all == parts && keys.len() == parts.len();
