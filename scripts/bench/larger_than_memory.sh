@@ -47,9 +47,9 @@ if [ "$SERVER" = varve ]; then
     SP=$!
     for _ in $(seq 600); do grep -q "varve ready" "$out/server.log" && break; sleep 0.1; done
   }
-  stop() { kill "$SP"; wait "$SP"; }
+  stop() { [ -n "${SP:-}" ] || return 0; kill "$SP"; wait "$SP"; SP=; }
   wipe() { rm -rf "$out/vdata"; }
-  pending() { nt compactionstats | awk '/pending tasks/ {print $3}'; }
+
 else
   HOST=127.0.0.2:9042
   NAME=ltm
@@ -61,19 +61,26 @@ else
   }
   stop() { "$repo/../shared/cassandra/stop.sh" $NAME >> "$out/server.log" 2>&1; }
   wipe() { FRESH=1; rm -rf /tmp/cass-lab/$NAME; }
-  pending() { nt compactionstats | awk '/pending tasks/ {print $3}'; }
+
 fi
 
-settle() { # waits for compactions to finish (at most 30 minutes)
-  for _ in $(seq 360); do
-    p=$(pending); [ "${p:-1}" = 0 ] && break; sleep 5
+# Pending compactions, or "running" while one runs.
+pending() { nt compactionstats | awk '/pending tasks/ {p=$3} /compaction type/ {r=1} END {print (r ? "running" : p)}'; }
+
+settle() { # waits until no compaction is pending for 30 s in a row (at most an hour)
+  local calm=0
+  sleep 10
+  for _ in $(seq 720); do
+    p=$(pending)
+    if [ "${p:-1}" = 0 ]; then calm=$((calm + 1)); else calm=0; fi
+    [ $calm -ge 6 ] && break
+    sleep 5
   done
-  log "pending compactions: $(pending)"
+  log "pending compactions: $(pending); $(nt compactionstats | head -3 | tr '\n' ' ')"
 }
 
 run() { # label rate(0: unthrottled) seconds
   local rate=""; [ "$2" != 0 ] && rate="-r $2"
-  drop_caches_note=""
   python3 "$here/measure_cpu.py" "$SP" "$3" "$out/$1.txt" -- \
     latte run "$W" -f read:5,write:4,delete:1 $P $rate -p 64 -d "${3}s" -w 5s -q \
       -o "$out/$1.json" $HOST > "$out/$1.measure"
@@ -82,7 +89,17 @@ run() { # label rate(0: unthrottled) seconds
   log "$1: cgroup usage $(( $(cat $CG/memory.usage_in_bytes) >> 20 )) MiB, max $(( $(cat $CG/memory.max_usage_in_bytes) >> 20 )) MiB"
 }
 
+memory_sampler() { # every 5 s: the cgroup's anonymous memory, page cache and OOM kills
+  while [ -d "$CG" ]; do
+    echo "$(date +%T) $(awk '$1=="total_rss"||$1=="total_cache"{printf "%s=%dMiB ", $1, $2/1048576}' \
+      "$CG/memory.stat") $(grep oom_kill "$CG/memory.oom_control" | tr '\n' ' ')" >> "$out/memory.txt"
+    sleep 5
+  done
+}
+
 cgroup
+memory_sampler &
+SAMPLER=$!
 if [ "${KEEP:-0}" != 1 ]; then
   stop 2>/dev/null; wipe
   start
@@ -114,4 +131,6 @@ log "during-gc: $(python3 "$here/latte_seconds.py" "$out/during-gc.json" "$RATE"
 settle
 run after "$RATE" "$PHASE_S"
 stop
+log "memory: $(awk '{for (i=2; i<=NF; i++) if ($i ~ /^total_rss=/) {v=substr($i,11)+0; if (v>m) m=v}} END {print "peak anonymous " m " MiB"}' "$out/memory.txt"), $(tail -1 "$out/memory.txt")"
+kill $SAMPLER
 log "done: $out"

@@ -11,14 +11,13 @@
 //! whose bloom filter may hold the key are merged with Cassandra's
 //! reconciliation, then resolved at `now`.
 
-use crate::clustering::{ClusteringComparator, Slice};
+use crate::clustering::ClusteringComparator;
 use crate::commitlog::{CommitLog, CommitLogConfig, Position};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, RealFs, SstableWrites};
 use crate::manifest::Manifest;
 use crate::memtable::{key_in_range, Memtable};
 use crate::partition::Partition;
-use crate::row::ReadStats;
 use crate::sstable::{Sstable, SstableParams, SstableWriter};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -211,6 +210,10 @@ pub struct Engine {
     /// The chunk cache of every sstable this engine opens
     /// (`file_cache_size`).
     pub(crate) block_cache: Arc<crate::sstable::BlockCache>,
+    /// Partitions past these sizes are read through their row index, and
+    /// compacted window by window; the row index block size (tests lower
+    /// them); see [`Engine::set_large_partition_bytes`].
+    large_partition_bytes: parking_lot::Mutex<(u64, u64, u64)>,
 }
 
 /// The node's storage engine: the [`Engine`] plus the thread that flushes
@@ -320,6 +323,11 @@ impl Engine {
                 crate::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
             ),
             block_cache: Arc::default(),
+            large_partition_bytes: parking_lot::Mutex::new((
+                crate::sstable::partition_reader::WHOLE_ENTRY_MAX_BYTES,
+                crate::sstable::LARGE_ENTRY_BYTES,
+                crate::sstable::row_index::ROW_INDEX_BLOCK_BYTES,
+            )),
         }
     }
 
@@ -348,6 +356,11 @@ impl Engine {
                 crate::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
             ),
             block_cache: Arc::default(),
+            large_partition_bytes: parking_lot::Mutex::new((
+                crate::sstable::partition_reader::WHOLE_ENTRY_MAX_BYTES,
+                crate::sstable::LARGE_ENTRY_BYTES,
+                crate::sstable::row_index::ROW_INDEX_BLOCK_BYTES,
+            )),
         };
         for desc in tables {
             storage.open_table(desc)?;
@@ -656,6 +669,7 @@ impl Engine {
                 desc.comparator.clone(),
                 self.sstable_writes().flush,
             )?;
+            w.set_row_index_block_bytes(self.row_index_block_bytes());
             memtable.try_for_each(|key, partition| w.add(key, partition))?;
             w.finish()?;
             self.fs
@@ -737,7 +751,31 @@ impl Engine {
             desc.comparator.clone(),
             desc.params.crc_check_chance,
         )?;
+        let (whole, large, _) = *self.large_partition_bytes.lock();
+        sstable.set_whole_entry_max_bytes(whole);
+        sstable.set_large_entry_bytes(large);
         Ok(sstable.with_block_cache(self.block_cache.clone()))
+    }
+
+    /// Reads of partitions longer than `whole_max` go through their row
+    /// index; compactions merge partitions of at least `large` bytes window
+    /// by window; sstables written from now on index `block` bytes of
+    /// items per row index block. For sstables open now and opened later.
+    /// The defaults suit production; tests lower them to reach those paths
+    /// with little data.
+    pub fn set_large_partition_bytes(&self, whole_max: u64, large: u64, block: u64) {
+        *self.large_partition_bytes.lock() = (whole_max, large, block);
+        for t in self.tables.read().values() {
+            for s in &t.state.read().sstables {
+                s.set_whole_entry_max_bytes(whole_max);
+                s.set_large_entry_bytes(large);
+            }
+        }
+    }
+
+    /// The row index block size of sstables written now.
+    pub(crate) fn row_index_block_bytes(&self) -> u64 {
+        self.large_partition_bytes.lock().2
     }
 
     /// The chunk cache's counters (`nodetool info`, metrics).
@@ -750,91 +788,6 @@ impl Engine {
         self.block_cache.set_capacity(bytes);
     }
 
-    /// The data sources of a table, newest first: memtable, flushing
-    /// memtables, sstables.
-    fn sources(&self, table: &TableStore) -> (Vec<Arc<Memtable>>, Vec<Arc<Sstable>>) {
-        let state = table.state.read();
-        let mut memtables = vec![state.memtable.clone()];
-        memtables.extend(state.flushing.iter().rev().cloned());
-        (memtables, state.sstables.iter().rev().cloned().collect())
-    }
-
-    /// The stored partition restricted to `slices` (tombstones included),
-    /// merged from every source, or `None` when no source has the key.
-    pub fn read_partition(
-        &self,
-        id: TableId,
-        key: &PartitionKey,
-        slices: &[Slice],
-    ) -> Result<Option<Partition>> {
-        let mut cost = crate::read_stats::ReadCost::default();
-        self.read_partition_costed(id, key, slices, &mut cost)
-    }
-
-    /// [`Self::read_partition`], adding what the read touched to `cost`
-    /// (see [`crate::read_stats`]).
-    pub fn read_partition_costed(
-        &self,
-        id: TableId,
-        key: &PartitionKey,
-        slices: &[Slice],
-        cost: &mut crate::read_stats::ReadCost,
-    ) -> Result<Option<Partition>> {
-        let table = self.table(id)?;
-        let (memtables, sstables) = self.sources(&table);
-        let mut merged: Option<Partition> = None;
-        for m in &memtables {
-            if let Some(p) = m.read(key, slices) {
-                match &mut merged {
-                    Some(m) => m.merge(p),
-                    None => merged = Some(p),
-                }
-            }
-        }
-        // Newest sstables first, so that a partition deletion already read
-        // can rule out older sstables without reading them: everything in
-        // an sstable whose max timestamp is at or below the deletion is
-        // shadowed by it. An sstable whose clustering bounds miss every
-        // slice is skipped too (`SstableStats::may_hold`).
-        let mut sstables = sstables;
-        sstables.sort_by_key(|s| std::cmp::Reverse(s.stats().max_timestamp));
-        for s in &sstables {
-            let shadowed_below = merged.as_ref().map(|m| m.deletion.marked_for_delete_at);
-            if shadowed_below.is_some_and(|d| s.stats().max_timestamp <= d) {
-                continue;
-            }
-            if !s.stats().may_hold(slices) || !s.may_contain(key) {
-                continue;
-            }
-            cost.sstables += 1;
-            if let Some(p) = s.read_partition(key)? {
-                let p = p.slice(slices);
-                match &mut merged {
-                    Some(m) => m.merge(p),
-                    None => merged = Some(p),
-                }
-            }
-        }
-        Ok(merged)
-    }
-
-    /// The live rows of `slices` at `now_seconds`, at most `max_rows` of
-    /// them (see [`Partition::resolve_slices`]); `None` when nothing is
-    /// stored under the key.
-    pub fn read_live(
-        &self,
-        id: TableId,
-        key: &PartitionKey,
-        slices: &[Slice],
-        reversed: bool,
-        now_seconds: i32,
-        max_rows: usize,
-    ) -> Result<Option<(Partition, ReadStats, bool)>> {
-        Ok(self
-            .read_partition(id, key, slices)?
-            .map(|p| p.resolve_slices(slices, reversed, now_seconds, max_rows)))
-    }
-
     /// Up to `limit` partition keys in token order between `start` and
     /// `end`, from every source.
     pub fn scan_keys(
@@ -845,7 +798,7 @@ impl Engine {
         limit: usize,
     ) -> Result<Vec<PartitionKey>> {
         let table = self.table(id)?;
-        let (memtables, sstables) = self.sources(&table);
+        let (memtables, sstables) = self.sources_of(&table);
         let mut keys: BTreeSet<PartitionKey> = BTreeSet::new();
         for m in &memtables {
             keys.extend(m.keys(start, end, limit));

@@ -15,6 +15,7 @@
 //! of the inputs, [`output`] writes the outputs and [`views`] answers the
 //! strategy's and the purge rule's questions about the table.
 
+mod large;
 mod merge;
 mod output;
 mod run;

@@ -38,6 +38,7 @@ pub mod engine_compact;
 pub mod engine_concurrency;
 pub mod engine_gc;
 pub mod engine_memory;
+pub mod engine_read;
 pub mod engine_summary;
 pub mod error;
 pub mod fs;

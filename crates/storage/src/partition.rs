@@ -197,6 +197,14 @@ impl Partition {
         (live, stats, complete)
     }
 
+    /// The same partition with its range tombstones as disjoint ranges of
+    /// the strongest deletion (what partition encoding 3 stores; see
+    /// [`crate::encoding::v3::normalize`]).
+    pub fn with_normalized_tombstones(mut self) -> Partition {
+        self.range_tombstones = crate::encoding::v3::normalize(&self.range_tombstones);
+        self
+    }
+
     /// The smallest timestamp of anything in the partition (i64::MAX when
     /// it holds nothing).
     pub fn min_timestamp(&self) -> i64 {

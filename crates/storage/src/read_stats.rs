@@ -7,12 +7,6 @@
 //! filter said "maybe" and after the max-timestamp check could not rule it
 //! out (the sstables Cassandra "iterates"). Memtables never count.
 
-use crate::clustering::Slice;
-use crate::engine::{Engine, PartitionKey, TableId};
-use crate::error::Result;
-use crate::partition::Partition;
-use crate::row::ReadStats;
-
 /// What reads touched, summed over every read given the same `ReadCost`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadCost {
@@ -20,33 +14,17 @@ pub struct ReadCost {
     pub sstables: u32,
 }
 
-impl Engine {
-    /// [`Engine::read_live`], adding what the read touched to `cost`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn read_live_costed(
-        &self,
-        id: TableId,
-        key: &PartitionKey,
-        slices: &[Slice],
-        reversed: bool,
-        now_seconds: i32,
-        max_rows: usize,
-        cost: &mut ReadCost,
-    ) -> Result<Option<(Partition, ReadStats, bool)>> {
-        Ok(self
-            .read_partition_costed(id, key, slices, cost)?
-            .map(|p| p.resolve_slices(slices, reversed, now_seconds, max_rows)))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cell::{Cell, LivenessInfo};
+    use crate::clustering::Slice;
     use crate::clustering::{ClusteringComparator, ClusteringKey};
     use crate::commitlog::{CommitLogConfig, SyncMode};
     use crate::compaction::{CommonOptions, CompactionConfig};
+    use crate::engine::{PartitionKey, TableId};
     use crate::engine::{Storage, StorageOptions, TableDescriptor};
+    use crate::partition::Partition;
     use crate::row::Row;
     use bytes::Bytes;
     use std::sync::Arc;

@@ -108,6 +108,9 @@ pub struct Settings {
     pub file_cache_bytes: u64,
     /// `concurrent_reads`: statements that need the disk running at once.
     pub concurrent_reads: usize,
+    /// The memory limit of the node's cgroup, when one is set: the budgets
+    /// not set explicitly were fitted to it.
+    pub memory_limit_bytes: Option<u64>,
     /// `concurrent_compactors` (0: storage's default, min(cores, 8)).
     pub concurrent_compactors: usize,
     /// `disk_access_mode`: how sstables are read (default `auto`, which is
@@ -151,10 +154,18 @@ impl Settings {
             }
             None => FileConfig::default(),
         };
-        Settings::from_file_and_flags(file, args)
+        let limit = crate::memory_limit::cgroup_memory_limit();
+        Settings::from_file_and_flags(file, args, limit)
     }
 
-    fn from_file_and_flags(file: FileConfig, args: &ServerArgs) -> anyhow::Result<Settings> {
+    /// The settings from the file and the flags; `memory_limit` (the
+    /// cgroup's) fits the memory budgets' defaults (see
+    /// [`crate::memory_limit`]).
+    fn from_file_and_flags(
+        file: FileConfig,
+        args: &ServerArgs,
+        memory_limit: Option<u64>,
+    ) -> anyhow::Result<Settings> {
         for key in file.unknown.keys() {
             tracing::warn!("config: unknown or unsupported key '{key}' ignored");
         }
@@ -229,9 +240,14 @@ impl Settings {
                 }
             }
         };
+        use crate::memory_limit::{fitted, FILE_CACHE_SHARE_DIVISOR, KEY_CACHE_SHARE_DIVISOR};
         let memtable_space_bytes = size_or(
             &file.memtable_heap_space,
-            DEFAULT_MEMTABLE_SPACE_BYTES,
+            fitted(
+                DEFAULT_MEMTABLE_SPACE_BYTES,
+                memory_limit,
+                crate::memory_limit::MEMTABLE_SHARE_DIVISOR,
+            ),
             "memtable_heap_space",
         )?;
         let index_summary_capacity_bytes = size_or(
@@ -241,14 +257,22 @@ impl Settings {
         )?;
         let key_cache_bytes = size_or(
             &file.key_cache_size,
-            varve_storage::sstable::DEFAULT_KEY_CACHE_BYTES,
+            fitted(
+                varve_storage::sstable::DEFAULT_KEY_CACHE_BYTES,
+                memory_limit,
+                KEY_CACHE_SHARE_DIVISOR,
+            ),
             "key_cache_size",
         )?;
         let file_cache_bytes = match (&file.file_cache_size, file.file_cache_size_in_mb) {
             (None, Some(mb)) => mb.saturating_mul(MIB),
             (v, _) => size_or(
                 v,
-                varve_storage::sstable::DEFAULT_FILE_CACHE_BYTES,
+                fitted(
+                    varve_storage::sstable::DEFAULT_FILE_CACHE_BYTES,
+                    memory_limit,
+                    FILE_CACHE_SHARE_DIVISOR,
+                ),
                 "file_cache_size",
             )?,
         };
@@ -334,6 +358,7 @@ impl Settings {
             key_cache_bytes,
             file_cache_bytes,
             concurrent_reads,
+            memory_limit_bytes: memory_limit,
             concurrent_compactors: file.concurrent_compactors.unwrap_or(0),
             disk_access_mode,
             sstable_writes,
@@ -388,7 +413,29 @@ mod tests {
     use varve_storage::fs::DiskAccessMode;
 
     fn resolve(yaml: &str, args: &ServerArgs) -> anyhow::Result<Settings> {
-        Settings::from_file_and_flags(parse_file(yaml)?, args)
+        Settings::from_file_and_flags(parse_file(yaml)?, args, None)
+    }
+
+    #[test]
+    fn a_cgroup_limit_fits_the_defaults_but_not_what_is_set() {
+        let limited = |yaml: &str| {
+            Settings::from_file_and_flags(
+                parse_file(yaml).unwrap(),
+                &ServerArgs::default(),
+                Some(1536 * MIB),
+            )
+            .unwrap()
+        };
+        let s = limited("");
+        assert_eq!(s.memtable_space_bytes, 192 * MIB);
+        assert_eq!(s.file_cache_bytes, 192 * MIB);
+        assert_eq!(s.key_cache_bytes, 48 * MIB);
+        assert_eq!(s.memory_limit_bytes, Some(1536 * MIB));
+        let s =
+            limited("memtable_heap_space: 512MiB\nfile_cache_size: 1GiB\nkey_cache_size: 200MiB");
+        assert_eq!(s.memtable_space_bytes, 512 * MIB);
+        assert_eq!(s.file_cache_bytes, 1024 * MIB);
+        assert_eq!(s.key_cache_bytes, 200 * MIB);
     }
 
     #[test]

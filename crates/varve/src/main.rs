@@ -8,6 +8,7 @@
 mod allocator;
 mod bench_cmd;
 mod config;
+mod memory_limit;
 mod node;
 mod node_metrics;
 mod nodetool;
@@ -128,6 +129,17 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         varve_server::Server::bind_with_registry(settings.server_config(), registry.clone())
             .await
             .context("binding the CQL and admin ports")?;
+    if let Some(limit) = settings.memory_limit_bytes {
+        let mib = |b: u64| b >> 20;
+        info!(
+            "cgroup memory limit {} MiB: memtable_heap_space {} MiB, file_cache_size {} MiB, \
+             key_cache_size {} MiB (defaults fitted to the limit unless set)",
+            mib(limit),
+            mib(settings.memtable_space_bytes),
+            mib(settings.file_cache_bytes),
+            mib(settings.key_cache_bytes),
+        );
+    }
     let node = node::node_info(&settings, server.cql_addr().port())?;
     let options = storage_options(&settings);
     varve_storage::sstable::KEY_CACHE_BUDGET.set_capacity(settings.key_cache_bytes);

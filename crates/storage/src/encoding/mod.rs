@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 pub mod v1;
 pub mod v2;
+pub mod v3;
 
 #[cfg(test)]
 mod tests;
@@ -32,10 +33,10 @@ pub(crate) mod tests_gen;
 
 /// The version writers write; stored in sstable footers and commitlog
 /// segment headers.
-pub const PARTITION_ENCODING_VERSION: u8 = 2;
+pub const PARTITION_ENCODING_VERSION: u8 = 3;
 
 /// Every version readers decode.
-pub const READABLE_PARTITION_ENCODINGS: &[u8] = &[1, 2];
+pub const READABLE_PARTITION_ENCODINGS: &[u8] = &[1, 2, 3];
 
 /// Most clustering components a key may have (CQL allows far fewer).
 pub const MAX_CLUSTERING_COMPONENTS: usize = 1024;
@@ -52,11 +53,12 @@ pub struct DecodeError {
 
 /// Appends the encoding of a whole partition in the current version.
 pub fn encode_partition(out: &mut Vec<u8>, p: &Partition) {
-    v2::encode_partition(out, p);
+    v3::encode_partition(out, p);
 }
 
 /// Appends the encoding of one row, standing alone (with the base values
-/// its deltas need), in the current version.
+/// its deltas need), in the current version (version 3 rows are version
+/// 2's).
 pub fn encode_row(out: &mut Vec<u8>, row: &Row) {
     v2::encode_row(out, row);
 }
@@ -86,6 +88,7 @@ pub fn decode_partition_v(
     match version {
         1 => v1::decode_partition(r, cmp),
         2 => v2::decode_partition(r, cmp),
+        3 => v3::decode_partition(r, cmp),
         _ => Err(r.err("unsupported partition encoding version")),
     }
 }
@@ -94,7 +97,7 @@ pub fn decode_partition_v(
 pub fn decode_row_v(r: &mut Reader, version: u8) -> Result<Row, DecodeError> {
     match version {
         1 => v1::decode_row(r),
-        2 => v2::decode_row(r),
+        2 | 3 => v2::decode_row(r),
         _ => Err(r.err("unsupported partition encoding version")),
     }
 }

@@ -61,10 +61,24 @@ fn encode_v(p: &Partition, version: u8) -> Vec<u8> {
     let mut out = Vec::new();
     match version {
         1 => v1::encode_partition(&mut out, p),
+        2 => v2::encode_partition(&mut out, p),
         _ => encode_partition(&mut out, p),
     }
     out
 }
+
+/// What `p` decodes to in `version`: as it is, except that version 3 keeps
+/// the range tombstones as disjoint ranges of the strongest deletion.
+fn as_decoded(p: &Partition, version: u8) -> Partition {
+    if version >= 3 {
+        p.clone().with_normalized_tombstones()
+    } else {
+        p.clone()
+    }
+}
+
+/// Every version, oldest first.
+const VERSIONS: [u8; 3] = [1, 2, 3];
 
 /// Decodes all of `bytes` in `version`; trailing bytes are an error.
 /// A value read through a shared reader is a slice of the buffer; through
@@ -108,10 +122,9 @@ fn stress_partition() -> Partition {
 }
 
 #[test]
-fn the_current_version_is_2_and_readable() {
-    assert_eq!(PARTITION_ENCODING_VERSION, 2);
-    assert!(READABLE_PARTITION_ENCODINGS.contains(&PARTITION_ENCODING_VERSION));
-    assert!(READABLE_PARTITION_ENCODINGS.contains(&1));
+fn the_current_version_is_3_and_every_version_is_readable() {
+    assert_eq!(PARTITION_ENCODING_VERSION, 3);
+    assert_eq!(READABLE_PARTITION_ENCODINGS, &VERSIONS[..]);
 }
 
 #[test]
@@ -127,36 +140,48 @@ fn the_stress_row_overhead_shrinks_by_at_least_40_percent() {
     // carries no column id (1 follows the start value 0).
     assert_eq!(v2, 1 + 8 + 1 + 1 + 1 + 1 + 1 + 5 * (1 + 1 + 34));
     assert_eq!(decode_all(&encode_v(&p, 2), 2).unwrap(), p);
+    // Version 3 frames the row as an item: one byte more per partition (the
+    // end), the row count replaced by an item kind.
+    let v3 = encode_v(&p, 3).len();
+    assert_eq!(v3, v2 + 1, "version 3 costs one byte per partition");
+    assert_eq!(decode_all(&encode_v(&p, 3), 3).unwrap(), p);
 }
 
 #[test]
-fn the_sample_round_trips_in_both_versions() {
+fn the_sample_round_trips_in_every_version() {
     let p = sample();
-    for version in [1, 2] {
+    for version in VERSIONS {
         let bytes = encode_v(&p, version);
-        assert_eq!(decode_all(&bytes, version).unwrap(), p, "version {version}");
+        assert_eq!(
+            decode_all(&bytes, version).unwrap(),
+            as_decoded(&p, version),
+            "version {version}"
+        );
     }
 }
 
 #[test]
-fn the_current_entry_points_write_and_read_version_2() {
+fn the_current_entry_points_write_and_read_version_3() {
     let p = sample();
     let mut out = Vec::new();
     encode_partition(&mut out, &p);
-    assert_eq!(out, encode_v(&p, 2));
+    assert_eq!(out, encode_v(&p, 3));
     assert_eq!(
         decode_partition(&mut Reader::new(&out), &comparator()).unwrap(),
-        p
+        as_decoded(&p, 3)
     );
-    // Version 1 bytes do not decode as version 2 (the version is not in
-    // the bytes: it comes from the container).
-    assert_ne!(decode_all(&encode_v(&p, 1), 2).ok(), Some(p));
+    // Older bytes do not decode as version 3 (the version is not in the
+    // bytes: it comes from the container).
+    assert_ne!(
+        decode_all(&encode_v(&p, 2), 3).ok(),
+        Some(as_decoded(&p, 3))
+    );
 }
 
 #[test]
 fn unknown_versions_are_refused() {
-    let bytes = encode_v(&sample(), 2);
-    for version in [0u8, 3, 255] {
+    let bytes = encode_v(&sample(), 3);
+    for version in [0u8, 4, 255] {
         let e = decode_all(&bytes, version).unwrap_err();
         assert_eq!(e.what, "unsupported partition encoding version");
         assert!(decode_row_v(&mut Reader::new(&bytes), version).is_err());
@@ -165,7 +190,7 @@ fn unknown_versions_are_refused() {
 
 #[test]
 fn every_truncation_and_flip_is_an_error_not_a_panic() {
-    for version in [1, 2] {
+    for version in VERSIONS {
         let out = encode_v(&sample(), version);
         for cut in 0..out.len() {
             assert!(
@@ -193,7 +218,7 @@ fn clustering_components_are_limited_at_1024() {
         let mut p = Partition::default();
         let key = ClusteringKey::row(vec![Bytes::new(); n], &cmp);
         p.rows.insert(key, Row::default());
-        for version in [1, 2] {
+        for version in VERSIONS {
             let got = decode_all(&encode_v(&p, version), version);
             assert_eq!(got.is_ok(), ok, "{n} components, version {version}");
         }
@@ -419,21 +444,49 @@ proptest! {
     }
 
     #[test]
-    fn partitions_round_trip_in_version_2(p in arb_partition(Reach::Extreme, 6)) {
-        let bytes = encode_v(&p, 2);
-        prop_assert_eq!(decode_all(&bytes, 2).unwrap(), p);
+    fn partitions_round_trip_in_versions_2_and_3(p in arb_partition(Reach::Extreme, 6)) {
+        for version in [2, 3] {
+            let bytes = encode_v(&p, version);
+            prop_assert_eq!(decode_all(&bytes, version).unwrap(), as_decoded(&p, version));
+        }
+    }
+
+    /// Normalizing range tombstones changes no row's fate: every clustering
+    /// is covered by the same strongest deletion before and after.
+    #[test]
+    fn normalized_tombstones_delete_what_the_originals_do(p in arb_partition(Reach::Extreme, 6)) {
+        let n = crate::encoding::v3::normalize(&p.range_tombstones);
+        let strongest = |list: &[crate::partition::RangeTombstone], k: &ClusteringKey| {
+            list.iter()
+                .filter(|rt| rt.slice.contains(k) && !rt.deletion.is_live())
+                .fold(DeletionTime::LIVE, |a, rt| a.max(rt.deletion))
+        };
+        let probes: Vec<ClusteringKey> = p
+            .range_tombstones
+            .iter()
+            .flat_map(|rt| [rt.slice.start.clone(), rt.slice.end.clone()])
+            .flat_map(|b| [
+                ClusteringKey::row(b.values.clone(), b.comparator()),
+                ClusteringKey::row(vec![], b.comparator()),
+            ])
+            .chain(p.rows.keys().cloned())
+            .collect();
+        for k in &probes {
+            prop_assert_eq!(strongest(&p.range_tombstones, k), strongest(&n, k), "at {:?}", k);
+        }
+        prop_assert_eq!(crate::encoding::v3::normalize(&n), n.clone(), "normalizing twice changes nothing");
     }
 
     /// A reader over a shared buffer decodes the same partition as one that
     /// copies.
     #[test]
     fn shared_reader_decodes_what_the_copying_one_does(p in arb_partition(Reach::Extreme, 6)) {
-        for version in [1, 2] {
+        for version in VERSIONS {
             let bytes = Bytes::from(encode_v(&p, version));
             let mut r = Reader::shared(&bytes);
             let shared = decode_partition_v(&mut r, &comparator(), version).unwrap();
             prop_assert!(r.is_empty());
-            prop_assert_eq!(&shared, &p);
+            prop_assert_eq!(&shared, &as_decoded(&p, version));
         }
     }
 
@@ -458,7 +511,7 @@ proptest! {
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
         fuzz_decode(&bytes, &comparator());
-        for version in [0, 1, 2, 3] {
+        for version in [0, 1, 2, 3, 4] {
             let _ = decode_all(&bytes, version);
             let _ = decode_row_v(&mut Reader::new(&bytes), version);
         }
@@ -470,7 +523,7 @@ proptest! {
 
     #[test]
     fn every_truncation_of_a_random_partition_is_an_error(p in arb_partition(Reach::Extreme, 4)) {
-        for version in [1, 2] {
+        for version in VERSIONS {
             let bytes = encode_v(&p, version);
             for cut in 0..bytes.len() {
                 prop_assert!(decode_all(&bytes[..cut], version).is_err());

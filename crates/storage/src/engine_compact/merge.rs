@@ -6,13 +6,23 @@
 use crate::engine::PartitionKey;
 use crate::error::Result;
 use crate::partition::Partition;
-use crate::sstable::{Sstable, SstableIter};
-use std::iter::Peekable;
+use crate::sstable::{ScanEntry, Sstable, SstableIter};
 use std::sync::Arc;
+
+/// One step of the merge.
+pub(super) enum Merged {
+    /// A key whose partitions were all small: merged into one.
+    Whole(PartitionKey, Partition),
+    /// A key one of whose inputs holds a large partition: what each input
+    /// holding the key has (by input number), to merge window by window.
+    Large(PartitionKey, Vec<(usize, ScanEntry)>),
+}
 
 /// Scans the inputs together, smallest key first.
 pub(super) struct KWayMerge<'a> {
-    iters: Vec<Peekable<SstableIter<'a>>>,
+    iters: Vec<SstableIter<'a>>,
+    /// The next item of each input, read ahead.
+    heads: Vec<Option<(PartitionKey, ScanEntry)>>,
     /// Progress: each consumed partition counts as its share of its input.
     share: Vec<f64>,
     done_estimate: f64,
@@ -28,13 +38,27 @@ impl<'a> KWayMerge<'a> {
         let mut iters = Vec::with_capacity(sources.len());
         for s in sources {
             let iter = if direct { s.iter_direct()? } else { s.iter()? };
-            iters.push(iter.peekable());
+            iters.push(iter.large_as_places());
         }
-        Ok(KWayMerge {
+        let mut merge = KWayMerge {
+            heads: (0..iters.len()).map(|_| None).collect(),
             iters,
             share,
             done_estimate: 0.0,
-        })
+        };
+        for i in 0..merge.iters.len() {
+            merge.advance(i)?;
+        }
+        Ok(merge)
+    }
+
+    /// Reads input `i`'s next item into its head.
+    fn advance(&mut self, i: usize) -> Result<()> {
+        self.heads[i] = match self.iters[i].next_scan() {
+            None => None,
+            Some(item) => Some(item?),
+        };
+        Ok(())
     }
 
     /// Input bytes consumed so far (an estimate, for progress).
@@ -42,34 +66,34 @@ impl<'a> KWayMerge<'a> {
         self.done_estimate as u64
     }
 
-    /// The next key and its partitions merged; `None` once every input is
-    /// exhausted.
-    pub(super) fn next_partition(&mut self) -> Result<Option<(PartitionKey, Partition)>> {
-        let mut next: Option<PartitionKey> = None;
-        for it in self.iters.iter_mut() {
-            match it.peek() {
-                Some(Ok((k, _))) if next.as_ref().is_none_or(|n| k < n) => {
-                    next = Some(k.clone());
-                }
-                Some(Ok(_)) => {}
-                Some(Err(_)) => {
-                    if let Some(Err(e)) = it.next() {
-                        return Err(e);
-                    }
-                }
-                None => {}
-            }
-        }
-        let Some(key) = next else { return Ok(None) };
-        let mut merged = Partition::default();
-        for (i, it) in self.iters.iter_mut().enumerate() {
-            if matches!(it.peek(), Some(Ok((k, _))) if *k == key) {
-                if let Some(Ok((_, p))) = it.next() {
-                    merged.merge(p);
+    /// The next key and what the inputs hold for it; `None` once every
+    /// input is exhausted.
+    pub(super) fn next_partition(&mut self) -> Result<Option<Merged>> {
+        let Some(key) = self.heads.iter().flatten().map(|(k, _)| k).min().cloned() else {
+            return Ok(None);
+        };
+        let mut entries = Vec::new();
+        for i in 0..self.heads.len() {
+            if self.heads[i].as_ref().is_some_and(|(k, _)| *k == key) {
+                if let Some((_, e)) = self.heads[i].take() {
+                    entries.push((i, e));
                     self.done_estimate += self.share[i];
                 }
+                self.advance(i)?;
             }
         }
-        Ok(Some((key, merged)))
+        if entries
+            .iter()
+            .any(|(_, e)| matches!(e, ScanEntry::Large { .. }))
+        {
+            return Ok(Some(Merged::Large(key, entries)));
+        }
+        let mut merged = Partition::default();
+        for (_, e) in entries {
+            if let ScanEntry::Whole(p) = e {
+                merged.merge(p);
+            }
+        }
+        Ok(Some(Merged::Whole(key, merged)))
     }
 }

@@ -4,7 +4,8 @@
 //! fsynced and renamed into place (live only once the manifest says so).
 //! If the compaction fails, [`Outputs::abandon`] removes what it wrote.
 
-use crate::clustering::ClusteringComparator;
+use crate::clustering::{ClusteringComparator, ClusteringKey};
+use crate::encoding::v3::Header;
 use crate::engine::{sstable_path, Engine, PartitionKey, TableStore};
 use crate::error::{Error, Result};
 use crate::partition::Partition;
@@ -61,36 +62,76 @@ impl<'a> Outputs<'a> {
     /// Appends a partition (keys ascending), starting an output if none is
     /// open and finishing it once it is full.
     pub(super) fn add(&mut self, key: &PartitionKey, partition: &Partition) -> Result<()> {
+        self.writer()?.add(key, partition)?;
+        self.throttle();
+        self.finish_if_full()
+    }
+
+    /// Opens an output if none is open.
+    fn writer(&mut self) -> Result<&mut SstableWriter> {
         if self.current.is_none() {
             let generation = self.engine.next_generation(self.table);
-            // Around the page cache by default: writing through it cost a
-            // kernel copy of every byte (see `fs_direct`).
-            let writer = SstableWriter::create_with_cache(
+            let mut writer = SstableWriter::create_with_cache(
                 self.engine.fs.clone(),
                 &tmp_path(&self.dir, generation),
                 self.params,
                 self.comparator.clone(),
                 self.engine.sstable_writes().compaction,
             )?;
+            writer.set_row_index_block_bytes(self.engine.row_index_block_bytes());
             self.current = Some((generation, writer));
         }
-        if let Some((_, w)) = self.current.as_mut() {
-            w.add(key, partition)?;
-            // Stay under compaction_throughput (read again each time: it
-            // can change while a compaction runs).
-            let written = self.done_bytes + w.bytes_written();
-            if written >= self.next_check {
-                self.next_check = written + THROTTLE_CHECK_BYTES;
-                let pause = crate::compaction::throttle::delay(
-                    self.engine.compaction_throughput(),
-                    written,
-                    self.started.elapsed(),
-                );
-                if !pause.is_zero() {
-                    self.engine.compaction_pause(pause);
-                }
+        match self.current.as_mut() {
+            Some((_, w)) => Ok(w),
+            None => unreachable!("an output was just opened"),
+        }
+    }
+
+    /// Pauses to stay under compaction_throughput (read again each time:
+    /// it can change while a compaction runs).
+    fn throttle(&mut self) {
+        let Some((_, w)) = self.current.as_ref() else {
+            return;
+        };
+        let written = self.done_bytes + w.bytes_written();
+        if written >= self.next_check {
+            self.next_check = written + THROTTLE_CHECK_BYTES;
+            let pause = crate::compaction::throttle::delay(
+                self.engine.compaction_throughput(),
+                written,
+                self.started.elapsed(),
+            );
+            if !pause.is_zero() {
+                self.engine.compaction_pause(pause);
             }
         }
+    }
+
+    /// Starts a large partition written window by window (see
+    /// [`SstableWriter::begin_partition`]).
+    pub(super) fn begin_partition(&mut self, key: &PartitionKey, header: &Header) -> Result<()> {
+        self.writer()?.begin_partition(key, header)
+    }
+
+    /// One window of the large partition begun last.
+    pub(super) fn write_window(
+        &mut self,
+        start: &ClusteringKey,
+        end: Option<&ClusteringKey>,
+        window: &Partition,
+    ) -> Result<()> {
+        self.writer()?.write_window(start, end, window)?;
+        self.throttle();
+        Ok(())
+    }
+
+    /// Ends the large partition; the output is finished if full.
+    pub(super) fn end_partition(&mut self) -> Result<()> {
+        self.writer()?.end_partition()?;
+        self.finish_if_full()
+    }
+
+    fn finish_if_full(&mut self) -> Result<()> {
         let full = self.max_output_bytes > 0
             && self
                 .current

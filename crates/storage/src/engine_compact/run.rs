@@ -3,7 +3,8 @@
 //! inputs ([`super::merge`]) into the outputs ([`super::output`]), then swap
 //! inputs for outputs in one manifest write and delete the inputs.
 
-use super::merge::KWayMerge;
+use super::large::{compact_large, LargeJob};
+use super::merge::{KWayMerge, Merged};
 use super::output::Outputs;
 use super::views::may_hold;
 use super::{generation_of, CompactionResult, Job, BYTES_COMPACTED};
@@ -108,9 +109,30 @@ impl Engine {
             job.max_output_bytes,
         );
         let outcome = (|| -> Result<()> {
-            while let Some((key, mut merged)) = merge.next_partition()? {
+            while let Some(next) = merge.next_partition()? {
                 self.check_compactions_stopped(&dir)?;
                 running.progress.set_done(merge.done_estimate());
+                let (key, mut merged) = match next {
+                    Merged::Whole(key, merged) => (key, merged),
+                    Merged::Large(key, entries) => {
+                        let shadow =
+                            |slices: &[crate::clustering::Slice]| shadow_in(&others, &key, slices);
+                        let check_stopped = || self.check_compactions_stopped(&dir);
+                        let job = LargeJob {
+                            rule: PurgeRule {
+                                now_seconds,
+                                gc_before,
+                                max_purgeable: max_purgeable(&key)?,
+                            },
+                            shadow_mode,
+                            shadow: &shadow,
+                            check_stopped: &check_stopped,
+                        };
+                        compact_large(&sources, &key, entries, &job, &mut outputs)?;
+                        result.partitions_written += 1;
+                        continue;
+                    }
+                };
                 if shadow_mode != ShadowMode::None {
                     if let Some(shadow) = shadow_of(&key, merged.min_timestamp())? {
                         merged = drop_shadowed(&merged, &shadow, shadow_mode);
@@ -211,4 +233,29 @@ impl Engine {
         state.sstables.extend(outputs);
         Ok(())
     }
+}
+
+/// What the sstables outside a compaction hold of `key` within `slices`
+/// (for a large partition's shadow check, window by window).
+fn shadow_in(
+    others: &[Arc<Sstable>],
+    key: &PartitionKey,
+    slices: &[crate::clustering::Slice],
+) -> Result<Option<Partition>> {
+    let mut merged: Option<Partition> = None;
+    for s in others {
+        if !may_hold(s, key) {
+            continue;
+        }
+        let p = match s.open_partition(key)? {
+            None => continue,
+            Some(crate::sstable::StoredPartition::Whole(p)) => p.slice(slices),
+            Some(crate::sstable::StoredPartition::Indexed(ip)) => ip.read_slices(slices)?,
+        };
+        match &mut merged {
+            Some(m) => m.merge(p),
+            None => merged = Some(p),
+        }
+    }
+    Ok(merged)
 }

@@ -13,9 +13,9 @@ use crate::encoding::{DecodeError, Reader};
 /// First and last eight bytes of every sstable file.
 pub const MAGIC: [u8; 8] = *b"VARVESST";
 /// The format version this code writes.
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 /// Every format version this code reads.
-pub const READABLE_VERSIONS: &[u16] = &[1, 2];
+pub const READABLE_VERSIONS: &[u16] = &[1, 2, 3];
 
 /// Header: magic (8), version (2), six zero bytes reserved.
 pub const HEADER_LEN: u64 = 16;
@@ -214,6 +214,11 @@ impl Footer {
         {
             return Err("unsupported partition encoding version");
         }
+        // Format 3 entries hold encoding 3 (a stream of items, no body
+        // length); formats 1 and 2 hold encodings 1 and 2.
+        if (footer.version >= 3) != (footer.partition_encoding_version >= 3) {
+            return Err("partition encoding version does not match the format version");
+        }
         if Compression::from_id(body[3]).is_none() {
             return Err("unknown compression");
         }
@@ -407,6 +412,12 @@ mod tests {
         (fields, lens, crcs).prop_map(|(fields, lens, crcs)| {
             let (version, encoding, compression, chunk_length, uncompressed_len, partitions) =
                 fields;
+            // Format 3 holds encoding 3, formats 1 and 2 the older ones.
+            let encoding = match (version >= 3, encoding >= 3) {
+                (true, false) => 3,
+                (false, true) => 2,
+                _ => encoding,
+            };
             let lens = [lens.0, lens.1, lens.2, lens.3, lens.4, lens.5];
             let mut at = HEADER_LEN;
             let mut sections = [Section::default(); SECTION_COUNT];

@@ -30,10 +30,12 @@ pub mod fs_mem;
 pub mod histogram;
 mod index;
 pub mod key_cache;
+pub mod partition_reader;
 mod reader;
+pub mod row_index;
 mod stats;
 pub mod summary;
-mod writer;
+pub(crate) mod writer;
 
 #[cfg(test)]
 mod test_util;
@@ -51,7 +53,8 @@ mod tests_roundtrip;
 pub use block_cache::{BlockCache, BlockCacheStats, DEFAULT_FILE_CACHE_BYTES};
 pub use format::Compression;
 pub use key_cache::{KeyCacheBudget, DEFAULT_KEY_CACHE_BYTES, KEY_CACHE_BUDGET};
-pub use reader::{Sstable, SstableIter};
+pub use partition_reader::{IndexedPartition, StoredPartition};
+pub use reader::{ScanEntry, Sstable, SstableIter, LARGE_ENTRY_BYTES};
 pub use stats::SstableStats;
 pub use writer::SstableWriter;
 

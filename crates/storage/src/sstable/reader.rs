@@ -7,7 +7,7 @@
 //! whenever read; data chunks with probability `crc_check_chance`.
 
 use crate::clustering::ClusteringComparator;
-use crate::encoding::{decode_partition_v, Reader};
+use crate::encoding::{decode_partition_v, v3, Reader};
 use crate::engine::{PartitionKey, TokenBound};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, ReadFile, ReadKind};
@@ -22,6 +22,7 @@ use crate::sstable::format::{
 };
 use crate::sstable::index::{decode_span, decode_summary, find_in_span, IndexEntry};
 use crate::sstable::key_cache::{KeyCache, KEY_CACHE_BUDGET};
+use crate::sstable::row_index::{Trailer, TRAILER_LEN};
 use crate::sstable::stats::{decode_stats, SstableStats};
 use crate::sstable::summary::Summary;
 use bytes::Bytes;
@@ -59,6 +60,12 @@ pub struct Sstable {
     /// The node's chunk cache and this file's id in it, for index spans
     /// (unless the index is mapped).
     index_cache: Option<(Arc<BlockCache>, u64)>,
+    /// Entries up to this long are read whole (see
+    /// [`crate::sstable::partition_reader::WHOLE_ENTRY_MAX_BYTES`]).
+    whole_entry_max_bytes: AtomicU64,
+    /// Entries at least this long are large for a compaction's scan (see
+    /// [`LARGE_ENTRY_BYTES`]).
+    large_entry_bytes: AtomicU64,
 }
 
 /// `created_at_seconds` not known yet.
@@ -132,6 +139,10 @@ impl Sstable {
             index_verified,
             created_at_seconds: std::sync::atomic::AtomicI64::new(CREATED_UNKNOWN),
             index_cache: None,
+            whole_entry_max_bytes: AtomicU64::new(
+                crate::sstable::partition_reader::WHOLE_ENTRY_MAX_BYTES,
+            ),
+            large_entry_bytes: AtomicU64::new(LARGE_ENTRY_BYTES),
         })
     }
 
@@ -321,6 +332,82 @@ impl Sstable {
         Ok(found)
     }
 
+    /// Entries up to this long are read whole by [`Sstable::open_partition`]
+    /// even when they carry a row index; tests lower it to read small
+    /// partitions through their index.
+    pub fn set_whole_entry_max_bytes(&self, bytes: u64) {
+        self.whole_entry_max_bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Entries at least this long are merged window by window by
+    /// compactions (tests lower it).
+    pub fn set_large_entry_bytes(&self, bytes: u64) {
+        self.large_entry_bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn whole_entry_max_bytes(&self) -> u64 {
+        self.whole_entry_max_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The format version of the file.
+    pub fn format_version(&self) -> u16 {
+        self.footer.version
+    }
+
+    pub fn comparator(&self) -> &Arc<ClusteringComparator> {
+        &self.cmp
+    }
+
+    /// Stream bytes `[pos, pos + len)`, through the chunk cache.
+    pub(crate) fn read_stream(&self, pos: u64, len: u64) -> Result<bytes::Bytes> {
+        self.chunks.read_range(pos, len)
+    }
+
+    /// A corruption in the entry at stream position `position`.
+    pub(crate) fn entry_corrupt(&self, position: u64, what: &str) -> Error {
+        self.corrupt(
+            self.entry_offset(position),
+            format!("{what} in the partition at stream position {position}"),
+        )
+    }
+
+    /// Where the key cache says `key`'s entry starts (to be checked).
+    pub(crate) fn key_cache_get(&self, key: &PartitionKey) -> Option<(u64, u64)> {
+        self.key_cache.get(key.token)
+    }
+
+    /// A read served by the key cache.
+    pub(crate) fn key_cache_hit(&self) {
+        self.key_cache.hit();
+        self.bloom_true_positives.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn key_cache_insert(&self, key: &PartitionKey, at: (u64, u64)) {
+        self.key_cache.insert(key.token, at);
+    }
+
+    /// [`Sstable::locate`], counting the bloom filter's answer.
+    pub(crate) fn locate_counted(&self, key: &PartitionKey) -> Result<Option<(u64, u64)>> {
+        let found = self.locate(key)?;
+        let counter = if found.is_some() {
+            &self.bloom_true_positives
+        } else {
+            &self.bloom_false_positives
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        Ok(found)
+    }
+
+    /// The partition at `at` (see [`Sstable::read_at`]).
+    pub(crate) fn read_entry_at(
+        &self,
+        key: &PartitionKey,
+        at: (u64, u64),
+        from_cache: bool,
+    ) -> Result<Option<Partition>> {
+        self.read_at(key, at, from_cache)
+    }
+
     /// The stored partition, or `None` when the sstable does not hold it.
     pub fn read_partition(&self, key: &PartitionKey) -> Result<Option<Partition>> {
         if !self.may_contain(key) {
@@ -398,6 +485,10 @@ impl Sstable {
             token,
             key: bytes::Bytes::copy_from_slice(key),
         };
+        if self.footer.version >= 3 {
+            let partition = self.decode_v3_body(&mut r, bytes, &bad)?;
+            return Ok((key, partition));
+        }
         let body_len = r.varint().map_err(|e| bad(e.what))?;
         if body_len != (bytes.len() - r.position()) as u64 {
             return Err(bad("entry length disagrees with the index"));
@@ -408,6 +499,37 @@ impl Sstable {
             return Err(bad("trailing bytes"));
         }
         Ok((key, partition))
+    }
+
+    /// A format 3 entry after its key: the partition (encoding 3), then,
+    /// when the header says so, a row index whose trailer must describe
+    /// exactly the bytes that follow the items.
+    fn decode_v3_body(
+        &self,
+        r: &mut Reader,
+        bytes: &bytes::Bytes,
+        bad: &dyn Fn(&str) -> Error,
+    ) -> Result<Partition> {
+        let items_start = r.position() as u64;
+        let header_at = r.position();
+        let partition = v3::decode_partition(r, &self.cmp).map_err(|e| bad(e.what))?;
+        let indexed = bytes[header_at] & v3::PARTITION_HAS_ROW_INDEX != 0;
+        if !indexed {
+            if !r.is_empty() {
+                return Err(bad("trailing bytes"));
+            }
+            return Ok(partition);
+        }
+        let entry_len = bytes.len() as u64;
+        let tail = entry_len
+            .checked_sub(TRAILER_LEN)
+            .map(|at| &bytes[at as usize..])
+            .ok_or_else(|| bad("row index trailer truncated"))?;
+        let trailer = Trailer::decode(tail, entry_len, items_start).map_err(bad)?;
+        if trailer.items_end + 1 != r.position() as u64 {
+            return Err(bad("row index trailer disagrees with the items"));
+        }
+        Ok(partition)
     }
 
     /// Up to `limit` partition keys between `start` and `end`, in order.
@@ -470,6 +592,7 @@ impl Sstable {
             next_position: 0,
             seen: 0,
             failed: false,
+            large_as_places: false,
         })
     }
 
@@ -574,6 +697,23 @@ pub struct SstableIter<'a> {
     next_position: u64,
     seen: u64,
     failed: bool,
+    /// Yield large partitions as their place (see [`SstableIter::next_scan`]).
+    large_as_places: bool,
+}
+
+/// Entries of format 3 at least this long are yielded as their place by a
+/// scan that asked for it, not decoded whole: a compaction merges them
+/// window by window through their row index.
+pub const LARGE_ENTRY_BYTES: u64 = 8 << 20;
+
+/// What a scan yields for one partition.
+pub enum ScanEntry {
+    Whole(Partition),
+    /// A large partition's entry: where it lies in the stream.
+    Large {
+        position: u64,
+        len: u64,
+    },
 }
 
 impl SstableIter<'_> {
@@ -595,7 +735,27 @@ impl SstableIter<'_> {
         Ok(())
     }
 
-    fn next_entry(&mut self) -> Option<Result<(PartitionKey, Partition)>> {
+    /// From now on, yields large partitions (see [`LARGE_ENTRY_BYTES`]) as
+    /// [`ScanEntry::Large`] from [`SstableIter::next_scan`].
+    pub fn large_as_places(mut self) -> Self {
+        self.large_as_places = true;
+        self
+    }
+
+    /// The next partition, whole or (see [`SstableIter::large_as_places`])
+    /// as its place. Stops after the first error.
+    pub fn next_scan(&mut self) -> Option<Result<(PartitionKey, ScanEntry)>> {
+        if self.failed {
+            return None;
+        }
+        let item = self.next_entry();
+        if matches!(item, Some(Err(_))) {
+            self.failed = true;
+        }
+        item
+    }
+
+    fn next_entry(&mut self) -> Option<Result<(PartitionKey, ScanEntry)>> {
         let s = self.sstable;
         if self.pending.is_empty() {
             if self.block >= self.summary.len() {
@@ -620,6 +780,12 @@ impl SstableIter<'_> {
         }
         self.next_position = position.saturating_add(len);
         self.seen += 1;
+        if self.large_as_places
+            && s.footer.version >= 3
+            && len >= s.large_entry_bytes.load(Ordering::Relaxed)
+        {
+            return Some(Ok((key, ScanEntry::Large { position, len })));
+        }
         let entry = s
             .chunks
             .read_range_cached(&mut self.cache, self.direct.as_mut(), position, len)
@@ -629,7 +795,8 @@ impl SstableIter<'_> {
                 s.entry_offset(position),
                 "index points at another partition",
             )),
-            other => other,
+            Ok((got, p)) => Ok((got, ScanEntry::Whole(p))),
+            Err(e) => Err(e),
         })
     }
 }
@@ -638,13 +805,17 @@ impl Iterator for SstableIter<'_> {
     type Item = Result<(PartitionKey, Partition)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let item = self.next_entry();
-        if matches!(item, Some(Err(_))) {
-            self.failed = true;
-        }
-        item
+        let (key, entry) = match self.next_scan()? {
+            Ok(item) => item,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(match entry {
+            ScanEntry::Whole(p) => Ok((key, p)),
+            // Only after `large_as_places`: read it whole all the same.
+            ScanEntry::Large { position, len } => self
+                .sstable
+                .read_entry_at(&key, (position, len), false)
+                .map(|p| (key, p.unwrap_or_default())),
+        })
     }
 }

@@ -205,6 +205,49 @@ impl StatsCollector {
         }
     }
 
+    /// Starts a partition written piece by piece ([`StatsCollector::add`]'s
+    /// work, spread over `stream_*` calls and [`StatsCollector::end_partition`]).
+    pub fn begin_partition(
+        &mut self,
+        key: &PartitionKey,
+        deletion: &DeletionTime,
+        static_row: Option<&Row>,
+    ) {
+        let s = &mut self.stats;
+        s.partition_count += 1;
+        if s.first_key.is_none() {
+            s.first_key = Some(key.clone());
+        }
+        s.last_key = Some(key.clone());
+        self.deletion(deletion);
+        if !deletion.is_live() {
+            *s_count(&mut self.stats.partition_deletions) += 1;
+        }
+        if let Some(r) = static_row {
+            *s_count(&mut self.stats.static_rows) += 1;
+            self.row(r);
+        }
+    }
+
+    /// A row of a partition written piece by piece.
+    pub fn stream_row(&mut self, key: &ClusteringKey, row: &Row) {
+        self.stats.row_count += 1;
+        self.row(row);
+        self.clustering(key);
+    }
+
+    /// A range tombstone marker of a partition written piece by piece:
+    /// each deletion a marker opens counts as one tombstone.
+    pub fn stream_marker(&mut self, bound: &ClusteringKey, deletion: &DeletionTime) {
+        self.deletion(deletion);
+        self.clustering(bound);
+    }
+
+    /// Ends a partition written piece by piece, of `entry_len` bytes.
+    pub fn end_partition(&mut self, entry_len: u64) {
+        self.stats.partition_sizes.add(&self.size_bounds, entry_len);
+    }
+
     pub fn finish(mut self, uncompressed_len: u64, compressed_len: u64) -> SstableStats {
         let s = &mut self.stats;
         s.uncompressed_len = uncompressed_len;

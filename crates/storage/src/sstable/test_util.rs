@@ -16,7 +16,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Random keyed partitions (`count` of them, each with fewer than
-/// `max_rows` rows), sorted by key, keys distinct.
+/// `max_rows` rows), sorted by key, keys distinct. Their range tombstones
+/// are normalized (disjoint, the strongest deletion between each two
+/// bounds), as an sstable of format 3 gives them back; the encoding tests
+/// cover the normalization itself.
 pub fn arb_partitions_sized(
     count: std::ops::Range<usize>,
     max_rows: usize,
@@ -24,7 +27,7 @@ pub fn arb_partitions_sized(
     proptest::collection::btree_map(
         proptest::collection::vec(any::<u8>(), 1..12)
             .prop_map(|k| PartitionKey::new(Bytes::from(k))),
-        arb_partition(Reach::Ordinary, max_rows),
+        arb_partition(Reach::Ordinary, max_rows).prop_map(Partition::with_normalized_tombstones),
         count,
     )
     .prop_map(|m| m.into_iter().collect())

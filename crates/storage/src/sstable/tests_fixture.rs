@@ -4,7 +4,7 @@
 //! readable) and check that the writer still produces the bytes of the
 //! newest one (the format did not drift without a version bump). Write the
 //! newest, only together with a version change, with
-//! `VARVE_BLESS=1 cargo test -p varve-storage sstable_v2_enc2_fixture`.
+//! `VARVE_BLESS=1 cargo test -p varve-storage sstable_v3_enc3_fixture`.
 
 use super::test_util::{comparator, open, write};
 use crate::cell::{Cell, DeletionTime, LivenessInfo};
@@ -23,8 +23,13 @@ use std::path::Path;
 const FIXTURE_V1: &str = "src/sstable/fixtures/v1-none-64.db";
 /// Format 2, partition encoding 1.
 const FIXTURE_V2: &str = "src/sstable/fixtures/v2-none-64.db";
-/// Format 2, partition encoding 2 (the newest: the writer's bytes).
+/// Format 2, partition encoding 2.
 const FIXTURE_V2_ENC2: &str = "src/sstable/fixtures/v2-enc2-none-64.db";
+/// Format 3, partition encoding 3, row index blocks of 32 bytes so that
+/// the larger partitions carry a row index (the newest: the writer's bytes).
+const FIXTURE_V3_ENC3: &str = "src/sstable/fixtures/v3-enc3-none-64.db";
+/// The row index block size the v3 fixture was written with.
+const FIXTURE_ROW_INDEX_BLOCK_BYTES: u64 = 32;
 
 fn ck(i: i32, s: &'static str) -> Vec<Bytes> {
     vec![
@@ -96,7 +101,14 @@ fn written_now() -> (Vec<(PartitionKey, Partition)>, Vec<u8>) {
         min_index_interval: 2,
         ..SstableParams::default()
     };
-    write(&fs, path, params, &parts);
+    let mut w =
+        crate::sstable::SstableWriter::create(fs.clone(), path, params, comparator()).unwrap();
+    w.set_row_index_block_bytes(FIXTURE_ROW_INDEX_BLOCK_BYTES);
+    for (k, p) in &parts {
+        w.add(k, p).unwrap();
+    }
+    w.finish().unwrap();
+    let _ = write;
     (parts, fs.get(path).unwrap())
 }
 
@@ -143,23 +155,68 @@ fn sstable_v2_enc1_fixture_still_reads() {
 }
 
 #[test]
-fn sstable_v2_enc2_fixture() {
+fn sstable_v2_enc2_fixture_still_reads() {
+    let (parts, _) = written_now();
+    let (_, stats) = read_fixture(FIXTURE_V2_ENC2, 2, &parts);
+    assert!(stats.partition_deletions.is_some() && stats.static_rows.is_some());
+}
+
+#[test]
+fn sstable_v3_enc3_fixture() {
     let (parts, written) = written_now();
     if std::env::var_os("VARVE_BLESS").is_some() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        std::fs::write(root.join(FIXTURE_V2_ENC2), &written).unwrap();
-        // Fuzz seeds: the file, and a raw partition (first byte 1 picks
-        // encoding 2 for `fuzz_open`'s direct decode).
+        std::fs::write(root.join(FIXTURE_V3_ENC3), &written).unwrap();
+        // Fuzz seeds: the file, and a raw partition (first byte 2 picks
+        // encoding 3 for `fuzz_open`'s direct decode).
         let corpus = root.join("../../fuzz/corpus/sstable_reader");
-        std::fs::write(corpus.join("v2-enc2-none-64.db"), &written).unwrap();
-        let mut raw = vec![1u8];
+        std::fs::write(corpus.join("v3-enc3-none-64.db"), &written).unwrap();
+        let mut raw = vec![2u8];
         crate::encoding::encode_partition(&mut raw, &parts[3].1);
-        std::fs::write(corpus.join("partition-enc2"), &raw).unwrap();
+        std::fs::write(corpus.join("partition-enc3"), &raw).unwrap();
+        // Row index seeds: the larger partitions' entries with their index.
+        let rows = root.join("../../fuzz/corpus/row_index");
+        std::fs::create_dir_all(&rows).unwrap();
+        for (k, p) in &parts[3..] {
+            let mut entry = Vec::new();
+            crate::sstable::writer::encode_entry(&mut entry, k, p, 8);
+            std::fs::write(
+                rows.join(format!(
+                    "entry-{}",
+                    parts.iter().position(|x| &x.0 == k).unwrap_or(0)
+                )),
+                &entry,
+            )
+            .unwrap();
+        }
     }
-    let (stored, stats) = read_fixture(FIXTURE_V2_ENC2, PARTITION_ENCODING_VERSION, &parts);
+    let (stored, stats) = read_fixture(FIXTURE_V3_ENC3, PARTITION_ENCODING_VERSION, &parts);
     assert!(stats.partition_deletions.is_some() && stats.static_rows.is_some());
     assert!(
         written == stored,
         "the writer's bytes changed: a format change needs a new version"
+    );
+    // The larger partitions carry a row index, and reads through it find
+    // every row.
+    let fs = MemFs::new();
+    let path = Path::new("f/v3.db");
+    fs.insert(path, stored);
+    let table = open(&fs, path, 1.0).unwrap();
+    table.set_whole_entry_max_bytes(0);
+    let mut indexed = 0;
+    for (k, p) in &parts {
+        match table.open_partition(k).unwrap().unwrap() {
+            crate::sstable::StoredPartition::Whole(got) => assert_eq!(&got, p),
+            crate::sstable::StoredPartition::Indexed(ip) => {
+                indexed += usize::from(ip.block_count() > 1);
+                let mut got = ip.read_slices(&[Slice::all(&comparator())]).unwrap();
+                got.static_row = ip.header.static_row.clone();
+                assert_eq!(&got, p);
+            }
+        }
+    }
+    assert!(
+        indexed >= 2,
+        "{indexed} partitions read through a row index of several blocks"
     );
 }

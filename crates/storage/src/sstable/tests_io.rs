@@ -102,12 +102,10 @@ fn uncached_reads_would_block_until_a_blocking_read_fills_the_chunk_cache() {
     if !drop_from_page_cache(&path) {
         return;
     }
+    // A miss starts the kernel's readahead (RWF_NOWAIT only declines to
+    // wait for it), so later reads of the pass may find their pages.
     let (served, blocked) = read_without_blocking(&table, &parts);
-    assert_eq!(
-        served, 0,
-        "a read was served from a disk it may not wait on"
-    );
-    assert_eq!(blocked, parts.len());
+    assert!(blocked > 0, "nothing would have waited ({served} served)");
     read_blocking(&table, &parts);
     // Every chunk and index block is in the chunk cache now.
     let before = cache.stats();
@@ -158,7 +156,8 @@ fn without_a_chunk_cache_the_page_cache_decides() {
     if !drop_from_page_cache(&path) || !crate::fs_nowait::nowait_supported() {
         return;
     }
-    assert_eq!(read_without_blocking(&table, &parts), (0, parts.len()));
+    let (served, blocked) = read_without_blocking(&table, &parts);
+    assert!(blocked > 0, "nothing would have waited ({served} served)");
     read_blocking(&table, &parts);
     assert_eq!(read_without_blocking(&table, &parts), (parts.len(), 0));
     std::fs::remove_dir_all(&dir).unwrap();

@@ -7,8 +7,9 @@
 //! (for the bloom filter, sized once the key count is known) are kept
 //! until `finish`; the data is streamed one chunk at a time.
 
-use crate::clustering::ClusteringComparator;
-use crate::encoding::{encode_partition, put_varint, PARTITION_ENCODING_VERSION};
+use crate::cell::DeletionTime;
+use crate::clustering::{ClusteringComparator, ClusteringKey};
+use crate::encoding::{v3, PARTITION_ENCODING_VERSION};
 use crate::engine::PartitionKey;
 use crate::error::{Error, Result};
 use crate::fs::{Fs, PageCache, WriteFile};
@@ -20,6 +21,7 @@ use crate::sstable::format::{
     MAX_INDEX_INTERVAL, MAX_KEY_LEN, MIN_CHUNK_LENGTH,
 };
 use crate::sstable::index::IndexWriter;
+use crate::sstable::row_index::{RowIndexBuilder, ROW_INDEX_BLOCK_BYTES};
 use crate::sstable::stats::{encode_stats, SstableStats, StatsCollector};
 use crate::sstable::SstableParams;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,27 @@ pub struct SstableWriter {
     hashes: Vec<(u64, u64)>,
     last_key: Option<PartitionKey>,
     scratch: Vec<u8>,
+    /// Item bytes per row index block (see [`crate::sstable::row_index`]).
+    row_index_block_bytes: u64,
+    /// The partition being written piece by piece, if any.
+    streaming: Option<Streaming>,
+    comparator: Arc<ClusteringComparator>,
+}
+
+/// The state of a partition written piece by piece.
+struct Streaming {
+    key: PartitionKey,
+    /// Where its entry starts in the stream.
+    position: u64,
+    /// Bytes of its entry written so far.
+    written: u64,
+    items_start: u64,
+    bases: crate::encoding::v2::Bases,
+    blocks: RowIndexBuilder,
+    /// The range tombstone deletion open after the last item.
+    open: DeletionTime,
+    last: Option<ClusteringKey>,
+    buf: Vec<u8>,
 }
 
 fn invalid(path: &Path, what: String) -> Error {
@@ -43,6 +66,44 @@ fn invalid(path: &Path, what: String) -> Error {
         path,
         std::io::Error::new(std::io::ErrorKind::InvalidInput, what),
     )
+}
+
+/// Partitions of more rows than this are written item by item (see
+/// [`SstableWriter::begin_partition`]) rather than encoded whole first.
+pub const STREAM_ROWS_MIN: usize = 4096;
+
+/// Encodes a partition's whole data entry into `out` (cleared first): the
+/// key, the partition (encoding 3), and, when its items take
+/// `row_index_block_bytes` or more, a row index and its trailer.
+pub fn encode_entry(
+    out: &mut Vec<u8>,
+    key: &PartitionKey,
+    partition: &Partition,
+    row_index_block_bytes: u64,
+) {
+    out.clear();
+    put_key(out, key.token, &key.key);
+    let header_at = out.len();
+    let h = v3::Header::of(partition, false);
+    v3::put_partition_header(out, &h);
+    let items_start = out.len();
+    v3::put_items(out, &h.bases, partition, |_, _, _| {});
+    let items_end = out.len() - 1;
+    if ((items_end - items_start) as u64) < row_index_block_bytes {
+        return;
+    }
+    // Large: encode the items again, noting where the blocks start (the
+    // common small partition pays for no index at all).
+    let mut blocks = RowIndexBuilder::new(row_index_block_bytes);
+    out.truncate(items_start);
+    v3::put_items(out, &h.bases, partition, |out, first, open| {
+        blocks.before_item(&h.bases, out.len() as u64, first, open)
+    });
+    if blocks.too_large() {
+        return;
+    }
+    out[header_at] |= v3::PARTITION_HAS_ROW_INDEX;
+    blocks.finish(out, items_end as u64);
 }
 
 /// Checks the parameters against the format's limits.
@@ -91,7 +152,7 @@ impl SstableWriter {
         fs: Arc<dyn Fs>,
         path: &Path,
         params: SstableParams,
-        _cmp: Arc<ClusteringComparator>,
+        cmp: Arc<ClusteringComparator>,
         cache: PageCache,
     ) -> Result<Self> {
         check_params(path, &params)?;
@@ -110,11 +171,15 @@ impl SstableWriter {
             hashes: Vec::new(),
             last_key: None,
             scratch: Vec::new(),
+            row_index_block_bytes: ROW_INDEX_BLOCK_BYTES,
+            streaming: None,
+            comparator: cmp,
         })
     }
 
-    /// Appends a partition; keys must be strictly ascending and non-empty.
-    pub fn add(&mut self, key: &PartitionKey, partition: &Partition) -> Result<()> {
+    /// Checks a new partition's key: non-empty, within the limit, after
+    /// the last one.
+    fn check_key(&self, key: &PartitionKey) -> Result<()> {
         if key.key.is_empty() || key.key.len() > MAX_KEY_LEN {
             return Err(invalid(
                 &self.path,
@@ -127,14 +192,32 @@ impl SstableWriter {
                 "partition keys out of order".to_string(),
             ));
         }
-        self.scratch.clear();
-        encode_partition(&mut self.scratch, partition);
-        let mut head = Vec::with_capacity(key.key.len() + 20);
-        put_key(&mut head, key.token, &key.key);
-        put_varint(&mut head, self.scratch.len() as u64);
-        let entry_len = (head.len() + self.scratch.len()) as u64;
+        Ok(())
+    }
+
+    /// Appends a partition; keys must be strictly ascending and non-empty.
+    pub fn add(&mut self, key: &PartitionKey, partition: &Partition) -> Result<()> {
+        self.check_key(key)?;
+        if self.streaming.is_some() {
+            return Err(invalid(&self.path, "a partition is still open".into()));
+        }
+        if partition.rows.len() > STREAM_ROWS_MIN {
+            // A large partition goes out item by item, never whole in a
+            // buffer (a flush of a wide memtable partition).
+            let header = v3::Header::of(partition, true);
+            let start = crate::clustering::Slice::all(&self.comparator).start;
+            self.begin_partition(key, &header)?;
+            self.write_window(&start, None, partition)?;
+            return self.end_partition();
+        }
+        encode_entry(
+            &mut self.scratch,
+            key,
+            partition,
+            self.row_index_block_bytes,
+        );
+        let entry_len = self.scratch.len() as u64;
         let position = self.chunks.position();
-        self.chunks.write(self.file.as_mut(), &self.path, &head)?;
         self.chunks
             .write(self.file.as_mut(), &self.path, &self.scratch)?;
         self.index.add(key, position, entry_len);
@@ -142,6 +225,172 @@ impl SstableWriter {
         self.hashes.push(key_hash(&key.key));
         self.last_key = Some(key.clone());
         Ok(())
+    }
+
+    /// Starts a partition written piece by piece (a large one, merged by a
+    /// compaction window by window): its key (ascending, as for
+    /// [`SstableWriter::add`]) and header, whose bases must lie at or below
+    /// every value that follows. Then [`SstableWriter::write_window`] for
+    /// each window in order, then [`SstableWriter::end_partition`]. The
+    /// entry always gets a row index; only the current block is in memory.
+    pub fn begin_partition(&mut self, key: &PartitionKey, header: &v3::Header) -> Result<()> {
+        self.check_key(key)?;
+        if self.streaming.is_some() {
+            return Err(invalid(&self.path, "a partition is already open".into()));
+        }
+        let mut buf = Vec::new();
+        put_key(&mut buf, key.token, &key.key);
+        let header = v3::Header {
+            row_index: true,
+            ..header.clone()
+        };
+        v3::put_partition_header(&mut buf, &header);
+        let position = self.chunks.position();
+        self.chunks.write(self.file.as_mut(), &self.path, &buf)?;
+        self.stats
+            .begin_partition(key, &header.deletion, header.static_row.as_ref());
+        self.streaming = Some(Streaming {
+            key: key.clone(),
+            position,
+            written: buf.len() as u64,
+            items_start: buf.len() as u64,
+            bases: header.bases,
+            blocks: RowIndexBuilder::new(self.row_index_block_bytes),
+            open: DeletionTime::LIVE,
+            last: None,
+            buf,
+        });
+        Ok(())
+    }
+
+    /// Writes the rows and range tombstones of one window `[start, end)`
+    /// of the open partition (`end` `None`: the last window). Range
+    /// tombstones must lie within the window; one reaching `end` stays open
+    /// into the next window.
+    pub fn write_window(
+        &mut self,
+        start: &ClusteringKey,
+        end: Option<&ClusteringKey>,
+        window: &Partition,
+    ) -> Result<()> {
+        let Some(mut st) = self.streaming.take() else {
+            return Err(invalid(&self.path, "no partition is open".into()));
+        };
+        let result = self.write_window_to(&mut st, start, end, window);
+        self.streaming = Some(st);
+        result
+    }
+
+    fn write_window_to(
+        &mut self,
+        st: &mut Streaming,
+        start: &ClusteringKey,
+        end: Option<&ClusteringKey>,
+        window: &Partition,
+    ) -> Result<()> {
+        let marks = v3::markers(&window.range_tombstones);
+        // The deletion open where the window starts, then its changes
+        // inside the window (one at its end carries into the next).
+        let at_start = marks
+            .first()
+            .filter(|(b, _)| b == start)
+            .map_or(DeletionTime::LIVE, |(_, d)| *d);
+        let mut inside = std::iter::once((start, at_start))
+            .chain(
+                marks
+                    .iter()
+                    .filter(|(b, _)| b > start && end.is_none_or(|e| b < e))
+                    .map(|(b, d)| (b, *d)),
+            )
+            .peekable();
+        let mut rows = window.rows.iter().peekable();
+        // Rows and markers merged in clustering order (both come sorted).
+        let items = std::iter::from_fn(|| {
+            let marker_first = match (inside.peek(), rows.peek()) {
+                (Some((b, _)), Some((k, _))) => *b < *k,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return None,
+            };
+            if marker_first {
+                inside.next().map(|(b, d)| (b, None, d))
+            } else {
+                rows.next().map(|(k, r)| (k, Some(r), DeletionTime::LIVE))
+            }
+        });
+        for (k, row, d) in items {
+            if row.is_none() && d == st.open {
+                continue;
+            }
+            if k < start || end.is_some_and(|e| k >= e) || st.last.as_ref().is_some_and(|l| l >= k)
+            {
+                return Err(invalid(&self.path, "partition items out of order".into()));
+            }
+            st.buf.clear();
+            st.blocks.before_item(&st.bases, st.written, k, &st.open);
+            match row {
+                Some(r) => {
+                    if !v3::row_fits(&st.bases, r) {
+                        return Err(invalid(
+                            &self.path,
+                            "a row below its partition's bases".into(),
+                        ));
+                    }
+                    v3::put_row_item(&mut st.buf, &st.bases, k, r);
+                    self.stats.stream_row(k, r);
+                }
+                None => {
+                    if !v3::deletion_fits(&st.bases, &d) {
+                        return Err(invalid(
+                            &self.path,
+                            "a deletion below its partition's bases".into(),
+                        ));
+                    }
+                    v3::put_marker_item(&mut st.buf, &st.bases, k, &d);
+                    self.stats.stream_marker(k, &d);
+                    st.open = d;
+                }
+            }
+            st.last = Some(k.clone());
+            self.chunks.write(self.file.as_mut(), &self.path, &st.buf)?;
+            st.written += st.buf.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Ends the open partition: closes a range tombstone still open, then
+    /// writes the end byte, the row index and its trailer.
+    pub fn end_partition(&mut self) -> Result<()> {
+        let Some(mut st) = self.streaming.take() else {
+            return Err(invalid(&self.path, "no partition is open".into()));
+        };
+        st.buf.clear();
+        if !st.open.is_live() {
+            let end = crate::clustering::Slice::all(&self.comparator).end;
+            st.blocks.before_item(&st.bases, st.written, &end, &st.open);
+            v3::put_marker_item(&mut st.buf, &st.bases, &end, &DeletionTime::LIVE);
+            self.stats.stream_marker(&end, &DeletionTime::LIVE);
+        }
+        let items_end = st.written + st.buf.len() as u64;
+        v3::put_end(&mut st.buf);
+        if st.blocks.too_large() {
+            return Err(invalid(&self.path, "row index over 4 GiB".into()));
+        }
+        st.blocks.finish(&mut st.buf, items_end);
+        let entry_len = st.written + st.buf.len() as u64;
+        self.chunks.write(self.file.as_mut(), &self.path, &st.buf)?;
+        let _ = st.items_start;
+        self.index.add(&st.key, st.position, entry_len);
+        self.stats.end_partition(entry_len);
+        self.hashes.push(key_hash(&st.key.key));
+        self.last_key = Some(st.key);
+        Ok(())
+    }
+
+    /// Sets how many item bytes a row index block holds (tests use small
+    /// blocks to get many of them).
+    pub fn set_row_index_block_bytes(&mut self, bytes: u64) {
+        self.row_index_block_bytes = bytes.max(1);
     }
 
     /// Writes every remaining section and the footer, then fsyncs.
@@ -153,6 +402,9 @@ impl SstableWriter {
 
     pub fn finish(mut self) -> Result<SstableStats> {
         let path = self.path.clone();
+        if self.streaming.is_some() {
+            return Err(invalid(&path, "a partition is still open".into()));
+        }
         let (data, chunk_table, uncompressed_len) =
             self.chunks.finish(self.file.as_mut(), &path)?;
         let (index, summary) = self.index.finish();

@@ -18,16 +18,16 @@
 //! `write.rs` encodes, `read.rs` decodes; the flag constants and the
 //! bases are here, shared by both.
 
-mod read;
-mod write;
+pub(in crate::encoding) mod read;
+pub(in crate::encoding) mod write;
 
 pub use read::{decode_partition, decode_row};
 pub use write::{encode_partition, encode_row};
 
 // Partition (and standalone row) header flags.
-const PARTITION_HAS_DELETION: u8 = 0x01;
-const PARTITION_HAS_STATIC: u8 = 0x02;
-const PARTITION_HAS_LDT_BASE: u8 = 0x04;
+pub(in crate::encoding) const PARTITION_HAS_DELETION: u8 = 0x01;
+pub(in crate::encoding) const PARTITION_HAS_STATIC: u8 = 0x02;
+pub(in crate::encoding) const PARTITION_HAS_LDT_BASE: u8 = 0x04;
 const PARTITION_HAS_RANGE_TOMBSTONES: u8 = 0x08;
 const PARTITION_FLAGS: u8 = 0x0f;
 /// The only header flag a standalone row may carry.
@@ -52,12 +52,12 @@ const CELL_FLAGS: u8 = 0x7f;
 const CELL_KIND: u8 = CELL_IS_DELETED | CELL_IS_EXPIRING | CELL_USE_ROW_TTL;
 
 /// The values every delta of one partition is taken from.
-#[derive(Debug, Clone, Copy, Default)]
-struct Bases {
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bases {
     /// The smallest timestamp other than `i64::MIN` (0 when none).
-    timestamp: i64,
+    pub(in crate::encoding) timestamp: i64,
     /// The smallest local deletion time other than `NO_DELETION_TIME`
     /// (0 when none; then it is not written).
-    ldt: i32,
-    has_ldt: bool,
+    pub(in crate::encoding) ldt: i32,
+    pub(in crate::encoding) has_ldt: bool,
 }

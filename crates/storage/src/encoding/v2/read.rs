@@ -12,7 +12,10 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 /// The header flags and the bases.
-fn read_header(r: &mut Reader, allowed: u8) -> Result<(u8, Bases), DecodeError> {
+pub(in crate::encoding) fn read_header(
+    r: &mut Reader,
+    allowed: u8,
+) -> Result<(u8, Bases), DecodeError> {
     let flags = r.u8()?;
     if flags & !allowed != 0 {
         return Err(r.err("unknown partition flags"));
@@ -58,7 +61,10 @@ fn read_ttl(r: &mut Reader) -> Result<i32, DecodeError> {
     Ok(u32::try_from(v).map_err(|_| r.err("ttl too large"))? as i32)
 }
 
-fn read_deletion(r: &mut Reader, b: &Bases) -> Result<DeletionTime, DecodeError> {
+pub(in crate::encoding) fn read_deletion(
+    r: &mut Reader,
+    b: &Bases,
+) -> Result<DeletionTime, DecodeError> {
     Ok(DeletionTime::new(read_timestamp(r, b)?, read_ldt(r, b)?))
 }
 
@@ -120,7 +126,7 @@ fn read_cell(
 }
 
 /// A row body against the bases `b`.
-fn read_row(r: &mut Reader, b: &Bases) -> Result<Row, DecodeError> {
+pub(in crate::encoding) fn read_row(r: &mut Reader, b: &Bases) -> Result<Row, DecodeError> {
     let flags = r.u8()?;
     if flags & !ROW_FLAGS != 0 {
         return Err(r.err("unknown row flags"));

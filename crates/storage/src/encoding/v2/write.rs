@@ -11,30 +11,30 @@ use bytes::Bytes;
 /// Finds the bases: visits every timestamp and deletion time the encoder
 /// writes as a delta. Must stay in step with the `put_*` functions.
 #[derive(Default)]
-struct BaseFinder {
+pub(in crate::encoding) struct BaseFinder {
     timestamp: Option<i64>,
     ldt: Option<i32>,
 }
 
 impl BaseFinder {
-    fn timestamp(&mut self, t: i64) {
+    pub(in crate::encoding) fn timestamp(&mut self, t: i64) {
         if t != i64::MIN {
             self.timestamp = Some(self.timestamp.map_or(t, |m| m.min(t)));
         }
     }
 
-    fn ldt(&mut self, l: i32) {
+    pub(in crate::encoding) fn ldt(&mut self, l: i32) {
         if l != NO_DELETION_TIME {
             self.ldt = Some(self.ldt.map_or(l, |m| m.min(l)));
         }
     }
 
-    fn deletion(&mut self, d: &DeletionTime) {
+    pub(in crate::encoding) fn deletion(&mut self, d: &DeletionTime) {
         self.timestamp(d.marked_for_delete_at);
         self.ldt(d.local_deletion_time);
     }
 
-    fn row(&mut self, row: &Row) {
+    pub(in crate::encoding) fn row(&mut self, row: &Row) {
         if let Some(l) = &row.liveness {
             self.timestamp(l.timestamp);
             self.ldt(l.local_expiration_time);
@@ -51,7 +51,13 @@ impl BaseFinder {
         }
     }
 
-    fn bases(&self) -> Bases {
+    /// Whether every value visited lies at or above `b`'s bases.
+    pub(in crate::encoding) fn fits(&self, b: &Bases) -> bool {
+        self.timestamp.is_none_or(|t| t >= b.timestamp)
+            && self.ldt.is_none_or(|l| b.has_ldt && l >= b.ldt)
+    }
+
+    pub(in crate::encoding) fn bases(&self) -> Bases {
         Bases {
             timestamp: self.timestamp.unwrap_or(0),
             ldt: self.ldt.unwrap_or(0),
@@ -61,7 +67,7 @@ impl BaseFinder {
 }
 
 /// Header flags byte (with `extra` flags), then the bases.
-fn put_header(out: &mut Vec<u8>, b: &Bases, extra: u8) {
+pub(in crate::encoding) fn put_header(out: &mut Vec<u8>, b: &Bases, extra: u8) {
     let flags = extra | if b.has_ldt { PARTITION_HAS_LDT_BASE } else { 0 };
     out.push(flags);
     put_zigzag(out, b.timestamp);
@@ -94,7 +100,7 @@ fn put_ttl(out: &mut Vec<u8>, ttl: i32) {
     put_varint(out, ttl as u32 as u64);
 }
 
-fn put_deletion(out: &mut Vec<u8>, b: &Bases, d: &DeletionTime) {
+pub(in crate::encoding) fn put_deletion(out: &mut Vec<u8>, b: &Bases, d: &DeletionTime) {
     put_timestamp(out, b, d.marked_for_delete_at);
     put_ldt(out, b, d.local_deletion_time);
 }
@@ -163,7 +169,7 @@ fn put_cell(
 }
 
 /// A row body (everything but its clustering) against the bases `b`.
-fn put_row(out: &mut Vec<u8>, b: &Bases, row: &Row) {
+pub(in crate::encoding) fn put_row(out: &mut Vec<u8>, b: &Bases, row: &Row) {
     let mut flags = 0;
     if let Some(l) = &row.liveness {
         flags |= ROW_HAS_LIVENESS;

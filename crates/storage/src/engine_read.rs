@@ -1,0 +1,340 @@
+//! Point reads of one partition: the memtables and every sstable that may
+//! hold the key, merged with Cassandra's reconciliation, then resolved.
+//!
+//! Small partitions (the common case) are read whole from each source and
+//! merged at once. When a source holds the partition with a row index (a
+//! large partition, sstable format 3), the live read goes *window by
+//! window*: the windows follow the row index blocks of the largest source,
+//! each source gives only its rows and range tombstones inside the window,
+//! and the read stops once it has the rows it needs. So a page of a 1 GB
+//! partition reads a page, forwards or backwards (docs/design/read-path-io.md).
+
+use crate::clustering::{ClusteringKey, Slice};
+use crate::engine::{Engine, PartitionKey, TableId, TableStore};
+use crate::error::Result;
+use crate::memtable::Memtable;
+use crate::partition::Partition;
+use crate::read_stats::ReadCost;
+use crate::row::ReadStats;
+use crate::row_map::RowMap;
+use crate::sstable::{IndexedPartition, Sstable, StoredPartition};
+use std::sync::Arc;
+
+/// Row index blocks of the largest source per window of a large
+/// partition's read (about 128 KiB of it).
+pub const WINDOW_BLOCKS: usize = 8;
+
+/// What the sources hold of one partition.
+struct Gathered<'a> {
+    memtables: Vec<Arc<Memtable>>,
+    /// The memtables' and the small sstable partitions' data, merged and
+    /// restricted to the slices.
+    small: Option<Partition>,
+    /// Large partitions, read block by block.
+    indexed: Vec<IndexedPartition<'a>>,
+}
+
+impl Engine {
+    /// The stored partition restricted to `slices` (tombstones included),
+    /// merged from every source, or `None` when no source has the key.
+    pub fn read_partition(
+        &self,
+        id: TableId,
+        key: &PartitionKey,
+        slices: &[Slice],
+    ) -> Result<Option<Partition>> {
+        let mut cost = ReadCost::default();
+        self.read_partition_costed(id, key, slices, &mut cost)
+    }
+
+    /// [`Self::read_partition`], adding what the read touched to `cost`
+    /// (see [`crate::read_stats`]). Large partitions are read in one go for
+    /// the slices asked (callers ask for a few rows).
+    pub fn read_partition_costed(
+        &self,
+        id: TableId,
+        key: &PartitionKey,
+        slices: &[Slice],
+        cost: &mut ReadCost,
+    ) -> Result<Option<Partition>> {
+        let table = self.table(id)?;
+        let (memtables, sstables) = self.sources_of(&table);
+        let g = gather(&memtables, &sstables, key, slices, cost)?;
+        let mut merged = g.small;
+        for ip in &g.indexed {
+            let mut p = ip.read_slices(slices)?;
+            p.static_row = ip.header.static_row.clone();
+            merge_into(&mut merged, p);
+        }
+        Ok(merged)
+    }
+
+    /// The live rows of `slices` at `now_seconds`, at most `max_rows` of
+    /// them, in clustering order (the last ones when `reversed`), with the
+    /// static row; whether every row of the slices was visited; `None`
+    /// when nothing is stored under the key.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_live_costed(
+        &self,
+        id: TableId,
+        key: &PartitionKey,
+        slices: &[Slice],
+        reversed: bool,
+        now_seconds: i32,
+        max_rows: usize,
+        cost: &mut ReadCost,
+    ) -> Result<Option<(Partition, ReadStats, bool)>> {
+        let table = self.table(id)?;
+        let (memtables, sstables) = self.sources_of(&table);
+        let g = gather(&memtables, &sstables, key, slices, cost)?;
+        if g.indexed.is_empty() {
+            return Ok(g
+                .small
+                .map(|p| p.resolve_slices(slices, reversed, now_seconds, max_rows)));
+        }
+        read_windows(g, key, slices, reversed, now_seconds, max_rows).map(Some)
+    }
+
+    /// [`Self::read_live_costed`] without the cost.
+    pub fn read_live(
+        &self,
+        id: TableId,
+        key: &PartitionKey,
+        slices: &[Slice],
+        reversed: bool,
+        now_seconds: i32,
+        max_rows: usize,
+    ) -> Result<Option<(Partition, ReadStats, bool)>> {
+        let mut cost = ReadCost::default();
+        self.read_live_costed(id, key, slices, reversed, now_seconds, max_rows, &mut cost)
+    }
+
+    /// For each sstable holding `key`, the blocks of its row index as a
+    /// read sees it (0: read whole): how a partition is laid out on disk
+    /// (tests and diagnostics).
+    pub fn row_index_blocks(&self, id: TableId, key: &PartitionKey) -> Result<Vec<usize>> {
+        let table = self.table(id)?;
+        let (_, sstables) = self.sources_of(&table);
+        let mut out = Vec::new();
+        for s in &sstables {
+            match s.open_partition(key)? {
+                None => {}
+                Some(StoredPartition::Whole(_)) => out.push(0),
+                Some(StoredPartition::Indexed(ip)) => out.push(ip.block_count()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The sources of a table, taken together under its state lock (one
+    /// snapshot: a flush that completes between two looks would otherwise
+    /// hide its memtable's data from both): the memtables, newest first
+    /// (the active one, then those being flushed), and the sstables, newest
+    /// data first (by max timestamp), so that a partition deletion read
+    /// early can rule out older ones.
+    pub(crate) fn sources_of(&self, table: &TableStore) -> (Vec<Arc<Memtable>>, Vec<Arc<Sstable>>) {
+        let state = table.state.read();
+        let mut memtables = vec![state.memtable.clone()];
+        memtables.extend(state.flushing.iter().rev().cloned());
+        let mut sstables: Vec<Arc<Sstable>> = state.sstables.to_vec();
+        drop(state);
+        sstables.sort_by_key(|s| std::cmp::Reverse(s.stats().max_timestamp));
+        (memtables, sstables)
+    }
+}
+
+fn merge_into(merged: &mut Option<Partition>, p: Partition) {
+    match merged {
+        Some(m) => m.merge(p),
+        None => *merged = Some(p),
+    }
+}
+
+/// Reads what every source holds of `key` within `slices`: small
+/// partitions whole (merged), large ones as handles. An sstable whose
+/// newest data is at or below a partition deletion already read, or whose
+/// clustering bounds miss the slices, or whose bloom filter rules the key
+/// out, is skipped.
+fn gather<'a>(
+    memtables: &[Arc<Memtable>],
+    sstables: &'a [Arc<Sstable>],
+    key: &PartitionKey,
+    slices: &[Slice],
+    cost: &mut ReadCost,
+) -> Result<Gathered<'a>> {
+    let mut small: Option<Partition> = None;
+    for m in memtables {
+        if let Some(p) = m.read(key, slices) {
+            merge_into(&mut small, p);
+        }
+    }
+    let mut indexed = Vec::new();
+    let mut deleted_at = small.as_ref().map(|m| m.deletion.marked_for_delete_at);
+    for s in sstables {
+        if deleted_at.is_some_and(|d| s.stats().max_timestamp <= d) {
+            continue;
+        }
+        if !s.stats().may_hold(slices) || !s.may_contain(key) {
+            continue;
+        }
+        cost.sstables += 1;
+        match s.open_partition(key)? {
+            None => {}
+            Some(StoredPartition::Whole(p)) => merge_into(&mut small, p.slice(slices)),
+            Some(StoredPartition::Indexed(ip)) => {
+                let d = ip.header.deletion.marked_for_delete_at;
+                if !ip.header.deletion.is_live() {
+                    deleted_at = Some(deleted_at.map_or(d, |x| x.max(d)));
+                }
+                indexed.push(ip);
+                continue;
+            }
+        }
+        if let Some(m) = &small {
+            if !m.deletion.is_live() {
+                let d = m.deletion.marked_for_delete_at;
+                deleted_at = Some(deleted_at.map_or(d, |x| x.max(d)));
+            }
+        }
+    }
+    Ok(Gathered {
+        memtables: memtables.to_vec(),
+        small,
+        indexed,
+    })
+}
+
+/// The slices cut to `[start, end)`, empty ones dropped.
+fn within(slices: &[Slice], start: &ClusteringKey, end: &ClusteringKey) -> Vec<Slice> {
+    slices
+        .iter()
+        .filter_map(|s| {
+            let cut = Slice {
+                start: s.start.clone().max(start.clone()),
+                end: s.end.clone().min(end.clone()),
+            };
+            (cut.start < cut.end).then_some(cut)
+        })
+        .collect()
+}
+
+/// The live read of a large partition, window by window (see the module
+/// doc).
+fn read_windows(
+    g: Gathered<'_>,
+    key: &PartitionKey,
+    slices: &[Slice],
+    reversed: bool,
+    now_seconds: i32,
+    max_rows: usize,
+) -> Result<(Partition, ReadStats, bool)> {
+    let Some((first, last)) = slices.first().zip(slices.last()) else {
+        return Ok((Partition::default(), ReadStats::default(), true));
+    };
+    // The edges: the slices' ends and the largest source's block starts
+    // between them, every WINDOW_BLOCKS blocks.
+    let driver = g
+        .indexed
+        .iter()
+        .max_by_key(|ip| ip.block_count())
+        .expect("read_windows is only called with an indexed source");
+    let mut edges = vec![first.start.clone()];
+    let span = Slice {
+        start: first.start.clone(),
+        end: last.end.clone(),
+    };
+    let (from, to) = driver.blocks_for(&span)?;
+    for b in (from + 1..to).step_by(WINDOW_BLOCKS) {
+        let edge = driver.block_start(b)?;
+        if edge > *edges.last().expect("edges start with one") && edge < last.end {
+            edges.push(edge);
+        }
+    }
+    edges.push(last.end.clone());
+    let windows: Vec<(ClusteringKey, ClusteringKey)> = edges
+        .windows(2)
+        .map(|w| (w[0].clone(), w[1].clone()))
+        .collect();
+    let order: Box<dyn Iterator<Item = &(ClusteringKey, ClusteringKey)>> = if reversed {
+        Box::new(windows.iter().rev())
+    } else {
+        Box::new(windows.iter())
+    };
+
+    // The partition deletion and the static row come from every source,
+    // once.
+    let mut head = Partition::default();
+    for m in &g.memtables {
+        if let Some(p) = m.read(key, &[]) {
+            head.merge(p);
+        }
+    }
+    if let Some(s) = &g.small {
+        head.deletion = head.deletion.max(s.deletion);
+        if let Some(r) = &s.static_row {
+            merge_static(&mut head, r.clone());
+        }
+    }
+    for ip in &g.indexed {
+        head.deletion = head.deletion.max(ip.header.deletion);
+        if let Some(r) = &ip.header.static_row {
+            merge_static(&mut head, r.clone());
+        }
+    }
+    let (head_live, mut stats, _) = head.resolve_slices(&[], reversed, now_seconds, 0);
+
+    let mut rows = RowMap::new();
+    let mut complete = true;
+    let mut windows_left = windows.len();
+    for (start, end) in order {
+        windows_left -= 1;
+        let cut = within(slices, start, end);
+        if cut.is_empty() {
+            continue;
+        }
+        let mut window = Partition {
+            deletion: head.deletion,
+            ..Partition::default()
+        };
+        for m in &g.memtables {
+            if let Some(p) = m.read(key, &cut) {
+                window.merge(p.without_static());
+            }
+        }
+        if let Some(s) = &g.small {
+            window.merge(s.slice(&cut).without_static());
+        }
+        for ip in &g.indexed {
+            window.merge(ip.read_slices(&cut)?);
+        }
+        let want = max_rows - rows.len();
+        let (live, st, done) = window.resolve_slices(&cut, reversed, now_seconds, want);
+        // The partition deletion was counted once, with the static row.
+        stats.tombstones += st.tombstones - u64::from(!head.deletion.is_live());
+        for (k, r) in live.rows {
+            rows.insert(k, r);
+        }
+        if !done {
+            complete = false;
+            break;
+        }
+        if rows.len() >= max_rows {
+            complete = windows_left == 0;
+            break;
+        }
+    }
+    let out = Partition {
+        static_row: head_live.static_row,
+        rows,
+        ..Partition::default()
+    };
+    Ok((out, stats, complete))
+}
+
+/// Merges a static row into the partition's.
+fn merge_static(p: &mut Partition, r: crate::row::Row) {
+    match &mut p.static_row {
+        Some(mine) => mine.merge(r),
+        None => p.static_row = Some(r),
+    }
+}

@@ -1,0 +1,392 @@
+//! Reading part of one stored partition: the whole of a small one, or the
+//! header, row index and only the blocks a slice needs of a large one
+//! (format 3, see [`crate::sstable::row_index`]).
+
+use crate::cell::DeletionTime;
+use crate::clustering::{ClusteringComparator, ClusteringKey, Slice};
+use crate::encoding::v3::{self, Header, Item, MarkerFolder};
+use crate::encoding::{DecodeError, Reader};
+use crate::engine::PartitionKey;
+use crate::error::{Error, Result};
+use crate::partition::Partition;
+use crate::sstable::format::get_key;
+use crate::sstable::row_index::{ReadEntry, RowIndexView, Trailer, TRAILER_LEN};
+use crate::sstable::Sstable;
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// Entries up to this long are read whole, row index or not: one or a few
+/// chunks, fewer reads than the header, the index and a block.
+pub const WHOLE_ENTRY_MAX_BYTES: u64 = 64 << 10;
+
+/// Bytes of an entry read first to find its header (doubled until the
+/// header fits: a large static row makes it longer).
+const HEADER_PROBE_BYTES: u64 = 4 << 10;
+
+/// A partition as stored in one sstable, ready for a read of part of it.
+pub enum StoredPartition<'a> {
+    /// Small, or written in a format without a row index: all of it.
+    Whole(Partition),
+    /// Large: its header, and its blocks on demand.
+    Indexed(IndexedPartition<'a>),
+}
+
+/// A large partition of one sstable: where its entry lies, its header and
+/// its row index's trailer.
+pub struct IndexedPartition<'a> {
+    source: &'a dyn EntryBytes,
+    /// The entry's place in the stream.
+    position: u64,
+    len: u64,
+    pub header: Header,
+    trailer: Trailer,
+}
+
+impl Sstable {
+    /// The partition of `key`, whole if it is small, else its header and
+    /// row index; `None` when this sstable does not hold it. Uses the key
+    /// cache and the bloom filter as [`Sstable::read_partition`] does.
+    pub fn open_partition(&self, key: &PartitionKey) -> Result<Option<StoredPartition<'_>>> {
+        if !self.may_contain(key) {
+            return Ok(None);
+        }
+        if let Some(at) = self.key_cache_get(key) {
+            if let Some(p) = self.open_at(key, at, true)? {
+                self.key_cache_hit();
+                return Ok(Some(p));
+            }
+        }
+        let Some(at) = self.locate_counted(key)? else {
+            return Ok(None);
+        };
+        let p = self.open_at(key, at, false)?;
+        self.key_cache_insert(key, at);
+        Ok(p)
+    }
+
+    /// The partition `key` at `(position, len)` (a scan's place): whole,
+    /// or its header and row index.
+    pub fn partition_at(&self, key: &PartitionKey, at: (u64, u64)) -> Result<StoredPartition<'_>> {
+        self.open_at(key, at, false)?
+            .ok_or_else(|| self.entry_corrupt(at.0, "index points at another partition"))
+    }
+
+    /// The entry at `(position, len)`, which must be `key`'s: another key
+    /// there is `None` for a place from the key cache, and corruption for
+    /// one from the index.
+    fn open_at(
+        &self,
+        key: &PartitionKey,
+        (position, len): (u64, u64),
+        from_cache: bool,
+    ) -> Result<Option<StoredPartition<'_>>> {
+        if self.format_version() < 3 || len <= self.whole_entry_max_bytes() {
+            let p = self.read_entry_at(key, (position, len), from_cache)?;
+            return Ok(p.map(StoredPartition::Whole));
+        }
+        match IndexedPartition::open(self, Some(key), position, len)? {
+            Opened::OtherKey if from_cache => Ok(None),
+            Opened::OtherKey => {
+                Err(self.entry_corrupt(position, "index points at another partition"))
+            }
+            Opened::NoIndex => {
+                let p = self.read_entry_at(key, (position, len), from_cache)?;
+                Ok(p.map(StoredPartition::Whole))
+            }
+            Opened::Indexed(ip) => Ok(Some(StoredPartition::Indexed(ip))),
+        }
+    }
+}
+
+/// Where an indexed partition's bytes come from: an sstable's stream, or
+/// (for the fuzz target) a buffer.
+pub(crate) trait EntryBytes {
+    /// Stream bytes `[pos, pos + len)`.
+    fn read(&self, pos: u64, len: u64) -> Result<Bytes>;
+    fn comparator(&self) -> &Arc<ClusteringComparator>;
+    /// A corruption in the entry at stream position `position`.
+    fn corrupt(&self, position: u64, what: &str) -> Error;
+}
+
+impl EntryBytes for Sstable {
+    fn read(&self, pos: u64, len: u64) -> Result<Bytes> {
+        self.read_stream(pos, len)
+    }
+    fn comparator(&self) -> &Arc<ClusteringComparator> {
+        Sstable::comparator(self)
+    }
+    fn corrupt(&self, position: u64, what: &str) -> Error {
+        self.entry_corrupt(position, what)
+    }
+}
+
+/// What [`IndexedPartition::open`] found.
+enum Opened<'a> {
+    /// The entry holds another key.
+    OtherKey,
+    /// The entry has no row index: read it whole.
+    NoIndex,
+    Indexed(IndexedPartition<'a>),
+}
+
+impl<'a> IndexedPartition<'a> {
+    /// Reads the key and header at the start of the entry at `position`
+    /// (a prefix, doubled until the header decodes), checks the key when
+    /// given, and the trailer when the header announces a row index.
+    fn open(
+        source: &'a dyn EntryBytes,
+        key: Option<&PartitionKey>,
+        position: u64,
+        len: u64,
+    ) -> Result<Opened<'a>> {
+        let mut probe = HEADER_PROBE_BYTES.min(len);
+        let (header, items_start) = loop {
+            let bytes = source.read(position, probe)?;
+            let mut r = Reader::shared(&bytes);
+            let (token, k) = get_key(&mut r).map_err(|e| source.corrupt(position, e.what))?;
+            if key.is_some_and(|key| token != key.token || k != &key.key[..]) {
+                return Ok(Opened::OtherKey);
+            }
+            match v3::read_partition_header(&mut r) {
+                Ok(h) => break (h, r.position() as u64),
+                Err(DecodeError {
+                    what: "truncated", ..
+                }) if probe < len => {
+                    probe = (probe * 2).min(len);
+                }
+                Err(e) => return Err(source.corrupt(position, e.what)),
+            }
+        };
+        if !header.row_index {
+            return Ok(Opened::NoIndex);
+        }
+        let Some(at) = len.checked_sub(TRAILER_LEN) else {
+            return Err(source.corrupt(position, "row index trailer truncated"));
+        };
+        let tail = source.read(position + at, TRAILER_LEN)?;
+        let trailer =
+            Trailer::decode(&tail, len, items_start).map_err(|w| source.corrupt(position, w))?;
+        Ok(Opened::Indexed(IndexedPartition {
+            source,
+            position,
+            len,
+            header,
+            trailer,
+        }))
+    }
+}
+
+/// The bound where a block starts: just before its first row, or its
+/// first marker's bound.
+fn block_start_bound(first: &ClusteringKey) -> ClusteringKey {
+    if first.weight == 0 {
+        ClusteringKey::before(first.values.clone(), first.comparator())
+    } else {
+        first.clone()
+    }
+}
+
+impl IndexedPartition<'_> {
+    fn corrupt(&self, what: &str) -> Error {
+        self.source.corrupt(self.position, what)
+    }
+
+    fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => self.source.read(self.position + offset, len),
+            _ => Err(self.corrupt("row index points past its partition")),
+        }
+    }
+
+    /// Runs `f` with a view of the row index.
+    fn with_index<T>(&self, f: impl FnOnce(&RowIndexView<'_>) -> Result<T>) -> Result<T> {
+        let read = |offset: u64, len: u64| self.read(offset, len);
+        let read: &ReadEntry<'_> = &read;
+        let corrupt = |what: &str| self.corrupt(what);
+        let view = RowIndexView::new(
+            self.trailer,
+            self.header.bases,
+            self.source.comparator().clone(),
+            read,
+            &corrupt,
+        );
+        f(&view)
+    }
+
+    /// Blocks in the row index.
+    pub fn block_count(&self) -> usize {
+        self.trailer.count as usize
+    }
+
+    /// The bound where block `i` starts (a window edge).
+    pub fn block_start(&self, i: usize) -> Result<ClusteringKey> {
+        self.with_index(|v| Ok(block_start_bound(&v.entry(i)?.first)))
+    }
+
+    /// The blocks `[from, to)` that hold every row and marker of `slice`.
+    pub fn blocks_for(&self, slice: &Slice) -> Result<(usize, usize)> {
+        if self.trailer.count == 0 {
+            return Ok((0, 0));
+        }
+        self.with_index(|v| Ok((v.find(&slice.start)?, v.find(&slice.end)? + 1)))
+    }
+
+    /// The rows and range tombstones of blocks `[from, to)` (tombstones open
+    /// at the first block start there; one still open after the last is
+    /// closed where the next block starts), with the header's deletion. No
+    /// static row: the caller takes it from the header once.
+    pub fn read_blocks(&self, from: usize, to: usize) -> Result<Partition> {
+        let mut p = Partition {
+            deletion: self.header.deletion,
+            ..Partition::default()
+        };
+        let count = self.block_count();
+        let to = to.min(count);
+        if from >= to {
+            return Ok(p);
+        }
+        let (first, end, end_bound) = self.with_index(|v| {
+            let first = v.entry(from)?;
+            let end = v.block_end(to - 1)?;
+            let end_bound = if to < count {
+                Some(block_start_bound(&v.entry(to)?.first))
+            } else {
+                None
+            };
+            Ok((first, end, end_bound))
+        })?;
+        if end < first.offset {
+            return Err(self.corrupt("row index blocks out of order"));
+        }
+        let bytes = self.read(first.offset, end - first.offset)?;
+        let cmp = self.source.comparator();
+        let mut r = Reader::shared(&bytes);
+        let mut folder = MarkerFolder::new(Some(block_start_bound(&first.first)), first.open);
+        let mut last: Option<ClusteringKey> = None;
+        while !r.is_empty() {
+            let item =
+                v3::read_item(&mut r, &self.header.bases, cmp).map_err(|e| self.corrupt(e.what))?;
+            if let Some(k) = item.clustering() {
+                if last.as_ref().is_some_and(|l| l >= k) {
+                    return Err(self.corrupt("partition items out of order"));
+                }
+                last = Some(k.clone());
+            }
+            match item {
+                Item::End => return Err(self.corrupt("end of partition inside a block")),
+                Item::Row(k, row) => {
+                    p.rows.insert(k, row);
+                }
+                Item::Marker(bound, d) => folder.marker(bound, d),
+            }
+        }
+        p.range_tombstones = folder
+            .finish(end_bound)
+            .ok_or_else(|| self.corrupt("range tombstone left open at the end of the partition"))?;
+        Ok(p)
+    }
+
+    /// The rows and range tombstones of `slices`, with the header's
+    /// deletion (no static row), reading only the blocks they need.
+    pub fn read_slices(&self, slices: &[Slice]) -> Result<Partition> {
+        let mut out = Partition {
+            deletion: self.header.deletion,
+            ..Partition::default()
+        };
+        let mut done = 0;
+        for s in slices.iter().filter(|s| !s.is_empty()) {
+            let (from, to) = self.blocks_for(s)?;
+            let from = from.max(done);
+            if from >= to {
+                continue;
+            }
+            out.merge(self.read_blocks(from, to)?);
+            done = to;
+        }
+        Ok(out.slice(slices).without_static())
+    }
+
+    /// The deletion open where block `i` starts.
+    pub fn open_at(&self, i: usize) -> Result<DeletionTime> {
+        self.with_index(|v| Ok(v.entry(i)?.open))
+    }
+}
+
+impl Partition {
+    /// The same partition without its static row.
+    pub fn without_static(mut self) -> Partition {
+        self.static_row = None;
+        self
+    }
+
+    /// Cuts the range tombstones to `[start, end)`, dropping those outside.
+    pub fn clip_range_tombstones(&mut self, start: &ClusteringKey, end: &ClusteringKey) {
+        self.range_tombstones.retain_mut(|rt| {
+            if rt.slice.start < *start {
+                rt.slice.start = start.clone();
+            }
+            if rt.slice.end > *end {
+                rt.slice.end = end.clone();
+            }
+            rt.slice.start < rt.slice.end
+        });
+    }
+}
+
+/// A partition's entry held in memory, as the fuzz target feeds it.
+struct MemEntry {
+    bytes: Bytes,
+    cmp: Arc<ClusteringComparator>,
+}
+
+impl EntryBytes for MemEntry {
+    fn read(&self, pos: u64, len: u64) -> Result<Bytes> {
+        let end = pos
+            .checked_add(len)
+            .filter(|e| *e <= self.bytes.len() as u64);
+        match end {
+            Some(end) => Ok(self.bytes.slice(pos as usize..end as usize)),
+            None => Err(self.corrupt(pos, "read past the entry")),
+        }
+    }
+    fn comparator(&self) -> &Arc<ClusteringComparator> {
+        &self.cmp
+    }
+    fn corrupt(&self, position: u64, what: &str) -> Error {
+        Error::corruption("fuzz-entry", position, what.to_string())
+    }
+}
+
+/// Reads `bytes` as one partition's entry of format 3 (key, header, items,
+/// row index, trailer) through its row index, every way a read does, and
+/// discards the results: the entry point of the row index fuzz target
+/// (no checksum stands in front of the decoder here). Must never panic.
+pub fn fuzz_row_index(bytes: &[u8]) {
+    let src = MemEntry {
+        bytes: Bytes::copy_from_slice(bytes),
+        cmp: ClusteringComparator::new(vec![(varve_types::CqlType::Int, false)]),
+    };
+    let Ok(Opened::Indexed(ip)) = IndexedPartition::open(&src, None, 0, bytes.len() as u64) else {
+        return;
+    };
+    let count = ip.block_count().min(64);
+    for i in 0..count {
+        let _ = ip.block_start(i);
+        let _ = ip.open_at(i);
+        let _ = ip.read_blocks(i, i + 1);
+    }
+    let _ = ip.read_blocks(0, count);
+    let cmp = src.cmp.clone();
+    let probes = [0i32, 1, 7, 100, -3, i32::MAX];
+    for (a, b) in probes.iter().zip(probes.iter().skip(1)) {
+        let slice = Slice {
+            start: ClusteringKey::before(vec![Bytes::copy_from_slice(&a.to_be_bytes())], &cmp),
+            end: ClusteringKey::after(vec![Bytes::copy_from_slice(&b.to_be_bytes())], &cmp),
+        };
+        if let Ok((from, to)) = ip.blocks_for(&slice) {
+            if to.saturating_sub(from) <= 64 {
+                let _ = ip.read_slices(std::slice::from_ref(&slice));
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The memory a node may use, from its cgroup, and the memory budgets'
+//! defaults fitted to it (docs/design/read-path-io.md, "Memory budget").
+//!
+//! In a container the kernel charges the node's own memory and the page
+//! cache of its files to one limit. The budgets Varve controls are the
+//! memtables (writes wait past four times `memtable_heap_space`), the chunk
+//! cache (`file_cache_size`) and the key cache. Their defaults (256 MiB,
+//! 512 MiB, 100 MiB) suit a machine of several GiB; under a smaller limit,
+//! each default that was not set explicitly shrinks to a share of the
+//! limit, so that the memtables at their hard limit and the caches stay
+//! within about 70% of it and the page cache keeps the rest.
+
+/// Share of the limit that `memtable_heap_space` may default to (its hard
+/// limit, four times it, is then half the limit).
+pub const MEMTABLE_SHARE_DIVISOR: u64 = 8;
+/// Share of the limit that `file_cache_size` may default to.
+pub const FILE_CACHE_SHARE_DIVISOR: u64 = 8;
+/// Share of the limit that `key_cache_size` may default to.
+pub const KEY_CACHE_SHARE_DIVISOR: u64 = 32;
+/// A cgroup v1 limit at or above this means "no limit" (the kernel writes
+/// `PAGE_COUNTER_MAX` pages, about 2^63 bytes).
+const UNLIMITED_AT: u64 = 1 << 62;
+
+/// The memory limit of this process's cgroup (the smallest along its path),
+/// when one is set.
+pub fn cgroup_memory_limit() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let v2_root = if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        "/sys/fs/cgroup"
+    } else {
+        "/sys/fs/cgroup/unified"
+    };
+    limit_from(&own, v2_root, |path| std::fs::read_to_string(path).ok())
+}
+
+/// [`cgroup_memory_limit`] from the text of /proc/self/cgroup, reading
+/// control files with `read`.
+fn limit_from(own: &str, v2_root: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
+    let mut limit: Option<u64> = None;
+    for line in own.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let file = if controllers.is_empty() {
+            (v2_root, "memory.max")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        for dir in ancestors(path) {
+            let text = read(&format!("{}{dir}/{}", file.0, file.1));
+            let Some(bytes) = text.and_then(|t| t.trim().parse::<u64>().ok()) else {
+                continue; // "max", or no such file at this level
+            };
+            if bytes < UNLIMITED_AT {
+                limit = Some(limit.map_or(bytes, |l| l.min(bytes)));
+            }
+        }
+    }
+    limit
+}
+
+/// `/a/b` and its ancestors `/a` and `` (the root), deepest first.
+fn ancestors(path: &str) -> Vec<&str> {
+    let path = path.trim_end_matches('/');
+    let mut out = vec![path];
+    let mut rest = path;
+    while let Some(at) = rest.rfind('/') {
+        rest = &rest[..at];
+        out.push(rest);
+    }
+    out.dedup();
+    out
+}
+
+/// A budget's default, fitted to `limit`: at most `limit / divisor`.
+pub fn fitted(default: u64, limit: Option<u64>, divisor: u64) -> u64 {
+    match limit {
+        Some(l) => default.min(l / divisor),
+        None => default,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn files(entries: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |p| map.get(p).cloned()
+    }
+
+    #[test]
+    fn a_v1_memory_limit_is_read_along_the_path() {
+        let own = "12:memory:/bench/node\n11:cpu:/bench\n0::/bench\n";
+        let read = files(&[
+            (
+                "/sys/fs/cgroup/memory/bench/node/memory.limit_in_bytes",
+                "1610612736\n",
+            ),
+            (
+                "/sys/fs/cgroup/memory/bench/memory.limit_in_bytes",
+                "9223372036854771712\n",
+            ),
+            (
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                "9223372036854771712\n",
+            ),
+        ]);
+        assert_eq!(
+            limit_from(own, "/sys/fs/cgroup/unified", read),
+            Some(1_610_612_736)
+        );
+    }
+
+    #[test]
+    fn a_parents_smaller_limit_wins() {
+        let own = "0::/a/b\n";
+        let read = files(&[
+            ("/sys/fs/cgroup/a/b/memory.max", "max\n"),
+            ("/sys/fs/cgroup/a/memory.max", "2147483648\n"),
+        ]);
+        assert_eq!(limit_from(own, "/sys/fs/cgroup", read), Some(2 << 30));
+    }
+
+    #[test]
+    fn no_limit_anywhere_is_none() {
+        let own = "0::/user.slice\n5:memory:/user.slice\n";
+        let read = files(&[
+            ("/sys/fs/cgroup/user.slice/memory.max", "max"),
+            (
+                "/sys/fs/cgroup/memory/user.slice/memory.limit_in_bytes",
+                "9223372036854771712",
+            ),
+        ]);
+        assert_eq!(limit_from(own, "/sys/fs/cgroup", read), None);
+        assert_eq!(limit_from("", "/sys/fs/cgroup", files(&[])), None);
+        assert_eq!(limit_from("garbage\n", "/sys/fs/cgroup", files(&[])), None);
+    }
+
+    #[test]
+    fn defaults_shrink_to_their_share_of_a_limit_and_no_further() {
+        let mib = 1u64 << 20;
+        let limit = Some(1536 * mib);
+        assert_eq!(fitted(256 * mib, limit, MEMTABLE_SHARE_DIVISOR), 192 * mib);
+        assert_eq!(
+            fitted(512 * mib, limit, FILE_CACHE_SHARE_DIVISOR),
+            192 * mib
+        );
+        assert_eq!(fitted(100 * mib, limit, KEY_CACHE_SHARE_DIVISOR), 48 * mib);
+        // A large limit keeps the defaults.
+        assert_eq!(
+            fitted(256 * mib, Some(64 << 30), MEMTABLE_SHARE_DIVISOR),
+            256 * mib
+        );
+        assert_eq!(fitted(256 * mib, None, MEMTABLE_SHARE_DIVISOR), 256 * mib);
+    }
+
+    #[test]
+    fn ancestors_run_to_the_root() {
+        assert_eq!(ancestors("/a/b"), vec!["/a/b", "/a", ""]);
+        assert_eq!(ancestors("/"), vec![""]);
+    }
+}
