@@ -17,6 +17,7 @@ use crate::partition::Partition;
 use crate::read_stats::ReadCost;
 use crate::row::ReadStats;
 use crate::row_map::RowMap;
+use crate::sstable::partition_reader::next_edge;
 use crate::sstable::{IndexedPartition, Sstable, StoredPartition};
 use std::sync::Arc;
 
@@ -231,36 +232,6 @@ fn read_windows(
     let Some((first, last)) = slices.first().zip(slices.last()) else {
         return Ok((Partition::default(), ReadStats::default(), true));
     };
-    // The edges: the slices' ends and the largest source's block starts
-    // between them, every WINDOW_BLOCKS blocks.
-    let driver = g
-        .indexed
-        .iter()
-        .max_by_key(|ip| ip.block_count())
-        .expect("read_windows is only called with an indexed source");
-    let mut edges = vec![first.start.clone()];
-    let span = Slice {
-        start: first.start.clone(),
-        end: last.end.clone(),
-    };
-    let (from, to) = driver.blocks_for(&span)?;
-    for b in (from + 1..to).step_by(WINDOW_BLOCKS) {
-        let edge = driver.block_start(b)?;
-        if edge > *edges.last().expect("edges start with one") && edge < last.end {
-            edges.push(edge);
-        }
-    }
-    edges.push(last.end.clone());
-    let windows: Vec<(ClusteringKey, ClusteringKey)> = edges
-        .windows(2)
-        .map(|w| (w[0].clone(), w[1].clone()))
-        .collect();
-    let order: Box<dyn Iterator<Item = &(ClusteringKey, ClusteringKey)>> = if reversed {
-        Box::new(windows.iter().rev())
-    } else {
-        Box::new(windows.iter())
-    };
-
     // The partition deletion and the static row come from every source,
     // once.
     let mut head = Partition::default();
@@ -283,13 +254,71 @@ fn read_windows(
     }
     let (head_live, mut stats, _) = head.resolve_slices(&[], reversed, now_seconds, 0);
 
+    // A slice that spans few blocks of every source (a row, a page of a
+    // slice) is one window, read with the block ranges found once.
+    let span = Slice {
+        start: first.start.clone(),
+        end: last.end.clone(),
+    };
+    let mut ranges = Vec::with_capacity(g.indexed.len());
+    for ip in &g.indexed {
+        ranges.push(ip.blocks_for(&span)?);
+    }
+    if ranges.iter().all(|(from, to)| to - from <= WINDOW_BLOCKS) {
+        let mut window = Partition {
+            deletion: head.deletion,
+            ..Partition::default()
+        };
+        for m in &g.memtables {
+            if let Some(p) = m.read(key, slices) {
+                window.merge(p.without_static());
+            }
+        }
+        if let Some(s) = &g.small {
+            window.merge(s.slice(slices).without_static());
+        }
+        for (ip, (from, to)) in g.indexed.iter().zip(ranges) {
+            window.merge(ip.read_blocks(from, to)?.slice(slices).without_static());
+        }
+        let (live, st, complete) = window.resolve_slices(slices, reversed, now_seconds, max_rows);
+        stats.tombstones += st.tombstones - u64::from(!head.deletion.is_live());
+        let out = Partition {
+            static_row: head_live.static_row,
+            rows: live.rows,
+            ..Partition::default()
+        };
+        return Ok((out, stats, complete));
+    }
+
     let mut rows = RowMap::new();
     let mut complete = true;
-    let mut windows_left = windows.len();
-    for (start, end) in order {
-        windows_left -= 1;
+    // Windows from one end of the slices to the other, each ending where
+    // some source has passed WINDOW_BLOCKS of its blocks (see `next_edge`).
+    let mut frontier = if reversed {
+        last.end.clone()
+    } else {
+        first.start.clone()
+    };
+    loop {
+        frontier = skip_gap(slices, frontier, reversed);
+        let edge = next_edge(&g.indexed, &frontier, WINDOW_BLOCKS, reversed)?;
+        let (edge, final_window) = match edge {
+            Some(e) if reversed && e > first.start => (e, false),
+            Some(e) if !reversed && e < last.end => (e, false),
+            _ if reversed => (first.start.clone(), true),
+            _ => (last.end.clone(), true),
+        };
+        let (start, end) = if reversed {
+            (&edge, &frontier)
+        } else {
+            (&frontier, &edge)
+        };
         let cut = within(slices, start, end);
         if cut.is_empty() {
+            if final_window {
+                break;
+            }
+            frontier = edge;
             continue;
         }
         let mut window = Partition {
@@ -319,9 +348,13 @@ fn read_windows(
             break;
         }
         if rows.len() >= max_rows {
-            complete = windows_left == 0;
+            complete = final_window;
             break;
         }
+        if final_window {
+            break;
+        }
+        frontier = edge;
     }
     let out = Partition {
         static_row: head_live.static_row,
@@ -329,6 +362,26 @@ fn read_windows(
         ..Partition::default()
     };
     Ok((out, stats, complete))
+}
+
+/// The frontier moved past a gap between slices: to the next slice's
+/// start going forward, to the previous slice's end going backward (a
+/// window of nothing but gap reads nothing, but costs a search per source).
+fn skip_gap(slices: &[Slice], frontier: ClusteringKey, reversed: bool) -> ClusteringKey {
+    let inside = |s: &Slice| s.start <= frontier && frontier <= s.end;
+    if slices.iter().any(inside) {
+        return frontier;
+    }
+    let next = if reversed {
+        slices
+            .iter()
+            .rev()
+            .find(|s| s.end < frontier)
+            .map(|s| &s.end)
+    } else {
+        slices.iter().find(|s| s.start > frontier).map(|s| &s.start)
+    };
+    next.cloned().unwrap_or(frontier)
 }
 
 /// Merges a static row into the partition's.

@@ -343,10 +343,11 @@ pub fn put_items(
     b: &Bases,
     p: &Partition,
     mut before_item: impl FnMut(&mut Vec<u8>, &ClusteringKey, &DeletionTime),
-) {
+) -> Option<ClusteringKey> {
     let marks = markers(&p.range_tombstones);
     let mut marks = marks.iter().peekable();
     let mut open = DeletionTime::LIVE;
+    let mut last: Option<&ClusteringKey> = None;
     for (key, row) in &p.rows {
         while let Some((bound, d)) = marks.next_if(|(bound, _)| bound < key) {
             before_item(out, bound, &open);
@@ -355,13 +356,19 @@ pub fn put_items(
         }
         before_item(out, key, &open);
         put_row_item(out, b, key, row);
+        last = Some(key);
     }
+    let last = match marks.len() {
+        0 => last.cloned(),
+        _ => marks.clone().last().map(|(bound, _)| bound.clone()),
+    };
     for (bound, d) in marks {
         before_item(out, bound, &open);
         put_marker_item(out, b, bound, d);
         open = *d;
     }
     put_end(out);
+    last
 }
 
 /// Appends a whole partition without a row index (the header, the items,

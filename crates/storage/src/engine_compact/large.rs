@@ -7,17 +7,18 @@
 //! The partition deletion and the static row are merged first, once.
 
 use super::output::Outputs;
-use crate::clustering::{ClusteringKey, Slice};
+use crate::clustering::Slice;
 use crate::compaction::purge::{compact_partition, PurgeRule};
 use crate::compaction::shadow::{drop_shadowed, ShadowMode};
 use crate::encoding::v3::{bases_of, min_bases, Header};
 use crate::engine::PartitionKey;
 use crate::error::Result;
 use crate::partition::Partition;
+use crate::sstable::partition_reader::next_edge;
 use crate::sstable::{IndexedPartition, ScanEntry, Sstable, StoredPartition};
 use std::sync::Arc;
 
-/// Row index blocks of the largest input per window (about 1 MiB).
+/// Row index blocks of each input per window at most (about 1 MiB).
 pub const COMPACTION_WINDOW_BLOCKS: usize = 64;
 
 /// What a large partition's compaction needs besides its inputs.
@@ -84,11 +85,17 @@ pub(super) fn compact_large(
         static_row: kept.static_row,
         row_index: true,
     };
-    let edges = window_edges(&large, &Slice::all(&cmp))?;
+    let all = Slice::all(&cmp);
     outputs.begin_partition(key, &header)?;
-    for (n, w) in edges.windows(2).enumerate() {
+    let mut start = all.start.clone();
+    loop {
         (job.check_stopped)()?;
-        let (start, end) = (&w[0], &w[1]);
+        // The next edge: where some input has passed COMPACTION_WINDOW_BLOCKS
+        // of its blocks (see `next_edge`), or the end.
+        let next =
+            next_edge(&large, &start, COMPACTION_WINDOW_BLOCKS, false)?.filter(|e| *e < all.end);
+        let last = next.is_none();
+        let end = next.unwrap_or_else(|| all.end.clone());
         let slice = [Slice {
             start: start.clone(),
             end: end.clone(),
@@ -103,33 +110,18 @@ pub(super) fn compact_large(
         for ip in &large {
             window.merge(ip.read_slices(&slice)?);
         }
-        window.clip_range_tombstones(start, end);
+        window.clip_range_tombstones(&start, &end);
         if job.shadow_mode != ShadowMode::None {
             if let Some(shadow) = (job.shadow)(&slice)? {
                 window = drop_shadowed(&window, &shadow, job.shadow_mode);
             }
         }
         let out = compact_partition(&window, &job.rule);
-        let last = n + 2 == edges.len();
-        outputs.write_window(start, (!last).then_some(end), &out)?;
+        outputs.write_window(&start, (!last).then_some(&end), &out)?;
+        if last {
+            break;
+        }
+        start = end;
     }
     outputs.end_partition()
-}
-
-/// The edges of the windows: the start of the partition, the start of
-/// every [`COMPACTION_WINDOW_BLOCKS`]-th block of the input with the most
-/// blocks, the end of the partition.
-fn window_edges(large: &[IndexedPartition<'_>], all: &Slice) -> Result<Vec<ClusteringKey>> {
-    let mut edges = vec![all.start.clone()];
-    if let Some(driver) = large.iter().max_by_key(|ip| ip.block_count()) {
-        for b in (COMPACTION_WINDOW_BLOCKS..driver.block_count()).step_by(COMPACTION_WINDOW_BLOCKS)
-        {
-            let edge = driver.block_start(b)?;
-            if edge > *edges.last().expect("edges start with one") && edge < all.end {
-                edges.push(edge);
-            }
-        }
-    }
-    edges.push(all.end.clone());
-    Ok(edges)
 }

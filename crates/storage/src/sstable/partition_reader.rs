@@ -10,7 +10,7 @@ use crate::engine::PartitionKey;
 use crate::error::{Error, Result};
 use crate::partition::Partition;
 use crate::sstable::format::get_key;
-use crate::sstable::row_index::{ReadEntry, RowIndexView, Trailer, TRAILER_LEN};
+use crate::sstable::row_index::{EntryMemo, ReadEntry, RowIndexView, Trailer, TRAILER_LEN};
 use crate::sstable::Sstable;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ pub const WHOLE_ENTRY_MAX_BYTES: u64 = 64 << 10;
 
 /// Bytes of an entry read first to find its header (doubled until the
 /// header fits: a large static row makes it longer).
-const HEADER_PROBE_BYTES: u64 = 4 << 10;
+const HEADER_PROBE_BYTES: u64 = 1 << 10;
 
 /// A partition as stored in one sstable, ready for a read of part of it.
 pub enum StoredPartition<'a> {
@@ -35,6 +35,8 @@ pub enum StoredPartition<'a> {
 /// its row index's trailer.
 pub struct IndexedPartition<'a> {
     source: &'a dyn EntryBytes,
+    /// Row index entries decoded by this read (see `EntryMemo`).
+    memo: EntryMemo,
     /// The entry's place in the stream.
     position: u64,
     len: u64,
@@ -168,6 +170,7 @@ impl<'a> IndexedPartition<'a> {
             Trailer::decode(&tail, len, items_start).map_err(|w| source.corrupt(position, w))?;
         Ok(Opened::Indexed(IndexedPartition {
             source,
+            memo: EntryMemo::default(),
             position,
             len,
             header,
@@ -209,13 +212,14 @@ impl IndexedPartition<'_> {
             self.source.comparator().clone(),
             read,
             &corrupt,
-        );
+        )
+        .with_memo(&self.memo);
         f(&view)
     }
 
     /// Blocks in the row index.
     pub fn block_count(&self) -> usize {
-        self.trailer.count as usize
+        self.trailer.count.saturating_sub(1) as usize
     }
 
     /// The bound where block `i` starts (a window edge).
@@ -223,12 +227,51 @@ impl IndexedPartition<'_> {
         self.with_index(|v| Ok(block_start_bound(&v.entry(i)?.first)))
     }
 
-    /// The blocks `[from, to)` that hold every row and marker of `slice`.
+    /// Where the `blocks`-th block after the one holding `frontier` starts
+    /// (forward), or the start of the block `blocks - 1` before it
+    /// (backward): a window edge that keeps this source's share of a window
+    /// to about `blocks` blocks. `None` past this partition's first or last
+    /// block.
+    pub fn edge_from(
+        &self,
+        frontier: &ClusteringKey,
+        blocks: usize,
+        backward: bool,
+    ) -> Result<Option<ClusteringKey>> {
+        let count = self.block_count();
+        if count == 0 {
+            return Ok(None);
+        }
+        self.with_index(|v| {
+            let b = v.find(frontier)?;
+            let target = if backward {
+                (b + 1).checked_sub(blocks.max(1))
+            } else {
+                Some(b + blocks.max(1)).filter(|t| *t < count)
+            };
+            match target {
+                Some(t) => Ok(Some(block_start_bound(&v.entry(t)?.first))),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// The blocks `[from, to)` that hold every row and marker of `slice`
+    /// (none when it ends before the first block).
     pub fn blocks_for(&self, slice: &Slice) -> Result<(usize, usize)> {
-        if self.trailer.count == 0 {
+        if self.block_count() == 0 {
             return Ok((0, 0));
         }
-        self.with_index(|v| Ok((v.find(&slice.start)?, v.find(&slice.end)? + 1)))
+        self.with_index(|v| {
+            if v.last()?.is_some_and(|last| slice.start > last) {
+                return Ok((0, 0));
+            }
+            let to = v.find(&slice.end)? + 1;
+            if to == 1 && v.entry(0)?.first >= slice.end {
+                return Ok((0, 0));
+            }
+            Ok((v.find(&slice.start)?.min(to), to))
+        })
     }
 
     /// The rows and range tombstones of blocks `[from, to)` (tombstones open
@@ -389,4 +432,38 @@ pub fn fuzz_row_index(bytes: &[u8]) {
             }
         }
     }
+}
+
+/// The next window edge from `frontier` over several large partitions:
+/// forward, the nearest of their [`IndexedPartition::edge_from`] edges
+/// after it (so that no source holds more than about `blocks` blocks in the
+/// window); backward, the nearest before it. `None` when no source has a
+/// block left that way.
+pub fn next_edge(
+    sources: &[IndexedPartition<'_>],
+    frontier: &ClusteringKey,
+    blocks: usize,
+    backward: bool,
+) -> Result<Option<ClusteringKey>> {
+    let mut best: Option<ClusteringKey> = None;
+    for ip in sources {
+        let Some(edge) = ip.edge_from(frontier, blocks, backward)? else {
+            continue;
+        };
+        let moves_on = if backward {
+            edge < *frontier
+        } else {
+            edge > *frontier
+        };
+        if !moves_on {
+            continue;
+        }
+        let nearer = best
+            .as_ref()
+            .is_none_or(|b| if backward { edge > *b } else { edge < *b });
+        if nearer {
+            best = Some(edge);
+        }
+    }
+    Ok(best)
 }

@@ -96,9 +96,23 @@ impl RowIndexBuilder {
         self.too_large
     }
 
-    /// Appends the entries, the offsets table and the trailer; `items_end`
-    /// is where the end byte sits, from the entry's start.
-    pub fn finish(self, out: &mut Vec<u8>, items_end: u64) {
+    /// Appends the entries (then, after the blocks' entries, one for the
+    /// last item: its clustering, at `items_end`), the offsets table and the
+    /// trailer; `items_end` is where the end byte sits, from the entry's
+    /// start.
+    pub fn finish(
+        mut self,
+        out: &mut Vec<u8>,
+        b: &Bases,
+        items_end: u64,
+        last: Option<&ClusteringKey>,
+    ) {
+        if let (Some(last), false) = (last, self.offsets.is_empty()) {
+            if let Ok(at) = u32::try_from(self.entries.len()) {
+                self.offsets.push(at);
+                put_index_entry(&mut self.entries, b, last, items_end, &DeletionTime::LIVE);
+            }
+        }
         out.extend_from_slice(&self.entries);
         for o in &self.offsets {
             out.extend_from_slice(&o.to_be_bytes());
@@ -177,10 +191,16 @@ impl Trailer {
 /// The reader of an entry's bytes: (offset from the entry's start, length).
 pub type ReadEntry<'a> = dyn Fn(u64, u64) -> crate::Result<bytes::Bytes> + 'a;
 
+/// Entries decoded so far, by number (one partition's, during one read).
+pub type EntryMemo = std::cell::RefCell<std::collections::HashMap<u64, Arc<IndexEntry>>>;
+
 pub struct RowIndexView<'a> {
     pub trailer: Trailer,
     bases: Bases,
     cmp: Arc<ClusteringComparator>,
+    /// Entries already decoded: the searches of one read share their first
+    /// probes.
+    memo: Option<&'a EntryMemo>,
     read: &'a ReadEntry<'a>,
     /// For errors: where a bad entry was found.
     corrupt: &'a dyn Fn(&str) -> crate::Error,
@@ -198,17 +218,33 @@ impl<'a> RowIndexView<'a> {
             trailer,
             bases,
             cmp,
+            memo: None,
             read,
             corrupt,
         }
     }
 
+    /// The same view, remembering the entries it decodes in `memo`.
+    pub fn with_memo(mut self, memo: &'a EntryMemo) -> Self {
+        self.memo = Some(memo);
+        self
+    }
+
+    /// Blocks: every entry but the last, which only names the last item.
     pub fn len(&self) -> usize {
-        self.trailer.count as usize
+        self.trailer.count.saturating_sub(1) as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.trailer.count == 0
+        self.len() == 0
+    }
+
+    /// The clustering (or bound) of the partition's last item.
+    pub fn last(&self) -> crate::Result<Option<ClusteringKey>> {
+        if self.trailer.count == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.entry(self.len())?.first.clone()))
     }
 
     /// Where entry `i` starts in the entries, from the offsets table.
@@ -227,11 +263,40 @@ impl<'a> RowIndexView<'a> {
         Ok(at)
     }
 
+    /// Where entries `i` and `i + 1` start (the second: the end of the
+    /// entries for the last one), in one read of the offsets table.
+    fn entry_span(&self, i: u64) -> crate::Result<(u64, u64)> {
+        if i + 1 >= self.trailer.count {
+            return Ok((self.entry_at(i)?, self.trailer.entries_len()));
+        }
+        let b = (self.read)(self.trailer.offsets_start() + 4 * i, 8)?;
+        let &[a0, a1, a2, a3, b0, b1, b2, b3] = &b[..] else {
+            return Err((self.corrupt)("row index offset truncated"));
+        };
+        let (start, end) = (
+            u32::from_be_bytes([a0, a1, a2, a3]) as u64,
+            u32::from_be_bytes([b0, b1, b2, b3]) as u64,
+        );
+        if start >= self.trailer.entries_len() || end >= self.trailer.entries_len() {
+            return Err((self.corrupt)("row index offset past its entries"));
+        }
+        Ok((start, end))
+    }
+
     /// Entry `i`, decoded and checked (its offset lies among the items).
-    pub fn entry(&self, i: usize) -> crate::Result<IndexEntry> {
-        let i = i as u64;
-        let start = self.entry_at(i)?;
-        let end = self.entry_at(i + 1)?;
+    pub fn entry(&self, i: usize) -> crate::Result<Arc<IndexEntry>> {
+        if let Some(e) = self.memo.and_then(|m| m.borrow().get(&(i as u64)).cloned()) {
+            return Ok(e);
+        }
+        let e = Arc::new(self.decode_entry(i as u64)?);
+        if let Some(m) = self.memo {
+            m.borrow_mut().insert(i as u64, e.clone());
+        }
+        Ok(e)
+    }
+
+    fn decode_entry(&self, i: u64) -> crate::Result<IndexEntry> {
+        let (start, end) = self.entry_span(i)?;
         if end <= start {
             return Err((self.corrupt)("row index offsets out of order"));
         }
@@ -242,7 +307,10 @@ impl<'a> RowIndexView<'a> {
         if !r.is_empty() {
             return Err((self.corrupt)("trailing bytes in a row index entry"));
         }
-        if e.offset >= self.trailer.items_end {
+        let is_last = i + 1 == self.trailer.count;
+        if (is_last && e.offset != self.trailer.items_end)
+            || (!is_last && e.offset >= self.trailer.items_end)
+        {
             return Err((self.corrupt)("row index block starts past the items"));
         }
         Ok(e)

@@ -52,7 +52,6 @@ struct Streaming {
     position: u64,
     /// Bytes of its entry written so far.
     written: u64,
-    items_start: u64,
     bases: crate::encoding::v2::Bases,
     blocks: RowIndexBuilder,
     /// The range tombstone deletion open after the last item.
@@ -87,7 +86,7 @@ pub fn encode_entry(
     let h = v3::Header::of(partition, false);
     v3::put_partition_header(out, &h);
     let items_start = out.len();
-    v3::put_items(out, &h.bases, partition, |_, _, _| {});
+    let last = v3::put_items(out, &h.bases, partition, |_, _, _| {});
     let items_end = out.len() - 1;
     if ((items_end - items_start) as u64) < row_index_block_bytes {
         return;
@@ -103,7 +102,7 @@ pub fn encode_entry(
         return;
     }
     out[header_at] |= v3::PARTITION_HAS_ROW_INDEX;
-    blocks.finish(out, items_end as u64);
+    blocks.finish(out, &h.bases, items_end as u64, last.as_ref());
 }
 
 /// Checks the parameters against the format's limits.
@@ -253,7 +252,6 @@ impl SstableWriter {
             key: key.clone(),
             position,
             written: buf.len() as u64,
-            items_start: buf.len() as u64,
             bases: header.bases,
             blocks: RowIndexBuilder::new(self.row_index_block_bytes),
             open: DeletionTime::LIVE,
@@ -370,16 +368,17 @@ impl SstableWriter {
             st.blocks.before_item(&st.bases, st.written, &end, &st.open);
             v3::put_marker_item(&mut st.buf, &st.bases, &end, &DeletionTime::LIVE);
             self.stats.stream_marker(&end, &DeletionTime::LIVE);
+            st.last = Some(end);
         }
         let items_end = st.written + st.buf.len() as u64;
         v3::put_end(&mut st.buf);
         if st.blocks.too_large() {
             return Err(invalid(&self.path, "row index over 4 GiB".into()));
         }
-        st.blocks.finish(&mut st.buf, items_end);
+        st.blocks
+            .finish(&mut st.buf, &st.bases, items_end, st.last.as_ref());
         let entry_len = st.written + st.buf.len() as u64;
         self.chunks.write(self.file.as_mut(), &self.path, &st.buf)?;
-        let _ = st.items_start;
         self.index.add(&st.key, st.position, entry_len);
         self.stats.end_partition(entry_len);
         self.hashes.push(key_hash(&st.key.key));
