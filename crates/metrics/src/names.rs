@@ -61,6 +61,7 @@ pub const PROTOCOL_ERRORS: &str = "protocol_errors";
 
 // ---- The read stage and the chunk cache ----
 pub const READ_STAGE_ACTIVE: &str = "read_stage_active";
+pub const COMPACTION_THROUGHPUT_SHARE: &str = "compaction_throughput_share";
 pub const READ_STAGE_PENDING: &str = "read_stage_pending";
 pub const READ_STAGE_COMPLETED: &str = "read_stage_completed";
 pub const READ_STAGE_CANCELLED: &str = "read_stage_cancelled";
@@ -188,6 +189,9 @@ pub const CATALOG: &[MetricDef] = &[
     def(PROTOCOL_ERRORS, Kind::Counter, &[],
         "Malformed or unexpected frames.",
         "Client ProtocolException"),
+    def(COMPACTION_THROUGHPUT_SHARE, Kind::Gauge, &[],
+        "Share of compaction_throughput compactions may use now (the adaptive throttle).",
+        "(none: Cassandra's throughput is fixed)"),
     def(READ_STAGE_ACTIVE, Kind::Gauge, &[],
         "Statements running on the read stage (they needed the disk).",
         "ThreadPools ReadStage ActiveTasks"),

@@ -161,6 +161,12 @@ impl Processor {
         self.storage.set_file_cache_size(bytes);
     }
 
+    /// The share of `compaction_throughput` compactions may use now (the
+    /// server's adaptive throttle sets it; see varve_storage::compaction::throttle).
+    pub fn set_compaction_rate_factor(&self, factor: f64) {
+        self.storage.set_compaction_rate_factor(factor);
+    }
+
     /// `nodetool setcompactionthroughput N`: takes effect at once, also for
     /// running compactions.
     pub fn set_compaction_throughput(&self, mib_per_sec: u64) {

@@ -40,6 +40,8 @@ pub use processor::Processor;
 /// Lets a connection write the commitlog entries of a burst of requests
 /// at once, before it answers them (see the storage crate).
 pub use varve_storage::commitlog::DeferredWrites;
+/// The adaptive compaction throttle's pieces (the server runs the loop).
+pub use varve_storage::compaction::throttle;
 /// Marks the running thread as one that may not wait on the disk: the
 /// server's event loop runs statements inside one, and a statement that
 /// needs the disk fails with [`QueryError::WouldBlock`] before it changed

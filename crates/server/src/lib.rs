@@ -18,6 +18,7 @@
 //! ServerError and the node keeps serving.
 
 mod admin;
+mod compaction_control;
 mod connection;
 mod convert;
 mod dispatch;
@@ -163,6 +164,14 @@ impl Server {
             stop_rx.clone(),
             done_tx,
         ));
+        let control = tokio::spawn(compaction_control::control_compactions(
+            Arc::clone(&shared.read_stage),
+            Arc::clone(&shared.processor),
+            self.metrics
+                .registry()
+                .gauge(varve_metrics::names::COMPACTION_THROUGHPUT_SHARE, &[]),
+            stop_rx.clone(),
+        ));
         let admin = tokio::spawn(admin::serve(
             self.admin,
             Arc::clone(&self.metrics),
@@ -174,6 +183,7 @@ impl Server {
         let _ = stop_tx.send(true);
         let _ = accept.await;
         let _ = admin.await;
+        let _ = control.await;
         // Every connection task holds a sender; recv() returns None once
         // all are gone. Connections wait `grace` for requests, then close.
         let waited = grace + grace / 2;

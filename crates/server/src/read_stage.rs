@@ -26,6 +26,9 @@ pub struct ReadStage {
     pending: Arc<Gauge>,
     completed: Arc<Counter>,
     cancelled: Arc<Counter>,
+    /// Statements run and their total time (µs) since the last
+    /// [`ReadStage::take_window`]: what the compaction throttle watches.
+    window: parking_lot::Mutex<(u64, u64)>,
 }
 
 impl std::fmt::Debug for ReadStage {
@@ -65,6 +68,7 @@ impl ReadStage {
             pending: registry.gauge(names::READ_STAGE_PENDING, &[]),
             completed: registry.counter(names::READ_STAGE_COMPLETED, &[]),
             cancelled: registry.counter(names::READ_STAGE_CANCELLED, &[]),
+            window: parking_lot::Mutex::new((0, 0)),
         }
     }
 
@@ -83,6 +87,16 @@ impl ReadStage {
 
     pub fn cancelled(&self) -> u64 {
         self.cancelled.get()
+    }
+
+    /// Statements waiting for a slot now.
+    pub fn pending(&self) -> u64 {
+        self.pending.get().max(0.0) as u64
+    }
+
+    /// The statements run since the last call and their total time in µs.
+    pub fn take_window(&self) -> (u64, u64) {
+        std::mem::take(&mut *self.window.lock())
     }
 
     /// Runs `work` on a slot once one is free, unless `cancelled()` says
@@ -109,10 +123,17 @@ impl ReadStage {
                 return;
             }
             let running = Held::new(&stage.active);
+            let started = std::time::Instant::now();
             let result = tokio::task::spawn_blocking(work).await;
+            let took_us = started.elapsed().as_micros() as u64;
             drop(running);
             drop(slot);
             stage.completed.inc();
+            {
+                let mut w = stage.window.lock();
+                w.0 += 1;
+                w.1 += took_us;
+            }
             done(result).await;
         });
     }

@@ -201,6 +201,10 @@ pub struct Engine {
     pub(crate) compactions_stopped: std::sync::atomic::AtomicBool,
     /// compaction_throughput in MiB/s (0: unlimited), changeable at runtime.
     pub(crate) compaction_throughput: AtomicU64,
+    /// The share of `compaction_throughput` compactions may use now (f64
+    /// bits, in `MIN_COMPACTION_RATE_FACTOR..=1`): the node lowers it while
+    /// client reads wait on the disk (see [`Engine::set_compaction_rate_factor`]).
+    compaction_rate_factor: AtomicU64,
     /// Running compactions and compaction counters.
     pub(crate) compactions: crate::compaction::stats::Registry,
     /// Background compaction threads (concurrent_compactors, resolved).
@@ -314,6 +318,7 @@ impl Engine {
             memory_freed: (Mutex::new(()), Condvar::new()),
             writers_waiting: AtomicUsize::new(0),
             compactions_stopped: Default::default(),
+            compaction_rate_factor: AtomicU64::new(1.0f64.to_bits()),
             compaction_throughput: AtomicU64::new(
                 crate::compaction::throttle::DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC,
             ),
@@ -348,6 +353,7 @@ impl Engine {
             writers_waiting: AtomicUsize::new(0),
             compactions_stopped: Default::default(),
             compaction_throughput: AtomicU64::new(options.compaction_throughput_mib_per_sec),
+            compaction_rate_factor: AtomicU64::new(1.0f64.to_bits()),
             compactions: Default::default(),
             concurrent_compactors: crate::engine_concurrency::resolve_concurrent_compactors(
                 options.concurrent_compactors,
@@ -872,6 +878,31 @@ impl Engine {
     /// compaction_throughput in MiB/s (0: unlimited).
     pub fn compaction_throughput(&self) -> u64 {
         self.compaction_throughput.load(Ordering::Relaxed)
+    }
+
+    /// The share of `compaction_throughput` compactions use now.
+    pub fn compaction_rate_factor(&self) -> f64 {
+        f64::from_bits(self.compaction_rate_factor.load(Ordering::Relaxed))
+    }
+
+    /// Sets that share (clamped to `MIN_COMPACTION_RATE_FACTOR..=1`), at once
+    /// for running compactions: the node's controller lowers it while
+    /// client reads wait on the disk and raises it back when they do not
+    /// (`compaction::throttle`).
+    pub fn set_compaction_rate_factor(&self, factor: f64) {
+        let f = if factor.is_nan() { 1.0 } else { factor };
+        let f = f.clamp(crate::compaction::throttle::MIN_COMPACTION_RATE_FACTOR, 1.0);
+        self.compaction_rate_factor
+            .store(f.to_bits(), Ordering::Relaxed);
+    }
+
+    /// The rate compactions may write at now, in bytes per second (`None`:
+    /// unlimited).
+    pub(crate) fn compaction_rate_bytes(&self) -> Option<f64> {
+        match self.compaction_throughput() {
+            0 => None,
+            mib => Some(mib as f64 * (1 << 20) as f64 * self.compaction_rate_factor()),
+        }
     }
 
     /// Changes compaction_throughput for running and future compactions.

@@ -5,17 +5,89 @@ use std::time::Duration;
 
 /// Cassandra 5.0's default `compaction_throughput`.
 pub const DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC: u64 = 64;
-const MIB: u64 = 1 << 20;
 
-/// How long a compaction that has written `bytes` in `elapsed` must pause
-/// to stay at or under `mib_per_sec` (0: never).
-pub fn delay(mib_per_sec: u64, bytes: u64, elapsed: Duration) -> Duration {
-    if mib_per_sec == 0 {
-        return Duration::ZERO;
+/// The least share of `compaction_throughput` the adaptive throttle leaves
+/// compactions (3.2 MiB/s at the default), so that they always progress.
+pub const MIN_COMPACTION_RATE_FACTOR: f64 = 0.05;
+
+/// How long a compaction that wrote `bytes` over `elapsed` since its last
+/// check must pause to stay at or under `bytes_per_sec` (`None`: never).
+/// Checked every few hundred KiB, so a change of the rate applies from the
+/// next check on, never to what was written before.
+pub fn pause_for(bytes_per_sec: Option<f64>, bytes: u64, elapsed: Duration) -> Duration {
+    match bytes_per_sec {
+        Some(rate) if rate > 0.0 => {
+            Duration::from_secs_f64(bytes as f64 / rate).saturating_sub(elapsed)
+        }
+        _ => Duration::ZERO,
     }
-    let allowed_secs = bytes as f64 / (mib_per_sec.saturating_mul(MIB)) as f64;
-    let due = Duration::from_secs_f64(allowed_secs);
-    due.saturating_sub(elapsed)
+}
+
+/// The adaptive share of the compaction throughput: lowered fast while
+/// client reads wait on the disk, raised slowly when they do not.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdaptiveRate {
+    pub factor: f64,
+}
+
+impl Default for AdaptiveRate {
+    fn default() -> Self {
+        AdaptiveRate { factor: 1.0 }
+    }
+}
+
+impl AdaptiveRate {
+    /// One tick of the controller: halve the share under `pressure`, else
+    /// give back a twentieth of the full rate.
+    pub fn tick(&mut self, pressure: bool) -> f64 {
+        self.factor = if pressure {
+            (self.factor / 2.0).max(MIN_COMPACTION_RATE_FACTOR)
+        } else {
+            (self.factor + 0.05).min(1.0)
+        };
+        self.factor
+    }
+}
+
+/// Client reads that slow down while compactions run: the signal of the
+/// adaptive throttle. Fed, once per tick, the reads that needed the disk
+/// in that tick (how many, their total time) and whether any waited for a
+/// read-stage slot; keeps a baseline of their mean time (the lowest seen,
+/// drifting up slowly, so a lasting change of the workload becomes the new
+/// normal).
+#[derive(Debug, Clone, Default)]
+pub struct ReadPressure {
+    baseline_us: Option<f64>,
+}
+
+/// Reads per tick below which their mean says nothing.
+pub const PRESSURE_MIN_READS: u64 = 5;
+/// A tick whose mean read time passes the baseline by this factor is under
+/// pressure.
+pub const PRESSURE_SLOWDOWN: f64 = 1.5;
+/// How fast the baseline follows a slower mean (per tick).
+const BASELINE_DRIFT: f64 = 0.02;
+
+impl ReadPressure {
+    /// Whether this tick's reads say compactions should give way.
+    pub fn observe(&mut self, reads: u64, total_us: u64, queued: bool) -> bool {
+        if reads < PRESSURE_MIN_READS {
+            return queued;
+        }
+        let mean = total_us as f64 / reads as f64;
+        let slow = self
+            .baseline_us
+            .is_some_and(|b| mean > b * PRESSURE_SLOWDOWN);
+        self.baseline_us = Some(match self.baseline_us {
+            Some(b) if mean >= b => b + (mean - b) * BASELINE_DRIFT,
+            _ => mean,
+        });
+        queued || slow
+    }
+
+    pub fn baseline_us(&self) -> Option<f64> {
+        self.baseline_us
+    }
 }
 
 #[cfg(test)]
@@ -23,21 +95,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pauses_only_when_ahead_of_the_rate() {
-        // 64 MiB written at 64 MiB/s must take one second.
-        assert_eq!(
-            delay(64, 64 * MIB, Duration::from_millis(250)),
-            Duration::from_millis(750)
+    fn reads_slower_than_their_baseline_or_queued_are_pressure() {
+        let mut p = ReadPressure::default();
+        assert!(
+            !p.observe(100, 100 * 200, false),
+            "the first tick sets the baseline"
         );
-        assert_eq!(delay(64, 64 * MIB, Duration::from_secs(2)), Duration::ZERO);
+        assert!(!p.observe(100, 100 * 250, false));
+        assert!(p.observe(100, 100 * 400, false), "twice as slow");
+        assert!(!p.observe(3, 3 * 10_000, false), "too few reads to judge");
+        assert!(p.observe(0, 0, true), "reads waiting for a slot");
+        // A lasting slowdown becomes the baseline.
+        let mut ticks = 0;
+        while p.observe(100, 100 * 600, false) {
+            ticks += 1;
+            assert!(ticks < 200, "never adapts");
+        }
+        assert!(p.baseline_us().unwrap() > 400.0);
+    }
+
+    #[test]
+    fn the_adaptive_share_halves_under_pressure_and_climbs_back() {
+        let mut r = AdaptiveRate::default();
+        assert_eq!(r.tick(true), 0.5);
+        assert_eq!(r.tick(true), 0.25);
+        for _ in 0..10 {
+            r.tick(true);
+        }
+        assert_eq!(r.factor, MIN_COMPACTION_RATE_FACTOR);
+        let mut ticks = 0;
+        while r.tick(false) < 1.0 {
+            ticks += 1;
+        }
+        assert_eq!(ticks, 18, "back to the full rate in 19 calm ticks");
+        assert_eq!(r.tick(false), 1.0);
+    }
+
+    #[test]
+    fn pauses_cover_only_what_was_written_since_the_last_check() {
+        let mib = (1u64 << 20) as f64;
         assert_eq!(
-            delay(0, u64::MAX, Duration::ZERO),
-            Duration::ZERO,
-            "0 means unlimited"
+            pause_for(Some(4.0 * mib), 1 << 20, Duration::from_millis(100)),
+            Duration::from_millis(150)
         );
         assert_eq!(
-            delay(1, MIB / 2, Duration::ZERO),
-            Duration::from_millis(500)
+            pause_for(Some(4.0 * mib), 1 << 20, Duration::from_secs(1)),
+            Duration::ZERO
         );
+        assert_eq!(pause_for(None, u64::MAX, Duration::ZERO), Duration::ZERO);
     }
 }

@@ -33,7 +33,8 @@ pub(super) struct Outputs<'a> {
     /// Bytes of the finished outputs.
     done_bytes: u64,
     next_check: u64,
-    started: Instant,
+    /// Bytes written and when, at the last throttle check.
+    last_check: (u64, Instant),
 }
 
 impl<'a> Outputs<'a> {
@@ -55,7 +56,7 @@ impl<'a> Outputs<'a> {
             finished: Vec::new(),
             done_bytes: 0,
             next_check: THROTTLE_CHECK_BYTES,
-            started: Instant::now(),
+            last_check: (0, Instant::now()),
         }
     }
 
@@ -87,8 +88,9 @@ impl<'a> Outputs<'a> {
         }
     }
 
-    /// Pauses to stay under compaction_throughput (read again each time:
-    /// it can change while a compaction runs).
+    /// Pauses to stay under compaction_throughput, times the share the
+    /// node leaves compactions now (both read again at every check: they
+    /// change while a compaction runs, and apply to what it writes next).
     fn throttle(&mut self) {
         let Some((_, w)) = self.current.as_ref() else {
             return;
@@ -96,14 +98,16 @@ impl<'a> Outputs<'a> {
         let written = self.done_bytes + w.bytes_written();
         if written >= self.next_check {
             self.next_check = written + THROTTLE_CHECK_BYTES;
-            let pause = crate::compaction::throttle::delay(
-                self.engine.compaction_throughput(),
-                written,
-                self.started.elapsed(),
+            let (checked_bytes, checked_at) = self.last_check;
+            let pause = crate::compaction::throttle::pause_for(
+                self.engine.compaction_rate_bytes(),
+                written.saturating_sub(checked_bytes),
+                checked_at.elapsed(),
             );
             if !pause.is_zero() {
                 self.engine.compaction_pause(pause);
             }
+            self.last_check = (written, Instant::now());
         }
     }
 

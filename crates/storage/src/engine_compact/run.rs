@@ -24,6 +24,9 @@ impl Engine {
         let Some(dir) = table.dir.clone() else {
             return Ok(CompactionResult::default());
         };
+        // Below the client's work for the CPU and the disk (restored when
+        // this compaction ends: the thread may serve other work after).
+        let _background = crate::thread_priority::Background::enter();
         let desc = table.desc.read().clone();
         let shadow_mode = job
             .shadow

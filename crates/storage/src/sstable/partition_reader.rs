@@ -95,7 +95,7 @@ impl Sstable {
                 let p = self.read_entry_at(key, (position, len), from_cache)?;
                 Ok(p.map(StoredPartition::Whole))
             }
-            Opened::Indexed(ip) => Ok(Some(StoredPartition::Indexed(ip))),
+            Opened::Indexed(ip) => Ok(Some(StoredPartition::Indexed(*ip))),
         }
     }
 }
@@ -128,7 +128,7 @@ enum Opened<'a> {
     OtherKey,
     /// The entry has no row index: read it whole.
     NoIndex,
-    Indexed(IndexedPartition<'a>),
+    Indexed(Box<IndexedPartition<'a>>),
 }
 
 impl<'a> IndexedPartition<'a> {
@@ -168,14 +168,14 @@ impl<'a> IndexedPartition<'a> {
         let tail = source.read(position + at, TRAILER_LEN)?;
         let trailer =
             Trailer::decode(&tail, len, items_start).map_err(|w| source.corrupt(position, w))?;
-        Ok(Opened::Indexed(IndexedPartition {
+        Ok(Opened::Indexed(Box::new(IndexedPartition {
             source,
             memo: EntryMemo::default(),
             position,
             len,
             header,
             trailer,
-        }))
+        })))
     }
 }
 
