@@ -19,6 +19,13 @@ pub struct NodeStatus {
     pub token_count: usize,
     pub pending_compactions: u64,
     pub chunk_cache: varve_storage::sstable::BlockCacheStats,
+    /// Memtable bytes now, and the limit past which writes wait (None:
+    /// an in-memory engine).
+    pub memtables: (u64, Option<u64>),
+    /// Key cache bytes held and its capacity.
+    pub key_cache: (u64, u64),
+    /// Partition summaries' bytes and their budget.
+    pub index_summaries: (u64, u64),
 }
 
 /// The 8-4-4-4-12 text of a UUID.
@@ -70,7 +77,27 @@ impl Processor {
             token_count: self.node.tokens.len(),
             pending_compactions: self.storage.compaction_stats().pending_tasks,
             chunk_cache: self.storage.block_cache_stats(),
+            memtables: (
+                self.storage.memtable_bytes() as u64,
+                self.storage.memtable_hard_limit().map(|l| l as u64),
+            ),
+            key_cache: (
+                varve_storage::sstable::KEY_CACHE_BUDGET.used(),
+                varve_storage::sstable::KEY_CACHE_BUDGET.capacity(),
+            ),
+            index_summaries: (
+                self.storage.index_summary_usage().memory_bytes,
+                self.storage.index_summary_capacity(),
+            ),
         }
+    }
+}
+
+/// `used / budget` as nodetool prints sizes (budget `None`: unbounded).
+pub fn usage_text(used: u64, budget: Option<u64>) -> String {
+    match budget {
+        Some(b) => format!("{} of {}", file_size_text(used), file_size_text(b)),
+        None => file_size_text(used),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use varve_query::info::{chunk_cache_text, file_size_text};
+use varve_query::info::{chunk_cache_text, file_size_text, usage_text};
 use varve_query::Processor;
 
 use crate::metrics::Metrics;
@@ -39,6 +39,21 @@ pub fn info_text(processor: &Processor, metrics: &Metrics, native_active: bool) 
         ),
         ("Client connections", metrics.connections_open().to_string()),
         ("Chunk Cache", chunk_cache_text(&status.chunk_cache)),
+        (
+            "Memtables",
+            format!(
+                "{} (writes wait past the limit)",
+                usage_text(status.memtables.0, status.memtables.1)
+            ),
+        ),
+        (
+            "Key Cache",
+            usage_text(status.key_cache.0, Some(status.key_cache.1)),
+        ),
+        (
+            "Index Summaries",
+            usage_text(status.index_summaries.0, Some(status.index_summaries.1)),
+        ),
         (
             "Token",
             format!("(node has {} tokens; see system.local)", status.token_count),

@@ -59,6 +59,16 @@ pub trait ReadFile: Send + Sync {
     fn read_exact_at_nowait(&self, offset: u64, buf: &mut [u8]) -> io::Result<bool> {
         self.read_exact_at(offset, buf).map(|()| true)
     }
+    /// [`ReadFile::read_exact_at`], leaving the page cache as it was where
+    /// the OS can (`RWF_DONTCACHE`): pages read from the disk for this read
+    /// are dropped after it. For background reads.
+    fn read_exact_at_uncached(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.read_exact_at(offset, buf)
+    }
+    /// Asks the OS to bring `[offset, offset + len)` into the page cache in
+    /// the background (an sstable's index, once written around the cache).
+    /// A hint: files in memory ignore it.
+    fn prefetch(&self, _offset: u64, _len: u64) {}
     /// Whether bytes `[offset, offset + len)` of the map of `kind` (see
     /// [`ReadFile::mapped`]) are in memory, so touching them cannot fault
     /// in a page from the disk. Unmapped or in-memory files: true.

@@ -155,6 +155,27 @@ impl ReadFile for RealReadFile {
         crate::fs_nowait::pread_nowait(self.file.as_raw_fd(), offset, buf)
     }
 
+    fn read_exact_at_uncached(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if self.map.is_none() {
+            use std::os::fd::AsRawFd;
+            if crate::fs_nowait::pread_dontcache(self.file.as_raw_fd(), offset, buf)? {
+                return Ok(());
+            }
+        }
+        self.read_exact_at(offset, buf)
+    }
+
+    fn prefetch(&self, offset: u64, len: u64) {
+        use std::os::fd::AsRawFd;
+        let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+            return;
+        };
+        // SAFETY: advice about a range of an open file; no memory is passed.
+        unsafe {
+            libc::posix_fadvise(self.file.as_raw_fd(), off, len, libc::POSIX_FADV_WILLNEED);
+        }
+    }
+
     fn resident(&self, kind: ReadKind, offset: u64, len: u64) -> bool {
         match self.mapped(kind) {
             Some(map) => resident(map, offset, len),

@@ -75,6 +75,59 @@ pub fn pread_nowait(fd: std::os::fd::RawFd, offset: u64, buf: &mut [u8]) -> io::
     Ok(true)
 }
 
+/// `RWF_DONTCACHE` (Linux 6.14): a buffered read that drops the pages it
+/// brought into the page cache once done (not those already there).
+const RWF_DONTCACHE: libc::c_int = 0x80;
+
+/// Cleared once the kernel or the file system refused `RWF_DONTCACHE`.
+static DONTCACHE_SUPPORTED: AtomicBool = AtomicBool::new(true);
+
+/// Fills `buf` from `offset` of `fd` with `RWF_DONTCACHE`: `Ok(true)` when
+/// it did; `Ok(false)` where the flag is not supported (the caller then
+/// reads the plain way). A short read (the file ended) is an error.
+pub fn pread_dontcache(fd: std::os::fd::RawFd, offset: u64, buf: &mut [u8]) -> io::Result<bool> {
+    if !DONTCACHE_SUPPORTED.load(Ordering::Relaxed) {
+        return Ok(false);
+    }
+    let mut done = 0usize;
+    while done < buf.len() {
+        let rest = &mut buf[done..];
+        let iov = libc::iovec {
+            iov_base: rest.as_mut_ptr() as *mut libc::c_void,
+            iov_len: rest.len(),
+        };
+        let Ok(at) = libc::off_t::try_from(offset + done as u64) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "offset past what the platform can address",
+            ));
+        };
+        // SAFETY: `iov` describes `rest`, writable for the call; the fd is
+        // open for the call (the caller owns it).
+        let n = unsafe { libc::preadv2(fd, &iov, 1, at, RWF_DONTCACHE) };
+        if n > 0 {
+            done += n as usize;
+            continue;
+        }
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "read past the end of the file",
+            ));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS) if done == 0 => {
+                DONTCACHE_SUPPORTED.store(false, Ordering::Relaxed);
+                return Ok(false);
+            }
+            _ => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
 /// The size of a memory page.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
@@ -144,6 +197,26 @@ mod tests {
         const TMPFS_MAGIC: i64 = 0x0102_1994;
         const RAMFS_MAGIC: i64 = 0x8584_58f6;
         rc == 0 && [TMPFS_MAGIC, RAMFS_MAGIC].contains(&(st.f_type as i64))
+    }
+
+    #[test]
+    fn an_uncached_read_reads_the_bytes_and_leaves_no_pages_behind() {
+        let (path, bytes) = test_file("dontcache", 1 << 20);
+        let file = std::fs::File::open(&path).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: plain advice on an open fd.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let mut buf = vec![0u8; 64 << 10];
+        if !pread_dontcache(file.as_raw_fd(), 256 << 10, &mut buf).unwrap() {
+            return; // the kernel or the file system lacks RWF_DONTCACHE
+        }
+        assert_eq!(&buf[..], &bytes[256 << 10..320 << 10]);
+        if !in_memory_fs(&file) && nowait_supported() {
+            let mut probe = vec![0u8; 4096];
+            let cached = pread_nowait(file.as_raw_fd(), 256 << 10, &mut probe).unwrap();
+            assert!(!cached, "the pages an uncached read brought in stayed");
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -13,6 +13,37 @@ use std::cell::Cell;
 
 thread_local! {
     static NON_BLOCKING: Cell<bool> = const { Cell::new(false) };
+    static BACKGROUND: Cell<bool> = const { Cell::new(false) };
+}
+
+/// While alive, the thread's reads are background reads (a compaction's
+/// look at other sstables): they use what the chunk cache and the page
+/// cache hold, but leave nothing behind in either (`RWF_DONTCACHE` where
+/// the kernel has it), so that a compaction does not push out what the
+/// clients read.
+pub struct BackgroundReads {
+    before: bool,
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl BackgroundReads {
+    pub fn enter() -> Self {
+        BackgroundReads {
+            before: BACKGROUND.with(|f| f.replace(true)),
+            _thread: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for BackgroundReads {
+    fn drop(&mut self) {
+        BACKGROUND.with(|f| f.set(self.before));
+    }
+}
+
+/// Whether this thread's reads should leave the caches as they found them.
+pub fn background() -> bool {
+    BACKGROUND.with(|f| f.get())
 }
 
 /// While alive, the thread that made it may not wait on the disk. Scopes
@@ -75,6 +106,20 @@ mod tests {
         }
         assert!(may_block());
         assert!(check_may_block("a chunk").is_ok());
+    }
+
+    #[test]
+    fn background_reads_nest_and_restore() {
+        assert!(!background());
+        {
+            let _a = BackgroundReads::enter();
+            assert!(background());
+            {
+                let _b = BackgroundReads::enter();
+            }
+            assert!(background());
+        }
+        assert!(!background());
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! admin port's blocking pool).
 //!
 //! Best effort: where the kernel refuses (no permission, a scheduler that
-//! ignores I/O classes), the work runs at the priority it had.
+//! ignores I/O classes), the work runs at the priority it had. The guard
+//! also makes the thread's reads background reads
+//! ([`crate::io_mode::BackgroundReads`]).
 
 /// The `nice` value of compaction threads.
 pub const BACKGROUND_NICE: i32 = 10;
@@ -51,6 +53,8 @@ fn set_nice(tid: i32, nice: i32) -> bool {
 
 /// While alive, the calling thread runs at background priority.
 pub struct Background {
+    /// Its reads leave the caches as they found them.
+    _reads: crate::io_mode::BackgroundReads,
     tid: i32,
     nice: Option<i32>,
     ioprio: Option<i32>,
@@ -68,6 +72,7 @@ impl Background {
         let lowered_io =
             ioprio.filter(|_| set_ioprio(tid, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT));
         Background {
+            _reads: crate::io_mode::BackgroundReads::enter(),
             tid,
             nice: lowered_nice,
             ioprio: lowered_io,

@@ -10,6 +10,16 @@ use std::time::Duration;
 /// How long a nodetool command waits for the node (a flush can take a while).
 const NODETOOL_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// Whether a command answers only once its work is done, however long that
+/// takes (a major compaction or garbagecollect of many GB can take longer
+/// than [`NODETOOL_TIMEOUT`]): it then waits without a timeout, as
+/// Cassandra's nodetool does.
+fn waits_for_completion(target: &str) -> bool {
+    ["/nodetool/compact", "/nodetool/garbagecollect"]
+        .iter()
+        .any(|p| target.starts_with(p) && !target.starts_with("/nodetool/compactionstats"))
+}
+
 /// `-h` is the host, as in nodetool; help is `--help` only.
 #[derive(Args, Debug)]
 #[command(disable_help_flag = true)]
@@ -131,7 +141,8 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
 fn request(host: &str, port: u16, method: &str, target: &str) -> anyhow::Result<(u16, String)> {
     let mut stream =
         TcpStream::connect((host, port)).with_context(|| format!("connecting to {host}:{port}"))?;
-    stream.set_read_timeout(Some(NODETOOL_TIMEOUT))?;
+    let timeout = (!waits_for_completion(target)).then_some(NODETOOL_TIMEOUT);
+    stream.set_read_timeout(timeout)?;
     write!(stream, "{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
     let mut response = String::new();
     stream
@@ -144,4 +155,20 @@ fn request(host: &str, port: u16, method: &str, target: &str) -> anyhow::Result<
         .and_then(|s| s.parse().ok())
         .context("malformed HTTP response")?;
     Ok((status, body.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compactions_wait_for_completion_and_the_rest_time_out() {
+        assert!(waits_for_completion("/nodetool/compact?keyspace=ks"));
+        assert!(waits_for_completion(
+            "/nodetool/garbagecollect?granularity=ROW&jobs=2"
+        ));
+        assert!(!waits_for_completion("/nodetool/compactionstats"));
+        assert!(!waits_for_completion("/nodetool/flush"));
+        assert!(!waits_for_completion("/nodetool/info"));
+    }
 }

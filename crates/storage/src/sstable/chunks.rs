@@ -411,6 +411,9 @@ impl ChunkReader {
             }
             _ => Error::io_at(&self.path, start, len, e),
         };
+        if io_mode::background() {
+            return self.file.read_exact_at_uncached(start, buf).map_err(io);
+        }
         if io_mode::may_block() {
             return self.file.read_exact_at(start, buf).map_err(io);
         }
@@ -472,7 +475,9 @@ impl ChunkReader {
                 Bytes::from(plain)
             }
         };
-        cache.insert(key, chunk.clone());
+        if !io_mode::background() {
+            cache.insert(key, chunk.clone());
+        }
         Ok(chunk)
     }
 
