@@ -11,7 +11,9 @@
 //! Freed memory is returned to the OS after [`PURGE_DELAY_MS`] instead of
 //! mimalloc v2's 10 ms. A write workload frees a memtable's value chunks at
 //! each flush and allocates new ones at once; returned too soon, every new
-//! chunk page faults in a zeroed page again. See [`tune`].
+//! chunk page faults in a zeroed page again. Under a cgroup memory limit the
+//! node keeps mimalloc's 10 ms ([`LIMITED_PURGE_DELAY_MS`]): there, memory
+//! held back costs the page cache. See [`tune`].
 
 use std::ffi::c_long;
 
@@ -35,16 +37,37 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// it is set, its value is kept.
 const PURGE_DELAY_ENV: &str = "MIMALLOC_PURGE_DELAY";
 
-/// Sets the purge delay to [`PURGE_DELAY_MS`], unless the environment
+/// The purge delay of a node under a cgroup memory limit: mimalloc v2's
+/// own. With [`PURGE_DELAY_MS`], a node in 1.5 GiB running the seeds' mix
+/// during a garbagecollect held 1.1-1.2 GiB of anonymous memory against
+/// 0.6-0.76 GiB with 10 ms (or 0) for the same budgets: memory freed on
+/// threads that then sat idle (the read stage's, a paused compaction's) was
+/// not given back until they ran again, and the kernel, short of page
+/// cache, stalled every read for seconds (docs/benchmarks.md, session 12).
+pub const LIMITED_PURGE_DELAY_MS: c_long = 10;
+
+/// The purge delay for a node: [`LIMITED_PURGE_DELAY_MS`] under a memory
+/// limit, else [`PURGE_DELAY_MS`].
+pub fn purge_delay_for(memory_limited: bool) -> c_long {
+    if memory_limited {
+        LIMITED_PURGE_DELAY_MS
+    } else {
+        PURGE_DELAY_MS
+    }
+}
+
+/// Sets the purge delay ([`purge_delay_for`]), unless the environment
 /// chose one.
-pub fn tune() {
+pub fn tune(memory_limited: bool) {
     if std::env::var_os(PURGE_DELAY_ENV).is_some() {
         return;
     }
     // SAFETY: mi_option_set stores an integer in mimalloc's option table
     // (atomically); it may be called at any time from any thread, and the
     // option is a plain delay with no memory-safety meaning.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
+    unsafe {
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, purge_delay_for(memory_limited))
+    }
 }
 
 #[cfg(test)]
@@ -65,7 +88,10 @@ mod tests {
             return;
         }
         assert_eq!(purge_delay(), 10, "mimalloc v2's default purge delay");
-        tune();
+        tune(false);
         assert_eq!(purge_delay(), PURGE_DELAY_MS);
+        tune(true);
+        assert_eq!(purge_delay(), LIMITED_PURGE_DELAY_MS);
+        tune(false);
     }
 }

@@ -73,7 +73,7 @@ pub struct ServerArgs {
 }
 
 fn main() -> std::process::ExitCode {
-    allocator::tune();
+    allocator::tune(memory_limit::cgroup_memory_limit().is_some());
     let cli = Cli::parse();
     init_logging();
     // A server's failure goes to its log; a client command's is printed once.
