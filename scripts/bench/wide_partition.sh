@@ -5,11 +5,12 @@
 # flushes, waits for compactions, then times one row, a 100-row slice and the last 10 rows in
 # reverse on each (wide_partition.py, one query at a time). With CAP (e.g. 1536M) the server runs
 # in a memory cgroup of that size and the script reports its peak memory; WHOLE=PART also reads
-# that partition whole, paging, and counts its rows.
+# that partition whole, paging, and counts its rows; MAJOR=1 runs `nodetool compact` on the table
+# first, so that each partition lies in one sstable.
 #
 #   SERVER=varve scripts/bench/wide_partition.sh
 #   SERVER=cassandra scripts/bench/wide_partition.sh
-#   SERVER=varve CAP=1536M PARTS="4:4000000" WHOLE=4 scripts/bench/wide_partition.sh   # 2 GB
+#   SERVER=varve CAP=1536M PARTS="4:4000000" WHOLE=4 MAJOR=1 scripts/bench/wide_partition.sh # 2 GB
 set -u
 SERVER=${SERVER:?varve or cassandra}
 PARTS=${PARTS:-"1:10 2:200000 3:2000000"}
@@ -62,6 +63,12 @@ for _ in $(seq 720); do
   [ $calm -ge 6 ] && break; sleep 5
 done
 log "compactions settled: $(nt tablestats wide | grep -E 'SSTable count' | tr -s ' \t' ' ')"
+if [ -n "${MAJOR:-}" ]; then # one sstable: every partition merged whole
+  start=$(date +%s.%N)
+  nt compact wide t > /dev/null
+  log "major compaction in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s: \
+$(nt tablestats wide | grep -E 'SSTable count' | tr -s ' \t' ' ')"
+fi
 # The data in the page cache for both servers (it fits in memory), so that the
 # queries compare reading through a partition, not the disk.
 if [ -z "${CAP:-}" ]; then

@@ -25,6 +25,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 #[cfg(test)]
 mod tests_flush;
@@ -205,6 +206,9 @@ pub struct Engine {
     /// bits, in `MIN_COMPACTION_RATE_FACTOR..=1`): the node lowers it while
     /// client reads wait on the disk (see [`Engine::set_compaction_rate_factor`]).
     compaction_rate_factor: AtomicU64,
+    /// Bytes flushed lately: compactions keep up with them whatever the
+    /// adaptive share (`compaction::throttle::rate_with_floor`).
+    flush_rate: Mutex<crate::compaction::throttle::FlushRate>,
     /// Running compactions and compaction counters.
     pub(crate) compactions: crate::compaction::stats::Registry,
     /// Background compaction threads (concurrent_compactors, resolved).
@@ -319,6 +323,7 @@ impl Engine {
             writers_waiting: AtomicUsize::new(0),
             compactions_stopped: Default::default(),
             compaction_rate_factor: AtomicU64::new(1.0f64.to_bits()),
+            flush_rate: Default::default(),
             compaction_throughput: AtomicU64::new(
                 crate::compaction::throttle::DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC,
             ),
@@ -354,6 +359,7 @@ impl Engine {
             compactions_stopped: Default::default(),
             compaction_throughput: AtomicU64::new(options.compaction_throughput_mib_per_sec),
             compaction_rate_factor: AtomicU64::new(1.0f64.to_bits()),
+            flush_rate: Default::default(),
             compactions: Default::default(),
             concurrent_compactors: crate::engine_concurrency::resolve_concurrent_compactors(
                 options.concurrent_compactors,
@@ -710,6 +716,9 @@ impl Engine {
         }
         state.manifest.store(self.fs.as_ref(), &dir)?;
         self.compactions.flushed(id, sstable.size_on_disk());
+        self.flush_rate
+            .lock()
+            .record(Instant::now(), sstable.size_on_disk());
         let flushed =
             crate::compaction::policy::SstableView::new(generation, sstable.size_on_disk());
         // An ALTER of crc_check_chance during the flush reached only the
@@ -897,11 +906,19 @@ impl Engine {
     }
 
     /// The rate compactions may write at now, in bytes per second (`None`:
-    /// unlimited).
+    /// unlimited): the adaptive share of `compaction_throughput`, but never
+    /// less than it takes to keep up with the flushes.
     pub(crate) fn compaction_rate_bytes(&self) -> Option<f64> {
         match self.compaction_throughput() {
             0 => None,
-            mib => Some(mib as f64 * (1 << 20) as f64 * self.compaction_rate_factor()),
+            mib => {
+                let flushed = self.flush_rate.lock().bytes_per_sec(Instant::now());
+                Some(crate::compaction::throttle::rate_with_floor(
+                    mib as f64 * (1 << 20) as f64,
+                    self.compaction_rate_factor(),
+                    flushed,
+                ))
+            }
         }
     }
 

@@ -427,7 +427,7 @@ mod tests {
             .unwrap()
         };
         let s = limited("");
-        assert_eq!(s.memtable_space_bytes, 192 * MIB);
+        assert_eq!(s.memtable_space_bytes, 96 * MIB);
         assert_eq!(s.file_cache_bytes, 192 * MIB);
         assert_eq!(s.key_cache_bytes, 48 * MIB);
         assert_eq!(s.memory_limit_bytes, Some(1536 * MIB));

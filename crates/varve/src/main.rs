@@ -110,11 +110,24 @@ fn init_logging() {
         .init();
 }
 
+/// How long an idle thread of the runtime's blocking pool (the read stage,
+/// statements that may wait) lives before it exits: tokio's default is
+/// 10 s. Each thread's allocator heap keeps the pages of blocks it
+/// allocated that are still in use elsewhere (chunk cache entries, memtable
+/// slabs); when the thread exits they stay behind, abandoned, and fill only
+/// slowly again. In 1.5 GiB during a garbagecollect, read-stage threads
+/// came and went with the disk's pace and anonymous memory grew to 1.4 GiB;
+/// kept for an hour, it stayed at 0.8-0.9 GiB (docs/benchmarks.md, session
+/// 13). The pool is bounded by `concurrent_reads` and the statements'
+/// own limits, so threads that stay cost little.
+const BLOCKING_THREAD_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 fn run_server(args: ServerArgs) -> anyhow::Result<()> {
     let settings = Settings::resolve(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("varve-worker")
+        .thread_keep_alive(BLOCKING_THREAD_KEEP_ALIVE)
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(serve(settings))

@@ -8,11 +8,16 @@
 //! 512 MiB, 100 MiB) suit a machine of several GiB; under a smaller limit,
 //! each default that was not set explicitly shrinks to a share of the
 //! limit, so that the memtables at their hard limit and the caches stay
-//! within about 70% of it and the page cache keeps the rest.
+//! within about 40% of it; the rest is for the node's own working memory
+//! (its allocator keeps some of what it frees, per thread) and the page
+//! cache, which holds the sstables' indexes.
 
 /// Share of the limit that `memtable_heap_space` may default to (its hard
-/// limit, four times it, is then half the limit).
-pub const MEMTABLE_SHARE_DIVISOR: u64 = 8;
+/// limit, four times it, is then a quarter of the limit). With an eighth,
+/// a node in 1.5 GiB loading at full speed held 650 MiB of memtables
+/// (flushes fell behind up to the hard limit, half the node's memory), and
+/// the page cache left for indexes and data shrank to a tenth of it.
+pub const MEMTABLE_SHARE_DIVISOR: u64 = 16;
 /// Share of the limit that `file_cache_size` may default to.
 pub const FILE_CACHE_SHARE_DIVISOR: u64 = 8;
 /// Share of the limit that `key_cache_size` may default to.
@@ -150,7 +155,7 @@ mod tests {
     fn defaults_shrink_to_their_share_of_a_limit_and_no_further() {
         let mib = 1u64 << 20;
         let limit = Some(1536 * mib);
-        assert_eq!(fitted(256 * mib, limit, MEMTABLE_SHARE_DIVISOR), 192 * mib);
+        assert_eq!(fitted(256 * mib, limit, MEMTABLE_SHARE_DIVISOR), 96 * mib);
         assert_eq!(
             fitted(512 * mib, limit, FILE_CACHE_SHARE_DIVISOR),
             192 * mib

@@ -1,7 +1,8 @@
 //! `compaction_throughput`: the rate compactions may write at, in MiB/s
 //! (0 = unlimited), changeable at runtime. Cassandra's default is 64 MiB/s.
 
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 /// Cassandra 5.0's default `compaction_throughput`.
 pub const DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC: u64 = 64;
@@ -9,6 +10,58 @@ pub const DEFAULT_COMPACTION_THROUGHPUT_MIB_PER_SEC: u64 = 64;
 /// The least share of `compaction_throughput` the adaptive throttle leaves
 /// compactions (3.2 MiB/s at the default), so that they always progress.
 pub const MIN_COMPACTION_RATE_FACTOR: f64 = 0.05;
+
+/// Compactions may always write this many times what flushes wrote over
+/// the last [`FLUSH_RATE_WINDOW`] per second, whatever the adaptive share
+/// (never more than `compaction_throughput`). Size-tiered compaction
+/// rewrites each flushed byte about once per tier (three or four tiers
+/// for gigabytes of 100 MiB flushes). Held to the 5% floor while a
+/// garbagecollect slowed the disk, compactions of a 1.5 GiB node's own
+/// writes fell behind, sstables piled up and every read had more of them
+/// to look in (docs/benchmarks.md, session 13).
+pub const KEEP_UP_FACTOR: f64 = 4.0;
+
+/// The window over which the flush rate is measured.
+pub const FLUSH_RATE_WINDOW: Duration = Duration::from_secs(60);
+
+/// Bytes flushed recently, for the rate compactions must keep up with.
+#[derive(Debug, Default)]
+pub struct FlushRate {
+    recent: VecDeque<(Instant, u64)>,
+}
+
+impl FlushRate {
+    /// A flush of `bytes` ended at `now`.
+    pub fn record(&mut self, now: Instant, bytes: u64) {
+        self.forget_before(now);
+        self.recent.push_back((now, bytes));
+    }
+
+    /// Bytes per second flushed over the window that ends at `now`.
+    pub fn bytes_per_sec(&mut self, now: Instant) -> f64 {
+        self.forget_before(now);
+        let total: u64 = self.recent.iter().map(|(_, b)| b).sum();
+        total as f64 / FLUSH_RATE_WINDOW.as_secs_f64()
+    }
+
+    fn forget_before(&mut self, now: Instant) {
+        while let Some((at, _)) = self.recent.front() {
+            if now.saturating_duration_since(*at) <= FLUSH_RATE_WINDOW {
+                break;
+            }
+            self.recent.pop_front();
+        }
+    }
+}
+
+/// The rate compactions may write at: `configured` bytes per second times
+/// the adaptive `factor`, but at least [`KEEP_UP_FACTOR`] times the flush
+/// rate, and at most `configured`.
+pub fn rate_with_floor(configured: f64, factor: f64, flushed_per_sec: f64) -> f64 {
+    (configured * factor)
+        .max(KEEP_UP_FACTOR * flushed_per_sec)
+        .min(configured)
+}
 
 /// How long a compaction that wrote `bytes` over `elapsed` since its last
 /// check must pause to stay at or under `bytes_per_sec` (`None`: never).
@@ -129,6 +182,33 @@ mod tests {
         }
         assert_eq!(ticks, 18, "back to the full rate in 19 calm ticks");
         assert_eq!(r.tick(false), 1.0);
+    }
+
+    #[test]
+    fn the_flush_rate_counts_the_last_minute_only() {
+        let start = Instant::now();
+        let mut r = FlushRate::default();
+        assert_eq!(r.bytes_per_sec(start), 0.0);
+        r.record(start, 60 << 20);
+        r.record(start + Duration::from_secs(30), 60 << 20);
+        let mib = (1u64 << 20) as f64;
+        assert_eq!(r.bytes_per_sec(start + Duration::from_secs(59)), 2.0 * mib);
+        assert_eq!(r.bytes_per_sec(start + Duration::from_secs(61)), mib);
+        assert_eq!(r.bytes_per_sec(start + Duration::from_secs(91)), 0.0);
+    }
+
+    #[test]
+    fn compactions_keep_up_with_flushes_within_the_configured_rate() {
+        let mib = (1u64 << 20) as f64;
+        let configured = 64.0 * mib;
+        let in_mib = |rate: f64| (rate / mib * 1000.0).round() / 1000.0;
+        // No flushes: the adaptive share alone.
+        assert_eq!(in_mib(rate_with_floor(configured, 0.05, 0.0)), 3.2);
+        // 5 MiB/s flushed: at least 20 MiB/s, whatever the share.
+        assert_eq!(in_mib(rate_with_floor(configured, 0.05, 5.0 * mib)), 20.0);
+        assert_eq!(in_mib(rate_with_floor(configured, 0.5, 5.0 * mib)), 32.0);
+        // Never past the configured rate.
+        assert_eq!(rate_with_floor(configured, 0.05, 100.0 * mib), configured);
     }
 
     #[test]
