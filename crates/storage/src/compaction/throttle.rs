@@ -17,8 +17,8 @@ pub const MIN_COMPACTION_RATE_FACTOR: f64 = 0.05;
 /// rewrites each flushed byte about once per tier (three or four tiers
 /// for gigabytes of 100 MiB flushes). Held to the 5% floor while a
 /// garbagecollect slowed the disk, compactions of a 1.5 GiB node's own
-/// writes fell behind, sstables piled up and every read had more of them
-/// to look in (docs/benchmarks.md, session 13).
+/// writes fell behind and sstables piled up (23 after 15 minutes; 8-14
+/// with this floor; docs/benchmarks.md, sessions 12-13).
 pub const KEEP_UP_FACTOR: f64 = 4.0;
 
 /// The window over which the flush rate is measured.
