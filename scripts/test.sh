@@ -13,6 +13,8 @@ cargo fmt --all -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+# The heap-profiling build (docs/benchmarks.md, sessions 12-13) still compiles.
+cargo clippy -p varve --features system-allocator -- -D warnings
 
 step "cargo build (varve binary, needed by the driver tests)"
 cargo build -p varve --bin varve

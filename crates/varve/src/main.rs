@@ -124,13 +124,18 @@ const BLOCKING_THREAD_KEEP_ALIVE: std::time::Duration = std::time::Duration::fro
 
 fn run_server(args: ServerArgs) -> anyhow::Result<()> {
     let settings = Settings::resolve(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = server_runtime().context("starting the async runtime")?;
+    runtime.block_on(serve(settings))
+}
+
+/// The server's async runtime: its workers, and a blocking pool whose idle
+/// threads live [`BLOCKING_THREAD_KEEP_ALIVE`].
+fn server_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("varve-worker")
         .thread_keep_alive(BLOCKING_THREAD_KEEP_ALIVE)
         .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(serve(settings))
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
@@ -234,4 +239,23 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
             _ = term.recv() => info!("SIGTERM received, shutting down"),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Past tokio's own keep-alive (10 s), the server's blocking pool still
+    /// runs the next task on the thread that ran the last one.
+    #[test]
+    fn an_idle_blocking_thread_outlives_tokios_keep_alive() {
+        let runtime = server_runtime().unwrap();
+        let on_pool = || {
+            let task = runtime.spawn_blocking(|| std::thread::current().id());
+            runtime.block_on(task).unwrap()
+        };
+        let first = on_pool();
+        std::thread::sleep(std::time::Duration::from_secs(11));
+        assert_eq!(on_pool(), first, "the idle thread exited");
+    }
 }

@@ -192,9 +192,11 @@ mod tests {
         r.record(start, 60 << 20);
         r.record(start + Duration::from_secs(30), 60 << 20);
         let mib = (1u64 << 20) as f64;
-        assert_eq!(r.bytes_per_sec(start + Duration::from_secs(59)), 2.0 * mib);
-        assert_eq!(r.bytes_per_sec(start + Duration::from_secs(61)), mib);
-        assert_eq!(r.bytes_per_sec(start + Duration::from_secs(91)), 0.0);
+        // A flush counts for exactly FLUSH_RATE_WINDOW, and not a moment more.
+        assert_eq!(r.bytes_per_sec(start + FLUSH_RATE_WINDOW), 2.0 * mib);
+        let past = FLUSH_RATE_WINDOW + Duration::from_millis(1);
+        assert_eq!(r.bytes_per_sec(start + past), mib);
+        assert_eq!(r.bytes_per_sec(start + past + Duration::from_secs(30)), 0.0);
     }
 
     #[test]

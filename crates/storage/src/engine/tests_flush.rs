@@ -345,3 +345,21 @@ fn stopping_compactions_interrupts_a_running_one_and_keeps_its_inputs() {
     );
     assert_eq!(s.table_generations(TABLE).expect("generations"), inputs);
 }
+
+#[test]
+fn compactions_may_keep_up_with_flushes_whatever_the_adaptive_share() {
+    let s = open_ucs();
+    s.set_compaction_throughput(1);
+    s.set_compaction_rate_factor(0.0);
+    let floor = crate::compaction::throttle::MIN_COMPACTION_RATE_FACTOR * MIB as f64;
+    let rate = || s.compaction_rate_bytes().expect("a throttled rate");
+    assert_eq!(rate(), floor, "nothing flushed: the least share");
+
+    write(&s, 0, 32, 64 << 10);
+    s.flush(TABLE).expect("flush");
+    let flushed = space_used(&s) as f64;
+    let window = crate::compaction::throttle::FLUSH_RATE_WINDOW.as_secs_f64();
+    let keep_up = crate::compaction::throttle::KEEP_UP_FACTOR * (flushed / window);
+    assert!(keep_up > floor && keep_up < MIB as f64, "{keep_up}");
+    assert_eq!(rate(), keep_up, "four times the last minute's flushes");
+}
