@@ -78,6 +78,7 @@ impl RealReadFile {
     ) -> io::Result<Self> {
         let file = std::fs::File::open(path)?;
         let len = file.metadata()?.len();
+        advise_random(&file, path);
         let map = if access == DiskAccessMode::Standard || len == 0 {
             None
         } else {
@@ -111,6 +112,22 @@ impl RealReadFile {
             nowait,
             path: path.to_path_buf(),
         })
+    }
+}
+
+/// Tells the kernel that `pread`s of `file` are point reads: no readahead
+/// around them. A partition of a few chunks is read chunk after chunk,
+/// which the kernel took for a sequential stream: with `read_ahead_kb`
+/// 8192 (this machine's disk), 8 GB in a 1.5 GiB container read 400-600
+/// MB/s from the disk for 1,500 reads of 16 KiB chunks a second, and a
+/// garbagecollect crawled behind it. Scans that want readahead ask for it
+/// ([`ReadFile::prefetch`]) or read around the page cache.
+fn advise_random(file: &std::fs::File, path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: advice on an open fd; no memory is passed.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    if rc != 0 {
+        tracing::debug!("posix_fadvise(RANDOM) on {}: error {rc}", path.display());
     }
 }
 

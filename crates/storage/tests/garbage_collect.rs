@@ -252,3 +252,38 @@ fn gc_goes_oldest_max_timestamp_first_and_in_parallel() {
     assert_eq!(t.sstables_per_level, vec![1]);
     assert!(t.write_amplification > 1.0);
 }
+
+/// Chunk and index lookups (cache hits and misses) of one garbagecollect at
+/// `granularity`, after `newer` wrote a second sstable over `write_all`'s.
+fn shadow_lookups(newer: impl Fn(&Storage), granularity: Granularity) -> u64 {
+    let mut rng = StdRng::seed_from_u64(5);
+    let s = open(ShadowMode::None);
+    write_all(&s, 10, &mut rng);
+    newer(&s);
+    let requests = |s: &Storage| {
+        let st = s.block_cache_stats();
+        st.hits + st.misses
+    };
+    let before = requests(&s);
+    s.garbage_collect(TABLE, granularity, 1, NOW).unwrap();
+    requests(&s) - before
+}
+
+#[test]
+fn row_gc_does_not_read_an_sstable_without_tombstones_for_shadows() {
+    // Overwrites delete nothing: at ROW granularity the newer sstable cannot
+    // shadow the older one's rows, so it is not read for each of them (the
+    // few lookups left are the rewrites' own, not one per partition).
+    let partitions = PARTITIONS as u64;
+    let unread = shadow_lookups(|s| overwrite_all(s, 20), Granularity::Row);
+    assert!(unread < partitions, "{unread} lookups");
+    // At CELL granularity its newer versions count, and it is read for every
+    // partition; at ROW, so is a newer sstable of deletions.
+    let cell = shadow_lookups(|s| overwrite_all(s, 20), Granularity::Cell);
+    assert!(cell >= unread + partitions, "{cell} lookups at CELL");
+    let deletions = shadow_lookups(|s| delete_most(s, 20), Granularity::Row);
+    assert!(
+        deletions >= unread + partitions,
+        "{deletions} lookups at ROW"
+    );
+}

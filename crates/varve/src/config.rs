@@ -143,6 +143,15 @@ fn value_text(v: &Value) -> Option<String> {
     }
 }
 
+/// What the node knows of its memory at start.
+#[derive(Debug, Clone, Copy, Default)]
+struct NodeMemory {
+    /// Its cgroup's memory limit, when one is set.
+    cgroup_limit: Option<u64>,
+    /// The machine's physical memory, when known.
+    physical: Option<u64>,
+}
+
 impl Settings {
     /// Defaults, overridden by the config file, overridden by flags.
     pub fn resolve(args: &ServerArgs) -> anyhow::Result<Settings> {
@@ -154,18 +163,21 @@ impl Settings {
             }
             None => FileConfig::default(),
         };
-        let limit = crate::memory_limit::cgroup_memory_limit();
-        Settings::from_file_and_flags(file, args, limit)
+        let memory = NodeMemory {
+            cgroup_limit: crate::memory_limit::cgroup_memory_limit(),
+            physical: crate::memory_limit::physical_memory(),
+        };
+        Settings::from_file_and_flags(file, args, memory)
     }
 
-    /// The settings from the file and the flags; `memory_limit` (the
-    /// cgroup's) fits the memory budgets' defaults (see
-    /// [`crate::memory_limit`]).
+    /// The settings from the file and the flags; `memory` fits the memory
+    /// budgets' defaults (see [`crate::memory_limit`]).
     fn from_file_and_flags(
         file: FileConfig,
         args: &ServerArgs,
-        memory_limit: Option<u64>,
+        memory: NodeMemory,
     ) -> anyhow::Result<Settings> {
+        let memory_limit = memory.cgroup_limit;
         for key in file.unknown.keys() {
             tracing::warn!("config: unknown or unsupported key '{key}' ignored");
         }
@@ -240,7 +252,7 @@ impl Settings {
                 }
             }
         };
-        use crate::memory_limit::{fitted, FILE_CACHE_SHARE_DIVISOR, KEY_CACHE_SHARE_DIVISOR};
+        use crate::memory_limit::{file_cache_default, fitted, KEY_CACHE_SHARE_DIVISOR};
         let memtable_space_bytes = size_or(
             &file.memtable_heap_space,
             fitted(
@@ -268,10 +280,10 @@ impl Settings {
             (None, Some(mb)) => mb.saturating_mul(MIB),
             (v, _) => size_or(
                 v,
-                fitted(
+                file_cache_default(
+                    memory.cgroup_limit,
+                    memory.physical,
                     varve_storage::sstable::DEFAULT_FILE_CACHE_BYTES,
-                    memory_limit,
-                    FILE_CACHE_SHARE_DIVISOR,
                 ),
                 "file_cache_size",
             )?,
@@ -413,7 +425,7 @@ mod tests {
     use varve_storage::fs::DiskAccessMode;
 
     fn resolve(yaml: &str, args: &ServerArgs) -> anyhow::Result<Settings> {
-        Settings::from_file_and_flags(parse_file(yaml)?, args, None)
+        Settings::from_file_and_flags(parse_file(yaml)?, args, NodeMemory::default())
     }
 
     #[test]
@@ -422,7 +434,10 @@ mod tests {
             Settings::from_file_and_flags(
                 parse_file(yaml).unwrap(),
                 &ServerArgs::default(),
-                Some(1536 * MIB),
+                NodeMemory {
+                    cgroup_limit: Some(1536 * MIB),
+                    physical: Some(24 << 30),
+                },
             )
             .unwrap()
         };
@@ -436,6 +451,34 @@ mod tests {
         assert_eq!(s.memtable_space_bytes, 512 * MIB);
         assert_eq!(s.file_cache_bytes, 1024 * MIB);
         assert_eq!(s.key_cache_bytes, 200 * MIB);
+    }
+
+    #[test]
+    fn without_a_limit_the_chunk_cache_is_an_eighth_of_the_machine_unless_set() {
+        let on_machine = |yaml: &str| {
+            let memory = NodeMemory {
+                cgroup_limit: None,
+                physical: Some(24 << 30),
+            };
+            Settings::from_file_and_flags(parse_file(yaml).unwrap(), &ServerArgs::default(), memory)
+                .unwrap()
+        };
+        let s = on_machine("");
+        assert_eq!(s.file_cache_bytes, 3 << 30);
+        assert_eq!(
+            s.memtable_space_bytes,
+            256 * MIB,
+            "memtables keep their default"
+        );
+        assert_eq!(
+            s.key_cache_bytes,
+            100 * MIB,
+            "the key cache keeps its default"
+        );
+        assert_eq!(
+            on_machine("file_cache_size: 64MiB").file_cache_bytes,
+            64 * MIB
+        );
     }
 
     #[test]

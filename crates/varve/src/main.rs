@@ -157,6 +157,11 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
             mib(settings.file_cache_bytes),
             mib(settings.key_cache_bytes),
         );
+    } else {
+        info!(
+            "file_cache_size {} MiB (by default an eighth of the machine's memory)",
+            settings.file_cache_bytes >> 20
+        );
     }
     let node = node::node_info(&settings, server.cql_addr().port())?;
     let options = storage_options(&settings);

@@ -78,7 +78,10 @@ impl Engine {
         let shadow_of = |key: &PartitionKey, min_timestamp: i64| -> Result<Option<Partition>> {
             let mut merged: Option<Partition> = None;
             for s in &others {
-                if s.stats().max_timestamp < min_timestamp || !may_hold(s, key) {
+                if s.stats().max_timestamp < min_timestamp
+                    || !may_shadow(s, shadow_mode)
+                    || !may_hold(s, key)
+                {
                     continue;
                 }
                 if let Some(p) = s.read_partition(key)? {
@@ -118,8 +121,9 @@ impl Engine {
                 let (key, mut merged) = match next {
                     Merged::Whole(key, merged) => (key, merged),
                     Merged::Large(key, entries) => {
-                        let shadow =
-                            |slices: &[crate::clustering::Slice]| shadow_in(&others, &key, slices);
+                        let shadow = |slices: &[crate::clustering::Slice]| {
+                            shadow_in(&others, shadow_mode, &key, slices)
+                        };
                         let check_stopped = || self.check_compactions_stopped(&dir);
                         let job = LargeJob {
                             rule: PurgeRule {
@@ -238,16 +242,30 @@ impl Engine {
     }
 }
 
+/// Whether `s` may shadow anything at `mode`. At ROW granularity only
+/// deletions do, so an sstable without a tombstone of any kind is not read
+/// (Cassandra's `mayHaveTombstones`): an sstable loaded without deletes
+/// cost a garbagecollect one random read per partition of every sstable it
+/// rewrote, for nothing.
+fn may_shadow(s: &Sstable, mode: ShadowMode) -> bool {
+    match mode {
+        ShadowMode::None => false,
+        ShadowMode::Row => s.stats().tombstone_count > 0,
+        ShadowMode::Cell => true,
+    }
+}
+
 /// What the sstables outside a compaction hold of `key` within `slices`
 /// (for a large partition's shadow check, window by window).
 fn shadow_in(
     others: &[Arc<Sstable>],
+    mode: ShadowMode,
     key: &PartitionKey,
     slices: &[crate::clustering::Slice],
 ) -> Result<Option<Partition>> {
     let mut merged: Option<Partition> = None;
     for s in others {
-        if !may_hold(s, key) {
+        if !may_shadow(s, mode) || !may_hold(s, key) {
             continue;
         }
         let p = match s.open_partition(key)? {

@@ -461,17 +461,25 @@ impl ChunkReader {
         if let Some(chunk) = cache.get(&key) {
             return Ok(chunk);
         }
-        let mut raw = vec![0u8; (end - start) as usize];
-        self.pread(i, start, &mut raw)?;
-        self.check_crc(i, &raw, stored_len)?;
         let chunk = match self.compression {
             Compression::None => {
+                let mut raw = vec![0u8; (end - start) as usize];
+                self.pread(i, start, &mut raw)?;
+                self.check_crc(i, &raw, stored_len)?;
                 raw.truncate(stored_len as usize);
                 Bytes::from(raw)
             }
             Compression::Lz4 => {
+                // The stored bytes only pass through: this thread's buffer,
+                // not a zeroed allocation per miss.
                 let mut plain = vec![0u8; expected as usize];
-                self.decompress(i, &raw[..stored_len as usize], &mut plain)?;
+                SCRATCH.with(|scratch| {
+                    let mut scratch = scratch.borrow_mut();
+                    let raw = grown(&mut scratch.raw, (end - start) as usize);
+                    self.pread(i, start, raw)?;
+                    self.check_crc(i, raw, stored_len)?;
+                    self.decompress(i, &raw[..stored_len as usize], &mut plain)
+                })?;
                 Bytes::from(plain)
             }
         };
@@ -618,6 +626,9 @@ impl ChunkReader {
         while at < end {
             let i = self.chunk_of(at);
             if cache.as_ref().is_none_or(|(ci, _)| *ci != i) {
+                if direct.is_none() {
+                    self.prefetch_ahead(i, cache.is_none());
+                }
                 // Reuse the cached chunk's buffer rather than allocate one
                 // per chunk.
                 let mut buf = cache.take().map(|(_, b)| b).unwrap_or_default();
@@ -641,6 +652,32 @@ impl ChunkReader {
         Ok(out)
     }
 }
+
+impl ChunkReader {
+    /// For a sequential reader through the page cache, about to read
+    /// chunk `i`: asks the kernel to read the next
+    /// [`SEQUENTIAL_PREFETCH_BYTES`] of chunks when `i` starts a new stretch
+    /// of them (or `first` is its first chunk). The files are opened for
+    /// point reads, so the kernel reads ahead only when asked.
+    fn prefetch_ahead(&self, i: u64, first: bool) {
+        let per = (SEQUENTIAL_PREFETCH_BYTES / self.chunk_length.max(1)).max(1);
+        if !first && !i.is_multiple_of(per) {
+            return;
+        }
+        let count = self.bounds.len() as u64 - 1;
+        let last = (i - i % per + 2 * per).min(count);
+        if let (Some(&from), Some(&to)) =
+            (self.bounds.get(i as usize), self.bounds.get(last as usize))
+        {
+            self.file.prefetch(from, to - from);
+        }
+    }
+}
+
+/// What a sequential reader through the page cache asks the kernel to
+/// read ahead, each time it enters a new stretch of this many bytes of
+/// chunks (it asks for two stretches: the one it enters and the next).
+pub const SEQUENTIAL_PREFETCH_BYTES: u64 = 1 << 20;
 
 /// Buffers a thread reuses for chunk reads (see [`ChunkReader::with_chunk`]).
 #[derive(Default)]

@@ -405,3 +405,50 @@ fn raising_crc_check_chance_rechecks_what_was_cached_unchecked() {
         "lowering the chance dropped the cache"
     );
 }
+
+/// Whether the page cache holds the 4 KiB at `offset` of `path`.
+fn cached(path: &Path, offset: u64) -> bool {
+    let file = std::fs::File::open(path).unwrap();
+    let mut buf = [0u8; 4096];
+    crate::fs_nowait::pread_nowait(file.as_raw_fd(), offset, &mut buf).unwrap()
+}
+
+#[test]
+fn consecutive_point_reads_do_not_read_ahead() {
+    // Chunk after chunk of one partition looks like a sequential stream to
+    // the kernel, which read up to `read_ahead_kb` (8 MiB on some disks)
+    // around them; sstables are opened for point reads.
+    const PIECE: usize = 16 << 10;
+    let dir = test_dir("no-readahead");
+    let path = dir.join("data");
+    std::fs::write(&path, vec![7u8; 16 << 20]).unwrap();
+    if !drop_from_page_cache(&path) || !crate::fs_nowait::nowait_supported() {
+        return; // tmpfs, or no RWF_NOWAIT: nothing to observe
+    }
+    let file = RealFs::default().open_read(&path).unwrap();
+    let start = 4u64 << 20;
+    let mut buf = vec![0u8; PIECE];
+    for i in 0..8u64 {
+        file.read_exact_at(start + i * PIECE as u64, &mut buf)
+            .unwrap();
+    }
+    let end = start + 8 * PIECE as u64;
+    assert!(cached(&path, end - 4096), "what was read is cached");
+    for past in [0u64, 16 << 10, 64 << 10, 256 << 10, 1 << 20] {
+        assert!(
+            !cached(&path, end + past),
+            "read ahead to {past} bytes past the reads"
+        );
+    }
+    // A sequential reader asks for its readahead itself.
+    file.prefetch(end, 1 << 20);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !cached(&path, end + (1 << 20) - 4096) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        cached(&path, end + (1 << 20) - 4096),
+        "a prefetch reads ahead"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
