@@ -28,9 +28,12 @@ use std::path::Path;
 /// largest logical block size in common use (4Kn disks).
 pub const DIRECT_ALIGN: usize = 4096;
 
-/// Bytes per write: with no copy into the page cache, a larger write costs
-/// no CPU cache misses and fewer waits on the device.
-pub const DIRECT_BUFFER_BYTES: usize = 1 << 20;
+/// Bytes per write. Larger writes wait less often on the device, but a
+/// client's read that reaches the disk behind one waits for all of it: on
+/// this machine's disk a background writer of 1 MiB writes raised the p99
+/// of 16 KiB random reads from 0.31 to 0.93 ms, one of 256 KiB writes to
+/// 0.38 ms, and 256 KiB moves 900 MB/s where 1 MiB moves 1.1 GB/s.
+pub const DIRECT_BUFFER_BYTES: usize = 256 << 10;
 
 /// A file written front to back with O_DIRECT.
 pub struct DirectFile {

@@ -23,8 +23,12 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-/// Bytes per refill of the buffer.
-pub const DIRECT_READ_BYTES: usize = 1 << 20;
+/// Bytes per refill of the buffer: small enough that a client's read that
+/// reaches the disk behind one waits little (a background reader of 1 MiB
+/// reads raised the p99 of 16 KiB random reads on this machine's disk from
+/// 0.31 to 1.53 ms, one of 256 KiB reads to 0.48 ms), large enough to
+/// read 900 MB/s front to back with one in flight.
+pub const DIRECT_READ_BYTES: usize = 256 << 10;
 
 /// A file read front to back with O_DIRECT.
 pub struct DirectReader {
