@@ -62,6 +62,7 @@ impl Sstable {
             return Ok(None);
         };
         let p = self.open_at(key, at, false)?;
+        self.count_true_positive();
         self.key_cache_insert(key, at);
         Ok(p)
     }

@@ -405,16 +405,22 @@ impl Sstable {
         self.key_cache.insert(key.token, at);
     }
 
-    /// [`Sstable::locate`], counting the bloom filter's answer.
+    /// [`Sstable::locate`], counting a bloom filter false positive when
+    /// the index does not hold the key. A true positive is counted by
+    /// [`Sstable::count_true_positive`] once the partition is read: a read
+    /// that finds its data chunk on the disk gives up (`WouldBlock`) and
+    /// runs again on the read stage, and was counted twice.
     pub(crate) fn locate_counted(&self, key: &PartitionKey) -> Result<Option<(u64, u64)>> {
         let found = self.locate(key)?;
-        let counter = if found.is_some() {
-            &self.bloom_true_positives
-        } else {
-            &self.bloom_false_positives
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        if found.is_none() {
+            self.bloom_false_positives.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(found)
+    }
+
+    /// A bloom filter true positive: the partition was found and read.
+    pub(crate) fn count_true_positive(&self) {
+        self.bloom_true_positives.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The partition at `at` (see [`Sstable::read_at`]).
@@ -442,17 +448,11 @@ impl Sstable {
                 return Ok(Some(partition));
             }
         }
-        let found = self.locate(key)?;
-        let counter = if found.is_some() {
-            &self.bloom_true_positives
-        } else {
-            &self.bloom_false_positives
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        let Some(at) = found else {
+        let Some(at) = self.locate_counted(key)? else {
             return Ok(None);
         };
         let partition = self.read_at(key, at, false)?;
+        self.count_true_positive();
         self.key_cache.insert(key.token, at);
         Ok(partition)
     }
