@@ -551,6 +551,7 @@ impl ChunkReader {
         let Some(end) = end else {
             return Err(self.corrupt(self.chunk_of(pos), "range past the end of the data"));
         };
+        self.prefetch_span(pos, end);
         if let Some(cache) = &self.cache {
             if cache.enabled() {
                 let file = self.cache_file.load(Ordering::Relaxed);
@@ -654,6 +655,30 @@ impl ChunkReader {
 }
 
 impl ChunkReader {
+    /// Before a read of stream bytes `[pos, end)` that spans several
+    /// chunks, on a thread that may wait for the disk: asks the kernel for
+    /// all of their stored bytes at once, so that the chunks the caches
+    /// lack come in together rather than one `pread` after another (the
+    /// files are opened for point reads, without readahead: a 2 GB
+    /// partition read whole took 18.6 s instead of 10.0 s). Reads on the
+    /// event loop, which may not wait, and compactions' reads, which leave
+    /// no trace in the page cache, do not ask.
+    fn prefetch_span(&self, pos: u64, end: u64) {
+        if end <= pos || !io_mode::may_block() || io_mode::background() {
+            return;
+        }
+        let (first, last) = (self.chunk_of(pos), self.chunk_of(end - 1));
+        if last == first {
+            return;
+        }
+        if let (Some(&from), Some(&to)) = (
+            self.bounds.get(first as usize),
+            self.bounds.get(last as usize + 1),
+        ) {
+            self.file.prefetch(from, to - from);
+        }
+    }
+
     /// For a sequential reader through the page cache, about to read
     /// chunk `i`: asks the kernel to read the next
     /// [`SEQUENTIAL_PREFETCH_BYTES`] of chunks when `i` starts a new stretch

@@ -442,3 +442,64 @@ proptest! {
         );
     }
 }
+
+/// A file that records what it is asked to prefetch.
+struct Prefetches {
+    data: Vec<u8>,
+    asked: std::sync::Mutex<Vec<(u64, u64)>>,
+}
+
+impl ReadFile for Prefetches {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        buf.copy_from_slice(&self.data[offset as usize..offset as usize + buf.len()]);
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        self.data.len() as u64
+    }
+    fn prefetch(&self, offset: u64, len: u64) {
+        self.asked.lock().unwrap().push((offset, len));
+    }
+}
+
+#[test]
+fn a_read_across_chunks_asks_for_all_of_them_at_once_where_it_may_wait() {
+    let w = write_stream(Compression::None, CHUNK, stream(4 * CHUNK, true), CHUNK);
+    let file = Arc::new(Prefetches {
+        data: w.file.clone(),
+        asked: std::sync::Mutex::new(Vec::new()),
+    });
+    let reader = ChunkReader::new(
+        file.clone(),
+        Path::new("t"),
+        Compression::None,
+        CHUNK as u64,
+        w.data.len() as u64,
+        w.section,
+        &w.table,
+        1.0,
+    )
+    .unwrap();
+    let asked = || std::mem::take(&mut *file.asked.lock().unwrap());
+    // Within one chunk: nothing to gather.
+    reader.read_range(1, CHUNK as u64 - 2).unwrap();
+    assert_eq!(asked(), vec![]);
+    // From inside chunk 1 to inside chunk 3: the stored bytes of 1..=3.
+    let got = reader
+        .read_range(CHUNK as u64 + 5, 2 * CHUNK as u64)
+        .unwrap();
+    assert_eq!(got, &w.data[CHUNK + 5..3 * CHUNK + 5]);
+    let (from, to) = (w.offsets[1], w.section.end());
+    assert_eq!(asked(), vec![(from, to - from)]);
+    // Where a read may not wait (the event loop) or leaves no trace (a
+    // compaction's), it does not ask.
+    {
+        let _scope = crate::io_mode::NonBlocking::enter();
+        reader.read_range(0, 2 * CHUNK as u64).unwrap();
+    }
+    {
+        let _scope = crate::io_mode::BackgroundReads::enter();
+        reader.read_range(0, 2 * CHUNK as u64).unwrap();
+    }
+    assert_eq!(asked(), vec![]);
+}
