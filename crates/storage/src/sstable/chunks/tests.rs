@@ -503,3 +503,58 @@ fn a_read_across_chunks_asks_for_all_of_them_at_once_where_it_may_wait() {
     }
     assert_eq!(asked(), vec![]);
 }
+
+#[test]
+fn a_sequential_reader_asks_for_two_stretches_ahead_at_each_stretch_boundary() {
+    // Stretches of SEQUENTIAL_PREFETCH_BYTES of chunks: the first chunk read
+    // asks for its stretch and the next; the chunk before the next stretch
+    // (N - 1) asks for nothing; the first of the next stretch (N) asks again.
+    let per = (SEQUENTIAL_PREFETCH_BYTES / CHUNK as u64) as usize;
+    let w = write_stream(
+        Compression::None,
+        CHUNK,
+        stream(4 * per * CHUNK, true),
+        4096,
+    );
+    let file = Arc::new(Prefetches {
+        data: w.file.clone(),
+        asked: std::sync::Mutex::new(Vec::new()),
+    });
+    let reader = ChunkReader::new(
+        file.clone(),
+        Path::new("t"),
+        Compression::None,
+        CHUNK as u64,
+        w.data.len() as u64,
+        w.section,
+        &w.table,
+        1.0,
+    )
+    .unwrap();
+    let asked = || std::mem::take(&mut *file.asked.lock().unwrap());
+    let mut last = None;
+    let mut read_chunk = |i: usize| {
+        let got = reader
+            .read_range_cached(&mut last, None, (i * CHUNK) as u64, CHUNK as u64)
+            .unwrap();
+        assert_eq!(got, &w.data[i * CHUNK..(i + 1) * CHUNK]);
+    };
+    read_chunk(0);
+    assert_eq!(
+        asked(),
+        vec![(w.offsets[0], w.offsets[2 * per] - w.offsets[0])]
+    );
+    read_chunk(per - 1);
+    assert_eq!(asked(), vec![]);
+    read_chunk(per);
+    assert_eq!(
+        asked(),
+        vec![(w.offsets[per], w.offsets[3 * per] - w.offsets[per])]
+    );
+    // The last stretch asks only up to the end of the data.
+    read_chunk(3 * per);
+    assert_eq!(
+        asked(),
+        vec![(w.offsets[3 * per], w.section.end() - w.offsets[3 * per])]
+    );
+}
