@@ -56,6 +56,7 @@ pub mod read_stats;
 pub mod row;
 pub mod row_map;
 pub mod sstable;
+pub mod striped;
 pub mod thread_priority;
 pub mod value_slab;
 

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::fs::{ReadFile, ReadKind, WriteFile};
 use crate::fs_direct_read::DirectReader;
 use crate::io_mode;
-use crate::sstable::block_cache::{BlockCache, BlockKey};
+use crate::sstable::block_cache::{BlockCache, BlockTable, CachedBlock};
 use crate::sstable::format::{Compression, Section, CHUNK_CRC_LEN, LZ4_MAX_RATIO};
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
@@ -204,6 +204,23 @@ fn chance_bits(chance: f64) -> u64 {
     }
 }
 
+/// A chunk for one read: borrowed from the chunk cache, or just read.
+enum Fetched {
+    Cached(CachedBlock),
+    Read(Bytes),
+}
+
+impl std::ops::Deref for Fetched {
+    type Target = Bytes;
+
+    fn deref(&self) -> &Bytes {
+        match self {
+            Fetched::Cached(c) => c,
+            Fetched::Read(b) => b,
+        }
+    }
+}
+
 /// Reads chunks of an open sstable; shared by every reader thread.
 pub struct ChunkReader {
     file: Arc<dyn ReadFile>,
@@ -220,13 +237,12 @@ pub struct ChunkReader {
     trust: &'static ChunkTrust,
     /// Per chunk, the trust epoch of its last good CRC check (0: none).
     verified: Vec<AtomicU32>,
-    /// The node's chunk cache. Point reads go through it unless the data
-    /// is mapped; scans never do.
-    cache: Option<Arc<BlockCache>>,
-    /// This file's id in the cache; renewed when `crc_check_chance` rises,
-    /// so that chunks cached unchecked (or less often checked) are read
-    /// and checked again instead of being served from the cache.
-    cache_file: AtomicU64,
+    /// This file's chunks in the node's chunk cache, slot `i` for chunk
+    /// `i`. Point reads go through it unless the data is mapped; scans
+    /// never do. Emptied when `crc_check_chance` rises, so that chunks
+    /// cached unchecked (or less often checked) are read and checked again
+    /// instead of being served from the cache.
+    cache: Option<BlockTable>,
 }
 
 impl ChunkReader {
@@ -275,16 +291,15 @@ impl ChunkReader {
             trust: &CHUNK_TRUST,
             verified: (0..count).map(|_| AtomicU32::new(0)).collect(),
             cache: None,
-            cache_file: AtomicU64::new(0),
         })
     }
 
     /// Serves point reads through `cache` (unless the data is mapped: a
     /// map is its own cache).
-    pub fn set_cache(&mut self, cache: Arc<BlockCache>) {
+    pub fn set_cache(&mut self, cache: &Arc<BlockCache>) {
         if self.file.mapped(ReadKind::Data).is_none() {
-            self.cache_file = AtomicU64::new(cache.new_file_id());
-            self.cache = Some(cache);
+            let chunks = self.bounds.len().saturating_sub(1);
+            self.cache = Some(BlockTable::new(cache, chunks));
         }
     }
 
@@ -335,8 +350,7 @@ impl ChunkReader {
         if let Some(cache) = self.cache.as_ref() {
             if self.crc_check_chance() > f64::from_bits(before) {
                 // What was cached under the lower chance was not all checked.
-                self.cache_file
-                    .store(cache.new_file_id(), Ordering::Relaxed);
+                cache.clear();
             }
         }
     }
@@ -451,16 +465,11 @@ impl ChunkReader {
 
     /// Chunk `i` decompressed, from the chunk cache, or read, checked and
     /// put there.
-    fn cached_chunk(&self, i: u64, cache: &BlockCache, file: u64) -> Result<Bytes> {
-        let (start, end, expected, stored_len) = self.chunk_bounds(i)?;
-        let key = BlockKey {
-            file,
-            offset: start,
-            len: (end - start) as u32,
-        };
-        if let Some(chunk) = cache.get(&key) {
-            return Ok(chunk);
+    fn cached_chunk(&self, i: u64, cache: &BlockTable) -> Result<Fetched> {
+        if let Some(chunk) = cache.get(i as usize) {
+            return Ok(Fetched::Cached(chunk));
         }
+        let (start, end, expected, stored_len) = self.chunk_bounds(i)?;
         let chunk = match self.compression {
             Compression::None => {
                 let mut raw = vec![0u8; (end - start) as usize];
@@ -484,9 +493,9 @@ impl ChunkReader {
             }
         };
         if !io_mode::background() {
-            cache.insert(key, chunk.clone());
+            cache.insert(i as usize, chunk.clone());
         }
-        Ok(chunk)
+        Ok(Fetched::Read(chunk))
     }
 
     /// [`ChunkReader::with_chunk`], the stored bytes read through `direct`
@@ -552,11 +561,8 @@ impl ChunkReader {
             return Err(self.corrupt(self.chunk_of(pos), "range past the end of the data"));
         };
         self.prefetch_span(pos, end);
-        if let Some(cache) = &self.cache {
-            if cache.enabled() {
-                let file = self.cache_file.load(Ordering::Relaxed);
-                return self.read_range_through(cache, file, pos, end);
-            }
+        if let Some(cache) = self.cache.as_ref().filter(|c| c.enabled()) {
+            return self.read_range_through(cache, pos, end);
         }
         let mut out = Vec::with_capacity(len as usize);
         let mut at = pos;
@@ -581,18 +587,12 @@ impl ChunkReader {
     }
 
     /// [`ChunkReader::read_range`] of `[pos, end)` through the chunk cache.
-    fn read_range_through(
-        &self,
-        cache: &BlockCache,
-        file: u64,
-        pos: u64,
-        end: u64,
-    ) -> Result<Bytes> {
+    fn read_range_through(&self, cache: &BlockTable, pos: u64, end: u64) -> Result<Bytes> {
         let mut out: Option<Vec<u8>> = None;
         let mut at = pos;
         while at < end {
             let i = self.chunk_of(at);
-            let chunk = self.cached_chunk(i, cache, file)?;
+            let chunk = self.cached_chunk(i, cache)?;
             let from = (at - i * self.chunk_length) as usize;
             let to = ((end - i * self.chunk_length) as usize).min(chunk.len());
             if from >= to {

@@ -16,6 +16,7 @@
 //! Dropping whole maps is cruder than Cassandra's LRU, but costs nothing
 //! per hit, and a hot sstable refills its map from the reads that follow.
 
+use crate::striped::StripedCounter;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -80,7 +81,7 @@ impl KeyCacheBudget {
 pub struct KeyCache {
     budget: &'static KeyCacheBudget,
     inner: Mutex<Entries>,
-    hits: AtomicU64,
+    hits: StripedCounter,
 }
 
 #[derive(Default)]
@@ -116,7 +117,7 @@ impl KeyCache {
         KeyCache {
             budget,
             inner: Mutex::new(Entries::default()),
-            hits: AtomicU64::new(0),
+            hits: StripedCounter::default(),
         }
     }
 
@@ -127,7 +128,7 @@ impl KeyCache {
 
     /// Counts a read the cache served (the caller has checked the key).
     pub fn hit(&self) {
-        self.hits.fetch_add(1, Ordering::Relaxed);
+        self.hits.inc();
     }
 
     /// Remembers where the partition of `token` is (replacing another
@@ -162,7 +163,7 @@ impl KeyCache {
 
     /// Reads served from the cache.
     pub fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+        self.hits.get()
     }
 }
 

@@ -29,6 +29,7 @@ pub mod format;
 pub mod fs_mem;
 pub mod histogram;
 mod index;
+mod index_search;
 pub mod key_cache;
 pub mod partition_reader;
 mod reader;

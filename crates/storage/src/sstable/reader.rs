@@ -14,17 +14,20 @@ use crate::fs::{Fs, ReadFile, ReadKind};
 use crate::fs_direct_read::DirectReader;
 use crate::io_mode;
 use crate::partition::Partition;
-use crate::sstable::block_cache::{BlockCache, BlockKey};
+use crate::sstable::block_cache::{BlockCache, BlockTable, CachedBlock};
 use crate::sstable::bloom::{key_hash, BloomFilter};
 use crate::sstable::chunks::{ChunkCache, ChunkReader};
 use crate::sstable::format::{
     check_header, get_key, Footer, Section, FOOTER_LEN, HEADER_LEN, MAX_INDEX_BLOCK_LEN,
 };
 use crate::sstable::index::{decode_span, decode_summary, find_in_span, IndexEntry};
+use crate::sstable::index_search::{with_search_table, Searchable};
 use crate::sstable::key_cache::{KeyCache, KEY_CACHE_BUDGET};
 use crate::sstable::row_index::{Trailer, TRAILER_LEN};
 use crate::sstable::stats::{decode_stats, SstableStats};
 use crate::sstable::summary::Summary;
+use crate::striped::StripedCounter;
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -38,13 +41,14 @@ pub struct Sstable {
     footer: Footer,
     size_on_disk: u64,
     chunks: ChunkReader,
-    /// Swapped whole when the engine resamples it (scans keep the one they
-    /// started with).
-    summary: parking_lot::RwLock<Arc<Summary>>,
+    /// The summary and its spans' slots in the chunk cache, swapped whole
+    /// when the engine resamples the summary (scans keep the one they
+    /// started with). Loaded without a lock or a shared write.
+    index: ArcSwap<IndexView>,
     bloom: BloomFilter,
     stats: SstableStats,
-    bloom_true_positives: AtomicU64,
-    bloom_false_positives: AtomicU64,
+    bloom_true_positives: StripedCounter,
+    bloom_false_positives: StripedCounter,
     /// Where recently read partitions start: (stream position, length).
     /// Saves the index-block read of repeated point reads (Cassandra's key
     /// cache, under the node-wide budget: see `key_cache`).
@@ -57,9 +61,9 @@ pub struct Sstable {
     /// `tombstone_compaction_interval`; [`CREATED_UNKNOWN`] until the engine
     /// stamps it.
     created_at_seconds: std::sync::atomic::AtomicI64,
-    /// The node's chunk cache and this file's id in it, for index spans
-    /// (unless the index is mapped).
-    index_cache: Option<(Arc<BlockCache>, u64)>,
+    /// The node's chunk cache, for index spans (unless the index is
+    /// mapped).
+    index_cache: Option<Arc<BlockCache>>,
     /// Entries up to this long are read whole (see
     /// [`crate::sstable::partition_reader::WHOLE_ENTRY_MAX_BYTES`]).
     whole_entry_max_bytes: AtomicU64,
@@ -140,11 +144,14 @@ impl Sstable {
             footer,
             size_on_disk: size,
             chunks,
-            summary: parking_lot::RwLock::new(Arc::new(summary)),
+            index: ArcSwap::from_pointee(IndexView {
+                summary: Arc::new(summary),
+                spans: None,
+            }),
             bloom,
             stats,
-            bloom_true_positives: AtomicU64::new(0),
-            bloom_false_positives: AtomicU64::new(0),
+            bloom_true_positives: StripedCounter::default(),
+            bloom_false_positives: StripedCounter::default(),
             key_cache: KeyCache::new(&KEY_CACHE_BUDGET),
             index_verified,
             created_at_seconds: std::sync::atomic::AtomicI64::new(CREATED_UNKNOWN),
@@ -207,12 +214,12 @@ impl Sstable {
 
     /// Reads whose bloom check passed and found the key.
     pub fn bloom_true_positives(&self) -> u64 {
-        self.bloom_true_positives.load(Ordering::Relaxed)
+        self.bloom_true_positives.get()
     }
 
     /// Reads whose bloom check passed but did not find the key.
     pub fn bloom_false_positives(&self) -> u64 {
-        self.bloom_false_positives.load(Ordering::Relaxed)
+        self.bloom_false_positives.get()
     }
 
     /// False only when the key is certainly absent (bloom filter).
@@ -226,7 +233,25 @@ impl Sstable {
 
     /// The summary in use now.
     pub fn summary(&self) -> Arc<Summary> {
-        self.summary.read().clone()
+        self.index.load().summary.clone()
+    }
+
+    /// The summary in use and its spans' slots, for one lookup.
+    fn index_view(&self) -> arc_swap::Guard<Arc<IndexView>> {
+        self.index.load()
+    }
+
+    /// A view of `summary` whose spans go through the chunk cache when the
+    /// index is not mapped.
+    fn view_of(&self, summary: Summary) -> IndexView {
+        let spans = self
+            .index_cache
+            .as_ref()
+            .map(|cache| BlockTable::new(cache, summary.len()));
+        IndexView {
+            summary: Arc::new(summary),
+            spans,
+        }
     }
 
     /// Keeps every `step`-th entry of the file's summary (1: all of them);
@@ -237,7 +262,8 @@ impl Sstable {
             return Ok(());
         }
         let full = read_summary(&*self.file, &self.path, &self.footer)?;
-        *self.summary.write() = Arc::new(Summary::new(full, self.footer.index.len, step));
+        let view = self.view_of(Summary::new(full, self.footer.index.len, step));
+        self.index.store(Arc::new(view));
         Ok(())
     }
 
@@ -245,16 +271,20 @@ impl Sstable {
     /// chunk cache (what is mapped is read from the map instead).
     pub fn with_block_cache(mut self, cache: Arc<BlockCache>) -> Self {
         if self.file.mapped(ReadKind::Index).is_none() {
-            self.index_cache = Some((cache.clone(), cache.new_file_id()));
+            self.index_cache = Some(cache.clone());
+            let summary = self.summary();
+            let spans = Some(BlockTable::new(&cache, summary.len()));
+            self.index = ArcSwap::from_pointee(IndexView { summary, spans });
         }
-        self.chunks.set_cache(cache);
+        self.chunks.set_cache(&cache);
         self
     }
 
-    /// The index blocks of span `i` of `summary`. `Span::Checked` when
-    /// they came from the chunk cache, whose blocks were CRC-checked when
-    /// they entered it.
-    fn read_span(&self, summary: &Summary, i: usize) -> Result<Span<'_>> {
+    /// The index blocks of span `i` of `view`'s summary. `Span::Cached`
+    /// when they came from the chunk cache, whose blocks were CRC-checked
+    /// when they entered it.
+    fn read_span(&self, view: &IndexView, i: usize) -> Result<Span<'_>> {
+        let summary = &*view.summary;
         let Some((offset, len)) = summary.span(i) else {
             return Err(self.corrupt(self.footer.index.offset, "index block does not exist"));
         };
@@ -275,23 +305,21 @@ impl Sstable {
             }
             return Ok(Span::Mapped(&map[at as usize..end as usize]));
         }
-        let Some((cache, file)) = self.index_cache.as_ref().filter(|(c, _)| c.enabled()) else {
+        let Some(cache) = view.spans.as_ref().filter(|c| c.enabled()) else {
             return self.pread_index(at, len).map(Span::Read);
         };
-        let key = BlockKey {
-            file: *file,
-            offset: at,
-            len: u32::try_from(len).unwrap_or(u32::MAX),
-        };
-        if let Some(span) = cache.get(&key) {
-            return Ok(Span::Checked(span));
+        if let Some(span) = cache.get(i) {
+            return Ok(Span::Cached(span));
         }
-        let span = Bytes::from(self.pread_index(at, len)?);
-        decode_span(&span, at).map_err(|(o, r)| self.corrupt(o, r))?;
-        if !io_mode::background() {
-            cache.insert(key, span.clone());
+        let span = self.pread_index(at, len)?;
+        let entries = decode_span(&span, at).map_err(|(o, r)| self.corrupt(o, r))?;
+        if io_mode::background() {
+            drop(entries);
+            return Ok(Span::Checked(Bytes::from(span)));
         }
-        Ok(Span::Checked(span))
+        let searchable = Bytes::from(with_search_table(&span, &entries));
+        cache.insert(i, searchable.clone());
+        Ok(Span::Searchable(searchable))
     }
 
     /// Index bytes `[at, at + len)` read with `pread`; on a thread that may
@@ -329,12 +357,18 @@ impl Sstable {
 
     /// Where the partition's entry lies in the stream, from the index.
     fn locate(&self, key: &PartitionKey) -> Result<Option<(u64, u64)>> {
-        let summary = self.summary();
+        let view = self.index_view();
+        let summary = &*view.summary;
         let Some(i) = summary.find(key) else {
             return Ok(None);
         };
-        let span = self.read_span(&summary, i)?;
+        let span = self.read_span(&view, i)?;
         let base = self.footer.index.offset + summary.span(i).map_or(0, |s| s.0);
+        if let Span::Searchable(_) | Span::Cached(_) = span {
+            let table = span.search_table();
+            let table = table.ok_or_else(|| self.corrupt(base, "index span without its table"))?;
+            return table.find(key).map_err(|r| self.corrupt(base, r));
+        }
         // A whole summary makes the span one block, which is trusted like
         // a data chunk once its CRC matched (see `ChunkTrust`). A span from
         // the chunk cache was checked when it entered it.
@@ -398,7 +432,7 @@ impl Sstable {
     /// A read served by the key cache.
     pub(crate) fn key_cache_hit(&self) {
         self.key_cache.hit();
-        self.bloom_true_positives.fetch_add(1, Ordering::Relaxed);
+        self.bloom_true_positives.inc();
     }
 
     pub(crate) fn key_cache_insert(&self, key: &PartitionKey, at: (u64, u64)) {
@@ -413,14 +447,14 @@ impl Sstable {
     pub(crate) fn locate_counted(&self, key: &PartitionKey) -> Result<Option<(u64, u64)>> {
         let found = self.locate(key)?;
         if found.is_none() {
-            self.bloom_false_positives.fetch_add(1, Ordering::Relaxed);
+            self.bloom_false_positives.inc();
         }
         Ok(found)
     }
 
     /// A bloom filter true positive: the partition was found and read.
     pub(crate) fn count_true_positive(&self) {
-        self.bloom_true_positives.fetch_add(1, Ordering::Relaxed);
+        self.bloom_true_positives.inc();
     }
 
     /// The partition at `at` (see [`Sstable::read_at`]).
@@ -444,7 +478,7 @@ impl Sstable {
         if let Some(at) = self.key_cache.get(key.token) {
             if let Some(partition) = self.read_at(key, at, true)? {
                 self.key_cache.hit();
-                self.bloom_true_positives.fetch_add(1, Ordering::Relaxed);
+                self.bloom_true_positives.inc();
                 return Ok(Some(partition));
             }
         }
@@ -559,13 +593,14 @@ impl Sstable {
         limit: usize,
     ) -> Result<Vec<PartitionKey>> {
         let mut out = Vec::new();
-        let summary = self.summary();
+        let view = self.index.load_full();
+        let summary = &*view.summary;
         let first = summary
             .entries()
             .partition_point(|e| !after_start(start, e.first.token, &e.first.key));
         for i in first.saturating_sub(1)..summary.len() {
-            let span = self.read_span(&summary, i)?;
-            for e in self.span_entries(&summary, i, &span)? {
+            let span = self.read_span(&view, i)?;
+            for e in self.span_entries(summary, i, &span)? {
                 if out.len() >= limit || !before_end(end, e.token, e.key) {
                     return Ok(out);
                 }
@@ -603,7 +638,7 @@ impl Sstable {
     pub fn iter(&self) -> Result<SstableIter<'_>> {
         Ok(SstableIter {
             sstable: self,
-            summary: self.summary(),
+            view: self.index.load_full(),
             block: 0,
             pending: Vec::new(),
             cache: None,
@@ -625,14 +660,38 @@ impl Sstable {
     }
 }
 
+/// A summary and, when index spans go through the chunk cache, a slot per
+/// span of it.
+struct IndexView {
+    summary: Arc<Summary>,
+    spans: Option<BlockTable>,
+}
+
 /// The bytes of an index span, wherever they came from.
 enum Span<'a> {
     /// Straight from the file's map (not yet checked).
     Mapped(&'a [u8]),
     /// Read with `pread` for this lookup (not yet checked).
     Read(Vec<u8>),
-    /// From the chunk cache: checked when it entered it.
+    /// Read for this lookup and checked.
     Checked(Bytes),
+    /// Read for this lookup, checked, with its search table (see
+    /// `index_search`), as it went into the chunk cache.
+    Searchable(Bytes),
+    /// From the chunk cache (checked when it entered it), with its search
+    /// table.
+    Cached(CachedBlock),
+}
+
+impl Span<'_> {
+    /// The search table, for a span that has one.
+    fn search_table(&self) -> Option<Searchable<'_>> {
+        match self {
+            Span::Searchable(b) => Searchable::parse(b),
+            Span::Cached(b) => Searchable::parse(b),
+            _ => None,
+        }
+    }
 }
 
 impl std::ops::Deref for Span<'_> {
@@ -643,6 +702,9 @@ impl std::ops::Deref for Span<'_> {
             Span::Mapped(b) => b,
             Span::Read(v) => v,
             Span::Checked(b) => b,
+            Span::Searchable(_) | Span::Cached(_) => {
+                self.search_table().map_or(&[][..], |t| t.span())
+            }
         }
     }
 }
@@ -706,7 +768,7 @@ fn read_section(file: &dyn ReadFile, path: &Path, s: &Section) -> Result<Vec<u8>
 pub struct SstableIter<'a> {
     sstable: &'a Sstable,
     /// The summary when the scan started; `block` counts its spans.
-    summary: Arc<Summary>,
+    view: Arc<IndexView>,
     block: usize,
     pending: Vec<(u64, u64, PartitionKey)>,
     cache: ChunkCache,
@@ -743,8 +805,8 @@ impl SstableIter<'_> {
 
     fn refill(&mut self) -> Result<()> {
         let s = self.sstable;
-        let span = s.read_span(&self.summary, self.block)?;
-        let entries = s.span_entries(&self.summary, self.block, &span)?;
+        let span = s.read_span(&self.view, self.block)?;
+        let entries = s.span_entries(&self.view.summary, self.block, &span)?;
         self.pending = entries
             .iter()
             .rev()
@@ -777,7 +839,7 @@ impl SstableIter<'_> {
     fn next_entry(&mut self) -> Option<Result<(PartitionKey, ScanEntry)>> {
         let s = self.sstable;
         if self.pending.is_empty() {
-            if self.block >= self.summary.len() {
+            if self.block >= self.view.summary.len() {
                 if self.next_position != s.chunks.uncompressed_len()
                     || self.seen != s.footer.partition_count
                 {
