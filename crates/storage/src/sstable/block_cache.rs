@@ -6,23 +6,22 @@
 //!
 //! Each open file has a [`BlockTable`]: one slot per chunk (or per index
 //! span of its summary), found by the chunk's number with no hashing. A hit
-//! loads the slot's pointer (`arc-swap`: no lock, nothing written that
-//! another core reads, unless the block was not yet marked referenced) and
-//! counts itself on this thread's stripe of the hit counter. The node-wide
-//! [`BlockCache`] keeps the budget and evicts with CLOCK (second chance): a
-//! queue of the cached blocks; the one at the front is dropped unless it was
-//! read since it last reached the front, in which case it goes to the back
-//! unmarked. A block read once (a scan) is dropped at its first turn; a hot
-//! one stays. Inserts and evictions take one lock; hits take none. See
+//! takes the slot's read lock (a line no other core touches unless it reads
+//! the same block) and counts itself on this thread's stripe of the hit
+//! counter; no lock, map or counter shared by all reads. The node-wide
+//! [`BlockCache`] keeps the budget and evicts after S3-FIFO (see `evict`):
+//! new blocks pass through a small queue, and only those read again reach
+//! the main one, so a scan of blocks read once does not push out what is
+//! hot. Inserts and evictions take one lock; hits take none. See
 //! docs/design/read-path-io.md, "The chunk cache".
 
 use crate::striped::StripedCounter;
-use arc_swap::ArcSwapOption;
 use bytes::Bytes;
+use evict::Queues;
 use parking_lot::Mutex;
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Cassandra's default `file_cache_size`.
 pub const DEFAULT_FILE_CACHE_BYTES: u64 = 512 << 20;
@@ -36,8 +35,8 @@ pub const ENTRY_OVERHEAD_BYTES: u64 = 128;
 /// served without it.
 pub const MAX_CACHED_BLOCK_BYTES: usize = 16 << 20;
 
-/// Dead places the eviction queue may carry (blocks of closed files, slots
-/// emptied) beyond twice the live entries before it is swept.
+/// Dead places the eviction queues may carry (blocks of closed files, slots
+/// emptied) beyond twice the live entries before they are swept.
 pub const QUEUE_SLACK: usize = 1024;
 
 /// Counters of the cache, for `nodetool info` and metrics.
@@ -63,7 +62,7 @@ impl BlockCacheStats {
     }
 }
 
-/// The chunk cache: the budget, the counters and the eviction queue shared
+/// The chunk cache: the budget, the counters and the eviction queues shared
 /// by every file's [`BlockTable`]. `capacity` 0 turns it off: every lookup
 /// misses and nothing is kept.
 pub struct BlockCache {
@@ -74,24 +73,21 @@ pub struct BlockCache {
     entries: AtomicU64,
     hits: StripedCounter,
     misses: StripedCounter,
-    queue: Mutex<VecDeque<Place>>,
-}
-
-/// A cached block's place: which table, which slot.
-struct Place {
-    table: Weak<Slots>,
-    slot: u32,
+    queue: Mutex<Queues>,
 }
 
 /// One chunk's (or span's) slot.
 #[derive(Default)]
 struct Slot {
-    block: ArcSwapOption<Bytes>,
-    /// Read since it last reached the front of the queue.
+    block: RwLock<Option<Arc<Bytes>>>,
+    /// Read since it last reached the front of its queue.
     referenced: AtomicBool,
-    /// A [`Place`] for this slot is in the queue (set and cleared under
-    /// the queue's lock).
+    /// A place for this slot is in a queue (set and cleared under the
+    /// queues' lock).
     queued: AtomicBool,
+    /// When its block was last evicted from the small queue unread (see
+    /// `evict`; 0: never, or forgotten).
+    ghost: AtomicU32,
 }
 
 struct Slots {
@@ -104,23 +100,21 @@ struct Slots {
 /// the budget.
 pub struct BlockTable(Arc<Slots>);
 
-/// A block served from the cache, held for one lookup (an `arc-swap`
-/// guard: a thread holds a few of them without touching shared counts).
-pub struct CachedBlock(arc_swap::Guard<Option<Arc<Bytes>>>);
+/// A block served from the cache, borrowed for one lookup (a read lock on
+/// its slot: an eviction of that slot waits for it).
+pub struct CachedBlock<'a>(MappedRwLockReadGuard<'a, Bytes>);
 
-impl std::fmt::Debug for CachedBlock {
+impl std::fmt::Debug for CachedBlock<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(&**self, f)
     }
 }
 
-impl std::ops::Deref for CachedBlock {
+impl std::ops::Deref for CachedBlock<'_> {
     type Target = Bytes;
 
     fn deref(&self) -> &Bytes {
-        // `BlockTable::get` only wraps a guard that holds a block.
-        static EMPTY: Bytes = Bytes::new();
-        self.0.as_deref().unwrap_or(&EMPTY)
+        &self.0
     }
 }
 
@@ -137,7 +131,7 @@ impl BlockCache {
             entries: AtomicU64::new(0),
             hits: StripedCounter::default(),
             misses: StripedCounter::default(),
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queues::default()),
         }
     }
 
@@ -164,63 +158,18 @@ impl BlockCache {
         }
     }
 
-    /// Places in the eviction queue (live or not), for tests.
+    /// Places in the eviction queues (live or not), for tests.
     #[cfg(test)]
     fn queue_len(&self) -> usize {
         self.queue.lock().len()
     }
 
-    /// Evicts from the front of the queue until the blocks weigh at most
-    /// `target`. A block read since its last turn goes to the back once; a
-    /// full turn of the queue clears every mark, so this ends.
-    fn evict_to(&self, queue: &mut VecDeque<Place>, target: u64) {
-        let mut second_chances = queue.len();
-        while self.used.load(Ordering::Relaxed) > target {
-            let Some(place) = queue.pop_front() else {
-                break;
-            };
-            // A closed file's blocks were given back when it closed.
-            let Some(table) = place.table.upgrade() else {
-                continue;
-            };
-            let slot = &table.slots[place.slot as usize];
-            if second_chances > 0 && slot.referenced.swap(false, Ordering::Relaxed) {
-                second_chances -= 1;
-                queue.push_back(place);
-                continue;
-            }
-            self.release(slot);
-            slot.queued.store(false, Ordering::Relaxed);
-        }
-    }
-
     /// Empties a slot, giving its weight back.
     fn release(&self, slot: &Slot) {
-        if let Some(block) = slot.block.swap(None) {
+        if let Some(block) = slot.block.write().take() {
             self.used.fetch_sub(weight_of(&block), Ordering::Relaxed);
             self.entries.fetch_sub(1, Ordering::Relaxed);
         }
-    }
-
-    /// Drops the queue's dead places when they outnumber the live ones:
-    /// without evictions (a cache larger than the data) the places of
-    /// closed files would pile up.
-    fn sweep_if_sparse(&self, queue: &mut VecDeque<Place>) {
-        let live = self.entries.load(Ordering::Relaxed) as usize;
-        if queue.len() <= live.saturating_mul(2).saturating_add(QUEUE_SLACK) {
-            return;
-        }
-        queue.retain(|place| {
-            let Some(table) = place.table.upgrade() else {
-                return false;
-            };
-            let slot = &table.slots[place.slot as usize];
-            let held = slot.block.load().is_some();
-            if !held {
-                slot.queued.store(false, Ordering::Relaxed);
-            }
-            held
-        });
     }
 }
 
@@ -258,17 +207,16 @@ impl BlockTable {
     /// while the returned guard lives, with no reference count taken
     /// (clone the `Bytes` to keep it longer).
     #[inline]
-    pub fn get(&self, i: usize) -> Option<CachedBlock> {
+    pub fn get(&self, i: usize) -> Option<CachedBlock<'_>> {
         let cache = &self.0.cache;
         if !cache.enabled() {
             return None;
         }
         let slot = self.0.slots.get(i)?;
-        let guard = slot.block.load();
-        if guard.is_none() {
+        let Ok(guard) = RwLockReadGuard::try_map(slot.block.read(), |b| b.as_deref()) else {
             cache.misses.inc();
             return None;
-        }
+        };
         // Written only when it changes, so that a hot block's line stays
         // shared between cores.
         if !slot.referenced.load(Ordering::Relaxed) {
@@ -290,23 +238,21 @@ impl BlockTable {
         if block.len() > MAX_CACHED_BLOCK_BYTES {
             return;
         }
-        let mut queue = cache.queue.lock();
+        let mut queues = cache.queue.lock();
         let capacity = cache.capacity.load(Ordering::Relaxed);
-        if weight > capacity || slot.block.load().is_some() {
+        if weight > capacity || slot.block.read().is_some() {
             return;
         }
-        cache.evict_to(&mut queue, capacity - weight);
+        cache.evict_to(&mut queues, capacity - weight);
         slot.referenced.store(false, Ordering::Relaxed);
-        slot.block.store(Some(Arc::new(block)));
+        *slot.block.write() = Some(Arc::new(block));
         cache.used.fetch_add(weight, Ordering::Relaxed);
         cache.entries.fetch_add(1, Ordering::Relaxed);
         if !slot.queued.swap(true, Ordering::Relaxed) {
-            queue.push_back(Place {
-                table: Arc::downgrade(&self.0),
-                slot: i as u32,
-            });
+            let window = cache.entries.load(Ordering::Relaxed);
+            queues.admit(slot, (Arc::downgrade(&self.0), i as u32), weight, window);
         }
-        cache.sweep_if_sparse(&mut queue);
+        cache.sweep_if_sparse(&mut queues);
     }
 
     /// Drops every block of this table (they were cached under a weaker
@@ -329,5 +275,6 @@ impl Drop for Slots {
     }
 }
 
+mod evict;
 #[cfg(test)]
 mod tests;

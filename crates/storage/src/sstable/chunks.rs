@@ -205,12 +205,12 @@ fn chance_bits(chance: f64) -> u64 {
 }
 
 /// A chunk for one read: borrowed from the chunk cache, or just read.
-enum Fetched {
-    Cached(CachedBlock),
+enum Fetched<'a> {
+    Cached(CachedBlock<'a>),
     Read(Bytes),
 }
 
-impl std::ops::Deref for Fetched {
+impl std::ops::Deref for Fetched<'_> {
     type Target = Bytes;
 
     fn deref(&self) -> &Bytes {
@@ -465,7 +465,7 @@ impl ChunkReader {
 
     /// Chunk `i` decompressed, from the chunk cache, or read, checked and
     /// put there.
-    fn cached_chunk(&self, i: u64, cache: &BlockTable) -> Result<Fetched> {
+    fn cached_chunk<'a>(&self, i: u64, cache: &'a BlockTable) -> Result<Fetched<'a>> {
         if let Some(chunk) = cache.get(i as usize) {
             return Ok(Fetched::Cached(chunk));
         }

@@ -283,7 +283,7 @@ impl Sstable {
     /// The index blocks of span `i` of `view`'s summary. `Span::Cached`
     /// when they came from the chunk cache, whose blocks were CRC-checked
     /// when they entered it.
-    fn read_span(&self, view: &IndexView, i: usize) -> Result<Span<'_>> {
+    fn read_span<'a>(&'a self, view: &'a IndexView, i: usize) -> Result<Span<'a>> {
         let summary = &*view.summary;
         let Some((offset, len)) = summary.span(i) else {
             return Err(self.corrupt(self.footer.index.offset, "index block does not exist"));
@@ -680,7 +680,7 @@ enum Span<'a> {
     Searchable(Bytes),
     /// From the chunk cache (checked when it entered it), with its search
     /// table.
-    Cached(CachedBlock),
+    Cached(CachedBlock<'a>),
 }
 
 impl Span<'_> {

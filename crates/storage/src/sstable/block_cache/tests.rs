@@ -251,10 +251,67 @@ proptest! {
             let held: Vec<u64> = tables
                 .iter()
                 .flat_map(|(_, t)| t.0.slots.iter())
-                .filter_map(|slot| slot.block.load_full().map(|b| weight_of(&b)))
+                .filter_map(|slot| slot.block.read().as_ref().map(|b| weight_of(b)))
                 .collect();
             prop_assert_eq!(held.iter().sum::<u64>(), s.bytes);
             prop_assert_eq!(held.len() as u64, s.entries);
         }
     }
+}
+
+#[test]
+fn a_block_read_again_after_leaving_the_small_queue_goes_to_the_main_one() {
+    // Room for ten blocks; the small queue's share is less than one.
+    let cache = Arc::new(BlockCache::new(10 * (100 + ENTRY_OVERHEAD_BYTES)));
+    let table = BlockTable::new(&cache, 100);
+    let scan = |from: usize| {
+        for i in from..from + 20 {
+            table.insert(i, block(100, 1));
+        }
+    };
+    // Block 0 is read again (while it is cached) and reaches the main
+    // queue; block 1 is read again only after it left: its ghost sends it
+    // to the main queue too.
+    table.insert(0, block(100, 0));
+    table.insert(1, block(100, 1));
+    assert!(table.get(0).is_some());
+    // The cache fills at block 17; block 18 pushes 0 to the main queue and
+    // 1 out; five more evictions follow.
+    for i in 10..24 {
+        table.insert(i, block(100, 1));
+    }
+    assert!(table.get(1).is_none(), "block 1 left unread");
+    table.insert(1, block(100, 1));
+    // A long scan of blocks read once passes through the small queue and
+    // leaves both in place.
+    scan(40);
+    scan(70);
+    assert!(table.get(0).is_some(), "the block read twice was evicted");
+    assert!(
+        table.get(1).is_some(),
+        "the block reread after its eviction was evicted"
+    );
+    assert!(table.get(41).is_none(), "a block of the scan stayed");
+    let s = cache.stats();
+    assert!(s.bytes <= s.capacity_bytes, "{s:?}");
+}
+
+#[test]
+fn a_block_reinserted_long_after_its_eviction_starts_over_in_the_small_queue() {
+    let cache = Arc::new(BlockCache::new(10 * (100 + ENTRY_OVERHEAD_BYTES)));
+    let table = BlockTable::new(&cache, 300);
+    table.insert(0, block(100, 0));
+    // Evicted unread, then 200 other blocks evicted unread: more than the
+    // main queue's places, so its ghost is forgotten.
+    for i in 1..=200 {
+        table.insert(i, block(100, 1));
+    }
+    table.insert(0, block(100, 0));
+    for i in 201..=220 {
+        table.insert(i, block(100, 1));
+    }
+    assert!(
+        table.get(0).is_none(),
+        "an old ghost still sent it to the main queue"
+    );
 }
