@@ -70,6 +70,7 @@ pub const CHUNK_CACHE_MISSES: &str = "chunk_cache_misses";
 pub const CHUNK_CACHE_BYTES: &str = "chunk_cache_bytes";
 pub const CHUNK_CACHE_CAPACITY_BYTES: &str = "chunk_cache_capacity_bytes";
 pub const CHUNK_CACHE_ENTRIES: &str = "chunk_cache_entries";
+pub const CHUNK_CACHE_SLOT_BYTES: &str = "chunk_cache_slot_bytes";
 
 // ---- The library itself ----
 pub const METRICS_REGISTRATION_CONFLICTS: &str = "metrics_registration_conflicts_total";
@@ -219,6 +220,9 @@ pub const CATALOG: &[MetricDef] = &[
     def(CHUNK_CACHE_ENTRIES, Kind::Gauge, &[],
         "Chunks and index blocks in the chunk cache.",
         "Cache ChunkCache Entries"),
+    def(CHUNK_CACHE_SLOT_BYTES, Kind::Gauge, &[],
+        "Memory of the chunk cache's slot tables (a slot per chunk and index span of open sstables), outside its budget.",
+        "(none)"),
 ];
 
 /// The HELP text of `name`, if it is in the catalog.

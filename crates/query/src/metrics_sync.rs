@@ -35,6 +35,7 @@ struct ChunkCacheHandles {
     bytes: Arc<varve_metrics::Gauge>,
     capacity: Arc<varve_metrics::Gauge>,
     entries: Arc<varve_metrics::Gauge>,
+    slot_bytes: Arc<varve_metrics::Gauge>,
 }
 
 impl ChunkCacheHandles {
@@ -45,6 +46,7 @@ impl ChunkCacheHandles {
             bytes: registry.gauge(names::CHUNK_CACHE_BYTES, &[]),
             capacity: registry.gauge(names::CHUNK_CACHE_CAPACITY_BYTES, &[]),
             entries: registry.gauge(names::CHUNK_CACHE_ENTRIES, &[]),
+            slot_bytes: registry.gauge(names::CHUNK_CACHE_SLOT_BYTES, &[]),
         }
     }
 
@@ -54,6 +56,7 @@ impl ChunkCacheHandles {
         self.bytes.set(s.bytes as f64);
         self.capacity.set(s.capacity_bytes as f64);
         self.entries.set(s.entries as f64);
+        self.slot_bytes.set(s.slot_bytes as f64);
     }
 }
 

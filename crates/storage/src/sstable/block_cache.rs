@@ -48,6 +48,10 @@ pub struct BlockCacheStats {
     pub capacity_bytes: u64,
     pub hits: u64,
     pub misses: u64,
+    /// Memory of the open files' slot tables (one slot per chunk and per
+    /// index span, cached or not): outside the budget, it grows with the
+    /// data on disk.
+    pub slot_bytes: u64,
 }
 
 impl BlockCacheStats {
@@ -71,6 +75,8 @@ pub struct BlockCache {
     /// table that is dropped (whose blocks no one else can reach).
     used: AtomicU64,
     entries: AtomicU64,
+    /// Memory of the slot tables of open files.
+    slot_bytes: AtomicU64,
     hits: StripedCounter,
     misses: StripedCounter,
     queue: Mutex<Queues>,
@@ -129,6 +135,7 @@ impl BlockCache {
             capacity: AtomicU64::new(capacity),
             used: AtomicU64::new(0),
             entries: AtomicU64::new(0),
+            slot_bytes: AtomicU64::new(0),
             hits: StripedCounter::default(),
             misses: StripedCounter::default(),
             queue: Mutex::new(Queues::default()),
@@ -155,6 +162,7 @@ impl BlockCache {
             capacity_bytes: self.capacity.load(Ordering::Relaxed),
             hits: self.hits.get(),
             misses: self.misses.get(),
+            slot_bytes: self.slot_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -190,11 +198,15 @@ impl std::fmt::Debug for BlockCache {
 impl BlockTable {
     /// A table of `len` slots in `cache`.
     pub fn new(cache: &Arc<BlockCache>, len: usize) -> Self {
+        let slots: Box<[Slot]> = (0..len.min(u32::MAX as usize))
+            .map(|_| Slot::default())
+            .collect();
+        cache
+            .slot_bytes
+            .fetch_add(slots_bytes(&slots), Ordering::Relaxed);
         BlockTable(Arc::new(Slots {
             cache: cache.clone(),
-            slots: (0..len.min(u32::MAX as usize))
-                .map(|_| Slot::default())
-                .collect(),
+            slots,
         }))
     }
 
@@ -272,7 +284,14 @@ impl Drop for Slots {
         for slot in self.slots.iter() {
             self.cache.release(slot);
         }
+        self.cache
+            .slot_bytes
+            .fetch_sub(slots_bytes(&self.slots), Ordering::Relaxed);
     }
+}
+
+fn slots_bytes(slots: &[Slot]) -> u64 {
+    std::mem::size_of_val(slots) as u64
 }
 
 mod evict;

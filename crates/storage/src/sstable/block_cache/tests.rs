@@ -315,3 +315,22 @@ fn a_block_reinserted_long_after_its_eviction_starts_over_in_the_small_queue() {
         "an old ghost still sent it to the main queue"
     );
 }
+
+#[test]
+fn slot_tables_are_reported_while_their_files_are_open() {
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let a = BlockTable::new(&cache, 1000);
+    let b = BlockTable::new(&cache, 10);
+    let per_slot = std::mem::size_of::<Slot>() as u64;
+    assert_eq!(
+        per_slot, 24,
+        "README \"Sizing memory\" counts 24 bytes a slot"
+    );
+    assert_eq!(cache.stats().slot_bytes, 1010 * per_slot);
+    a.insert(3, block(10, 1));
+    drop(a);
+    assert_eq!(cache.stats().slot_bytes, 10 * per_slot);
+    assert_eq!(cache.stats().bytes, 0);
+    drop(b);
+    assert_eq!(cache.stats().slot_bytes, 0);
+}
