@@ -314,6 +314,26 @@ pub fn find_in_span(
     Ok(None)
 }
 
+/// Every span of `index` at summary step `step`, with its first key and
+/// its offset in the index (for tests).
+#[cfg(test)]
+pub(crate) fn test_spans(
+    index: &[u8],
+    summary: &[u8],
+    step: usize,
+) -> Vec<(PartitionKey, u64, Vec<u8>)> {
+    let blocks = decode_summary(summary, index.len() as u64).unwrap();
+    blocks
+        .chunks(step)
+        .map(|run| {
+            let start = run[0].offset;
+            let end = run.last().map_or(start, |b| b.offset + b.len);
+            let bytes = index[start as usize..end as usize].to_vec();
+            (run[0].first.clone(), start, bytes)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,20 +343,6 @@ mod tests {
             token: i as i64,
             key: Bytes::from(format!("k{i}")),
         }
-    }
-
-    /// Every span of `index` at summary step `step`, with its first key.
-    fn spans(index: &[u8], summary: &[u8], step: usize) -> Vec<(PartitionKey, u64, Vec<u8>)> {
-        let blocks = decode_summary(summary, index.len() as u64).unwrap();
-        blocks
-            .chunks(step)
-            .map(|run| {
-                let start = run[0].offset;
-                let end = run.last().map_or(start, |b| b.offset + b.len);
-                let bytes = index[start as usize..end as usize].to_vec();
-                (run[0].first.clone(), start, bytes)
-            })
-            .collect()
     }
 
     proptest::proptest! {
@@ -355,7 +361,7 @@ mod tests {
                 w.add(&key_of(*t), n as u64 * 10, 7);
             }
             let (index, summary) = w.finish();
-            let spans = spans(&index, &summary, step);
+            let spans = test_spans(&index, &summary, step);
             let probes = (-1001i64..1001).map(|t| PartitionKey { token: t * 2 + (t & 1), key: Bytes::from(format!("k{t}")) });
             for probe in probes.chain(tokens.iter().map(|t| key_of(*t))) {
                 let Some(i) = spans.partition_point(|s| s.0 <= probe).checked_sub(1) else {
@@ -388,7 +394,7 @@ mod tests {
     #[test]
     fn find_in_span_reports_a_corrupt_block_where_it_lies() {
         let (index, summary) = index_of(6, 2);
-        let spans = spans(&index, &summary, 3);
+        let spans = test_spans(&index, &summary, 3);
         let (_, base, span) = &spans[0];
         assert_eq!(
             find_in_span(span, *base, false, true, &key(4)).unwrap(),

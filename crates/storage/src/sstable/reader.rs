@@ -236,22 +236,14 @@ impl Sstable {
         self.index.load().summary.clone()
     }
 
-    /// The summary in use and its spans' slots, for one lookup.
-    fn index_view(&self) -> arc_swap::Guard<Arc<IndexView>> {
-        self.index.load()
-    }
-
     /// A view of `summary` whose spans go through the chunk cache when the
     /// index is not mapped.
-    fn view_of(&self, summary: Summary) -> IndexView {
+    fn view_of(&self, summary: Arc<Summary>) -> IndexView {
         let spans = self
             .index_cache
             .as_ref()
             .map(|cache| BlockTable::new(cache, summary.len()));
-        IndexView {
-            summary: Arc::new(summary),
-            spans,
-        }
+        IndexView { summary, spans }
     }
 
     /// Keeps every `step`-th entry of the file's summary (1: all of them);
@@ -262,7 +254,8 @@ impl Sstable {
             return Ok(());
         }
         let full = read_summary(&*self.file, &self.path, &self.footer)?;
-        let view = self.view_of(Summary::new(full, self.footer.index.len, step));
+        let summary = Summary::new(full, self.footer.index.len, step);
+        let view = self.view_of(Arc::new(summary));
         self.index.store(Arc::new(view));
         Ok(())
     }
@@ -272,9 +265,7 @@ impl Sstable {
     pub fn with_block_cache(mut self, cache: Arc<BlockCache>) -> Self {
         if self.file.mapped(ReadKind::Index).is_none() {
             self.index_cache = Some(cache.clone());
-            let summary = self.summary();
-            let spans = Some(BlockTable::new(&cache, summary.len()));
-            self.index = ArcSwap::from_pointee(IndexView { summary, spans });
+            self.index = ArcSwap::from_pointee(self.view_of(self.summary()));
         }
         self.chunks.set_cache(&cache);
         self
@@ -357,7 +348,7 @@ impl Sstable {
 
     /// Where the partition's entry lies in the stream, from the index.
     fn locate(&self, key: &PartitionKey) -> Result<Option<(u64, u64)>> {
-        let view = self.index_view();
+        let view = self.index.load();
         let summary = &*view.summary;
         let Some(i) = summary.find(key) else {
             return Ok(None);
@@ -370,8 +361,8 @@ impl Sstable {
             return table.find(key).map_err(|r| self.corrupt(base, r));
         }
         // A whole summary makes the span one block, which is trusted like
-        // a data chunk once its CRC matched (see `ChunkTrust`). A span from
-        // the chunk cache was checked when it entered it.
+        // a data chunk once its CRC matched (see `ChunkTrust`). A span just
+        // read and decoded (a compaction's) was checked then.
         let one_block = summary.step() == 1;
         let verified = one_block.then(|| self.index_verified.get(i)).flatten();
         let trust = self.chunks.trust();

@@ -1,6 +1,7 @@
 //! Tests of the chunk cache: hits and misses, the budget, eviction order,
 //! closed files, and a model test under random operations.
 
+use super::evict::SMALL_QUEUE_PERCENT;
 use super::*;
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -333,4 +334,63 @@ fn slot_tables_are_reported_while_their_files_are_open() {
     assert_eq!(cache.stats().bytes, 0);
     drop(b);
     assert_eq!(cache.stats().slot_bytes, 0);
+}
+
+/// Leaves `dead` places of a closed file in the queue, then inserts one
+/// block of another file: the queue's length after that insert.
+fn queue_after_dead_places(dead: usize) -> usize {
+    let cache = Arc::new(BlockCache::new(1 << 30));
+    let closed = BlockTable::new(&cache, dead);
+    for i in 0..dead {
+        closed.insert(i, block(1, 0));
+    }
+    drop(closed);
+    let open = BlockTable::new(&cache, 1);
+    open.insert(0, block(1, 0));
+    cache.queue_len()
+}
+
+#[test]
+fn the_queue_is_swept_once_its_dead_places_pass_the_live_ones_by_the_slack() {
+    // After the insert one block is live: the sweep runs when the places
+    // pass twice that plus the slack, i.e. when dead places pass 1 + slack.
+    assert_eq!(
+        queue_after_dead_places(QUEUE_SLACK + 1),
+        QUEUE_SLACK + 2,
+        "N: kept"
+    );
+    assert_eq!(queue_after_dead_places(QUEUE_SLACK + 2), 1, "N + 1: swept");
+}
+
+/// A cache of 100 blocks (the small queue's share is 10 of them), full of
+/// blocks of which the first `read` were read again; then one more block
+/// comes in. Which of blocks 0 and `read` are still cached.
+fn after_one_insert(read: usize) -> (bool, bool) {
+    let w = 100 + ENTRY_OVERHEAD_BYTES;
+    let cache = Arc::new(BlockCache::new(100 * w));
+    assert_eq!(
+        100 * w / 100 * SMALL_QUEUE_PERCENT,
+        10 * w,
+        "the share is 10 blocks"
+    );
+    let table = BlockTable::new(&cache, 101);
+    for i in 0..100 {
+        table.insert(i, block(100, 0));
+    }
+    for i in 0..read {
+        assert!(table.get(i).is_some());
+    }
+    table.insert(100, block(100, 0));
+    let kept = |i: usize| table.get(i).is_some();
+    (kept(0), kept(read))
+}
+
+#[test]
+fn the_small_queue_gives_way_to_the_main_one_at_its_share() {
+    // 90 read: they move to the main queue, leaving the small one at its
+    // share (10 blocks), so the main queue's front (block 0) makes room.
+    assert_eq!(after_one_insert(90), (false, true), "N: at the share");
+    // 89 read: the small queue still holds 11 when block 89, unread,
+    // reaches its front, and that block leaves.
+    assert_eq!(after_one_insert(89), (true, false), "N + 1: over the share");
 }

@@ -462,9 +462,9 @@ impl ReadFile for Prefetches {
     }
 }
 
-#[test]
-fn a_read_across_chunks_asks_for_all_of_them_at_once_where_it_may_wait() {
-    let w = write_stream(Compression::None, CHUNK, stream(4 * CHUNK, true), CHUNK);
+/// A reader of `w`'s stream over a file that records what it is asked to
+/// prefetch.
+fn prefetching_reader(w: &Written) -> (Arc<Prefetches>, ChunkReader) {
     let file = Arc::new(Prefetches {
         data: w.file.clone(),
         asked: std::sync::Mutex::new(Vec::new()),
@@ -480,6 +480,13 @@ fn a_read_across_chunks_asks_for_all_of_them_at_once_where_it_may_wait() {
         1.0,
     )
     .unwrap();
+    (file, reader)
+}
+
+#[test]
+fn a_read_across_chunks_asks_for_all_of_them_at_once_where_it_may_wait() {
+    let w = write_stream(Compression::None, CHUNK, stream(4 * CHUNK, true), CHUNK);
+    let (file, reader) = prefetching_reader(&w);
     let asked = || std::mem::take(&mut *file.asked.lock().unwrap());
     // Within one chunk: nothing to gather.
     reader.read_range(1, CHUNK as u64 - 2).unwrap();
@@ -516,21 +523,7 @@ fn a_sequential_reader_asks_for_two_stretches_ahead_at_each_stretch_boundary() {
         stream(4 * per * CHUNK, true),
         4096,
     );
-    let file = Arc::new(Prefetches {
-        data: w.file.clone(),
-        asked: std::sync::Mutex::new(Vec::new()),
-    });
-    let reader = ChunkReader::new(
-        file.clone(),
-        Path::new("t"),
-        Compression::None,
-        CHUNK as u64,
-        w.data.len() as u64,
-        w.section,
-        &w.table,
-        1.0,
-    )
-    .unwrap();
+    let (file, reader) = prefetching_reader(&w);
     let asked = || std::mem::take(&mut *file.asked.lock().unwrap());
     let mut last = None;
     let mut read_chunk = |i: usize| {

@@ -1,20 +1,15 @@
 //! The search table finds exactly what a scan of the span finds.
 
 use super::*;
-use crate::sstable::index::{decode_span, decode_summary, find_in_span, IndexWriter};
+use crate::sstable::index::{decode_span, find_in_span, test_spans, IndexWriter};
 use bytes::Bytes;
 use proptest::prelude::*;
 
 /// Spans of `step` blocks of an index, with their offsets.
 fn spans(index: &[u8], summary: &[u8], step: usize) -> Vec<(u64, Vec<u8>)> {
-    let blocks = decode_summary(summary, index.len() as u64).unwrap();
-    blocks
-        .chunks(step)
-        .map(|run| {
-            let start = run[0].offset;
-            let end = run.last().map_or(start, |b| b.offset + b.len);
-            (start, index[start as usize..end as usize].to_vec())
-        })
+    test_spans(index, summary, step)
+        .into_iter()
+        .map(|(_, offset, bytes)| (offset, bytes))
         .collect()
 }
 
