@@ -2,8 +2,9 @@
 # Issue 24: a node holding several times its memory. One server (Varve or Cassandra 5.0.4) in a
 # memory cgroup (v1, page cache included) of CAP, ROWS rows of VALUE_SIZE bytes in
 # ../shared/bench/latte/mixed.rn's table (8 GB at the defaults), then the seeds' 5:4:1
-# read/write/delete mix: at RATE/s, unthrottled, at RATE/s while `nodetool garbagecollect` runs,
-# and at RATE/s after it. Server CPU from /proc, per-second throughput and p99 from latte's
+# read/write/delete mix: at RATE/s, unthrottled, at RATE/s once compactions settled again
+# (before-gc: the state the garbagecollect starts from), at RATE/s while `nodetool garbagecollect`
+# runs, and at RATE/s after it. Server CPU from /proc, per-second throughput and p99 from latte's
 # sampling log (latte_seconds.py). Needs root (cgroups, drop_caches) and latte.
 #
 #   SERVER=varve CAP=1536M scripts/bench/larger_than_memory.sh
@@ -116,6 +117,10 @@ start
 log "started: $(grep -c . "$out/server.log") log lines; data $(du -sh "$out" | cut -f1)"
 run steady "$RATE" "$PHASE_S"
 run unthrottled 0 "$PHASE_S"
+# The unthrottled phase leaves more sstables (reads touch about twice as many): let compactions
+# settle, then measure the steady state the garbagecollect starts from.
+settle
+run before-gc "$RATE" "$PHASE_S"
 # garbagecollect in the background; the client runs at RATE/s until it ends (at most GC_MAX_S).
 gc_start=$(date +%s.%N)
 ( nt garbagecollect kv keyvaluelargeblob_2 > "$out/gc.txt" 2>&1; date +%s.%N > "$out/gc.end" ) &

@@ -167,6 +167,11 @@ impl Processor {
         self.storage.set_compaction_rate_factor(factor);
     }
 
+    /// Whether a compaction (garbagecollect included) runs now.
+    pub fn compactions_running(&self) -> bool {
+        self.storage.compactions_running()
+    }
+
     /// `nodetool setcompactionthroughput N`: takes effect at once, also for
     /// running compactions.
     pub fn set_compaction_throughput(&self, mib_per_sec: u64) {

@@ -905,14 +905,24 @@ impl Engine {
             .store(f.to_bits(), Ordering::Relaxed);
     }
 
-    /// The rate compactions may write at now, in bytes per second (`None`:
-    /// unlimited): the adaptive share of `compaction_throughput`, but never
-    /// less than it takes to keep up with the flushes.
-    pub(crate) fn compaction_rate_bytes(&self) -> Option<f64> {
+    /// Whether a compaction (garbagecollect included) runs now.
+    pub fn compactions_running(&self) -> bool {
+        self.compactions.any_running()
+    }
+
+    /// The rate a compaction may write at now, in bytes per second (`None`:
+    /// unlimited): the adaptive share of `compaction_throughput`, but, for
+    /// one that `keeps_up`, never less than it takes to keep up with the
+    /// flushes.
+    pub(crate) fn compaction_rate_bytes(&self, keeps_up: bool) -> Option<f64> {
         match self.compaction_throughput() {
             0 => None,
             mib => {
-                let flushed = self.flush_rate.lock().bytes_per_sec(Instant::now());
+                let flushed = if keeps_up {
+                    self.flush_rate.lock().bytes_per_sec(Instant::now())
+                } else {
+                    0.0
+                };
                 Some(crate::compaction::throttle::rate_with_floor(
                     mib as f64 * (1 << 20) as f64,
                     self.compaction_rate_factor(),

@@ -25,6 +25,15 @@ pub enum CompactionKind {
 }
 
 impl CompactionKind {
+    /// Whether compactions of this kind write at least as fast as it takes
+    /// to keep up with the flushes, whatever share the adaptive throttle
+    /// leaves them (`compaction::throttle::KEEP_UP_FACTOR`). The strategy's
+    /// compactions do; a garbagecollect or a major compaction, asked for by
+    /// an operator, only gets the share, so it gives way to client reads.
+    pub fn keeps_up_with_flushes(self) -> bool {
+        matches!(self, CompactionKind::Compaction | CompactionKind::Tombstone)
+    }
+
     /// The text nodetool prints.
     pub fn label(self) -> &'static str {
         match self {
@@ -171,6 +180,11 @@ impl Registry {
 
     pub fn bytes_compacted(&self) -> u64 {
         self.bytes_compacted.load(Ordering::Relaxed)
+    }
+
+    /// Whether any compaction is running now.
+    pub fn any_running(&self) -> bool {
+        !self.running.lock().is_empty()
     }
 
     pub(crate) fn running(&self) -> Vec<RunningCompaction> {

@@ -104,10 +104,11 @@ impl AdaptiveRate {
 
 /// Client reads that slow down while compactions run: the signal of the
 /// adaptive throttle. Fed, once per tick, the reads that needed the disk
-/// in that tick (how many, their total time) and whether any waited for a
-/// read-stage slot; keeps a baseline of their mean time (the lowest seen,
-/// drifting up slowly, so a lasting change of the workload becomes the new
-/// normal).
+/// in that tick (how many, their total time), whether any waited for a
+/// read-stage slot and whether a compaction ran; keeps a baseline of their
+/// mean time: the lowest seen, drifting up slowly over ticks without a
+/// compaction, so a lasting change of the workload becomes the new normal
+/// but a long compaction (a garbagecollect of the whole table) never does.
 #[derive(Debug, Clone, Default)]
 pub struct ReadPressure {
     baseline_us: Option<f64>,
@@ -117,13 +118,13 @@ pub struct ReadPressure {
 pub const PRESSURE_MIN_READS: u64 = 5;
 /// A tick whose mean read time passes the baseline by this factor is under
 /// pressure.
-pub const PRESSURE_SLOWDOWN: f64 = 1.5;
+pub const PRESSURE_SLOWDOWN: f64 = 1.2;
 /// How fast the baseline follows a slower mean (per tick).
 const BASELINE_DRIFT: f64 = 0.02;
 
 impl ReadPressure {
     /// Whether this tick's reads say compactions should give way.
-    pub fn observe(&mut self, reads: u64, total_us: u64, queued: bool) -> bool {
+    pub fn observe(&mut self, reads: u64, total_us: u64, queued: bool, compacting: bool) -> bool {
         if reads < PRESSURE_MIN_READS {
             return queued;
         }
@@ -132,6 +133,7 @@ impl ReadPressure {
             .baseline_us
             .is_some_and(|b| mean > b * PRESSURE_SLOWDOWN);
         self.baseline_us = Some(match self.baseline_us {
+            Some(b) if mean >= b && compacting => b,
             Some(b) if mean >= b => b + (mean - b) * BASELINE_DRIFT,
             _ => mean,
         });
@@ -151,20 +153,48 @@ mod tests {
     fn reads_slower_than_their_baseline_or_queued_are_pressure() {
         let mut p = ReadPressure::default();
         assert!(
-            !p.observe(100, 100 * 200, false),
+            !p.observe(100, 100 * 200, false, false),
             "the first tick sets the baseline"
         );
-        assert!(!p.observe(100, 100 * 250, false));
-        assert!(p.observe(100, 100 * 400, false), "twice as slow");
-        assert!(!p.observe(3, 3 * 10_000, false), "too few reads to judge");
-        assert!(p.observe(0, 0, true), "reads waiting for a slot");
+        assert!(!p.observe(100, 100 * 230, false, false));
+        assert!(p.observe(100, 100 * 400, false, false), "twice as slow");
+        assert!(
+            !p.observe(3, 3 * 10_000, false, false),
+            "too few reads to judge"
+        );
+        assert!(p.observe(0, 0, true, false), "reads waiting for a slot");
         // A lasting slowdown becomes the baseline.
         let mut ticks = 0;
-        while p.observe(100, 100 * 600, false) {
+        while p.observe(100, 100 * 600, false, false) {
             ticks += 1;
             assert!(ticks < 200, "never adapts");
         }
         assert!(p.baseline_us().unwrap() > 400.0);
+    }
+
+    #[test]
+    fn the_slowdown_threshold_is_exact() {
+        let mut p = ReadPressure::default();
+        p.observe(1000, 1000 * 1000, false, true);
+        let at = (1000.0 * PRESSURE_SLOWDOWN) as u64;
+        assert!(!p.observe(1000, 1000 * at, false, true), "at the threshold");
+        assert!(p.observe(1000, 1000 * (at + 1), false, true), "past it");
+    }
+
+    #[test]
+    fn a_long_compaction_never_becomes_the_baseline() {
+        let mut p = ReadPressure::default();
+        p.observe(100, 100 * 200, false, false);
+        for _ in 0..10_000 {
+            assert!(
+                p.observe(100, 100 * 300, false, true),
+                "reads 1.5x slower all through a compaction"
+            );
+        }
+        assert_eq!(p.baseline_us(), Some(200.0));
+        // Faster reads still lower it while compacting.
+        p.observe(100, 100 * 150, false, true);
+        assert_eq!(p.baseline_us(), Some(150.0));
     }
 
     #[test]

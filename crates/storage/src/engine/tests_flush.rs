@@ -347,12 +347,13 @@ fn stopping_compactions_interrupts_a_running_one_and_keeps_its_inputs() {
 }
 
 #[test]
-fn compactions_may_keep_up_with_flushes_whatever_the_adaptive_share() {
+fn strategy_compactions_may_keep_up_with_flushes_whatever_the_adaptive_share() {
     let s = open_ucs();
     s.set_compaction_throughput(1);
     s.set_compaction_rate_factor(0.0);
     let floor = crate::compaction::throttle::MIN_COMPACTION_RATE_FACTOR * MIB as f64;
-    let rate = || s.compaction_rate_bytes().expect("a throttled rate");
+    let rate = || s.compaction_rate_bytes(true).expect("a throttled rate");
+    let operator_rate = || s.compaction_rate_bytes(false).expect("a throttled rate");
     assert_eq!(rate(), floor, "nothing flushed: the least share");
 
     write(&s, 0, 32, 64 << 10);
@@ -362,4 +363,9 @@ fn compactions_may_keep_up_with_flushes_whatever_the_adaptive_share() {
     let keep_up = crate::compaction::throttle::KEEP_UP_FACTOR * (flushed / window);
     assert!(keep_up > floor && keep_up < MIB as f64, "{keep_up}");
     assert_eq!(rate(), keep_up, "four times the last minute's flushes");
+    assert_eq!(
+        operator_rate(),
+        floor,
+        "a garbagecollect or a major compaction only gets the share"
+    );
 }

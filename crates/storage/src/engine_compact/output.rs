@@ -35,6 +35,12 @@ pub(super) struct Outputs<'a> {
     next_check: u64,
     /// Bytes written and when, at the last throttle check.
     last_check: (u64, Instant),
+    /// Bytes read outside the inputs (a garbagecollect's shadow lookups),
+    /// paced by the throttle with what is written.
+    read_elsewhere: u64,
+    /// Whether this compaction must keep up with the flushes (a strategy's
+    /// choice; garbagecollect and major compactions give way instead).
+    keeps_up: bool,
 }
 
 impl<'a> Outputs<'a> {
@@ -44,8 +50,11 @@ impl<'a> Outputs<'a> {
         dir: &Path,
         (params, comparator): (SstableParams, Arc<ClusteringComparator>),
         max_output_bytes: u64,
+        keeps_up: bool,
     ) -> Self {
         Outputs {
+            keeps_up,
+            read_elsewhere: 0,
             engine,
             table,
             dir: dir.to_path_buf(),
@@ -88,6 +97,13 @@ impl<'a> Outputs<'a> {
         }
     }
 
+    /// Counts `bytes` read from sstables outside the compaction (shadow
+    /// lookups: random reads, each as costly to the client as a write) into
+    /// what the throttle paces.
+    pub(super) fn charge_read(&mut self, bytes: u64) {
+        self.read_elsewhere += bytes;
+    }
+
     /// Pauses to stay under compaction_throughput, times the share the
     /// node leaves compactions now (both read again at every check: they
     /// change while a compaction runs, and apply to what it writes next).
@@ -95,12 +111,12 @@ impl<'a> Outputs<'a> {
         let Some((_, w)) = self.current.as_ref() else {
             return;
         };
-        let written = self.done_bytes + w.bytes_written();
+        let written = self.done_bytes + w.bytes_written() + self.read_elsewhere;
         if written >= self.next_check {
             self.next_check = written + THROTTLE_CHECK_BYTES;
             let (checked_bytes, checked_at) = self.last_check;
             let pause = crate::compaction::throttle::pause_for(
-                self.engine.compaction_rate_bytes(),
+                self.engine.compaction_rate_bytes(self.keeps_up),
                 written.saturating_sub(checked_bytes),
                 checked_at.elapsed(),
             );

@@ -75,24 +75,28 @@ impl Engine {
         };
         // What the sstables outside the compaction say about a partition
         // (only those that may hold data old enough to be shadowed).
-        let shadow_of = |key: &PartitionKey, min_timestamp: i64| -> Result<Option<Partition>> {
-            let mut merged: Option<Partition> = None;
-            for s in &others {
-                if s.stats().max_timestamp < min_timestamp
-                    || !may_shadow(s, shadow_mode)
-                    || !may_hold(s, key)
-                {
-                    continue;
-                }
-                if let Some(p) = s.read_partition(key)? {
-                    match &mut merged {
-                        Some(m) => m.merge(p),
-                        None => merged = Some(p),
+        // With the bytes read, which the throttle paces like those written.
+        let shadow_of =
+            |key: &PartitionKey, min_timestamp: i64| -> Result<(Option<Partition>, u64)> {
+                let mut merged: Option<Partition> = None;
+                let mut bytes = 0u64;
+                for s in &others {
+                    if s.stats().max_timestamp < min_timestamp
+                        || !may_shadow(s, shadow_mode)
+                        || !may_hold(s, key)
+                    {
+                        continue;
+                    }
+                    if let Some(p) = s.read_partition(key)? {
+                        bytes += crate::memtable::estimate_bytes(&p) as u64;
+                        match &mut merged {
+                            Some(m) => m.merge(p),
+                            None => merged = Some(p),
+                        }
                     }
                 }
-            }
-            Ok(merged)
-        };
+                Ok((merged, bytes))
+            };
 
         let bytes_total: u64 = sources.iter().map(|s| s.size_on_disk()).sum();
         let running = self
@@ -113,6 +117,7 @@ impl Engine {
             &dir,
             (desc.params, desc.comparator.clone()),
             job.max_output_bytes,
+            job.kind.keeps_up_with_flushes(),
         );
         let outcome = (|| -> Result<()> {
             while let Some(next) = merge.next_partition()? {
@@ -141,7 +146,9 @@ impl Engine {
                     }
                 };
                 if shadow_mode != ShadowMode::None {
-                    if let Some(shadow) = shadow_of(&key, merged.min_timestamp())? {
+                    let (shadow, bytes) = shadow_of(&key, merged.min_timestamp())?;
+                    outputs.charge_read(bytes);
+                    if let Some(shadow) = shadow {
                         merged = drop_shadowed(&merged, &shadow, shadow_mode);
                     }
                 }
