@@ -14,6 +14,8 @@ Corpus format (`corpus/*.cql`):
   `@ignore-columns` compare rows only, not column names/types (rarely needed);
   `@fetch N`    page size (default 100);
   `@bind [JSON list]` prepare the statement and execute it with these values;
+  `@consistency LEVEL` / `@serial LEVEL` run it at that consistency / serial consistency
+  (default ONE / SERIAL), with no retry on another host;
 - `{blob:N}` / `{text:N}` expand, when the statement runs, to a blob literal of N
   zero bytes / a text literal of N 'a's (for size limits; reports show the short form);
 - `{ks}` is replaced by the file's keyspace name (`diff_<file stem>`), which is
@@ -22,6 +24,7 @@ Corpus format (`corpus/*.cql`):
 A result is one of
   {"kind": "rows", "columns": [...], "types": [...], "rows": [[...], ...]}
   {"kind": "error", "code": 8704, "class": "InvalidRequest", "message": "..."}
+  (an Unavailable also has "consistency", "required" and "alive", which are compared)
 """
 
 import datetime
@@ -226,6 +229,20 @@ def expand(text):
     return re.sub(r"\{(blob|text):(\d+)\}", one, text)
 
 
+def levels(st):
+    """Keyword arguments for a statement's `@consistency` and `@serial` directives."""
+    from cassandra import ConsistencyLevel
+    from cassandra.policies import FallthroughRetryPolicy
+
+    out = {}
+    if "consistency" in st.directives:
+        out["consistency_level"] = ConsistencyLevel.name_to_value[st.directives["consistency"]]
+        out["retry_policy"] = FallthroughRetryPolicy()
+    if "serial" in st.directives:
+        out["serial_consistency_level"] = ConsistencyLevel.name_to_value[st.directives["serial"]]
+    return out
+
+
 def execute(session, st):
     from cassandra.query import SimpleStatement
 
@@ -235,9 +252,11 @@ def execute(session, st):
             prepared = session.prepare(expand(st.text))
             bound = prepared.bind(json.loads(st.directives["bind"]))
             bound.fetch_size = fetch
+            for name, value in levels(st).items():
+                setattr(bound, name, value)
             rs = session.execute(bound)
         else:
-            rs = session.execute(SimpleStatement(expand(st.text), fetch_size=fetch))
+            rs = session.execute(SimpleStatement(expand(st.text), fetch_size=fetch, **levels(st)))
         rows = [[to_plain(v) for v in row] for row in rs]  # pages through everything
         cols = list(rs.column_names or [])
         types = [type_name(t) for t in (rs.column_types or [])]
@@ -260,7 +279,15 @@ def error_result(exc):
     if inner:
         message = inner.group(1)
     cls = ERROR_NAMES.get(code, name) if code is not None else f"client:{name}"
-    return {"kind": "error", "code": code, "class": cls, "message": str(message)}
+    out = {"kind": "error", "code": code, "class": cls, "message": str(message)}
+    if code == 0x1000 and hasattr(exc, "required_replicas"):
+        from cassandra import ConsistencyLevel
+
+        level = exc.consistency
+        out["consistency"] = ConsistencyLevel.value_to_name.get(level, str(level))
+        out["required"] = exc.required_replicas
+        out["alive"] = exc.alive_replicas
+    return out
 
 
 def type_name(t):
@@ -336,6 +363,9 @@ def compare(st, expected, actual):
     if expected["kind"] == "error":
         if expected["code"] != actual["code"]:
             return f"error class {expected['class']} vs {actual['class']}"
+        for field in ("consistency", "required", "alive"):
+            if expected.get(field) != actual.get(field):
+                return f"{field} {expected.get(field)} vs {actual.get(field)}"
         return None
     if not st.flag("ignore-columns"):
         if expected["columns"] != actual["columns"]:

@@ -221,7 +221,7 @@ impl<'a> Reader<'a> {
 
     /// `[consistency]`.
     pub fn read_consistency(&mut self) -> Result<Consistency> {
-        Consistency::from_code(self.read_short()?)
+        crate::consistency::from_code(self.read_short()?)
     }
 }
 

@@ -14,7 +14,7 @@ pub enum BoundValue {
 }
 
 /// Per-request options decoded from QUERY / EXECUTE / BATCH.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct QueryOptions {
     pub values: Vec<BoundValue>,
     /// Names for named values, when the client sent them.
@@ -35,6 +35,25 @@ pub struct QueryOptions {
     /// that may block (after [`crate::QueryError::WouldBlock`]) keeps the
     /// first run's instant, so the wait counts in its latency. `None`: now.
     pub started: Option<std::time::Instant>,
+}
+
+impl Default for QueryOptions {
+    /// No values, no paging, at ONE (the drivers' usual level; code 0 would
+    /// be ANY, which no read accepts).
+    fn default() -> Self {
+        QueryOptions {
+            values: Vec::new(),
+            names: None,
+            page_size: None,
+            paging_state: None,
+            timestamp: None,
+            keyspace: None,
+            now_in_seconds: None,
+            consistency: varve_types::Consistency::One.code(),
+            serial_consistency: None,
+            started: None,
+        }
+    }
 }
 
 /// What a connection carries between requests.

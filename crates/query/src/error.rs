@@ -33,6 +33,10 @@ pub enum QueryError {
     /// failing disk); it was not acknowledged.
     #[error("{message}")]
     WriteFailure { message: String },
+    /// Unavailable (0x1000): too few live replicas for the level; nothing
+    /// was sent or changed.
+    #[error("{0}")]
+    Unavailable(varve_types::consistency::Unavailable),
     /// Overloaded (0x1001)
     #[error("{0}")]
     Overloaded(String),

@@ -12,6 +12,7 @@ pub mod api;
 mod cas;
 mod collections;
 mod compaction_config;
+mod consistency;
 mod context;
 mod ddl;
 pub mod describe;

@@ -103,6 +103,7 @@ pub fn error_class(e: &QueryError) -> Option<ErrorClass> {
         QueryError::ReadFailure { .. } | QueryError::WriteFailure { .. } => {
             Some(ErrorClass::Failure)
         }
+        QueryError::Unavailable(_) => Some(ErrorClass::Unavailable),
         QueryError::Syntax(_)
         | QueryError::Invalid(_)
         | QueryError::Config(_)

@@ -47,6 +47,7 @@ pub struct Planned {
 pub fn execute(p: &Processor, ctx: &mut Ctx, stmt: &Statement) -> Result<QueryResult> {
     let planned = plan(p, ctx, stmt, None)?;
     if let Some(check) = planned.cas {
+        crate::consistency::check_cas(p, ctx, &planned.table)?;
         return cas::run(
             p,
             ctx,
@@ -55,6 +56,7 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, stmt: &Statement) -> Result<QueryRe
             false,
         );
     }
+    crate::consistency::check_write(p, ctx, &planned.table)?;
     apply(p, &planned.table, planned.updates)?;
     Ok(QueryResult::Void)
 }
@@ -149,7 +151,14 @@ pub fn execute_batch(
 }
 
 fn finish_batch(p: &Processor, ctx: &mut Ctx, plans: Vec<Planned>) -> Result<QueryResult> {
-    if plans.iter().any(|pl| pl.cas.is_some()) {
+    let conditional = plans.iter().any(|pl| pl.cas.is_some());
+    for pl in &plans {
+        match conditional {
+            true => crate::consistency::check_cas(p, ctx, &pl.table)?,
+            false => crate::consistency::check_write(p, ctx, &pl.table)?,
+        }
+    }
+    if conditional {
         let mut checks = Vec::new();
         let mut groups = Vec::new();
         for pl in plans {

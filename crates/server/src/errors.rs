@@ -55,6 +55,15 @@ pub fn query_error(e: &QueryError) -> ErrorBody {
                 write_type: "SIMPLE".into(),
             },
         },
+        QueryError::Unavailable(u) => ErrorBody {
+            code: ErrorCode::UNAVAILABLE,
+            message,
+            extra: ErrorExtra::Unavailable {
+                consistency: u.consistency,
+                required: u.required as i32,
+                alive: u.alive as i32,
+            },
+        },
         QueryError::Overloaded(_) => ErrorBody::new(ErrorCode::OVERLOADED, message),
         QueryError::Server(_) => ErrorBody::new(ErrorCode::SERVER_ERROR, message),
         // Never meant for a client: the server runs such a statement again

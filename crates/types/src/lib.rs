@@ -1,5 +1,6 @@
 //! Shared vocabulary of Varve: CQL types and values, their native-protocol
-//! byte encoding, their orderings, Murmur3 tokens and time helpers.
+//! byte encoding, their orderings, Murmur3 tokens, consistency levels and
+//! time helpers.
 //!
 //! Invariants: a [`Value`] always serializes to bytes that
 //! [`codec::deserialize`] accepts for its [`CqlType`]; the ordering in
@@ -8,6 +9,7 @@
 
 pub mod codec;
 pub mod compare;
+pub mod consistency;
 pub mod cql_type;
 pub mod error;
 pub mod literal;
@@ -15,6 +17,7 @@ pub mod time;
 pub mod token;
 pub mod value;
 
+pub use consistency::Consistency;
 pub use cql_type::CqlType;
 pub use error::{Error, Result};
 pub use value::Value;

@@ -145,6 +145,7 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
     let limit = positive(ctx, &s.limit, "LIMIT")?;
     let per_partition = positive(ctx, &s.per_partition_limit, "PER PARTITION LIMIT")?;
     let reversed = order(&table, s, &sel.partitions)?;
+    crate::consistency::check_read(p, ctx, &table)?;
 
     let table_metrics = if table.is_virtual {
         None

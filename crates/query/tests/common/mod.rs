@@ -31,6 +31,7 @@ impl Db {
         }
     }
 
+    #[allow(dead_code)]
     pub fn err(&mut self, q: &str) -> QueryError {
         match self.run(q) {
             Ok(o) => panic!("{q}: expected an error, got {o:?}"),
