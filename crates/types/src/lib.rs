@@ -1,5 +1,7 @@
 //! Shared vocabulary of Varve: CQL types and values, their native-protocol
-//! byte encoding, their orderings, Murmur3 tokens and time helpers.
+//! byte encoding, their orderings, Murmur3 tokens, time helpers, and the
+//! data model ([`data`]: partitions, rows, cells, clustering, the partition
+//! key) that storage, the query layer and the cluster share.
 //!
 //! Invariants: a [`Value`] always serializes to bytes that
 //! [`codec::deserialize`] accepts for its [`CqlType`]; the ordering in
@@ -9,6 +11,7 @@
 pub mod codec;
 pub mod compare;
 pub mod cql_type;
+pub mod data;
 pub mod error;
 pub mod literal;
 pub mod time;
