@@ -19,7 +19,6 @@ use crate::manifest::Manifest;
 use crate::memtable::{key_in_range, Memtable};
 use crate::partition::Partition;
 use crate::sstable::{Sstable, SstableParams, SstableWriter};
-use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -33,34 +32,9 @@ mod tests_flush;
 /// A table's id (its schema UUID as a number).
 pub type TableId = u128;
 
-/// A partition key: its Murmur3 token and its serialized bytes. Sorts by
-/// token, then bytes.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PartitionKey {
-    pub token: i64,
-    pub key: Bytes,
-}
-
-impl PartitionKey {
-    pub fn new(key: Bytes) -> Self {
-        PartitionKey {
-            token: varve_types::token::murmur3_token(&key),
-            key,
-        }
-    }
-}
-
-/// One end of a scan over the ring.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenBound {
-    Unbounded,
-    /// Tokens at or above (start) / at or below (end) this one.
-    TokenInclusive(i64),
-    /// Tokens strictly above (start) / below (end) this one.
-    TokenExclusive(i64),
-    /// Strictly after (start) / before (end) this key: used by paging.
-    AfterKey(PartitionKey),
-}
+// The partition key and the bounds of a scan belong to the data model,
+// which lives in `varve_types::data`; re-exported at their old path.
+pub use varve_types::data::{PartitionKey, TokenBound};
 
 /// What storage needs to know about a table.
 #[derive(Clone)]

@@ -21,15 +21,17 @@
 //!    durable as the sync mode promises) before it is in a memtable; a
 //!    table's live sstables are exactly those its manifest lists.
 //!
+//! The data model itself (partitions, rows, cells, clustering keys, the
+//! partition key, the value slab) lives in `varve_types::data`, so that the
+//! query layer and the cluster can share it without storage; it is
+//! re-exported here at its old paths (`crate::partition`, `crate::row`, ...).
+//!
 //! This crate knows nothing of CQL text, the network, or replicas. The
 //! [`Storage`] API sits over memtables, the commitlog ([`commitlog`]),
 //! sstables ([`sstable`]) and compaction ([`compaction`] chooses,
 //! [`engine_compact`] runs, [`engine_concurrency`] schedules, [`engine_gc`]
 //! runs `nodetool garbagecollect`); docs/design/storage-model.md walks through it.
 
-pub mod cell;
-pub mod cell_map;
-pub mod clustering;
 pub mod commitlog;
 pub mod compaction;
 pub mod encoding;
@@ -51,14 +53,12 @@ pub mod fs_sim;
 pub mod io_mode;
 pub mod manifest;
 pub mod memtable;
-pub mod partition;
 pub mod read_stats;
-pub mod row;
-pub mod row_map;
 pub mod sstable;
 pub mod striped;
 pub mod thread_priority;
-pub mod value_slab;
+
+pub use varve_types::data::{cell, cell_map, clustering, partition, row, row_map, value_slab};
 
 pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
 pub use cell_map::CellMap;

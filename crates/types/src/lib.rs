@@ -1,6 +1,8 @@
 //! Shared vocabulary of Varve: CQL types and values, their native-protocol
-//! byte encoding, their orderings, Murmur3 tokens, consistency levels and
-//! time helpers.
+//! byte encoding, their orderings, Murmur3 tokens, consistency levels, time
+//! helpers, and the data model ([`data`]: partitions, rows, cells,
+//! clustering, the partition key) that storage, the query layer and the
+//! cluster share.
 //!
 //! Invariants: a [`Value`] always serializes to bytes that
 //! [`codec::deserialize`] accepts for its [`CqlType`]; the ordering in
@@ -11,6 +13,7 @@ pub mod codec;
 pub mod compare;
 pub mod consistency;
 pub mod cql_type;
+pub mod data;
 pub mod error;
 pub mod literal;
 pub mod time;

@@ -71,7 +71,7 @@ fn encode_v(p: &Partition, version: u8) -> Vec<u8> {
 /// the range tombstones as disjoint ranges of the strongest deletion.
 fn as_decoded(p: &Partition, version: u8) -> Partition {
     if version >= 3 {
-        p.clone().with_normalized_tombstones()
+        crate::encoding::v3::with_normalized_tombstones(p.clone())
     } else {
         p.clone()
     }

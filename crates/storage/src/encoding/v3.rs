@@ -279,6 +279,15 @@ pub fn normalize(tombstones: &[RangeTombstone]) -> Vec<RangeTombstone> {
     folder.finish(None).unwrap_or_default()
 }
 
+/// `p` with its range tombstones normalized ([`normalize`]): the partition
+/// as an sstable of format 3 gives it back. (A free function rather than a
+/// method: `Partition` lives in `varve_types::data`, which knows nothing of
+/// encodings.)
+pub fn with_normalized_tombstones(mut p: Partition) -> Partition {
+    p.range_tombstones = normalize(&p.range_tombstones);
+    p
+}
+
 /// Turns markers read in order back into range tombstones; `open` is the
 /// deletion open before the first (from a row index, or `LIVE` at the
 /// start of a partition) from `start`. Returns the tombstones and what is

@@ -356,27 +356,6 @@ impl IndexedPartition<'_> {
     }
 }
 
-impl Partition {
-    /// The same partition without its static row.
-    pub fn without_static(mut self) -> Partition {
-        self.static_row = None;
-        self
-    }
-
-    /// Cuts the range tombstones to `[start, end)`, dropping those outside.
-    pub fn clip_range_tombstones(&mut self, start: &ClusteringKey, end: &ClusteringKey) {
-        self.range_tombstones.retain_mut(|rt| {
-            if rt.slice.start < *start {
-                rt.slice.start = start.clone();
-            }
-            if rt.slice.end > *end {
-                rt.slice.end = end.clone();
-            }
-            rt.slice.start < rt.slice.end
-        });
-    }
-}
-
 /// A partition's entry held in memory, as the fuzz target feeds it.
 struct MemEntry {
     bytes: Bytes,

@@ -4,6 +4,7 @@
 
 pub use crate::encoding::tests_gen::comparator;
 use crate::encoding::tests_gen::{arb_partition, Reach};
+use crate::encoding::v3;
 use crate::engine::PartitionKey;
 use crate::partition::Partition;
 use crate::sstable::fs_mem::MemFs;
@@ -27,7 +28,7 @@ pub fn arb_partitions_sized(
     proptest::collection::btree_map(
         proptest::collection::vec(any::<u8>(), 1..12)
             .prop_map(|k| PartitionKey::new(Bytes::from(k))),
-        arb_partition(Reach::Ordinary, max_rows).prop_map(Partition::with_normalized_tombstones),
+        arb_partition(Reach::Ordinary, max_rows).prop_map(v3::with_normalized_tombstones),
         count,
     )
     .prop_map(|m| m.into_iter().collect())

@@ -1,10 +1,10 @@
 //! A partition: its deletion, its static row, its rows in clustering order
 //! and its range tombstones. Used both as stored data and as an update.
 
-use crate::cell::DeletionTime;
-use crate::clustering::{ClusteringKey, Slice};
-use crate::row::{ReadStats, Row};
-use crate::row_map::RowMap;
+use crate::data::cell::DeletionTime;
+use crate::data::clustering::{ClusteringKey, Slice};
+use crate::data::row::{ReadStats, Row};
+use crate::data::row_map::RowMap;
 
 /// A deletion of every row between two bounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,12 +197,23 @@ impl Partition {
         (live, stats, complete)
     }
 
-    /// The same partition with its range tombstones as disjoint ranges of
-    /// the strongest deletion (what partition encoding 3 stores; see
-    /// [`crate::encoding::v3::normalize`]).
-    pub fn with_normalized_tombstones(mut self) -> Partition {
-        self.range_tombstones = crate::encoding::v3::normalize(&self.range_tombstones);
+    /// The same partition without its static row.
+    pub fn without_static(mut self) -> Partition {
+        self.static_row = None;
         self
+    }
+
+    /// Cuts the range tombstones to `[start, end)`, dropping those outside.
+    pub fn clip_range_tombstones(&mut self, start: &ClusteringKey, end: &ClusteringKey) {
+        self.range_tombstones.retain_mut(|rt| {
+            if rt.slice.start < *start {
+                rt.slice.start = start.clone();
+            }
+            if rt.slice.end > *end {
+                rt.slice.end = end.clone();
+            }
+            rt.slice.start < rt.slice.end
+        });
     }
 
     /// The smallest timestamp of anything in the partition (i64::MAX when
@@ -271,10 +282,10 @@ fn merge_range_tombstone(list: &mut Vec<RangeTombstone>, rt: RangeTombstone) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cell::Cell;
-    use crate::clustering::ClusteringComparator;
+    use crate::data::cell::Cell;
+    use crate::data::clustering::ClusteringComparator;
+    use crate::CqlType;
     use bytes::Bytes;
-    use varve_types::CqlType;
 
     fn int(v: i32) -> Bytes {
         Bytes::copy_from_slice(&v.to_be_bytes())
@@ -354,5 +365,48 @@ mod tests {
             .map(|k| k.values[0].clone())
             .collect();
         assert_eq!(got, vec![int(3), int(4), int(5)]);
+    }
+
+    #[test]
+    fn clip_range_tombstones_cuts_to_the_window() {
+        let (mut p, cmp) = partition_with_rows(0);
+        let bound = |v: i32, after: bool| {
+            if after {
+                ClusteringKey::after(vec![int(v)], &cmp)
+            } else {
+                ClusteringKey::before(vec![int(v)], &cmp)
+            }
+        };
+        let rt = |a: i32, b: i32| RangeTombstone {
+            slice: Slice {
+                start: bound(a, false),
+                end: bound(b, true),
+            },
+            deletion: DeletionTime::new(10, 0),
+        };
+        p.range_tombstones = vec![rt(0, 9), rt(3, 4), rt(20, 30)];
+        p.clip_range_tombstones(&bound(2, false), &bound(5, true));
+        let got: Vec<_> = p
+            .range_tombstones
+            .iter()
+            .map(|rt| rt.slice.clone())
+            .collect();
+        let expected = vec![
+            Slice {
+                start: bound(2, false),
+                end: bound(5, true),
+            },
+            rt(3, 4).slice,
+        ];
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn without_static_drops_only_the_static_row() {
+        let (mut p, _) = partition_with_rows(2);
+        p.static_row = Some(Row::default());
+        let q = p.clone().without_static();
+        assert!(q.static_row.is_none());
+        assert_eq!(q.rows, p.rows);
     }
 }

@@ -2,12 +2,12 @@
 //! vector to tree.
 
 use super::*;
-use crate::cell::Cell;
-use crate::clustering::ClusteringComparator;
+use crate::data::cell::Cell;
+use crate::data::clustering::ClusteringComparator;
+use crate::CqlType;
 use bytes::Bytes;
 use proptest::prelude::*;
 use std::sync::{Arc, OnceLock};
-use varve_types::CqlType;
 
 fn cmp() -> &'static Arc<ClusteringComparator> {
     static CMP: OnceLock<Arc<ClusteringComparator>> = OnceLock::new();

@@ -1,8 +1,8 @@
 //! A row: its primary-key liveness, its deletion, its cells, and the
 //! deletions of its non-frozen collections.
 
-use crate::cell::{reconcile, DeletionTime, LivenessInfo};
-use crate::cell_map::CellMap;
+use crate::data::cell::{reconcile, DeletionTime, LivenessInfo};
+use crate::data::cell_map::CellMap;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -129,7 +129,7 @@ impl Row {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cell::Cell;
+    use crate::data::cell::Cell;
 
     fn cell(ts: i64, v: &'static [u8]) -> Cell {
         Cell::live(ts, Bytes::from_static(v))

@@ -15,7 +15,7 @@
 //! value overwritten in the memtable, or one that outlives its memtable in
 //! a cache). Chunks are small so that this stays a small share.
 
-use crate::engine::PartitionKey;
+use crate::data::PartitionKey;
 use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
 

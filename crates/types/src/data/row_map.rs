@@ -16,14 +16,14 @@
 //! Invariants: keys are unique and iterate in ascending order whichever
 //! representation holds them; equality ignores the representation.
 //! The API is the subset of `BTreeMap` the engine and the query layer use,
-//! so call sites read the same (see also [`crate::cell_map`]).
+//! so call sites read the same (see also [`crate::data::cell_map`]).
 
 mod iter;
 #[cfg(test)]
 mod tests;
 
-use crate::clustering::ClusteringKey;
-use crate::row::Row;
+use crate::data::clustering::ClusteringKey;
+use crate::data::row::Row;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 

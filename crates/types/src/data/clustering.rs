@@ -6,10 +6,10 @@
 //! slice is simply "every row between its start and end bound", and a
 //! range tombstone covers exactly the rows between its two bounds.
 
+use crate::CqlType;
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::sync::Arc;
-use varve_types::CqlType;
 
 /// The order of a table's clustering columns: one type each, and whether
 /// the column is declared DESC.
@@ -28,7 +28,7 @@ impl ClusteringComparator {
         for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
             let ord = match self.columns.get(i) {
                 Some((ty, descending)) => {
-                    let ord = varve_types::compare::compare(ty, x, y);
+                    let ord = crate::compare::compare(ty, x, y);
                     if *descending {
                         ord.reverse()
                     } else {

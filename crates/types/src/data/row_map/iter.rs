@@ -2,8 +2,8 @@
 //! representation, all double-ended.
 
 use super::Repr;
-use crate::clustering::ClusteringKey;
-use crate::row::Row;
+use crate::data::clustering::ClusteringKey;
+use crate::data::row::Row;
 use std::collections::btree_map;
 
 type Entry = (ClusteringKey, Row);

@@ -8,8 +8,8 @@
 //! walks. Lookups are binary searches. The API follows the subset of
 //! `BTreeMap` the engine and query layer use, so call sites read the same.
 
-use crate::cell::Cell;
-use crate::row::CellPath;
+use crate::data::cell::Cell;
+use crate::data::row::CellPath;
 use std::ops::{Bound, RangeBounds};
 
 /// Cells keyed by path, in ascending path order, each path at most once.
@@ -223,7 +223,7 @@ impl<const N: usize> From<[(CellPath, Cell); N]> for CellMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cell::reconcile;
+    use crate::data::cell::reconcile;
     use bytes::Bytes;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
