@@ -155,6 +155,12 @@ impl Processor {
         self.storage.set_index_summary_capacity(bytes);
     }
 
+    /// `key_cache_size`: the key caches' budget over all sstables (0: off;
+    /// see varve_storage::sstable::key_cache).
+    pub fn set_key_cache_size(&self, bytes: u64) {
+        self.storage.set_key_cache_size(bytes);
+    }
+
     /// `file_cache_size`: the chunk cache's budget (0: off; see
     /// varve_storage::sstable::BlockCache).
     pub fn set_file_cache_size(&self, bytes: u64) {

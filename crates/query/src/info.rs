@@ -81,10 +81,7 @@ impl Processor {
                 self.storage.memtable_bytes() as u64,
                 self.storage.memtable_hard_limit().map(|l| l as u64),
             ),
-            key_cache: (
-                varve_storage::sstable::KEY_CACHE_BUDGET.used(),
-                varve_storage::sstable::KEY_CACHE_BUDGET.capacity(),
-            ),
+            key_cache: self.storage.key_cache_usage(),
             index_summaries: (
                 self.storage.index_summary_usage().memory_bytes,
                 self.storage.index_summary_capacity(),

@@ -189,9 +189,10 @@ pub struct Engine {
     pub(crate) concurrent_compactors: usize,
     /// index_summary_capacity in bytes (see [`crate::engine_summary`]).
     pub(crate) index_summary_capacity: AtomicU64,
-    /// The chunk cache of every sstable this engine opens
-    /// (`file_cache_size`).
-    pub(crate) block_cache: Arc<crate::sstable::BlockCache>,
+    /// What every sstable this engine opens shares: the chunk cache
+    /// (`file_cache_size`), the key cache budget (`key_cache_size`) and
+    /// the chunk trust. Per engine, never process-wide.
+    pub(crate) caches: crate::sstable::NodeCaches,
     /// Partitions past these sizes are read through their row index, and
     /// compacted window by window; the row index block size (tests lower
     /// them); see [`Engine::set_large_partition_bytes`].
@@ -306,7 +307,7 @@ impl Engine {
             index_summary_capacity: AtomicU64::new(
                 crate::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
             ),
-            block_cache: Arc::default(),
+            caches: Default::default(),
             large_partition_bytes: parking_lot::Mutex::new((
                 crate::sstable::partition_reader::WHOLE_ENTRY_MAX_BYTES,
                 crate::sstable::LARGE_ENTRY_BYTES,
@@ -341,7 +342,7 @@ impl Engine {
             index_summary_capacity: AtomicU64::new(
                 crate::engine_summary::DEFAULT_INDEX_SUMMARY_CAPACITY_BYTES,
             ),
-            block_cache: Arc::default(),
+            caches: Default::default(),
             large_partition_bytes: parking_lot::Mutex::new((
                 crate::sstable::partition_reader::WHOLE_ENTRY_MAX_BYTES,
                 crate::sstable::LARGE_ENTRY_BYTES,
@@ -743,7 +744,7 @@ impl Engine {
         let (whole, large, _) = *self.large_partition_bytes.lock();
         sstable.set_whole_entry_max_bytes(whole);
         sstable.set_large_entry_bytes(large);
-        Ok(sstable.with_block_cache(self.block_cache.clone()))
+        Ok(sstable.with_node_caches(&self.caches))
     }
 
     /// Reads of partitions longer than `whole_max` go through their row
@@ -769,12 +770,24 @@ impl Engine {
 
     /// The chunk cache's counters (`nodetool info`, metrics).
     pub fn block_cache_stats(&self) -> crate::sstable::BlockCacheStats {
-        self.block_cache.stats()
+        self.caches.blocks.stats()
     }
 
     /// Sets `file_cache_size`: the chunk cache's budget (0: off).
     pub fn set_file_cache_size(&self, bytes: u64) {
-        self.block_cache.set_capacity(bytes);
+        self.caches.blocks.set_capacity(bytes);
+    }
+
+    /// Sets `key_cache_size`: the bytes all of this node's sstables' key
+    /// caches may hold (0: off); entries already held stay until their
+    /// sstables need room.
+    pub fn set_key_cache_size(&self, bytes: u64) {
+        self.caches.keys.set_capacity(bytes);
+    }
+
+    /// The key caches' (bytes used, budget) over all sstables.
+    pub fn key_cache_usage(&self) -> (u64, u64) {
+        (self.caches.keys.used(), self.caches.keys.capacity())
     }
 
     /// Up to `limit` partition keys in token order between `start` and

@@ -30,11 +30,7 @@ use crate::engine::{Engine, TableId};
 use crate::engine_concurrency::Claim;
 use crate::error::Result;
 use crate::sstable::Sstable;
-use std::sync::atomic::AtomicU64;
 use views::{purgeable_whole, views_of};
-
-/// Bytes written by compactions since start (a metric).
-pub static BYTES_COMPACTED: AtomicU64 = AtomicU64::new(0);
 
 /// The generation number of an sstable, from its file name.
 pub fn generation_of(s: &Sstable) -> Option<u64> {

@@ -165,7 +165,6 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     }
     let node = node::node_info(&settings, server.cql_addr().port())?;
     let options = storage_options(&settings);
-    varve_storage::sstable::KEY_CACHE_BUDGET.set_capacity(settings.key_cache_bytes);
     let processor = tokio::task::spawn_blocking(move || {
         varve_query::Processor::open_with_registry(node, options, registry)
     })
@@ -173,6 +172,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     .context("opening storage")?
     .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
     processor.set_index_summary_capacity(settings.index_summary_capacity_bytes);
+    processor.set_key_cache_size(settings.key_cache_bytes);
     processor.set_file_cache_size(settings.file_cache_bytes);
     processor
         .metrics()

@@ -369,3 +369,36 @@ fn strategy_compactions_may_keep_up_with_flushes_whatever_the_adaptive_share() {
         "a garbagecollect or a major compaction only gets the share"
     );
 }
+
+/// Two nodes in one process (as the cluster simulation runs them) keep
+/// their own key cache budgets: one with none caches nothing while the
+/// other caches what it reads, and each reports only its own usage.
+#[test]
+fn two_engines_in_one_process_keep_their_own_caches() {
+    let a = open_ucs();
+    let b = open_ucs();
+    a.set_key_cache_size(0);
+    for s in [&a, &b] {
+        write(s, 0, 20, 100);
+        s.flush(TABLE).expect("flush");
+    }
+    let all = [crate::clustering::Slice::all(&ClusteringComparator::new(
+        Vec::new(),
+    ))];
+    for s in [&a, &b] {
+        for k in 0..20 {
+            let key = PartitionKey::new(Bytes::from(format!("k{k}")));
+            assert!(s.read_partition(TABLE, &key, &all).expect("read").is_some());
+        }
+    }
+    let entry = crate::sstable::key_cache::KEY_CACHE_ENTRY_BYTES;
+    assert_eq!(a.key_cache_usage(), (0, 0), "a's budget is zero");
+    assert_eq!(
+        b.key_cache_usage(),
+        (20 * entry, crate::sstable::DEFAULT_KEY_CACHE_BYTES),
+        "b cached every key it read, in a budget of its own"
+    );
+    let a_chunk_cache = a.block_cache_stats().capacity_bytes;
+    b.set_file_cache_size(a_chunk_cache + (1 << 20));
+    assert_eq!(a.block_cache_stats().capacity_bytes, a_chunk_cache);
+}

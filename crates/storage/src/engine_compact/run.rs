@@ -7,7 +7,7 @@ use super::large::{compact_large, LargeJob};
 use super::merge::{KWayMerge, Merged};
 use super::output::Outputs;
 use super::views::may_hold;
-use super::{generation_of, CompactionResult, Job, BYTES_COMPACTED};
+use super::{generation_of, CompactionResult, Job};
 use crate::compaction::purge::{compact_partition, is_settled, PurgeRule};
 use crate::compaction::shadow::{drop_shadowed, ShadowMode};
 use crate::engine::{sstable_path, Engine, PartitionKey, TableStore};
@@ -15,7 +15,6 @@ use crate::error::{Error, Result};
 use crate::partition::Partition;
 use crate::sstable::Sstable;
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Engine {
@@ -191,7 +190,6 @@ impl Engine {
             drop(s);
             self.fs.remove(&path).map_err(|e| Error::io(&path, e))?;
         }
-        BYTES_COMPACTED.fetch_add(result.bytes_written, Ordering::Relaxed);
         self.compactions.completed(desc.id, result.bytes_written);
         Ok(result)
     }

@@ -153,9 +153,6 @@ pub struct ChunkTrust {
     bytes: AtomicU64,
 }
 
-/// The node's trust, shared by every open sstable.
-pub static CHUNK_TRUST: ChunkTrust = ChunkTrust::new(TRUSTED_CHUNK_BYTES_MAX);
-
 impl ChunkTrust {
     /// A trust of `budget` bytes (at least one byte per generation).
     pub const fn new(budget: u64) -> Self {
@@ -234,7 +231,9 @@ pub struct ChunkReader {
     /// sstables ([`ChunkReader::set_crc_check_chance`]).
     crc_check_chance: AtomicU64,
     sampler: AtomicU64,
-    trust: &'static ChunkTrust,
+    /// The node's trust (see [`crate::sstable::NodeCaches`]); a reader
+    /// opened on its own has one of its own.
+    trust: Arc<ChunkTrust>,
     /// Per chunk, the trust epoch of its last good CRC check (0: none).
     verified: Vec<AtomicU32>,
     /// This file's chunks in the node's chunk cache, slot `i` for chunk
@@ -288,7 +287,7 @@ impl ChunkReader {
             bounds,
             crc_check_chance: AtomicU64::new(chance_bits(crc_check_chance)),
             sampler: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
-            trust: &CHUNK_TRUST,
+            trust: Arc::new(ChunkTrust::new(TRUSTED_CHUNK_BYTES_MAX)),
             verified: (0..count).map(|_| AtomicU32::new(0)).collect(),
             cache: None,
         })
@@ -303,17 +302,26 @@ impl ChunkReader {
         }
     }
 
+    /// Counts this reader's verified chunks against `trust` (the node's)
+    /// from now on; chunks verified before are checked again.
+    pub fn set_trust(&mut self, trust: Arc<ChunkTrust>) {
+        for v in &self.verified {
+            v.store(0, Ordering::Relaxed);
+        }
+        self.trust = trust;
+    }
+
     /// The same reader under another trust (tests of the budget).
     #[cfg(test)]
-    pub fn with_trust(mut self, trust: &'static ChunkTrust) -> Self {
-        self.trust = trust;
+    pub fn with_trust(mut self, trust: Arc<ChunkTrust>) -> Self {
+        self.set_trust(trust);
         self
     }
 
     /// The trust this reader's chunks (and its sstable's index blocks)
     /// count against.
-    pub fn trust(&self) -> &'static ChunkTrust {
-        self.trust
+    pub fn trust(&self) -> &ChunkTrust {
+        &self.trust
     }
 
     /// Whether chunk `i` passed a CRC check in an epoch still trusted.

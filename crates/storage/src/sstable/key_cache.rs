@@ -7,9 +7,10 @@
 //! with one token share an entry: the reader checks the key of what it
 //! reads there and asks the index when it is another partition.
 //!
-//! Each sstable keeps its own map, but all of them draw on one node-wide
-//! byte budget, [`KEY_CACHE_BUDGET`] (cassandra.yaml's `key_cache_size`,
-//! 100 MiB by default, Cassandra's default for a heap of 2 GiB or more). An
+//! Each sstable keeps its own map, but all of them draw on one byte budget
+//! per node, a [`KeyCacheBudget`] the engine owns (cassandra.yaml's
+//! `key_cache_size`, 100 MiB by default, Cassandra's default for a heap of
+//! 2 GiB or more; see [`crate::sstable::NodeCaches`]). An
 //! entry costs [`KEY_CACHE_ENTRY_BYTES`]. When the budget is spent, the
 //! sstable that needs room drops all of its own entries and starts over;
 //! if other sstables hold the whole budget, the key is simply not cached.
@@ -21,6 +22,7 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The budget's default: Cassandra's `key_cache_size` default of
 /// min(5% of the heap, 100 MiB) for any heap of 2 GiB or more.
@@ -35,9 +37,6 @@ pub struct KeyCacheBudget {
     capacity: AtomicU64,
     used: AtomicU64,
 }
-
-/// The node's budget (set from `key_cache_size` at start).
-pub static KEY_CACHE_BUDGET: KeyCacheBudget = KeyCacheBudget::new(DEFAULT_KEY_CACHE_BYTES);
 
 impl KeyCacheBudget {
     pub const fn new(capacity: u64) -> Self {
@@ -79,7 +78,7 @@ impl KeyCacheBudget {
 
 /// One sstable's key cache.
 pub struct KeyCache {
-    budget: &'static KeyCacheBudget,
+    budget: Arc<KeyCacheBudget>,
     inner: Mutex<Entries>,
     hits: StripedCounter,
 }
@@ -113,7 +112,7 @@ impl Hasher for TokenHasher {
 }
 
 impl KeyCache {
-    pub fn new(budget: &'static KeyCacheBudget) -> Self {
+    pub fn new(budget: Arc<KeyCacheBudget>) -> Self {
         KeyCache {
             budget,
             inner: Mutex::new(Entries::default()),
@@ -177,17 +176,15 @@ impl Drop for KeyCache {
 mod tests {
     use super::*;
 
-    /// A budget of its own for each test (the node's is shared).
-    fn budget(entries: u64) -> &'static KeyCacheBudget {
-        Box::leak(Box::new(KeyCacheBudget::new(
-            entries * KEY_CACHE_ENTRY_BYTES,
-        )))
+    /// A budget of its own for each test.
+    fn budget(entries: u64) -> Arc<KeyCacheBudget> {
+        Arc::new(KeyCacheBudget::new(entries * KEY_CACHE_ENTRY_BYTES))
     }
 
     #[test]
     fn a_cache_holds_its_budget_and_starts_over_one_entry_past_it() {
         let budget = budget(3);
-        let cache = KeyCache::new(budget);
+        let cache = KeyCache::new(budget.clone());
         for t in 0..3 {
             cache.insert(t, (t as u64, 1));
         }
@@ -214,8 +211,8 @@ mod tests {
     #[test]
     fn caches_share_the_budget_and_give_it_back_when_dropped() {
         let budget = budget(2);
-        let a = KeyCache::new(budget);
-        let b = KeyCache::new(budget);
+        let a = KeyCache::new(budget.clone());
+        let b = KeyCache::new(budget.clone());
         a.insert(0, (0, 1));
         a.insert(1, (1, 1));
         b.insert(2, (2, 1));
@@ -238,7 +235,7 @@ mod tests {
     #[test]
     fn a_zero_budget_caches_nothing() {
         let budget = budget(0);
-        let cache = KeyCache::new(budget);
+        let cache = KeyCache::new(budget.clone());
         cache.insert(0, (0, 1));
         assert!(cache.is_empty());
         assert_eq!(budget.used(), 0);

@@ -31,6 +31,7 @@ pub mod histogram;
 mod index;
 mod index_search;
 pub mod key_cache;
+mod node_caches;
 pub mod partition_reader;
 mod reader;
 pub mod row_index;
@@ -53,7 +54,8 @@ mod tests_roundtrip;
 
 pub use block_cache::{BlockCache, BlockCacheStats, DEFAULT_FILE_CACHE_BYTES};
 pub use format::Compression;
-pub use key_cache::{KeyCacheBudget, DEFAULT_KEY_CACHE_BYTES, KEY_CACHE_BUDGET};
+pub use key_cache::{KeyCacheBudget, DEFAULT_KEY_CACHE_BYTES};
+pub use node_caches::NodeCaches;
 pub use partition_reader::{IndexedPartition, StoredPartition};
 pub use reader::{ScanEntry, Sstable, SstableIter, LARGE_ENTRY_BYTES};
 pub use stats::SstableStats;

@@ -22,10 +22,11 @@ use crate::sstable::format::{
 };
 use crate::sstable::index::{decode_span, decode_summary, find_in_span, IndexEntry};
 use crate::sstable::index_search::{with_search_table, Searchable};
-use crate::sstable::key_cache::{KeyCache, KEY_CACHE_BUDGET};
+use crate::sstable::key_cache::{KeyCache, KeyCacheBudget, DEFAULT_KEY_CACHE_BYTES};
 use crate::sstable::row_index::{Trailer, TRAILER_LEN};
 use crate::sstable::stats::{decode_stats, SstableStats};
 use crate::sstable::summary::Summary;
+use crate::sstable::NodeCaches;
 use crate::striped::StripedCounter;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -152,7 +153,7 @@ impl Sstable {
             stats,
             bloom_true_positives: StripedCounter::default(),
             bloom_false_positives: StripedCounter::default(),
-            key_cache: KeyCache::new(&KEY_CACHE_BUDGET),
+            key_cache: KeyCache::new(Arc::new(KeyCacheBudget::new(DEFAULT_KEY_CACHE_BYTES))),
             index_verified,
             created_at_seconds: std::sync::atomic::AtomicI64::new(CREATED_UNKNOWN),
             index_cache: None,
@@ -258,6 +259,17 @@ impl Sstable {
         let view = self.view_of(Arc::new(summary));
         self.index.store(Arc::new(view));
         Ok(())
+    }
+
+    /// Joins the node's caches (see [`NodeCaches`]): its chunk cache, its
+    /// key cache budget and its chunk trust, in place of this sstable's own.
+    pub fn with_node_caches(mut self, caches: &NodeCaches) -> Self {
+        self.key_cache = KeyCache::new(caches.keys.clone());
+        self.chunks.set_trust(caches.trust.clone());
+        for v in &self.index_verified {
+            v.store(0, Ordering::Relaxed);
+        }
+        self.with_block_cache(caches.blocks.clone())
     }
 
     /// Serves point reads' data chunks and index blocks through the node's

@@ -177,7 +177,7 @@ fn a_verified_chunk_is_checked_again_once_the_budget_moves_on() {
     let stored = CHUNK as u64 + CHUNK_CRC_LEN;
     // Room for exactly two chunks per epoch.
     let budget = 2 * stored * TRUST_GENERATIONS as u64;
-    let trust: &'static ChunkTrust = Box::leak(Box::new(ChunkTrust::new(budget)));
+    let trust = Arc::new(ChunkTrust::new(budget));
     let shared = Arc::new(Shared(std::sync::Mutex::new(file.0)));
     let reader = ChunkReader::new(
         shared.clone(),
