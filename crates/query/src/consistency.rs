@@ -88,23 +88,21 @@ fn assure_live(p: &Processor, ctx: &Ctx, table: &Table, cl: Consistency) -> Resu
     let factors = factors(&ks.replication);
     // One node: it holds every token, so it is a replica wherever its data
     // centre has a factor.
-    let here = u32::from(factors.in_dc(local_dc) > 0);
-    let live = LiveReplicas {
-        per_dc: vec![(local_dc.to_string(), here)],
-    };
+    let here = [(local_dc, u32::from(factors.in_dc(local_dc) > 0))];
+    let live = LiveReplicas { per_dc: &here };
     cl.assure_live(&factors, local_dc, &live)
         .map_err(QueryError::Unavailable)
 }
 
 /// The configured factors of a keyspace's replication.
-pub fn factors(r: &ReplicationParams) -> Factors {
+pub fn factors(r: &ReplicationParams) -> Factors<'_> {
     match r.strategy {
         ReplicationStrategy::Local => Factors::Simple(1),
         ReplicationStrategy::Simple => Factors::Simple(r.replication_factor("")),
         ReplicationStrategy::NetworkTopology => Factors::PerDc(
             r.options
                 .keys()
-                .map(|dc| (dc.clone(), r.replication_factor(dc)))
+                .map(|dc| (dc.as_str(), r.replication_factor(dc)))
                 .collect(),
         ),
     }

@@ -91,7 +91,7 @@ impl Consistency {
 
     /// How many replica answers the level waits for, from the keyspace's
     /// configured factors; `local_dc` is the coordinator's data centre.
-    pub fn block_for(self, factors: &Factors, local_dc: &str) -> u32 {
+    pub fn block_for(self, factors: &Factors<'_>, local_dc: &str) -> u32 {
         match self {
             Consistency::Any | Consistency::One | Consistency::LocalOne => 1,
             Consistency::Two => 2,
@@ -111,9 +111,9 @@ impl Consistency {
     /// hint counts as its answer).
     pub fn assure_live(
         self,
-        factors: &Factors,
+        factors: &Factors<'_>,
         local_dc: &str,
-        live: &LiveReplicas,
+        live: &LiveReplicas<'_>,
     ) -> Result<(), Unavailable> {
         let required = self.block_for(factors, local_dc);
         let short = |alive: u32| {
@@ -137,7 +137,7 @@ impl Consistency {
                         consistency: self,
                         required,
                         alive,
-                        dc: Some(dc.clone()),
+                        dc: Some(dc.to_string()),
                     })
                 }),
             },
@@ -158,17 +158,19 @@ pub fn quorum(n: u32) -> u32 {
     n / 2 + 1
 }
 
-/// A keyspace's configured replication factors.
+/// A keyspace's configured replication factors (data centre names borrowed
+/// from its definition: checking a level allocates nothing for
+/// SimpleStrategy).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Factors {
+pub enum Factors<'a> {
     /// One factor over the whole ring (SimpleStrategy; LocalStrategy is 1).
     Simple(u32),
     /// A factor per data centre (NetworkTopologyStrategy), including data
     /// centres that have no node.
-    PerDc(Vec<(String, u32)>),
+    PerDc(Vec<(&'a str, u32)>),
 }
 
-impl Factors {
+impl Factors<'_> {
     /// Replicas over all data centres.
     pub fn total(&self) -> u32 {
         match self {
@@ -181,18 +183,18 @@ impl Factors {
     pub fn in_dc(&self, dc: &str) -> u32 {
         match self {
             Factors::Simple(rf) => *rf,
-            Factors::PerDc(dcs) => dcs.iter().find(|(d, _)| d == dc).map_or(0, |(_, rf)| *rf),
+            Factors::PerDc(dcs) => dcs.iter().find(|(d, _)| *d == dc).map_or(0, |(_, rf)| *rf),
         }
     }
 }
 
 /// The replicas of one token that are up, counted per data centre.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LiveReplicas {
-    pub per_dc: Vec<(String, u32)>,
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveReplicas<'a> {
+    pub per_dc: &'a [(&'a str, u32)],
 }
 
-impl LiveReplicas {
+impl LiveReplicas<'_> {
     pub fn total(&self) -> u32 {
         self.per_dc.iter().map(|(_, n)| n).sum()
     }
@@ -200,7 +202,7 @@ impl LiveReplicas {
     pub fn in_dc(&self, dc: &str) -> u32 {
         self.per_dc
             .iter()
-            .find(|(d, _)| d == dc)
+            .find(|(d, _)| *d == dc)
             .map_or(0, |(_, n)| *n)
     }
 }
@@ -230,14 +232,12 @@ impl std::fmt::Display for Unavailable {
 mod tests {
     use super::*;
 
-    fn nts(dcs: &[(&str, u32)]) -> Factors {
-        Factors::PerDc(dcs.iter().map(|(d, n)| (d.to_string(), *n)).collect())
+    fn nts<'a>(dcs: &[(&'a str, u32)]) -> Factors<'a> {
+        Factors::PerDc(dcs.to_vec())
     }
 
-    fn live(dcs: &[(&str, u32)]) -> LiveReplicas {
-        LiveReplicas {
-            per_dc: dcs.iter().map(|(d, n)| (d.to_string(), *n)).collect(),
-        }
+    fn live<'a>(dcs: &'a [(&'a str, u32)]) -> LiveReplicas<'a> {
+        LiveReplicas { per_dc: dcs }
     }
 
     #[test]
