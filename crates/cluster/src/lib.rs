@@ -1,0 +1,13 @@
+//! The cluster: where each partition's replicas are, and (to come, in the
+//! order of docs/design/cluster.md, section 13) messaging between nodes,
+//! membership, the metadata log, the coordinator, hints and the batchlog.
+//!
+//! Built so far: [`ring`], the token ring and replica placement of
+//! SimpleStrategy and NetworkTopologyStrategy, as pure functions of the
+//! ring (cluster.md, "Placement"), so they can be tested on thousands of
+//! rings without a node.
+//!
+//! This crate never sees CQL text and never depends on the query layer;
+//! storage never sees the network.
+
+pub mod ring;
