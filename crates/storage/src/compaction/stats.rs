@@ -217,10 +217,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_the_strategys_compactions_keep_up_with_flushes() {
+        assert!(CompactionKind::Compaction.keeps_up_with_flushes());
+        assert!(CompactionKind::Tombstone.keeps_up_with_flushes());
+        assert!(!CompactionKind::GarbageCollection.keeps_up_with_flushes());
+        assert!(!CompactionKind::Major.keeps_up_with_flushes());
+    }
+
+    #[test]
     fn running_compactions_register_and_unregister() {
         let r = Registry::default();
+        assert!(!r.any_running());
         {
             let g = r.start("ks", "t", CompactionKind::GarbageCollection, 100);
+            assert!(
+                r.any_running(),
+                "the throttle's baseline stops while it runs"
+            );
             g.progress.set_done(250);
             let running = r.running();
             assert_eq!(running.len(), 1);
@@ -231,6 +244,7 @@ mod tests {
             assert_eq!(running[0].kind.label(), "Garbage collection");
         }
         assert!(r.running().is_empty());
+        assert!(!r.any_running());
         r.flushed(1, 100);
         r.completed(1, 300);
         assert_eq!(r.written(1), (100, 300));

@@ -104,14 +104,21 @@ impl<'a> Outputs<'a> {
         self.read_elsewhere += bytes;
     }
 
+    /// What the throttle paces: bytes written (finished outputs and the
+    /// open one) and bytes read outside the inputs.
+    fn paced_bytes(&self) -> u64 {
+        let open = self.current.as_ref().map_or(0, |(_, w)| w.bytes_written());
+        self.done_bytes + open + self.read_elsewhere
+    }
+
     /// Pauses to stay under compaction_throughput, times the share the
     /// node leaves compactions now (both read again at every check: they
     /// change while a compaction runs, and apply to what it writes next).
     fn throttle(&mut self) {
-        let Some((_, w)) = self.current.as_ref() else {
+        if self.current.is_none() {
             return;
-        };
-        let written = self.done_bytes + w.bytes_written() + self.read_elsewhere;
+        }
+        let written = self.paced_bytes();
         if written >= self.next_check {
             self.next_check = written + THROTTLE_CHECK_BYTES;
             let (checked_bytes, checked_at) = self.last_check;
@@ -214,5 +221,75 @@ impl Engine {
         let g = state.manifest.next_generation.max(1);
         state.manifest.next_generation = g + 1;
         g
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell::Cell;
+    use crate::commitlog::CommitLogConfig;
+    use crate::engine::{Clock, Storage, StorageOptions, TableDescriptor};
+    use crate::fs_sim::SimFs;
+    use crate::row::Row;
+    use bytes::Bytes;
+
+    fn open() -> (Storage, TableDescriptor) {
+        let desc = TableDescriptor {
+            id: 9,
+            keyspace: "ks".into(),
+            name: "t".into(),
+            comparator: ClusteringComparator::new(Vec::new()),
+            params: Default::default(),
+            durable_writes: false,
+            gc_grace_seconds: 864_000,
+            compaction: Default::default(),
+        };
+        let options = StorageOptions {
+            data_dir: "/data".into(),
+            commitlog_dir: "/commitlog".into(),
+            commitlog: CommitLogConfig::default(),
+            memtable_space_bytes: 1 << 30,
+            commitlog_total_space_bytes: 1 << 30,
+            compaction_throughput_mib_per_sec: 0,
+            concurrent_compactors: 1,
+            sstable_writes: Default::default(),
+            fs: Arc::new(SimFs::new()),
+            clock: Clock::system(),
+        };
+        let s = Storage::open(options, vec![desc.clone()]).expect("open");
+        (s, desc)
+    }
+
+    /// A garbagecollect's shadow lookups count with what it writes, so a
+    /// lowered share slows its reads of other sstables too.
+    #[test]
+    fn reads_outside_the_inputs_are_paced_with_the_writes() {
+        let (s, desc) = open();
+        let table = s.table(desc.id).expect("table");
+        let dir = PathBuf::from(format!("/data/ks/t-{:032x}", desc.id));
+        let mut out = Outputs::new(
+            &s,
+            &table,
+            &dir,
+            (desc.params, desc.comparator.clone()),
+            0,
+            false,
+        );
+        assert_eq!(out.paced_bytes(), 0);
+        out.charge_read(5000);
+        assert_eq!(out.paced_bytes(), 5000, "a read alone is paced");
+        let mut row = Row::default();
+        row.cells
+            .insert((0, None), Cell::live(1, Bytes::from(vec![7u8; 100])));
+        let p = Partition {
+            static_row: Some(row),
+            ..Partition::default()
+        };
+        out.add(&PartitionKey::new(Bytes::from_static(b"k")), &p)
+            .expect("add");
+        let written = out.current.as_ref().map_or(0, |(_, w)| w.bytes_written());
+        assert_eq!(out.paced_bytes(), 5000 + written);
+        out.abandon();
     }
 }
