@@ -5,6 +5,7 @@
 
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
 use crate::context::Ctx;
+use crate::data_path::{ReadCommand, WriteKind};
 use crate::error::{QueryError, Result};
 use crate::processor::Processor;
 use crate::restrictions::Selection;
@@ -184,9 +185,9 @@ fn value(ctx: &Ctx, t: &Term, ty: &CqlType, name: &str) -> Result<Option<Value>>
 
 /// Checks every condition and applies every update when all hold, as one
 /// step under the partition's lock. Returns the `[applied]` result.
-pub fn run(
+pub async fn run(
     p: &Processor,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'_>,
     groups: Vec<crate::write::TableUpdates>,
     checks: Vec<CasCheck>,
     is_batch: bool,
@@ -215,14 +216,20 @@ pub fn run(
         }
     }
     let table = first.table.clone();
-    let (_guard, waits) = p.cas_lock(first.key.token);
+    let (_guard, waits) = p.cas_lock(first.key.token).await;
     p.metrics.requests.cas_write_contention.record(waits);
-    let cmp = p.storage.comparator(table.id)?;
-    let current = p
-        .storage
-        .read_partition(table.id, &first.key, &[Slice::all(&cmp)])?
-        .map(|part| part.resolve(ctx.now_seconds).0)
-        .unwrap_or_default();
+    let cmp = crate::comparator::of(&table);
+    let slices = [Slice::all(&cmp)];
+    let read = ReadCommand {
+        table: table.id,
+        key: &first.key,
+        slices: &slices,
+        reversed: false,
+        now_seconds: ctx.now_seconds,
+        row_limit: usize::MAX,
+        consistency: serial_level(ctx)?,
+    };
+    let current = p.data.read(read).await?.partition.unwrap_or_default();
     let pk = key_components(&table, &first.key);
     let mut applied = true;
     let mut shown: Vec<(Vec<Column>, Option<Vec<Bytes>>)> = Vec::new();
@@ -276,12 +283,21 @@ pub fn run(
     }
     if applied {
         for (t, updates) in groups {
-            crate::write::apply(p, &t, updates)?;
+            crate::write::apply(p, ctx, &t, updates, WriteKind::Cas).await?;
         }
     }
     Ok(QueryResult::Rows(result(
         &table, applied, &shown, &current, &pk, &cmp, is_batch,
     )))
+}
+
+/// The level of a conditional statement's read (SERIAL when the client
+/// named none).
+fn serial_level(ctx: &Ctx<'_>) -> Result<varve_types::Consistency> {
+    match ctx.opts.serial_consistency {
+        Some(code) => crate::consistency::level(code),
+        None => Ok(varve_types::Consistency::Serial),
+    }
 }
 
 fn result(

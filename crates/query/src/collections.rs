@@ -2,6 +2,7 @@
 //! operations on non-frozen lists, sets and maps.
 
 use crate::context::Ctx;
+use crate::data_path::ReadCommand;
 use crate::error::{QueryError, Result};
 use crate::processor::Processor;
 use crate::terms::{bound_verbatim, eval, Evaluated};
@@ -16,9 +17,9 @@ const PREPEND_REFERENCE_MILLIS: i64 = 1_262_304_000_000;
 
 /// Adds the cells of one assignment to `row`.
 #[allow(clippy::too_many_arguments)]
-pub fn assign(
+pub async fn assign(
     p: &Processor,
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     table: &Table,
     key: &PartitionKey,
     prefix: Option<&Vec<Bytes>>,
@@ -101,7 +102,7 @@ pub fn assign(
                     return Ok(());
                 };
                 let remove: Vec<Vec<u8>> = remove.iter().map(codec::serialize).collect();
-                for (path, cell) in current_elements(p, ctx, table, key, prefix, col)? {
+                for (path, cell) in current_elements(p, ctx, table, key, prefix, col).await? {
                     if remove.iter().any(|r| r[..] == cell.value[..]) {
                         row.cells
                             .insert((col.id, Some(path)), Cell::tombstone(ts, now));
@@ -158,7 +159,7 @@ pub fn assign(
             }
             CqlType::List(et) => {
                 let index = list_index(ctx, elem_key, &col.name)?;
-                let current = current_elements(p, ctx, table, key, prefix, col)?;
+                let current = current_elements(p, ctx, table, key, prefix, col).await?;
                 let (path, _) = current.get(index).cloned().ok_or_else(|| {
                     QueryError::Invalid(format!(
                         "List index {index} out of bound, list has size {}",
@@ -198,9 +199,9 @@ fn tombstone_element(row: &mut Row, col: &Column, element: &Value, ts: i64, now:
 
 /// Adds the cells of one DELETE target to `row`.
 #[allow(clippy::too_many_arguments)]
-pub fn delete_target(
+pub async fn delete_target(
     p: &Processor,
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     table: &Table,
     key: &PartitionKey,
     prefix: Option<&Vec<Bytes>>,
@@ -230,7 +231,7 @@ pub fn delete_target(
         }
         CqlType::List(_) => {
             let index = list_index(ctx, elem, &col.name)?;
-            let current = current_elements(p, ctx, table, key, prefix, col)?;
+            let current = current_elements(p, ctx, table, key, prefix, col).await?;
             let (path, _) = current.get(index).cloned().ok_or_else(|| {
                 QueryError::Invalid(format!(
                     "List index {index} out of bound, list has size {}",
@@ -369,20 +370,32 @@ fn timeuuid_from_ticks(ticks: u64, seed: &[u8; 16]) -> [u8; 16] {
 }
 
 /// The live elements of a list column now, in list order: (path, cell).
-fn current_elements(
+async fn current_elements(
     p: &Processor,
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     table: &Table,
     key: &PartitionKey,
     prefix: Option<&Vec<Bytes>>,
     col: &Column,
 ) -> Result<Vec<(Bytes, Cell)>> {
-    let cmp = p.storage.comparator(table.id)?;
-    let slices = vec![Slice::prefix(prefix.cloned().unwrap_or_default(), &cmp)];
-    let Some(partition) = p.storage.read_partition(table.id, key, &slices)? else {
+    let cmp = crate::comparator::build(table);
+    let slices = [Slice::prefix(prefix.cloned().unwrap_or_default(), &cmp)];
+    let read = ReadCommand {
+        table: table.id,
+        key,
+        slices: &slices,
+        reversed: false,
+        now_seconds: ctx.now_seconds,
+        row_limit: usize::MAX,
+        // The write's level; a read cannot be at ANY, so ANY reads at ONE.
+        consistency: match crate::consistency::level(ctx.opts.consistency)? {
+            varve_types::Consistency::Any => varve_types::Consistency::One,
+            cl => cl,
+        },
+    };
+    let Some(live) = p.data.read(read).await?.partition else {
         return Ok(Vec::new());
     };
-    let (live, _) = partition.resolve(ctx.now_seconds);
     let row = match prefix {
         None => live.static_row,
         Some(_) => live.rows.into_values().next(),

@@ -60,7 +60,8 @@ pub fn check_cas(p: &Processor, ctx: &Ctx, table: &Table) -> Result<()> {
     assure_live(p, ctx, table, commit)
 }
 
-fn level(code: u16) -> Result<Consistency> {
+/// The level a protocol code names.
+pub fn level(code: u16) -> Result<Consistency> {
     Consistency::from_code(code)
         .ok_or_else(|| QueryError::Invalid(format!("unknown consistency level 0x{code:04x}")))
 }

@@ -10,20 +10,18 @@ use varve_cql::ast::{self, AlterTableOp, Order, PropertyValue, Statement};
 use varve_schema::options::{KeyspaceOptions, OptionValue, ReplicationContext, TableOptions};
 use varve_schema::table::TableSpec;
 use varve_schema::{Keyspace, Table};
-use varve_storage::{ClusteringComparator, TableDescriptor};
 
 /// Names longer than this are rejected (Cassandra's SchemaConstants.NAME_LENGTH).
 pub const MAX_NAME_LENGTH: usize = 48;
 
-pub fn execute(p: &Processor, ctx: &mut Ctx, stmt: &Statement) -> Result<QueryResult> {
+pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, stmt: &Statement) -> Result<QueryResult> {
     match stmt {
-        Statement::CreateKeyspace(c) => create_keyspace(p, c),
-        Statement::AlterKeyspace(a) => alter_keyspace(p, a),
-        Statement::DropKeyspace { name, if_exists } => drop_keyspace(p, name, *if_exists),
-        Statement::CreateTable(c) => create_table(p, ctx, c),
-        Statement::AlterTable(a) => alter_table(p, ctx, a),
-        Statement::DropTable { name, if_exists } => drop_table(p, ctx, name, *if_exists),
-        Statement::Truncate(name) => truncate(p, ctx, name),
+        Statement::CreateKeyspace(c) => create_keyspace(p, c).await,
+        Statement::AlterKeyspace(a) => alter_keyspace(p, a).await,
+        Statement::DropKeyspace { name, if_exists } => drop_keyspace(p, name, *if_exists).await,
+        Statement::CreateTable(c) => create_table(p, ctx, c).await,
+        Statement::AlterTable(a) => alter_table(p, ctx, a).await,
+        Statement::DropTable { name, if_exists } => drop_table(p, ctx, name, *if_exists).await,
         other => Err(QueryError::Server(format!(
             "not a schema statement: {other:?}"
         ))),
@@ -62,7 +60,7 @@ fn props(list: &[(String, PropertyValue)]) -> Vec<(String, OptionValue)> {
         .collect()
 }
 
-fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<QueryResult> {
+async fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<QueryResult> {
     check_name(&c.name, "Keyspace")?;
     if !c.properties.iter().any(|(n, _)| n == "replication") {
         return Err(QueryError::Invalid(
@@ -85,29 +83,31 @@ fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<QueryResult
         &props(&c.properties),
         &ReplicationContext::default(),
     )?;
-    let created = p.update_schema(|s| {
-        if s.keyspaces.contains_key(&c.name) {
-            if c.if_not_exists {
-                return Ok(false);
+    let created = p
+        .update_schema(|s| {
+            if s.keyspaces.contains_key(&c.name) {
+                if c.if_not_exists {
+                    return Ok(false);
+                }
+                return Err(QueryError::AlreadyExists {
+                    keyspace: c.name.clone(),
+                    table: String::new(),
+                    message: format!("Keyspace {} already exists", c.name),
+                });
             }
-            return Err(QueryError::AlreadyExists {
-                keyspace: c.name.clone(),
-                table: String::new(),
-                message: format!("Keyspace {} already exists", c.name),
-            });
-        }
-        s.keyspaces.insert(
-            c.name.clone(),
-            Arc::new(Keyspace {
-                name: c.name.clone(),
-                replication: options.replication,
-                durable_writes: options.durable_writes,
-                tables: BTreeMap::new(),
-                is_system: false,
-            }),
-        );
-        Ok(true)
-    })?;
+            s.keyspaces.insert(
+                c.name.clone(),
+                Arc::new(Keyspace {
+                    name: c.name.clone(),
+                    replication: options.replication,
+                    durable_writes: options.durable_writes,
+                    tables: BTreeMap::new(),
+                    is_system: false,
+                }),
+            );
+            Ok(true)
+        })
+        .await?;
     if !created {
         return Ok(QueryResult::Void);
     }
@@ -117,64 +117,64 @@ fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<QueryResult
     ))
 }
 
-fn alter_keyspace(p: &Processor, a: &ast::AlterKeyspace) -> Result<QueryResult> {
-    let altered = p.update_schema(|s| {
-        let Some(ks) = s.keyspaces.get(&a.name) else {
-            if a.if_exists {
-                return Ok(false);
+async fn alter_keyspace(p: &Processor, a: &ast::AlterKeyspace) -> Result<QueryResult> {
+    let altered = p
+        .update_schema(|s| {
+            let Some(ks) = s.keyspaces.get(&a.name) else {
+                if a.if_exists {
+                    return Ok(false);
+                }
+                return Err(QueryError::Invalid(format!(
+                    "Keyspace '{}' does not exist",
+                    a.name
+                )));
+            };
+            if ks.is_system {
+                return Err(QueryError::Unauthorized(format!(
+                    "{} keyspace is not user-modifiable.",
+                    a.name
+                )));
             }
-            return Err(QueryError::Invalid(format!(
-                "Keyspace '{}' does not exist",
-                a.name
-            )));
-        };
-        if ks.is_system {
-            return Err(QueryError::Unauthorized(format!(
-                "{} keyspace is not user-modifiable.",
-                a.name
-            )));
-        }
-        let mut ks = (**ks).clone();
-        let current = KeyspaceOptions {
-            replication: ks.replication.clone(),
-            durable_writes: ks.durable_writes,
-        };
-        let next = current.altered(
-            &a.name,
-            &props(&a.properties),
-            &ReplicationContext::default(),
-        )?;
-        ks.replication = next.replication;
-        ks.durable_writes = next.durable_writes;
-        s.keyspaces.insert(a.name.clone(), Arc::new(ks));
-        Ok(true)
-    })?;
+            let mut ks = (**ks).clone();
+            let current = KeyspaceOptions {
+                replication: ks.replication.clone(),
+                durable_writes: ks.durable_writes,
+            };
+            let next = current.altered(
+                &a.name,
+                &props(&a.properties),
+                &ReplicationContext::default(),
+            )?;
+            ks.replication = next.replication;
+            ks.durable_writes = next.durable_writes;
+            s.keyspaces.insert(a.name.clone(), Arc::new(ks));
+            Ok(true)
+        })
+        .await?;
     if !altered {
         return Ok(QueryResult::Void);
     }
-    sync_storage(p, &a.name)?;
     Ok(change(
         SchemaChangeKind::Updated,
         SchemaChangeTarget::Keyspace(a.name.clone()),
     ))
 }
 
-fn drop_keyspace(p: &Processor, name: &str, if_exists: bool) -> Result<QueryResult> {
-    let dropped = p.update_schema(|s| match s.keyspaces.get(name) {
-        None if if_exists => Ok(None),
-        None => Err(QueryError::Invalid(format!(
-            "Keyspace '{name}' doesn't exist"
-        ))),
-        Some(ks) if ks.is_system => Err(QueryError::Unauthorized(format!(
-            "Cannot DROP <keyspace {name}>"
-        ))),
-        Some(_) => Ok(s.keyspaces.remove(name)),
-    })?;
-    let Some(ks) = dropped else {
+async fn drop_keyspace(p: &Processor, name: &str, if_exists: bool) -> Result<QueryResult> {
+    let dropped = p
+        .update_schema(|s| match s.keyspaces.get(name) {
+            None if if_exists => Ok(false),
+            None => Err(QueryError::Invalid(format!(
+                "Keyspace '{name}' doesn't exist"
+            ))),
+            Some(ks) if ks.is_system => Err(QueryError::Unauthorized(format!(
+                "Cannot DROP <keyspace {name}>"
+            ))),
+            Some(_) => Ok(s.keyspaces.remove(name).is_some()),
+        })
+        .await?;
+    if !dropped {
         return Ok(QueryResult::Void);
-    };
-    for t in ks.tables.values() {
-        p.storage.drop_table(t.id)?;
     }
     p.forget_prepared();
     Ok(change(
@@ -183,56 +183,11 @@ fn drop_keyspace(p: &Processor, name: &str, if_exists: bool) -> Result<QueryResu
     ))
 }
 
-/// The clustering comparator storage uses for a table.
-pub fn comparator(t: &Table) -> Arc<ClusteringComparator> {
-    ClusteringComparator::new(
-        t.clustering()
-            .map(|c| (c.ty.clone(), c.descending))
-            .collect(),
-    )
-}
-
-/// Hands storage the current options of a keyspace's tables (after ALTER).
-fn sync_storage(p: &Processor, keyspace: &str) -> Result<()> {
-    if let Some(ks) = p.schema().keyspace(keyspace) {
-        for t in ks.tables.values() {
-            p.storage.update_table(descriptor(t, ks.durable_writes))?;
-        }
-    }
-    Ok(())
-}
-
-/// What storage needs to know of a table, from its schema and options.
-/// Snappy, Deflate and Zstd are accepted in the schema (Cassandra users
-/// write them) but stored with LZ4: Varve has no other compressor yet.
-pub fn descriptor(t: &Table, durable_writes: bool) -> TableDescriptor {
-    use varve_schema::options::CompressionAlgorithm;
-    use varve_storage::sstable::{Compression, SstableParams};
-    let c = &t.options.compression;
-    let compression = match c.algorithm {
-        None | Some(CompressionAlgorithm::Noop) => Compression::None,
-        Some(_) => Compression::Lz4,
-    };
-    TableDescriptor {
-        id: t.id,
-        keyspace: t.keyspace.clone(),
-        name: t.name.clone(),
-        comparator: comparator(t),
-        params: SstableParams {
-            chunk_length: (c.chunk_length_kb.max(1) as usize) * 1024,
-            compression,
-            bloom_fp_chance: t.options.bloom_filter_fp_chance,
-            min_index_interval: t.options.min_index_interval.max(1) as usize,
-            max_index_interval: t.options.max_index_interval.max(1) as usize,
-            crc_check_chance: t.options.crc_check_chance,
-        },
-        durable_writes,
-        gc_grace_seconds: t.options.gc_grace_seconds,
-        compaction: crate::compaction_config::compaction_config(t),
-    }
-}
-
-fn create_table(p: &Processor, ctx: &mut Ctx, c: &ast::CreateTable) -> Result<QueryResult> {
+async fn create_table(
+    p: &Processor,
+    ctx: &mut Ctx<'_>,
+    c: &ast::CreateTable,
+) -> Result<QueryResult> {
     let ks_name = ctx.keyspace_of(&c.name.keyspace)?;
     check_name(&c.name.name, "Table")?;
     if c.compact_storage {
@@ -273,35 +228,34 @@ fn create_table(p: &Processor, ctx: &mut Ctx, c: &ast::CreateTable) -> Result<Qu
         options,
     };
     let table = Table::create(spec)?;
-    let created = p.update_schema(|s| {
-        let ks = s
-            .keyspaces
-            .get(&ks_name)
-            .ok_or_else(|| QueryError::Invalid(format!("Keyspace '{ks_name}' doesn't exist")))?;
-        if ks.is_system {
-            return Err(QueryError::Unauthorized(format!(
-                "Cannot CREATE <table {ks_name}.{}>",
-                table.name
-            )));
-        }
-        if ks.tables.contains_key(&table.name) {
-            if c.if_not_exists {
-                return Ok(false);
+    let created = p
+        .update_schema(|s| {
+            let ks = s.keyspaces.get(&ks_name).ok_or_else(|| {
+                QueryError::Invalid(format!("Keyspace '{ks_name}' doesn't exist"))
+            })?;
+            if ks.is_system {
+                return Err(QueryError::Unauthorized(format!(
+                    "Cannot CREATE <table {ks_name}.{}>",
+                    table.name
+                )));
             }
-            return Err(QueryError::AlreadyExists {
-                keyspace: ks_name.clone(),
-                table: table.name.clone(),
-                message: format!("Table {ks_name}.{} already exists", table.name),
-            });
-        }
-        p.storage
-            .create_table(descriptor(&table, ks.durable_writes))?;
-        let mut ks = (**ks).clone();
-        ks.tables
-            .insert(table.name.clone(), Arc::new(table.clone()));
-        s.keyspaces.insert(ks_name.clone(), Arc::new(ks));
-        Ok(true)
-    })?;
+            if ks.tables.contains_key(&table.name) {
+                if c.if_not_exists {
+                    return Ok(false);
+                }
+                return Err(QueryError::AlreadyExists {
+                    keyspace: ks_name.clone(),
+                    table: table.name.clone(),
+                    message: format!("Table {ks_name}.{} already exists", table.name),
+                });
+            }
+            let mut ks = (**ks).clone();
+            ks.tables
+                .insert(table.name.clone(), Arc::new(table.clone()));
+            s.keyspaces.insert(ks_name.clone(), Arc::new(ks));
+            Ok(true)
+        })
+        .await?;
     if !created {
         return Ok(QueryResult::Void);
     }
@@ -312,7 +266,7 @@ fn create_table(p: &Processor, ctx: &mut Ctx, c: &ast::CreateTable) -> Result<Qu
 }
 
 /// Applies `f` to a copy of the table and stores it back.
-fn modify_table(
+async fn modify_table(
     p: &Processor,
     ks_name: &str,
     name: &str,
@@ -344,9 +298,10 @@ fn modify_table(
         s.keyspaces.insert(ks_name.to_string(), Arc::new(ks));
         Ok(true)
     })
+    .await
 }
 
-fn alter_table(p: &Processor, ctx: &mut Ctx, a: &ast::AlterTable) -> Result<QueryResult> {
+async fn alter_table(p: &Processor, ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> Result<QueryResult> {
     let ks_name = ctx.keyspace_of(&a.name.keyspace)?;
     let at = ctx.timestamp_micros;
     let altered = modify_table(p, &ks_name, &a.name.name, a.if_exists, |t| match &a.op {
@@ -387,57 +342,58 @@ fn alter_table(p: &Processor, ctx: &mut Ctx, a: &ast::AlterTable) -> Result<Quer
             t.options = t.options.altered(&props(list))?;
             Ok(())
         }
-    })?;
+    })
+    .await?;
     if !altered {
         return Ok(QueryResult::Void);
     }
     // As Cassandra does, an altered table's prepared statements are dropped:
     // drivers get UNPREPARED, re-prepare, and so learn the new result columns.
     p.forget_prepared();
-    sync_storage(p, &ks_name)?;
     Ok(change(
         SchemaChangeKind::Updated,
         SchemaChangeTarget::Table(ks_name, a.name.name.clone()),
     ))
 }
 
-fn drop_table(
+async fn drop_table(
     p: &Processor,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'_>,
     name: &ast::QualifiedName,
     if_exists: bool,
 ) -> Result<QueryResult> {
     let ks_name = ctx.keyspace_of(&name.keyspace)?;
-    let dropped = p.update_schema(|s| {
-        let Some(ks) = s.keyspaces.get(&ks_name) else {
-            if if_exists {
-                return Ok(None);
+    let dropped = p
+        .update_schema(|s| {
+            let Some(ks) = s.keyspaces.get(&ks_name) else {
+                if if_exists {
+                    return Ok(false);
+                }
+                return Err(QueryError::Invalid(format!(
+                    "Keyspace '{ks_name}' doesn't exist"
+                )));
+            };
+            if ks.is_system {
+                return Err(QueryError::Unauthorized(format!(
+                    "Cannot DROP <table {ks_name}.{}>",
+                    name.name
+                )));
             }
-            return Err(QueryError::Invalid(format!(
-                "Keyspace '{ks_name}' doesn't exist"
-            )));
-        };
-        if ks.is_system {
-            return Err(QueryError::Unauthorized(format!(
-                "Cannot DROP <table {ks_name}.{}>",
-                name.name
-            )));
-        }
-        let mut ks = (**ks).clone();
-        let t = ks.tables.remove(&name.name);
-        if t.is_none() && !if_exists {
-            return Err(QueryError::Invalid(format!(
-                "Table '{ks_name}.{}' doesn't exist",
-                name.name
-            )));
-        }
-        s.keyspaces.insert(ks_name.clone(), Arc::new(ks));
-        Ok(t)
-    })?;
-    let Some(t) = dropped else {
+            let mut ks = (**ks).clone();
+            let t = ks.tables.remove(&name.name);
+            if t.is_none() && !if_exists {
+                return Err(QueryError::Invalid(format!(
+                    "Table '{ks_name}.{}' doesn't exist",
+                    name.name
+                )));
+            }
+            s.keyspaces.insert(ks_name.clone(), Arc::new(ks));
+            Ok(t.is_some())
+        })
+        .await?;
+    if !dropped {
         return Ok(QueryResult::Void);
-    };
-    p.storage.drop_table(t.id)?;
+    }
     p.forget_prepared();
     Ok(change(
         SchemaChangeKind::Dropped,
@@ -445,7 +401,12 @@ fn drop_table(
     ))
 }
 
-fn truncate(p: &Processor, ctx: &mut Ctx, name: &ast::QualifiedName) -> Result<QueryResult> {
+/// TRUNCATE: every row of the table goes, on every replica.
+pub(crate) async fn truncate(
+    p: &Processor,
+    ctx: &mut Ctx<'_>,
+    name: &ast::QualifiedName,
+) -> Result<QueryResult> {
     let t = ctx.table(name)?;
     if t.is_virtual {
         return Err(QueryError::Invalid(format!(
@@ -453,6 +414,6 @@ fn truncate(p: &Processor, ctx: &mut Ctx, name: &ast::QualifiedName) -> Result<Q
             t.keyspace, t.name
         )));
     }
-    p.storage.truncate(t.id)?;
+    p.data.truncate(t.id).await?;
     Ok(QueryResult::Void)
 }

@@ -80,25 +80,25 @@ impl From<varve_schema::options::OptionError> for QueryError {
     }
 }
 
-impl From<varve_storage::Error> for QueryError {
-    fn from(e: varve_storage::Error) -> Self {
+impl From<varve_types::data_error::DataError> for QueryError {
+    fn from(e: varve_types::data_error::DataError) -> Self {
+        use varve_types::data_error::DataError as D;
         match e {
-            varve_storage::Error::UnknownTable(_) => {
-                QueryError::Invalid(format!("{e} (the table was dropped)"))
-            }
-            // A damaged file: this read fails (ReadFailure, as Cassandra
-            // reports a corrupt sstable), the node keeps serving; the
-            // message names the file and offset.
-            varve_storage::Error::Corruption { .. } => QueryError::ReadFailure {
-                message: e.to_string(),
-            },
-            // A failing or full disk: the request fails with the reason.
-            varve_storage::Error::Io { .. } => QueryError::Server(e.to_string()),
-            // Flushes are behind: the write was not applied; the client
-            // may retry (Overloaded, which drivers treat so).
-            varve_storage::Error::MemtablesFull { .. } => QueryError::Overloaded(e.to_string()),
-            varve_storage::Error::WouldBlock { .. } => QueryError::WouldBlock(e.to_string()),
+            D::Unavailable(u) => QueryError::Unavailable(u),
+            D::ReadFailure(message) => QueryError::ReadFailure { message },
+            D::WriteFailure(message) => QueryError::WriteFailure { message },
+            D::Overloaded(m) => QueryError::Overloaded(m),
+            D::WouldBlock(m) => QueryError::WouldBlock(m),
+            D::UnknownTable(m) => QueryError::Invalid(m),
+            D::Server(m) => QueryError::Server(m),
         }
+    }
+}
+
+impl From<varve_storage::Error> for QueryError {
+    /// A storage error met outside a write (see [`crate::local::on_read`]).
+    fn from(e: varve_storage::Error) -> Self {
+        crate::local::on_read(e).into()
     }
 }
 
@@ -107,12 +107,7 @@ impl QueryError {
     /// is a WriteFailure, as Cassandra reports a replica that could not
     /// write; anything else as [`From`] says.
     pub fn on_write(e: varve_storage::Error) -> Self {
-        match e {
-            varve_storage::Error::Io { .. } => QueryError::WriteFailure {
-                message: e.to_string(),
-            },
-            other => other.into(),
-        }
+        crate::local::on_write(e).into()
     }
 }
 

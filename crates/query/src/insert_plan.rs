@@ -118,9 +118,9 @@ fn compile(table: &Table, ins: &Insert) -> Option<CompiledInsert> {
 }
 
 /// Plans one execution of a compiled INSERT: the one row it writes.
-pub fn plan(
+pub async fn plan(
     p: &Processor,
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     table: &Arc<Table>,
     ins: &Insert,
     c: &CompiledInsert,
@@ -156,7 +156,8 @@ pub fn plan(
                 ts,
                 ttl,
                 &mut static_row,
-            )?;
+            )
+            .await?;
         } else {
             collections::assign(
                 p,
@@ -169,14 +170,15 @@ pub fn plan(
                 ts,
                 ttl,
                 &mut row,
-            )?;
+            )
+            .await?;
         }
     }
     let mut partition = Partition::default();
     if !static_row.is_empty() {
         partition.static_row = Some(static_row);
     }
-    let cmp = p.storage.comparator(table.id)?;
+    let cmp = crate::comparator::of(table);
     partition.rows.insert(ClusteringKey::row(prefix, &cmp), row);
     Ok(Planned {
         table: Arc::clone(table),

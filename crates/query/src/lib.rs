@@ -1,6 +1,9 @@
 //! Runs CQL statements: analysis of parsed statements against the schema,
-//! reads and writes through the storage engine, system tables, prepared
-//! statements and paging.
+//! reads and writes through a data path it defines ([`DataPath`]: the
+//! node's own engine, [`LocalNode`], or later a cluster's coordinator),
+//! schema changes through a [`schema_source::SchemaSource`], system tables,
+//! prepared statements and paging. Statements are `async`; on one node they
+//! finish on their first poll ([`run`]).
 //!
 //! This crate sees neither the network nor replicas: the server hands it
 //! statement text or prepared ids with decoded options and turns its
@@ -12,14 +15,18 @@ pub mod api;
 mod cas;
 mod collections;
 mod compaction_config;
+mod comparator;
 mod consistency;
 mod context;
+pub mod data_path;
 mod ddl;
 pub mod describe;
 pub mod error;
 mod functions;
 pub mod info;
 mod insert_plan;
+pub mod local;
+pub mod local_schema;
 mod memo;
 pub mod metrics;
 mod metrics_sync;
@@ -30,13 +37,17 @@ pub mod processor;
 mod request;
 mod restrictions;
 mod rows;
+pub mod run;
+pub mod schema_source;
 mod select;
 mod system;
 mod terms;
 mod write;
 
 pub use api::*;
+pub use data_path::DataPath;
 pub use error::{QueryError, Result};
+pub use local::LocalNode;
 pub use processor::Processor;
 /// Lets a connection write the commitlog entries of a burst of requests
 /// at once, before it answers them (see the storage crate).

@@ -2,12 +2,16 @@
 
 use crate::api::*;
 use crate::context::{order_values, Ctx};
+use crate::data_path::DataPath;
 use crate::error::{QueryError, Result};
+use crate::local::LocalNode;
+use crate::local_schema::{self, LocalSchema};
 use crate::metrics::{Operation, QueryMetrics};
 use crate::persist::SchemaStore;
+use crate::schema_source::SchemaSource;
 use crate::{ddl, describe, prepare, request, select, system, write};
 use bytes::Bytes;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -35,14 +39,16 @@ pub(crate) struct Prepared {
 /// Runs statements for every connection of the node.
 pub struct Processor {
     pub(crate) node: NodeInfo,
-    schema: RwLock<Arc<Schema>>,
-    ddl_lock: Mutex<()>,
+    /// The schema, and where changes to it go (see [`SchemaSource`]).
+    schema: Arc<dyn SchemaSource>,
+    /// One schema change at a time on this node.
+    ddl_lock: tokio::sync::Mutex<()>,
     pub(crate) storage: Storage,
+    /// Where statements read and write partitions (see [`DataPath`]).
+    pub(crate) data: Arc<dyn DataPath>,
     prepared: RwLock<HashMap<Bytes, Arc<Prepared>>>,
     last_micros: AtomicI64,
-    cas_locks: Vec<Mutex<()>>,
-    /// Where schema changes are saved; `None` for a node kept in memory.
-    schema_store: Option<SchemaStore>,
+    cas_locks: Vec<tokio::sync::Mutex<()>>,
     /// Client-request and table metrics (see [`crate::metrics`]).
     pub(crate) metrics: QueryMetrics,
 }
@@ -57,6 +63,24 @@ impl Processor {
             Storage::new(),
             private_registry(),
         ))
+    }
+
+    /// A node kept in memory whose statements reach its data through
+    /// `wrap`'s data path, given the node's own [`LocalNode`]: for tests of
+    /// data paths that answer later, or not at all.
+    pub fn with_data_path(
+        node: NodeInfo,
+        wrap: impl FnOnce(LocalNode) -> Arc<dyn DataPath>,
+    ) -> Arc<Processor> {
+        let mut p = Processor::build(
+            node,
+            system::initial_schema(),
+            None,
+            Storage::new(),
+            private_registry(),
+        );
+        p.data = wrap(LocalNode::new(p.storage.engine()));
+        Arc::new(p)
     }
 
     /// A durable node: its schema and data live under the storage options'
@@ -80,15 +104,9 @@ impl Processor {
             }
             schema.version = version;
         }
-        let tables: Vec<TableDescriptor> = schema
-            .keyspaces
+        let tables: Vec<TableDescriptor> = local_schema::tables(&schema)
             .values()
-            .filter(|k| !k.is_system)
-            .flat_map(|k| {
-                k.tables
-                    .values()
-                    .map(|t| ddl::descriptor(t, k.durable_writes))
-            })
+            .map(|(t, durable)| local_schema::descriptor(t, *durable))
             .collect();
         let storage = Storage::open(options, tables)?;
         Ok(Arc::new(Processor::build(
@@ -107,15 +125,19 @@ impl Processor {
         storage: Storage,
         registry: Arc<Registry>,
     ) -> Processor {
+        let data: Arc<dyn DataPath> = Arc::new(LocalNode::new(storage.engine()));
+        let schema = Arc::new(LocalSchema::new(schema, schema_store, storage.engine()));
         Processor {
             node,
-            schema: RwLock::new(Arc::new(schema)),
-            ddl_lock: Mutex::new(()),
+            schema,
+            ddl_lock: tokio::sync::Mutex::new(()),
             storage,
+            data,
             prepared: RwLock::new(HashMap::new()),
             last_micros: AtomicI64::new(0),
-            cas_locks: (0..CAS_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            schema_store,
+            cas_locks: (0..CAS_LOCK_STRIPES)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
             metrics: QueryMetrics::new(registry),
         }
     }
@@ -132,11 +154,11 @@ impl Processor {
 
     /// The current schema snapshot.
     pub fn schema(&self) -> Arc<Schema> {
-        self.schema.read().clone()
+        self.schema.current()
     }
 
     /// QUERY: parse and run `text`.
-    pub fn query(
+    pub async fn query(
         &self,
         state: &mut ClientState,
         text: &str,
@@ -147,7 +169,7 @@ impl Processor {
         let schema = self.schema();
         let (specs, _) = prepare::bind_specs(&schema, keyspace.as_deref(), &parsed)?;
         let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-        self.run(state, &parsed, &names, keyspace, opts)
+        self.run(state, &parsed, &names, keyspace, opts).await
     }
 
     /// PREPARE: parse and analyse `text`, cache it, describe its markers.
@@ -198,7 +220,7 @@ impl Processor {
     }
 
     /// EXECUTE a prepared statement.
-    pub fn execute(
+    pub async fn execute(
         &self,
         state: &mut ClientState,
         id: &[u8],
@@ -213,6 +235,7 @@ impl Processor {
             keyspace,
             opts,
         )
+        .await
     }
 
     /// The result columns a prepared statement returns now (they change
@@ -237,7 +260,7 @@ impl Processor {
     }
 
     /// BATCH of inserts, updates and deletes.
-    pub fn batch(
+    pub async fn batch(
         &self,
         state: &mut ClientState,
         kind: BatchType,
@@ -279,7 +302,7 @@ impl Processor {
             });
         }
         let started = opts.started.unwrap_or_else(Instant::now);
-        let outcome = write::execute_batch(self, &schema, kind, &statements, opts);
+        let outcome = write::execute_batch(self, &schema, kind, &statements, opts).await;
         let conditional = statements
             .iter()
             .any(|e| request::is_conditional(&e.parsed.statement));
@@ -298,7 +321,7 @@ impl Processor {
         outcome
     }
 
-    fn run(
+    async fn run(
         &self,
         state: &mut ClientState,
         parsed: &Parsed,
@@ -321,7 +344,7 @@ impl Processor {
             read_shape: None,
         };
         let started = opts.started.unwrap_or_else(Instant::now);
-        let result = self.run_statement(state, parsed, &mut ctx);
+        let result = self.run_statement(state, parsed, &mut ctx).await;
         request::record(self, &ctx, &parsed.statement, started, &result);
         Ok(Outcome {
             result: result?,
@@ -329,18 +352,19 @@ impl Processor {
         })
     }
 
-    fn run_statement(
+    async fn run_statement(
         &self,
         state: &mut ClientState,
         parsed: &Parsed,
-        ctx: &mut Ctx,
+        ctx: &mut Ctx<'_>,
     ) -> Result<QueryResult> {
         let result = match &parsed.statement {
-            Statement::Select(s) => select::execute(self, ctx, s)?,
+            Statement::Select(s) => select::execute(self, ctx, s).await?,
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
-                write::execute(self, ctx, &parsed.statement)?
+                write::execute(self, ctx, &parsed.statement).await?
             }
-            Statement::Batch(b) => write::execute_inline_batch(self, ctx, b)?,
+            Statement::Batch(b) => write::execute_inline_batch(self, ctx, b).await?,
+            Statement::Truncate(name) => ddl::truncate(self, ctx, name).await?,
             Statement::Use(name) => {
                 if ctx.schema.keyspace(name).is_none() {
                     return Err(QueryError::Invalid(format!(
@@ -363,23 +387,24 @@ impl Processor {
                 )));
             }
             ddl_statement => {
-                let _guard = self.ddl_lock.lock();
-                ddl::execute(self, ctx, ddl_statement)?
+                let _guard = self.ddl_lock.lock().await;
+                ddl::execute(self, ctx, ddl_statement).await?
             }
         };
         Ok(result)
     }
 
-    /// Replaces the schema with `f` applied to a copy, bumping its version.
-    pub(crate) fn update_schema<R>(&self, f: impl FnOnce(&mut Schema) -> Result<R>) -> Result<R> {
-        let mut copy = (*self.schema()).clone();
-        let r = f(&mut copy)?;
-        copy.version = varve_types::time::random_uuid();
-        // Durable before it is visible: an acknowledged change survives a crash.
-        if let Some(store) = &self.schema_store {
-            store.save(&copy)?;
-        }
-        *self.schema.write() = Arc::new(copy);
+    /// Replaces the schema with `f` applied to a copy, bumping its version:
+    /// durable and in effect when this returns (see [`SchemaSource`]).
+    pub(crate) async fn update_schema<R>(
+        &self,
+        f: impl FnOnce(&mut Schema) -> Result<R>,
+    ) -> Result<R> {
+        let base = self.schema();
+        let mut next = (*base).clone();
+        let r = f(&mut next)?;
+        next.version = varve_types::time::random_uuid();
+        self.schema.publish(&base, next).await?;
         Ok(r)
     }
 
@@ -404,12 +429,19 @@ impl Processor {
     /// The lock that serialises conditional updates on `token`, and how
     /// many times the caller had to wait for it (0: it was free; 1: held by
     /// another LWT, waited once), the contention metric of one node.
-    pub(crate) fn cas_lock(&self, token: i64) -> (parking_lot::MutexGuard<'_, ()>, u64) {
+    /// A contended lock is awaited (the statement waits as a task, not on
+    /// the thread).
+    pub(crate) async fn cas_lock(&self, token: i64) -> (tokio::sync::MutexGuard<'_, ()>, u64) {
         let stripe = (token as u64 % CAS_LOCK_STRIPES as u64) as usize;
         match self.cas_locks[stripe].try_lock() {
-            Some(guard) => (guard, 0),
-            None => (self.cas_locks[stripe].lock(), 1),
+            Ok(guard) => (guard, 0),
+            Err(_) => (self.cas_locks[stripe].lock().await, 1),
         }
+    }
+
+    /// Where statements read and write partitions.
+    pub fn data_path(&self) -> &Arc<dyn DataPath> {
+        &self.data
     }
 
     /// Forgets prepared statements of a dropped keyspace or table.
@@ -418,9 +450,9 @@ impl Processor {
     }
 
     /// Runs one statement for internal callers with no bound values.
-    pub fn execute_internal(&self, text: &str) -> Result<Outcome> {
+    pub async fn execute_internal(&self, text: &str) -> Result<Outcome> {
         let mut state = ClientState::default();
-        self.query(&mut state, text, &QueryOptions::default())
+        self.query(&mut state, text, &QueryOptions::default()).await
     }
 }
 

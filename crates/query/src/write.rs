@@ -5,6 +5,7 @@ use crate::api::{BatchType, BoundValue, QueryOptions, QueryResult};
 use crate::cas::{self, CasCheck};
 use crate::collections;
 use crate::context::{order_values, Ctx};
+use crate::data_path::{WriteCommand, WriteKind};
 use crate::error::{QueryError, Result};
 use crate::insert_plan;
 use crate::processor::Processor;
@@ -44,8 +45,8 @@ pub struct Planned {
     pub cas: Option<CasCheck>,
 }
 
-pub fn execute(p: &Processor, ctx: &mut Ctx, stmt: &Statement) -> Result<QueryResult> {
-    let planned = plan(p, ctx, stmt, None)?;
+pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, stmt: &Statement) -> Result<QueryResult> {
+    let planned = plan(p, ctx, stmt, None).await?;
     if let Some(check) = planned.cas {
         crate::consistency::check_cas(p, ctx, &planned.table)?;
         return cas::run(
@@ -54,15 +55,20 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, stmt: &Statement) -> Result<QueryRe
             vec![(planned.table, planned.updates)],
             vec![check],
             false,
-        );
+        )
+        .await;
     }
     crate::consistency::check_write(p, ctx, &planned.table)?;
-    apply(p, &planned.table, planned.updates)?;
+    apply(p, ctx, &planned.table, planned.updates, WriteKind::Simple).await?;
     Ok(QueryResult::Void)
 }
 
 /// A BATCH written inline in one QUERY: markers are numbered across it.
-pub fn execute_inline_batch(p: &Processor, ctx: &mut Ctx, b: &Batch) -> Result<QueryResult> {
+pub async fn execute_inline_batch(
+    p: &Processor,
+    ctx: &mut Ctx<'_>,
+    b: &Batch,
+) -> Result<QueryResult> {
     if b.kind == varve_cql::ast::BatchKind::Counter {
         return Err(QueryError::Invalid(
             "counter batches are not supported yet (counters come later)".into(),
@@ -78,9 +84,9 @@ pub fn execute_inline_batch(p: &Processor, ctx: &mut Ctx, b: &Batch) -> Result<Q
     }
     let mut plans = Vec::new();
     for s in &b.statements {
-        plans.push(plan(p, ctx, s, Some(ctx.timestamp_micros))?);
+        plans.push(plan(p, ctx, s, Some(ctx.timestamp_micros)).await?);
     }
-    finish_batch(p, ctx, plans)
+    finish_batch(p, ctx, plans, b.kind == varve_cql::ast::BatchKind::Logged).await
 }
 
 fn has_own_timestamp(s: &Statement) -> bool {
@@ -93,10 +99,10 @@ fn has_own_timestamp(s: &Statement) -> bool {
 }
 
 /// A protocol BATCH: each statement with its own values.
-pub fn execute_batch(
+pub async fn execute_batch(
     p: &Processor,
     schema: &Arc<Schema>,
-    _kind: BatchType,
+    kind: BatchType,
     entries: &[BatchEntry],
     opts: &QueryOptions,
 ) -> Result<crate::api::Outcome> {
@@ -129,7 +135,7 @@ pub fn execute_batch(
         ) {
             return Err(QueryError::Invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.".into()));
         }
-        plans.push(plan(p, &mut ctx, &e.parsed.statement, Some(timestamp))?);
+        plans.push(plan(p, &mut ctx, &e.parsed.statement, Some(timestamp)).await?);
         warnings.append(&mut ctx.warnings);
     }
     let mut ctx = Ctx {
@@ -143,14 +149,22 @@ pub fn execute_batch(
         allow_filtering: false,
         read_shape: None,
     };
-    let result = finish_batch(p, &mut ctx, plans)?;
+    let result = finish_batch(p, &mut ctx, plans, kind == BatchType::Logged).await?;
     Ok(crate::api::Outcome {
         result,
         warnings: ctx.warnings,
     })
 }
 
-fn finish_batch(p: &Processor, ctx: &mut Ctx, plans: Vec<Planned>) -> Result<QueryResult> {
+/// Applies a batch's planned updates; `logged`: a LOGGED batch (its writes
+/// are all-or-nothing; on one node each update is atomic by itself and the
+/// commitlog holds them all before the answer).
+async fn finish_batch(
+    p: &Processor,
+    ctx: &mut Ctx<'_>,
+    plans: Vec<Planned>,
+    logged: bool,
+) -> Result<QueryResult> {
     let conditional = plans.iter().any(|pl| pl.cas.is_some());
     for pl in &plans {
         match conditional {
@@ -167,35 +181,51 @@ fn finish_batch(p: &Processor, ctx: &mut Ctx, plans: Vec<Planned>) -> Result<Que
             }
             groups.push((pl.table, pl.updates));
         }
-        return cas::run(p, ctx, groups, checks, true);
+        return cas::run(p, ctx, groups, checks, true).await;
     }
+    let kind = match logged {
+        true => WriteKind::LoggedBatch,
+        false => WriteKind::UnloggedBatch,
+    };
     for pl in plans {
-        apply(p, &pl.table, pl.updates)?;
+        apply(p, ctx, &pl.table, pl.updates, kind).await?;
     }
     Ok(QueryResult::Void)
 }
 
-/// Applies updates to storage.
-pub fn apply(p: &Processor, table: &Table, updates: Vec<(PartitionKey, Partition)>) -> Result<()> {
+/// Writes updates through the data path at the statement's level.
+pub async fn apply(
+    p: &Processor,
+    ctx: &Ctx<'_>,
+    table: &Table,
+    updates: Vec<(PartitionKey, Partition)>,
+    kind: WriteKind,
+) -> Result<()> {
+    let consistency = crate::consistency::level(ctx.opts.consistency)?;
     for (key, update) in updates {
-        p.storage
-            .apply(table.id, &key, update)
-            .map_err(QueryError::on_write)?;
+        let command = WriteCommand {
+            table: table.id,
+            key,
+            update,
+            consistency,
+            kind,
+        };
+        p.data.write(command).await?;
     }
     Ok(())
 }
 
 /// Turns one modification statement into updates (and its condition).
-pub fn plan(
+pub async fn plan(
     p: &Processor,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'_>,
     stmt: &Statement,
     batch_ts: Option<i64>,
 ) -> Result<Planned> {
     match stmt {
-        Statement::Insert(i) => plan_insert(p, ctx, i, batch_ts),
-        Statement::Update(u) => plan_update(p, ctx, u, batch_ts),
-        Statement::Delete(d) => plan_delete(p, ctx, d, batch_ts),
+        Statement::Insert(i) => plan_insert(p, ctx, i, batch_ts).await,
+        Statement::Update(u) => plan_update(p, ctx, u, batch_ts).await,
+        Statement::Delete(d) => plan_delete(p, ctx, d, batch_ts).await,
         _ => Err(QueryError::Invalid(
             "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed."
                 .into(),
@@ -273,15 +303,15 @@ pub(crate) fn using(
     Ok((ts, ttl))
 }
 
-fn plan_insert(
+async fn plan_insert(
     p: &Processor,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'_>,
     ins: &Insert,
     batch_ts: Option<i64>,
 ) -> Result<Planned> {
     let table = writable_table(ctx, &ins.table)?;
     if let Some(c) = &*insert_plan::compiled(&table, ins) {
-        return insert_plan::plan(p, ctx, &table, ins, c, batch_ts);
+        return insert_plan::plan(p, ctx, &table, ins, c, batch_ts).await;
     }
     if ins.json.is_some() {
         return Err(QueryError::Invalid(
@@ -356,11 +386,12 @@ fn plan_insert(
         true,
         &ins.conditions,
     )
+    .await
 }
 
-fn plan_update(
+async fn plan_update(
     p: &Processor,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'_>,
     up: &Update,
     batch_ts: Option<i64>,
 ) -> Result<Planned> {
@@ -392,6 +423,7 @@ fn plan_update(
         false,
         &up.conditions,
     )
+    .await
 }
 
 fn assignment_column(a: &Assignment) -> &str {
@@ -443,9 +475,9 @@ fn write_selection(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build(
+async fn build(
     p: &Processor,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'_>,
     table: &Arc<Table>,
     relations: &[Relation],
     assignments: &[Assignment],
@@ -474,7 +506,7 @@ fn build(
             "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns".into(),
         ));
     }
-    let cmp = p.storage.comparator(table.id)?;
+    let cmp = crate::comparator::of(table);
     let mut updates = Vec::new();
     let now = ctx.now_seconds;
     for key in keys {
@@ -507,7 +539,8 @@ fn build(
                 .column(assignment_column(a))
                 .ok_or_else(|| QueryError::Server("column vanished".into()))?;
             if col.kind == ColumnKind::Static {
-                collections::assign(p, ctx, table, key, None, col, a, ts, ttl, &mut static_row)?;
+                collections::assign(p, ctx, table, key, None, col, a, ts, ttl, &mut static_row)
+                    .await?;
             } else {
                 if rows.is_empty() {
                     return Err(QueryError::Invalid(format!(
@@ -520,7 +553,8 @@ fn build(
                     )));
                 }
                 for (prefix, row) in rows.iter_mut() {
-                    collections::assign(p, ctx, table, key, Some(prefix), col, a, ts, ttl, row)?;
+                    collections::assign(p, ctx, table, key, Some(prefix), col, a, ts, ttl, row)
+                        .await?;
                 }
             }
         }
@@ -562,9 +596,9 @@ fn missing_clustering(table: &Table, sel: &restrictions::Selection) -> QueryErro
     ))
 }
 
-fn plan_delete(
+async fn plan_delete(
     p: &Processor,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'_>,
     del: &Delete,
     batch_ts: Option<i64>,
 ) -> Result<Planned> {
@@ -580,7 +614,7 @@ fn plan_delete(
     let PartitionSelection::Keys(keys) = &sel.partitions else {
         unreachable!("checked exact")
     };
-    let cmp = p.storage.comparator(table.id)?;
+    let cmp = crate::comparator::of(&table);
     let now = ctx.now_seconds;
     let deletion = DeletionTime::new(ts, now);
     let mut updates = Vec::new();
@@ -660,7 +694,8 @@ fn plan_delete(
                         *element,
                         ts,
                         &mut static_row,
-                    )?;
+                    )
+                    .await?;
                 } else {
                     for (prefix, row) in rows.iter_mut() {
                         collections::delete_target(
@@ -673,7 +708,8 @@ fn plan_delete(
                             *element,
                             ts,
                             row,
-                        )?;
+                        )
+                        .await?;
                     }
                 }
             }

@@ -14,7 +14,7 @@ fn run_at(db: &mut Db, q: &str, cl: Consistency, serial: Option<Consistency>) ->
         serial_consistency: serial.map(Consistency::code),
         ..Default::default()
     };
-    db.p.query(&mut db.state, q, &opts)
+    common::now(db.p.query(&mut db.state, q, &opts))
 }
 
 #[test]
@@ -41,8 +41,7 @@ fn an_unknown_level_code_is_invalid() {
         ..Default::default()
     };
     let err =
-        db.p.query(&mut db.state, "SELECT v FROM t WHERE k = 1", &opts)
-            .unwrap_err();
+        common::now(db.p.query(&mut db.state, "SELECT v FROM t WHERE k = 1", &opts)).unwrap_err();
     assert!(matches!(err, QueryError::Invalid(_)), "{err:?}");
 }
 

@@ -74,7 +74,7 @@ fn value_size_limit() {
             values: vec![common::int(1), BoundValue::Value(vec![7u8; len].into())],
             ..Default::default()
         };
-        db.p.query(&mut db.state, "INSERT INTO t (k, v) VALUES (?, ?)", &opts)
+        common::now(db.p.query(&mut db.state, "INSERT INTO t (k, v) VALUES (?, ?)", &opts))
     };
     insert(&mut db, MAX).unwrap();
     assert!(matches!(
@@ -139,18 +139,20 @@ fn prepared_statement_cache_limit() {
     assert_eq!(db.p.prepared_count(), n);
     let opts = QueryOptions::default();
     for id in [&ids[0], &ids[n - 1]] {
-        assert!(db.p.execute(&mut db.state, id, &opts).is_ok());
+        assert!(common::now(db.p.execute(&mut db.state, id, &opts)).is_ok());
     }
     let newest = prepare(&db, n);
     assert_eq!(db.p.prepared_count(), n / 2 + 1);
-    assert!(db.p.execute(&mut db.state, &newest, &opts).is_ok());
+    assert!(common::now(db.p.execute(&mut db.state, &newest, &opts)).is_ok());
     let still: usize = ids
         .iter()
-        .filter(|id| match db.p.execute(&mut db.state, id, &opts) {
-            Ok(_) => true,
-            Err(QueryError::Unprepared { .. }) => false,
-            Err(e) => panic!("{e:?}"),
-        })
+        .filter(
+            |id| match common::now(db.p.execute(&mut db.state, id, &opts)) {
+                Ok(_) => true,
+                Err(QueryError::Unprepared { .. }) => false,
+                Err(e) => panic!("{e:?}"),
+            },
+        )
         .count();
     assert_eq!(still, n / 2);
 }

@@ -14,7 +14,7 @@ fn pages(db: &mut Db, q: &str, size: i32) -> (Vec<Vec<String>>, usize) {
             paging_state: state.clone(),
             ..Default::default()
         };
-        let out = db.p.query(&mut db.state, q, &opts).unwrap();
+        let out = common::now(db.p.query(&mut db.state, q, &opts)).unwrap();
         all.extend(common::render(&out));
         n += 1;
         let QueryResult::Rows(r) = out.result else {

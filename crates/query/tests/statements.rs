@@ -163,7 +163,7 @@ fn paging_walks_all_rows() {
             paging_state: state.clone(),
             ..Default::default()
         };
-        let out = db.p.query(&mut db.state, "SELECT * FROM p", &opts).unwrap();
+        let out = common::now(db.p.query(&mut db.state, "SELECT * FROM p", &opts)).unwrap();
         let QueryResult::Rows(r) = out.result else {
             panic!()
         };

@@ -1,6 +1,8 @@
 //! Runs one statement request (QUERY, PREPARE, EXECUTE, BATCH) against the
-//! processor. Synchronous: the connection runs it on the event loop, or on the
-//! blocking pool when it may wait on an fsync or on file work.
+//! processor. Asynchronous, but on one node finished on its first poll: the
+//! connection polls it once on the event loop (see [`crate::statements`]),
+//! or runs it on the blocking pool when it may wait on an fsync or on file
+//! work.
 //!
 //! The connection's [`ClientState`] is shared by its concurrent requests:
 //! each request runs on a copy and writes back a keyspace change (USE), so
@@ -43,7 +45,7 @@ impl Executed {
 /// Executes a statement request; other requests get a ServerError (the
 /// connection handles them itself). `started`: when the request first ran,
 /// if this is a second run (for its latency).
-pub fn execute(
+pub async fn execute(
     processor: &Processor,
     shared: &Mutex<ClientState>,
     request: &Request,
@@ -61,7 +63,7 @@ pub fn execute(
                 skip: params.skip_metadata,
                 client_id: None,
             };
-            let outcome = processor.query(&mut state, query, &options(params));
+            let outcome = processor.query(&mut state, query, &options(params)).await;
             finish(outcome, &meta, &mut state)
         }
         Request::Execute {
@@ -73,13 +75,13 @@ pub fn execute(
                 skip: params.skip_metadata,
                 client_id: result_metadata_id.clone(),
             };
-            let outcome = processor.execute(&mut state, id, &options(params));
+            let outcome = processor.execute(&mut state, id, &options(params)).await;
             finish(outcome, &meta, &mut state)
         }
         Request::Batch(b) => {
             let (kind, items, opts) = convert::batch(b);
             let opts = query::QueryOptions { started, ..opts };
-            let outcome = processor.batch(&mut state, kind, &items, &opts);
+            let outcome = processor.batch(&mut state, kind, &items, &opts).await;
             finish(outcome, &MetadataRequest::default(), &mut state)
         }
         Request::Prepare { query, keyspace } => {

@@ -15,7 +15,10 @@
 //! request, and one connection still uses every core when its requests are
 //! heavy. Answers may leave out of order, as the protocol allows.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -124,16 +127,77 @@ fn run_part(ctx: &Context, part: Vec<Queued>) -> (Vec<Outgoing>, Vec<OwnedSemaph
     (failed, permits)
 }
 
-/// Runs one statement on this thread, where it may not wait on the disk;
-/// the answer is framed for the writer and comes with the statement's
-/// permit, to drop once it is handed over. A statement that needs the
-/// disk goes to the read stage instead (`None`): it answers from there.
+/// A statement's future, owning what it runs on, that gives its request
+/// back with the answer (to run it again on the read stage).
+type Running = Pin<Box<dyn Future<Output = (Executed, Request)> + Send>>;
+
+/// The statement `request` as a future that owns its inputs.
+fn running(ctx: &Context, request: Request, started: Option<Instant>) -> Running {
+    let processor = Arc::clone(&ctx.shared.processor);
+    let client = Arc::clone(&ctx.client);
+    Box::pin(async move {
+        let executed = dispatch::execute(&processor, &client, &request, started).await;
+        (executed, request)
+    })
+}
+
+/// Runs one statement on this thread, where it may not wait on the disk:
+/// its future is polled once, and on one node it is done then. The answer
+/// is framed for the writer and comes with the statement's permit, to drop
+/// once it is handed over. A statement that needs the disk goes to the read
+/// stage (`None`), and one still waiting for something after the first
+/// poll (other nodes) becomes a task; both answer on their own.
 fn run_here(ctx: &Context, q: Queued) -> Option<(Outgoing, OwnedSemaphorePermit)> {
     let started = Instant::now();
-    let executed = run_inline(q.stream, || {
+    let Queued {
+        stream,
+        request,
+        permit,
+    } = q;
+    let mut statement = running(ctx, request, None);
+    let polled = run_inline(|| {
         let _event_loop = NonBlocking::enter();
-        dispatch::execute(&ctx.shared.processor, &ctx.client, &q.request, None)
+        varve_query::run::poll_once(statement.as_mut())
     });
+    let (executed, request) = match polled {
+        Some(Poll::Ready(done)) => done,
+        Some(Poll::Pending) => {
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let (executed, request) = OnEventLoop(statement).await;
+                let q = Queued {
+                    stream,
+                    request,
+                    permit,
+                };
+                if let Some((item, permit)) = finish_here(&ctx, executed, q, started) {
+                    let _ = ctx.out.send(vec![item]).await;
+                    drop(permit);
+                }
+            });
+            return None;
+        }
+        None => {
+            let executed = panicked(stream, &"panic");
+            return Some((answer(&ctx.shared, ctx.version, stream, executed), permit));
+        }
+    };
+    let q = Queued {
+        stream,
+        request,
+        permit,
+    };
+    finish_here(ctx, executed, q, started)
+}
+
+/// The answer of a statement run where it may not wait on the disk, or
+/// its hand-off to the read stage when it needs the disk.
+fn finish_here(
+    ctx: &Context,
+    executed: Executed,
+    q: Queued,
+    started: Instant,
+) -> Option<(Outgoing, OwnedSemaphorePermit)> {
     if executed.would_block {
         to_read_stage(ctx.clone(), q, started);
         return None;
@@ -142,6 +206,19 @@ fn run_here(ctx: &Context, q: Queued) -> Option<(Outgoing, OwnedSemaphorePermit)
         answer(&ctx.shared, ctx.version, q.stream, executed),
         q.permit,
     ))
+}
+
+/// A statement left pending by its first poll, polled on as a task, each
+/// poll where it may not wait on the disk, as on the event loop.
+struct OnEventLoop(Running);
+
+impl Future for OnEventLoop {
+    type Output = (Executed, Request);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        let _event_loop = NonBlocking::enter();
+        self.0.as_mut().poll(cx)
+    }
 }
 
 /// Runs a statement that needs the disk again on the read stage (see
@@ -153,11 +230,11 @@ fn to_read_stage(ctx: Context, q: Queued, started: Instant) {
         request,
         permit,
     } = q;
-    let processor = Arc::clone(&ctx.shared.processor);
-    let client = Arc::clone(&ctx.client);
+    let statement = running(&ctx, request, Some(started));
     let out = ctx.out.clone();
+    let runtime = tokio::runtime::Handle::current();
     ctx.shared.read_stage.clone().spawn(
-        move || dispatch::execute(&processor, &client, &request, Some(started)),
+        move || runtime.block_on(statement).0,
         move || out.is_closed(),
         move |result| async move {
             let executed = result.unwrap_or_else(|e| panicked(stream, &e));
@@ -175,12 +252,9 @@ fn spawn_blocking_statement(ctx: Context, q: Queued) {
             request,
             permit,
         } = q;
-        let processor = Arc::clone(&ctx.shared.processor);
-        let client = Arc::clone(&ctx.client);
-        let executed = run_caught(stream, move || {
-            dispatch::execute(&processor, &client, &request, None)
-        })
-        .await;
+        let statement = running(&ctx, request, None);
+        let runtime = tokio::runtime::Handle::current();
+        let executed = run_caught(stream, move || runtime.block_on(statement).0).await;
         let item = answer(&ctx.shared, ctx.version, stream, executed);
         let _ = ctx.out.send(vec![item]).await;
         drop(permit);
@@ -232,10 +306,9 @@ async fn run_caught(stream: i16, work: impl FnOnce() -> Executed + Send + 'stati
 
 /// Runs `work` right here on the event loop, for requests that only touch
 /// memory and the page cache: no thread hand-off per request. A panic
-/// becomes a ServerError answer.
-fn run_inline(stream: i16, work: impl FnOnce() -> Executed) -> Executed {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-        .unwrap_or_else(|_| panicked(stream, &"panic"))
+/// becomes `None` (answer [`panicked`]).
+fn run_inline<T>(work: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).ok()
 }
 
 /// Statements that change the schema or drop data files, which may wait on
@@ -276,8 +349,8 @@ mod tests {
 
     #[test]
     fn a_panicking_inline_request_becomes_server_error() {
-        let executed = run_inline(3, || panic!("boom"));
-        match executed.response {
+        assert!(run_inline(|| -> u8 { panic!("boom") }).is_none());
+        match panicked(3, &"boom").response {
             Response::Error(e) => assert_eq!(e.code, varve_protocol::ErrorCode::SERVER_ERROR),
             other => panic!("expected an error, got {other:?}"),
         }

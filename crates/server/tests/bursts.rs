@@ -213,3 +213,107 @@ async fn a_failed_burst_write_acknowledges_nothing_and_loses_nothing_acknowledge
     }
     let _ = stop.send(());
 }
+
+/// A data path that answers every operation later: it yields to the
+/// runtime first, as a replica's answer over the network would come.
+struct Later {
+    inner: varve_query::LocalNode,
+    /// Operations that were still pending when first polled.
+    pended: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Later {
+    fn after_a_yield<'a, T: Send + 'a>(
+        &'a self,
+        now: varve_query::data_path::DataFuture<'a, T>,
+    ) -> varve_query::data_path::DataFuture<'a, T> {
+        let pended = Arc::clone(&self.pended);
+        varve_query::data_path::DataFuture::Boxed(Box::pin(async move {
+            pended.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tokio::task::yield_now().await;
+            now.await
+        }))
+    }
+}
+
+impl varve_query::DataPath for Later {
+    fn write(
+        &self,
+        w: varve_query::data_path::WriteCommand,
+    ) -> varve_query::data_path::DataFuture<'_, ()> {
+        self.after_a_yield(self.inner.write(w))
+    }
+
+    fn read<'a>(
+        &'a self,
+        r: varve_query::data_path::ReadCommand<'a>,
+    ) -> varve_query::data_path::DataFuture<'a, varve_query::data_path::PartitionRead> {
+        self.after_a_yield(self.inner.read(r))
+    }
+
+    fn scan_keys<'a>(
+        &'a self,
+        s: varve_query::data_path::KeyScan<'a>,
+    ) -> varve_query::data_path::DataFuture<'a, Vec<varve_types::data::PartitionKey>> {
+        self.after_a_yield(self.inner.scan_keys(s))
+    }
+
+    fn truncate(&self, table: u128) -> varve_query::data_path::DataFuture<'_, ()> {
+        self.after_a_yield(self.inner.truncate(table))
+    }
+}
+
+/// Statements whose data path answers later (a cluster's replicas) are
+/// not answered on their first poll: each becomes a task that answers on
+/// its own, once, with the right result, while the burst goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_waiting_on_their_data_path_answer_from_a_task() {
+    let pended = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&pended);
+    let processor = Processor::with_data_path(NodeInfo::single_local(), move |inner| {
+        Arc::new(Later {
+            inner,
+            pended: counter,
+        })
+    });
+    let (addr, stop) = serve(processor).await;
+    let mut s = connect(addr).await;
+    let setup = [
+        query("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"),
+        query("CREATE TABLE ks.t (k int PRIMARY KEY, v text)"),
+    ];
+    for r in setup {
+        let answers = pipeline(&mut s, &[r]).await;
+        assert!(matches!(answers[&0], Response::Result(_)), "{answers:?}");
+    }
+    let n = 2 * PART_MIN_STATEMENTS + 5; // split across workers, too
+    let writes: Vec<Request> = (0..n).map(insert).collect();
+    let answers = pipeline(&mut s, &writes).await;
+    assert_eq!(answers.len(), n);
+    assert!(
+        answers
+            .values()
+            .all(|r| matches!(r, Response::Result(varve_protocol::ResultBody::Void))),
+        "{answers:?}"
+    );
+    let reads: Vec<Request> = (0..n)
+        .map(|k| query(&format!("SELECT v FROM ks.t WHERE k = {k}")))
+        .collect();
+    let answers = pipeline(&mut s, &reads).await;
+    for (stream, r) in &answers {
+        let Response::Result(varve_protocol::ResultBody::Rows(rows)) = r else {
+            panic!("stream {stream}: {r:?}");
+        };
+        let want = format!("v{stream}");
+        assert_eq!(
+            rows.rows,
+            [[Some(bytes::Bytes::from(want))]],
+            "stream {stream}"
+        );
+    }
+    assert!(
+        pended.load(std::sync::atomic::Ordering::Relaxed) >= 2 * n,
+        "every write and read went through the pending path"
+    );
+    let _ = stop.send(());
+}

@@ -252,6 +252,12 @@ impl Storage {
             compactor: Some(compactor),
         })
     }
+
+    /// The engine, shared: for a data path that outlives a borrow of the
+    /// storage (its background threads still belong to this `Storage`).
+    pub fn engine(&self) -> Arc<Engine> {
+        Arc::clone(&self.engine)
+    }
 }
 
 impl Drop for Storage {

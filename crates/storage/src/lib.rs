@@ -64,7 +64,8 @@ pub use cell::{Cell, DeletionTime, LivenessInfo, NO_DELETION_TIME};
 pub use cell_map::CellMap;
 pub use clustering::{ClusteringComparator, ClusteringKey, Slice};
 pub use engine::{
-    Clock, PartitionKey, Storage, StorageOptions, TableDescriptor, TableId, TableStats, TokenBound,
+    Clock, Engine, PartitionKey, Storage, StorageOptions, TableDescriptor, TableId, TableStats,
+    TokenBound,
 };
 pub use engine_gc::{GcResult, Granularity};
 pub use error::{Error, Result};

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod consistency;
 pub mod cql_type;
 pub mod data;
+pub mod data_error;
 pub mod error;
 pub mod literal;
 pub mod time;

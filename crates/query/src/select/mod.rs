@@ -6,7 +6,9 @@ pub mod selectors;
 
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
 use crate::context::Ctx;
+use crate::data_path::{DataPath, KeyScan, ReadCommand};
 use crate::error::{QueryError, Result};
+use crate::local::LocalNode;
 use crate::paging::PagingState;
 use crate::processor::Processor;
 use crate::restrictions::{self, Filter, PartitionSelection};
@@ -19,7 +21,8 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 use varve_cql::ast::{Operator, Order, Select, Term};
 use varve_schema::{ColumnKind, Schema, Table};
-use varve_storage::{ClusteringKey, PartitionKey, ReadCost, Slice, Storage, TokenBound};
+use varve_storage::{ClusteringKey, PartitionKey, Slice, TokenBound};
+use varve_types::Consistency;
 use varve_types::{codec, compare, CqlType, Value};
 
 /// Past this many tombstones read by one query, warn the client.
@@ -101,22 +104,23 @@ fn positive(ctx: &Ctx, t: &Option<Term>, what: &str) -> Result<Option<usize>> {
     }
 }
 
-/// What a query reads from: the node's storage, or a snapshot of a virtual table.
+/// What a query reads from: the node's data path, or a snapshot of a
+/// virtual table.
 enum Source<'a> {
-    Real(&'a Storage),
-    Virtual(Box<Storage>),
+    Real(&'a dyn DataPath),
+    Virtual(LocalNode),
 }
 
 impl Source<'_> {
-    fn storage(&self) -> &Storage {
+    fn data(&self) -> &dyn DataPath {
         match self {
-            Source::Real(s) => s,
-            Source::Virtual(s) => s,
+            Source::Real(d) => *d,
+            Source::Virtual(d) => d,
         }
     }
 }
 
-pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> {
+pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<QueryResult> {
     let table = ctx.table(&s.table)?;
     if s.json {
         return Err(QueryError::Invalid(
@@ -155,12 +159,15 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
         Some(p.metrics.table(table.id, &table.keyspace, &table.name))
     };
     let source = if table.is_virtual {
-        Source::Virtual(Box::new(system::materialize(p, &table, ctx)?))
+        Source::Virtual(LocalNode::new(
+            system::materialize(p, &table, ctx)?.engine(),
+        ))
     } else {
-        Source::Real(&p.storage)
+        Source::Real(p.data.as_ref())
     };
-    let storage = source.storage();
-    let cmp = storage.comparator(table.id)?;
+    let data = source.data();
+    let consistency = crate::consistency::level(ctx.opts.consistency)?;
+    let cmp = crate::comparator::of(&table);
     let slices = sel.clustering.slices(&cmp);
 
     let page_size = ctx.opts.page_size.filter(|n| *n > 0).map(|n| n as usize);
@@ -206,7 +213,8 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
         last: None,
         keep_sort_keys: multi_key_order,
         first_row: None,
-        cost: ReadCost::default(),
+        sstables: 0,
+        consistency,
     };
 
     let mut done = true;
@@ -221,19 +229,21 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
                     continue;
                 }
                 let resumed_quota = after.map(|r| r.remaining_in_partition);
-                run.cost = ReadCost::default();
-                let more = run.partition(
-                    storage,
-                    key,
-                    &slices,
-                    after.and_then(|r| r.clustering.as_ref()),
-                    reversed,
-                    resumed_quota,
-                    i as u32,
-                );
+                run.sstables = 0;
+                let more = run
+                    .partition(
+                        data,
+                        key,
+                        &slices,
+                        after.and_then(|r| r.clustering.as_ref()),
+                        reversed,
+                        resumed_quota,
+                        i as u32,
+                    )
+                    .await;
                 // SSTablesPerRead: one value per partition read by key.
                 if let Some(m) = &table_metrics {
-                    m.sstables_per_read.record(u64::from(run.cost.sstables));
+                    m.sstables_per_read.record(u64::from(run.sstables));
                 }
                 if !more? {
                     done = false;
@@ -246,24 +256,37 @@ pub fn execute(p: &Processor, ctx: &mut Ctx, s: &Select) -> Result<QueryResult> 
             if let Some(r) = &resume {
                 let key = PartitionKey::new(r.partition_key.clone());
                 if let Some(ck) = &r.clustering {
-                    if !run.partition(
-                        storage,
-                        &key,
-                        &slices,
-                        Some(ck),
-                        reversed,
-                        Some(r.remaining_in_partition),
-                        0,
-                    )? {
+                    if !run
+                        .partition(
+                            data,
+                            &key,
+                            &slices,
+                            Some(ck),
+                            reversed,
+                            Some(r.remaining_in_partition),
+                            0,
+                        )
+                        .await?
+                    {
                         done = false;
                     }
                 }
                 from = TokenBound::AfterKey(key);
             }
             'scan: while done {
-                let keys = storage.scan_keys(table.id, &from, end, SCAN_BATCH)?;
+                let scan = KeyScan {
+                    table: table.id,
+                    start: &from,
+                    end,
+                    limit: SCAN_BATCH,
+                    consistency,
+                };
+                let keys = data.scan_keys(scan).await?;
                 for key in &keys {
-                    if !run.partition(storage, key, &slices, None, reversed, None, 0)? {
+                    let more = run
+                        .partition(data, key, &slices, None, reversed, None, 0)
+                        .await?;
+                    if !more {
                         done = false;
                         break 'scan;
                     }
@@ -361,7 +384,7 @@ fn order(table: &Table, s: &Select, partitions: &PartitionSelection) -> Result<b
 
 /// The state of one SELECT while partitions stream through it.
 struct Run<'a> {
-    table: &'a Table,
+    table: &'a Arc<Table>,
     projection: &'a Projection,
     filters: &'a [Filter],
     now: i32,
@@ -378,8 +401,10 @@ struct Run<'a> {
     keep_sort_keys: bool,
     /// With aggregates: the plain selectors' values on the first row.
     first_row: Option<Vec<Option<Bytes>>>,
-    /// What the reads of the current partition touched.
-    cost: ReadCost,
+    /// SSTables the reads of the current partition touched.
+    sstables: u32,
+    /// The statement's level.
+    consistency: Consistency,
 }
 
 impl Run<'_> {
@@ -390,9 +415,9 @@ impl Run<'_> {
     /// Reads one partition and emits its rows. Returns false when the
     /// page is full (the paging state then points after the last row).
     #[allow(clippy::too_many_arguments)]
-    fn partition(
+    async fn partition(
         &mut self,
-        storage: &Storage,
+        data: &dyn DataPath,
         key: &PartitionKey,
         slices: &[Slice],
         after: Option<&Vec<Bytes>>,
@@ -403,7 +428,7 @@ impl Run<'_> {
         if self.full() {
             return Ok(false);
         }
-        let cmp = storage.comparator(self.table.id)?;
+        let cmp = crate::comparator::of(self.table);
         let pk = key_components(self.table, key);
         let mut quota = match quota {
             Some(q) if q >= 0 => Some(q as usize),
@@ -414,19 +439,21 @@ impl Run<'_> {
         loop {
             let chunk = self.chunk_size(quota);
             let sliced = restrict_after(slices, after.as_ref(), reversed, &cmp);
-            let Some((live, stats, complete)) = storage.read_live_costed(
-                self.table.id,
+            let read = ReadCommand {
+                table: self.table.id,
                 key,
-                &sliced,
+                slices: &sliced,
                 reversed,
-                self.now,
-                chunk,
-                &mut self.cost,
-            )?
-            else {
+                now_seconds: self.now,
+                row_limit: chunk,
+                consistency: self.consistency,
+            };
+            let found = data.read(read).await?;
+            self.sstables += found.sstables;
+            let (Some(live), complete) = (found.partition, found.complete) else {
                 return Ok(true);
             };
-            self.count_tombstones(stats.tombstones)?;
+            self.count_tombstones(found.tombstones)?;
             let static_only = first_chunk
                 && live.rows.is_empty()
                 && live.static_row.is_some()

@@ -36,8 +36,8 @@ pub fn materialize(p: &Processor, table: &Table, ctx: &Ctx) -> Result<Storage> {
         _ => Vec::new(),
     };
     let storage = Storage::new();
-    let cmp = crate::ddl::comparator(table);
-    storage.create_table(crate::ddl::descriptor(table, false))?;
+    let cmp = crate::comparator::build(table);
+    storage.create_table(crate::local_schema::descriptor(table, false))?;
     for r in rows {
         let mut pk = Vec::new();
         let mut ck = Vec::new();

@@ -11,8 +11,13 @@ pub struct Db {
 
 impl Db {
     pub fn new() -> Db {
+        Db::with_processor(Processor::new(NodeInfo::single_local()))
+    }
+
+    /// A keyspace `ks` (SimpleStrategy, factor 1) in use on `p`.
+    pub fn with_processor(p: Arc<Processor>) -> Db {
         let mut db = Db {
-            p: Processor::new(NodeInfo::single_local()),
+            p,
             state: ClientState::default(),
         };
         db.ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
@@ -21,7 +26,7 @@ impl Db {
     }
 
     pub fn run(&mut self, q: &str) -> Result<Outcome> {
-        self.p.query(&mut self.state, q, &QueryOptions::default())
+        now(self.p.query(&mut self.state, q, &QueryOptions::default()))
     }
 
     pub fn ok(&mut self, q: &str) -> Outcome {
@@ -76,4 +81,15 @@ pub fn int(v: i32) -> BoundValue {
 #[allow(dead_code)]
 pub fn ty_int() -> CqlType {
     CqlType::Int
+}
+
+/// The answer of a statement run on one node, which is ready on the
+/// statement's first poll (every answer of the local data path is): a
+/// statement left pending there would cost the server a task per request.
+pub fn now<F: std::future::Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    match varve_query::run::poll_once(f.as_mut()) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => panic!("a one-node statement was pending after its first poll"),
+    }
 }

@@ -1,0 +1,141 @@
+//! The data path: what the query layer needs from "the data", whether it
+//! lives on this node alone or on replicas across a cluster.
+//!
+//! Query analyses a statement against the schema, then reads and writes
+//! partitions only through [`DataPath`]. One node implements it over its
+//! storage engine ([`crate::local::LocalNode`]); the cluster's coordinator
+//! will implement it by sending the same commands to replicas
+//! (docs/design/cluster.md, section 2.1). Query never sees replicas, and
+//! the implementation never sees CQL.
+//!
+//! Every method returns a [`DataFuture`]: [`DataFuture::Ready`] when the
+//! answer was known at once (always, on one node: no allocation, no
+//! task), or a boxed future that waits for other nodes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use varve_types::data::{Partition, PartitionKey, Slice, TokenBound};
+use varve_types::data_error::DataError;
+use varve_types::Consistency;
+
+/// A table's id (the schema's `Table::id`).
+pub type TableId = u128;
+
+/// The result of a data path operation.
+pub type DataResult<T> = std::result::Result<T, DataError>;
+
+/// A data path answer: ready now, or later.
+pub enum DataFuture<'a, T> {
+    /// Known at once (taken on the first poll).
+    Ready(Option<DataResult<T>>),
+    /// Waits for something (another node, a disk read elsewhere).
+    Boxed(Pin<Box<dyn Future<Output = DataResult<T>> + Send + 'a>>),
+}
+
+impl<T> DataFuture<'_, T> {
+    /// An answer known now.
+    pub fn ready(result: DataResult<T>) -> Self {
+        DataFuture::Ready(Some(result))
+    }
+}
+
+impl<T> Unpin for DataFuture<'_, T> {}
+
+impl<T> Future for DataFuture<'_, T> {
+    type Output = DataResult<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DataResult<T>> {
+        match self.get_mut() {
+            DataFuture::Ready(r) => Poll::Ready(
+                r.take()
+                    .unwrap_or_else(|| Err(DataError::Server("data future polled again".into()))),
+            ),
+            DataFuture::Boxed(f) => f.as_mut().poll(cx),
+        }
+    }
+}
+
+/// What kind of write a mutation belongs to (the native protocol's
+/// write types, which a write timeout reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// One INSERT, UPDATE or DELETE.
+    Simple,
+    /// A statement of an UNLOGGED (or COUNTER) batch.
+    UnloggedBatch,
+    /// A statement of a LOGGED batch.
+    LoggedBatch,
+    /// The write of a conditional statement whose condition held.
+    Cas,
+}
+
+/// One partition update of one table, with its timestamps set.
+#[derive(Debug)]
+pub struct WriteCommand {
+    pub table: TableId,
+    pub key: PartitionKey,
+    pub update: Partition,
+    pub consistency: Consistency,
+    pub kind: WriteKind,
+}
+
+/// The live rows of one partition, restricted to slices.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadCommand<'a> {
+    pub table: TableId,
+    pub key: &'a PartitionKey,
+    pub slices: &'a [Slice],
+    /// The last rows of the slices rather than the first.
+    pub reversed: bool,
+    /// The statement's clock: every replica judges TTLs by it.
+    pub now_seconds: i32,
+    /// At most this many live rows (`usize::MAX`: all).
+    pub row_limit: usize,
+    pub consistency: Consistency,
+}
+
+/// What a [`ReadCommand`] found.
+#[derive(Debug, Default)]
+pub struct PartitionRead {
+    /// The live rows and static row; `None` when nothing is stored under
+    /// the key.
+    pub partition: Option<Partition>,
+    /// Tombstones the read went over.
+    pub tombstones: u64,
+    /// Whether every row of the slices was visited (false: the read
+    /// stopped at `row_limit`).
+    pub complete: bool,
+    /// SSTables whose data the read touched on this node (0 when the
+    /// data came from elsewhere).
+    pub sstables: u32,
+}
+
+/// Partition keys of a table in token order.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyScan<'a> {
+    pub table: TableId,
+    pub start: &'a TokenBound,
+    pub end: &'a TokenBound,
+    /// At most this many keys.
+    pub limit: usize,
+    pub consistency: Consistency,
+}
+
+/// Reads and writes of partitions, on one node or many.
+pub trait DataPath: Send + Sync {
+    /// Stores one partition update at the command's level.
+    fn write(&self, w: WriteCommand) -> DataFuture<'_, ()>;
+
+    /// Reads one partition's live rows at the command's level.
+    fn read<'a>(&'a self, r: ReadCommand<'a>) -> DataFuture<'a, PartitionRead>;
+
+    /// Partition keys in token order from `start` to `end`. (A range scan
+    /// that returns data, as replicas will answer it, replaces this with
+    /// range scans across the ring: docs/design/cluster.md, section 8.4.)
+    fn scan_keys<'a>(&'a self, s: KeyScan<'a>) -> DataFuture<'a, Vec<PartitionKey>>;
+
+    /// Removes every row of a table (TRUNCATE).
+    fn truncate(&self, table: TableId) -> DataFuture<'_, ()>;
+}
