@@ -10,4 +10,5 @@
 //! This crate never sees CQL text and never depends on the query layer;
 //! storage never sees the network.
 
+pub mod coordinator;
 pub mod ring;
