@@ -11,4 +11,5 @@
 //! storage never sees the network.
 
 pub mod coordinator;
+pub mod net;
 pub mod ring;
