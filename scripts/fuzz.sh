@@ -26,7 +26,7 @@ case "$seconds" in
     '' | *[!0-9]*) echo "usage: $0 [seconds per target]" >&2; exit 2 ;;
 esac
 
-read -r -a targets <<< "${VARVE_FUZZ_TARGETS:-frame_decoder cql_parser sstable_reader row_index commitlog_replay}"
+read -r -a targets <<< "${VARVE_FUZZ_TARGETS:-frame_decoder cql_parser sstable_reader row_index commitlog_replay internode_frame}"
 profile="${VARVE_FUZZ_PROFILE:-dev}"
 if [ -n "${VARVE_FUZZ_TARGET_DIR:-}" ]; then
     target_dir="$VARVE_FUZZ_TARGET_DIR"
@@ -75,6 +75,7 @@ max_len_frame_decoder=4096
 max_len_cql_parser=1024
 max_len_sstable_reader=65536
 max_len_commitlog_replay=65536
+max_len_internode_frame=8192
 
 declare -A pids
 for t in "${targets[@]}"; do
