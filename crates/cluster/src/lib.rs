@@ -11,5 +11,6 @@
 //! storage never sees the network.
 
 pub mod coordinator;
+pub mod env;
 pub mod net;
 pub mod ring;

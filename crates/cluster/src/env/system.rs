@@ -1,0 +1,103 @@
+//! The production [`Network`] and [`Clock`]: tokio's TCP and timers and
+//! the system's wall clock. The only place in the crate allowed to call
+//! them directly (crates/cluster/clippy.toml).
+
+#![allow(clippy::disallowed_methods)]
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+use super::{BoxFuture, BoxStream, Clock, Listener, Network};
+
+/// TCP through tokio. Every stream has Nagle's algorithm off: frames are
+/// already gathered into one write per wake-up.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioNetwork;
+
+struct TokioListener(TcpListener);
+
+impl Listener for TokioListener {
+    fn accept(&self) -> BoxFuture<'_, io::Result<(BoxStream, SocketAddr)>> {
+        Box::pin(async move {
+            let (stream, addr) = self.0.accept().await?;
+            stream.set_nodelay(true)?;
+            Ok((Box::new(stream) as BoxStream, addr))
+        })
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+}
+
+impl Network for TokioNetwork {
+    fn bind(&self, addr: SocketAddr) -> BoxFuture<'_, io::Result<Box<dyn Listener>>> {
+        Box::pin(async move {
+            let listener = TcpListener::bind(addr).await?;
+            Ok(Box::new(TokioListener(listener)) as Box<dyn Listener>)
+        })
+    }
+
+    fn connect(&self, addr: SocketAddr) -> BoxFuture<'_, io::Result<BoxStream>> {
+        Box::pin(async move {
+            let stream = TcpStream::connect(addr).await?;
+            stream.set_nodelay(true)?;
+            Ok(Box::new(stream) as BoxStream)
+        })
+    }
+}
+
+/// tokio's monotonic clock and timers, and the system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+
+    fn wall_micros(&self) -> i64 {
+        match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_micros()).unwrap_or(i64::MAX),
+            // A clock set before 1970.
+            Err(e) => -i64::try_from(e.duration().as_micros()).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn streams_connect_over_loopback() {
+        let net = TokioNetwork;
+        let listener = net.bind(([127, 0, 0, 1], 0).into()).await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let mut client = net.connect(addr).await.expect("connect");
+        let (mut server, _) = listener.accept().await.expect("accept");
+        client.write_all(b"ping").await.expect("write");
+        let mut got = [0u8; 4];
+        server.read_exact(&mut got).await.expect("read");
+        assert_eq!(&got, b"ping");
+    }
+
+    #[tokio::test]
+    async fn the_clock_moves_forward() {
+        let clock = SystemClock;
+        let before = clock.now();
+        clock.sleep(Duration::from_millis(1)).await;
+        assert!(clock.now() > before);
+        // After 2020-01-01.
+        assert!(clock.wall_micros() > 1_577_836_800_000_000);
+    }
+}
