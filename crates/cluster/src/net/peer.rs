@@ -1,0 +1,323 @@
+//! One peer's outbound side: two connections, *small* (an urgent queue
+//! drained before a normal one) and *bulk*, each kept open by its own task
+//! that connects when frames wait, does the handshake, writes batches,
+//! and reconnects with exponential backoff and jitter when the connection
+//! fails (docs/design/cluster.md, sections 4.1 to 4.3).
+//!
+//! Frames written on a connection that then dies are not resent: their
+//! requests time out. Frames still queued wait for the next connection
+//! until their deadlines.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+use super::connection::{handshake_outbound, write_batch, ConnectError};
+use super::handshake::{AnswerError, ConnectionKind, RejectReason};
+use super::limits::{
+    BULK_THRESHOLD_BYTES, RECONNECT_JITTER_PERCENT, WRITE_BATCH_BYTES_MAX, WRITE_BATCH_FRAMES_MAX,
+};
+use super::queue::{Full, LaneQueue, Outbound, Priority};
+use super::shared::{until_shutdown, Shared};
+use super::verb::{Flags, Verb};
+use crate::env::{timeout, BoxStream};
+
+/// Where a frame goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Urgent,
+    Normal,
+    Bulk,
+}
+
+/// Payloads over [`BULK_THRESHOLD_BYTES`] and all hint traffic go bulk;
+/// gossip, echo, votes, failures and responses without data are urgent;
+/// everything else is normal.
+pub fn route(verb: Verb, flags: Flags, payload_len: usize) -> Route {
+    if payload_len > BULK_THRESHOLD_BYTES || verb == Verb::HINT {
+        return Route::Bulk;
+    }
+    let urgent_verb = matches!(
+        verb,
+        Verb::GOSSIP | Verb::ECHO | Verb::ECHO_RSP | Verb::RAFT_VOTE | Verb::RAFT_VOTE_RSP
+    ) || (Verb::PAXOS_FIRST..=Verb::PAXOS_LAST).contains(&verb);
+    let bare_response = verb.is_response() && (payload_len == 0 || flags.contains(Flags::FAILURE));
+    if urgent_verb || bare_response {
+        Route::Urgent
+    } else {
+        Route::Normal
+    }
+}
+
+/// The wait before the next connection attempt.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    min: Duration,
+    max: Duration,
+    next: Option<Duration>,
+}
+
+impl Backoff {
+    pub fn new(min: Duration, max: Duration) -> Backoff {
+        Backoff {
+            min,
+            max,
+            next: None,
+        }
+    }
+
+    /// The wait before the next attempt, before jitter (none after a
+    /// success).
+    pub fn delay(&self) -> Option<Duration> {
+        self.next
+    }
+
+    /// A failed attempt: double the wait, from `min` up to `max`.
+    pub fn failed(&mut self) {
+        let doubled = self.next.map_or(self.min, |d| d.saturating_mul(2));
+        self.next = Some(doubled.min(self.max));
+    }
+
+    /// A refusal that retrying soon will not change: the longest wait.
+    pub fn refused(&mut self) {
+        self.next = Some(self.max);
+    }
+
+    pub fn succeeded(&mut self) {
+        self.next = None;
+    }
+}
+
+/// One connection's queue and the signal that frames arrived.
+pub struct Lane {
+    pub kind: ConnectionKind,
+    pub queue: Mutex<LaneQueue>,
+    pub ready: Notify,
+}
+
+/// A peer's two lanes.
+pub struct Peer {
+    small: Arc<Lane>,
+    bulk: Arc<Lane>,
+}
+
+impl Peer {
+    /// A peer at `addr`, with a task per lane.
+    pub fn start(shared: &Arc<Shared>, addr: SocketAddr) -> Arc<Peer> {
+        let lane = |kind, max| {
+            Arc::new(Lane {
+                kind,
+                queue: Mutex::new(LaneQueue::new(max, shared.budget.clone())),
+                ready: Notify::new(),
+            })
+        };
+        let peer = Arc::new(Peer {
+            small: lane(ConnectionKind::Small, shared.config.small_queue_bytes_max),
+            bulk: lane(ConnectionKind::Bulk, shared.config.bulk_queue_bytes_max),
+        });
+        for lane in [&peer.small, &peer.bulk] {
+            let task = run_lane(shared.clone(), addr, lane.clone());
+            shared.track(tokio::spawn(task));
+        }
+        peer
+    }
+
+    /// Queues `frame` on its route's lane; never waits.
+    pub fn enqueue(
+        &self,
+        shared: &Shared,
+        frame: Outbound,
+        route: Route,
+        now: Instant,
+    ) -> Result<(), Full> {
+        let (lane, priority) = match route {
+            Route::Urgent => (&self.small, Priority::Urgent),
+            Route::Normal => (&self.small, Priority::Normal),
+            Route::Bulk => (&self.bulk, Priority::Normal),
+        };
+        let pushed = lane.queue.lock().push(frame, priority, now);
+        match pushed {
+            Ok(expired) => {
+                shared.count_expired(&expired);
+                lane.ready.notify_one();
+                Ok(())
+            }
+            Err((full, _frame)) => Err(full),
+        }
+    }
+}
+
+/// How a connection ended.
+enum End {
+    Shutdown,
+    Closed,
+}
+
+/// Keeps one lane's connection open while it has frames to send.
+async fn run_lane(shared: Arc<Shared>, addr: SocketAddr, lane: Arc<Lane>) {
+    let mut shutdown = shared.shutdown_signal();
+    let mut backoff = Backoff::new(shared.config.backoff_min, shared.config.backoff_max);
+    loop {
+        tokio::select! {
+            biased;
+            () = until_shutdown(&mut shutdown) => return,
+            () = wait_for_frames(&shared, &lane) => {}
+        }
+        if let Some(delay) = backoff.delay() {
+            let jittered = shared.env.rng.jitter(delay, RECONNECT_JITTER_PERCENT);
+            tokio::select! {
+                biased;
+                () = until_shutdown(&mut shutdown) => return,
+                () = shared.env.clock.sleep(jittered) => {}
+            }
+        }
+        let opened = tokio::select! {
+            biased;
+            () = until_shutdown(&mut shutdown) => return,
+            opened = open(&shared, addr, lane.kind) => opened,
+        };
+        match opened {
+            Ok((stream, version)) => {
+                backoff.succeeded();
+                shared.counters.count_connection(lane.kind);
+                debug!(%addr, kind = ?lane.kind, "internode connection open");
+                if let End::Shutdown = drive(&shared, &lane, stream, version, &mut shutdown).await {
+                    return;
+                }
+            }
+            Err(error) => {
+                shared
+                    .counters
+                    .connect_failures
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                on_open_failure(&shared, addr, &error, &mut backoff);
+            }
+        }
+    }
+}
+
+/// Returns once the lane has a live frame queued; drops expired ones.
+async fn wait_for_frames(shared: &Shared, lane: &Lane) {
+    loop {
+        let expired = lane.queue.lock().drop_expired(shared.env.clock.now());
+        shared.count_expired(&expired);
+        if !lane.queue.lock().is_empty() {
+            return;
+        }
+        lane.ready.notified().await;
+    }
+}
+
+/// Why a connection could not be opened.
+#[derive(Debug, thiserror::Error)]
+enum OpenError {
+    #[error("connect: {0}")]
+    Connect(std::io::Error),
+    #[error("connect timed out")]
+    ConnectTimeout,
+    #[error("handshake: {0}")]
+    Handshake(ConnectError),
+    #[error("handshake timed out")]
+    HandshakeTimeout,
+}
+
+/// Connects and does the handshake; the stream and the version chosen.
+async fn open(
+    shared: &Shared,
+    addr: SocketAddr,
+    kind: ConnectionKind,
+) -> Result<(BoxStream, u8), OpenError> {
+    let clock = &*shared.env.clock;
+    let mut stream = timeout(
+        clock,
+        shared.config.connect_timeout,
+        shared.env.net.connect(addr),
+    )
+    .await
+    .map_err(|_| OpenError::ConnectTimeout)?
+    .map_err(OpenError::Connect)?;
+    let handshake = handshake_outbound(&mut stream, &shared.identity, kind);
+    let ack = timeout(clock, shared.config.handshake_timeout, handshake)
+        .await
+        .map_err(|_| OpenError::HandshakeTimeout)?
+        .map_err(OpenError::Handshake)?;
+    Ok((stream, ack.version))
+}
+
+fn on_open_failure(shared: &Shared, addr: SocketAddr, error: &OpenError, backoff: &mut Backoff) {
+    let rejected = match error {
+        OpenError::Handshake(ConnectError::Answer(AnswerError::Rejected(r))) => Some(r.reason),
+        _ => None,
+    };
+    match rejected {
+        Some(reason) => {
+            shared.counters.count_rejected_by_peer(reason);
+            if reason == RejectReason::SHUTTING_DOWN {
+                backoff.failed();
+            } else {
+                backoff.refused();
+            }
+        }
+        None => backoff.failed(),
+    }
+    if shared.log_limiter.allow(addr.ip(), shared.env.clock.now()) {
+        warn!(%addr, "internode connection failed: {error}");
+    }
+}
+
+/// Writes the lane's frames on an open connection until it fails or the
+/// node shuts down. The acceptor never writes after its HELLO_ACK, so a
+/// read that returns (EOF, an error, or stray bytes) means the connection
+/// is gone.
+async fn drive(
+    shared: &Shared,
+    lane: &Lane,
+    stream: BoxStream,
+    version: u8,
+    shutdown: &mut watch::Receiver<bool>,
+) -> End {
+    let (mut read_half, mut write_half) = tokio::io::split(stream);
+    let closed = async move {
+        let mut byte = [0u8; 1];
+        let _ = read_half.read(&mut byte).await;
+    };
+    tokio::pin!(closed);
+    loop {
+        let now = shared.env.clock.now();
+        let (batch, expired) =
+            lane.queue
+                .lock()
+                .take_batch(now, WRITE_BATCH_FRAMES_MAX, WRITE_BATCH_BYTES_MAX);
+        shared.count_expired(&expired);
+        if batch.is_empty() {
+            tokio::select! {
+                biased;
+                () = until_shutdown(shutdown) => return End::Shutdown,
+                () = &mut closed => return End::Closed,
+                () = lane.ready.notified() => continue,
+            }
+        }
+        let written = tokio::select! {
+            biased;
+            () = until_shutdown(shutdown) => return End::Shutdown,
+            () = &mut closed => return End::Closed,
+            written = write_batch(&mut write_half, &batch, version, now) => written,
+        };
+        match written {
+            Ok(()) => shared.counters.count_written(lane.kind, batch.len() as u64),
+            Err(error) => {
+                debug!(addr = %shared.identity.address, "internode write failed: {error}");
+                return End::Closed;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
