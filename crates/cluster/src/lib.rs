@@ -1,11 +1,15 @@
-//! The cluster: where each partition's replicas are, and (to come, in the
-//! order of docs/design/cluster.md, section 13) messaging between nodes,
-//! membership, the metadata log, the coordinator, hints and the batchlog.
+//! The cluster: where each partition's replicas are, messaging between
+//! nodes, and (to come, in the order of docs/design/cluster.md, section
+//! 13) membership, the metadata log, the coordinator, hints and the
+//! batchlog.
 //!
 //! Built so far: [`ring`], the token ring and replica placement of
 //! SimpleStrategy and NetworkTopologyStrategy, as pure functions of the
 //! ring (cluster.md, "Placement"), so they can be tested on thousands of
-//! rings without a node.
+//! rings without a node; [`net`], internode messaging (the pure frame and
+//! handshake codec of docs/format/internode.md, and the `Messaging`
+//! service over it); and [`env`], the one owner of the node's sockets,
+//! timers and randomness, so a simulation can stand in for all three.
 //!
 //! This crate never sees CQL text and never depends on the query layer;
 //! storage never sees the network.

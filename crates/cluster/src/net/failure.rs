@@ -9,7 +9,7 @@
 use std::fmt;
 
 use super::limits::MAX_FAILURE_MESSAGE_BYTES;
-use super::wire::{put_bytes, truncate_utf8, Reader, WireError};
+use super::wire::{lossy_utf8, put_bytes, truncate_utf8, Reader, WireError};
 
 /// Why a request failed, by its wire code (unknown codes are kept).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,7 +88,8 @@ impl Failure {
     }
 
     /// Decodes a failure body. A message that is not UTF-8 is kept with
-    /// replacement characters: it only goes to logs.
+    /// replacement characters (cut back to the limit): it only goes to
+    /// logs.
     pub fn decode(payload: &[u8]) -> Result<Failure, WireError> {
         let mut r = Reader::new(payload);
         let reason = FailureReason(r.u16()?);
@@ -96,7 +97,7 @@ impl Failure {
         r.finish()?;
         Ok(Failure {
             reason,
-            message: String::from_utf8_lossy(message).into_owned(),
+            message: lossy_utf8(message, MAX_FAILURE_MESSAGE_BYTES),
         })
     }
 }

@@ -110,6 +110,16 @@ mod tests {
         fuzz_decode(&hello);
     }
 
+    /// Found by fuzzing: a HELLO whose release holds invalid UTF-8 became
+    /// longer than its limit as text, so it did not encode back to itself.
+    #[test]
+    fn regression_release_lossy_utf8_longer_than_limit() {
+        let data = include_bytes!(
+            "../../../../fuzz/regressions/internode_frame/release-lossy-utf8-longer-than-limit"
+        );
+        fuzz_decode(data);
+    }
+
     proptest! {
         #[test]
         fn arbitrary_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..512)) {

@@ -163,7 +163,7 @@ impl Shared {
         let mut budgets = self.inbound_budgets.lock();
         let budget = budgets
             .entry(peer)
-            .or_insert_with(|| Arc::new(Semaphore::new(INBOUND_BYTES_MAX_PER_PEER)));
+            .or_insert_with(|| Arc::new(inbound_semaphore()));
         budget.clone()
     }
 
@@ -257,6 +257,11 @@ impl Shared {
     }
 }
 
+/// One peer's inbound budget: a permit per byte of frames being handled.
+fn inbound_semaphore() -> Semaphore {
+    Semaphore::new(INBOUND_BYTES_MAX_PER_PEER)
+}
+
 /// What a response frame means for the request of `verb`.
 fn outcome(verb: Verb, from: SocketAddr, frame: Frame) -> Answer {
     let header = frame.header;
@@ -281,4 +286,20 @@ fn outcome(verb: Verb, from: SocketAddr, frame: Frame) -> Answer {
         header,
         payload: frame.payload,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inbound_budget_at_n_and_n_plus_one() {
+        let budget = inbound_semaphore();
+        let n = u32::try_from(INBOUND_BYTES_MAX_PER_PEER).expect("fits");
+        assert!(budget.try_acquire_many(n + 1).is_err(), "N + 1 waits");
+        let all = budget.try_acquire_many(n).expect("N is granted");
+        assert!(budget.try_acquire().is_err(), "nothing left past N");
+        drop(all);
+        assert_eq!(budget.available_permits(), INBOUND_BYTES_MAX_PER_PEER);
+    }
 }

@@ -156,6 +156,17 @@ pub fn truncate_utf8(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// `bytes` as text for logs: invalid UTF-8 shown as replacement
+/// characters, then cut to `max` bytes, so that the text encodes again
+/// within the limit its bytes were read under (a replacement character
+/// takes three bytes where the invalid byte took one).
+pub fn lossy_utf8(bytes: &[u8], max: usize) -> String {
+    let mut text = String::from_utf8_lossy(bytes).into_owned();
+    let keep = truncate_utf8(&text, max).len();
+    text.truncate(keep);
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +216,13 @@ mod tests {
         let mut huge = Vec::new();
         put_varint(&mut huge, u64::MAX);
         assert!(Reader::new(&huge).bytes("x", usize::MAX).is_err());
+    }
+
+    #[test]
+    fn lossy_text_stays_within_its_limit() {
+        // Found by fuzzing: 2 invalid bytes became 6 bytes of text.
+        assert_eq!(lossy_utf8(b"a\xff\xfe", 3), "a");
+        assert_eq!(lossy_utf8(b"a\xff\xfe", 10), "a\u{fffd}\u{fffd}");
     }
 
     #[test]

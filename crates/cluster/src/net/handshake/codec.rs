@@ -4,7 +4,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use super::{ClusterId, ConnectionKind, Hello, HelloAck, HelloReject, HostId, RejectReason};
 use crate::net::limits::{MAX_CLUSTER_NAME_BYTES, MAX_FAILURE_MESSAGE_BYTES, MAX_RELEASE_BYTES};
-use crate::net::wire::{put_bytes, truncate_utf8, Reader, WireError};
+use crate::net::wire::{lossy_utf8, put_bytes, truncate_utf8, Reader, WireError};
 
 impl Hello {
     pub fn encode(&self) -> Vec<u8> {
@@ -52,7 +52,7 @@ impl Hello {
             host_id: HostId(r.array()?),
             generation: r.i64()?,
             address: read_address(&mut r)?,
-            release: String::from_utf8_lossy(r.bytes("release", MAX_RELEASE_BYTES)?).into_owned(),
+            release: lossy_utf8(r.bytes("release", MAX_RELEASE_BYTES)?, MAX_RELEASE_BYTES),
         };
         r.finish()?;
         Ok(hello)
@@ -98,7 +98,7 @@ impl HelloReject {
         r.finish()?;
         Ok(HelloReject {
             reason,
-            message: String::from_utf8_lossy(message).into_owned(),
+            message: lossy_utf8(message, MAX_FAILURE_MESSAGE_BYTES),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! Tests of the handshake payloads and the acceptor's decision.
 
 use super::*;
-use crate::net::limits::{MAX_CLUSTER_NAME_BYTES, MAX_HANDSHAKE_PAYLOAD_BYTES};
+use crate::net::limits::{MAX_CLUSTER_NAME_BYTES, MAX_HANDSHAKE_PAYLOAD_BYTES, MAX_RELEASE_BYTES};
 use crate::net::wire::{put_bytes, WireError};
 use proptest::prelude::*;
 use std::net::{IpAddr, Ipv6Addr};
@@ -151,6 +151,22 @@ fn cluster_name_limit_at_n_and_n_plus_one() {
     let mut over = vec![1, 1, 0];
     put_bytes(&mut over, "n".repeat(MAX_CLUSTER_NAME_BYTES + 1).as_bytes());
     over.extend_from_slice(&bytes[3 + 2 + MAX_CLUSTER_NAME_BYTES..]);
+    assert!(matches!(
+        Hello::decode(&over),
+        Err(WireError::TooLong { .. })
+    ));
+}
+
+#[test]
+fn release_limit_at_n_and_n_plus_one() {
+    let mut peer = node(2, 7001);
+    peer.release = "r".repeat(MAX_RELEASE_BYTES);
+    let at_n = peer.hello(ConnectionKind::Small);
+    let bytes = at_n.encode();
+    assert_eq!(Hello::decode(&bytes), Ok(at_n));
+    // The release is the last field: rebuild it one byte longer.
+    let mut over = bytes[..bytes.len() - 1 - MAX_RELEASE_BYTES].to_vec();
+    put_bytes(&mut over, "r".repeat(MAX_RELEASE_BYTES + 1).as_bytes());
     assert!(matches!(
         Hello::decode(&over),
         Err(WireError::TooLong { .. })

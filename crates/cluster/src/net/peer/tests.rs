@@ -40,3 +40,71 @@ fn backoff_doubles_up_to_its_maximum() {
     b.refused();
     assert_eq!(b.delay(), Some(RECONNECT_BACKOFF_MAX));
 }
+
+mod connect_timeout {
+    //! `CONNECT_TIMEOUT` at N and N + 1, through a fake [`Network`] whose
+    //! connections open after a set delay: the seam a simulation uses.
+
+    use super::super::*;
+    use crate::env::BoxFuture;
+    use crate::env::{BoxStream, Clock, Env, Listener, Network, SeededRng, SystemClock};
+    use crate::net::connection::handshake_inbound;
+    use crate::net::handshake::{HostId, LocalIdentity};
+    use crate::net::limits::CONNECT_TIMEOUT;
+    use crate::net::messaging::MessagingConfig;
+    use crate::net::shared::Shared;
+    use std::io;
+
+    /// Connections that open `delay` after they are asked for, to an
+    /// acceptor that does the handshake and then stays silent.
+    struct SlowNetwork {
+        delay: Duration,
+        acceptor: LocalIdentity,
+    }
+
+    impl Network for SlowNetwork {
+        fn bind(&self, _addr: SocketAddr) -> BoxFuture<'_, io::Result<Box<dyn Listener>>> {
+            Box::pin(async { Err(io::ErrorKind::Unsupported.into()) })
+        }
+
+        fn connect(&self, _addr: SocketAddr) -> BoxFuture<'_, io::Result<BoxStream>> {
+            let (delay, acceptor) = (self.delay, self.acceptor.clone());
+            Box::pin(async move {
+                SystemClock.sleep(delay).await;
+                let (near, mut far) = tokio::io::duplex(4096);
+                tokio::spawn(async move {
+                    let _ = handshake_inbound(&mut far, &acceptor, false).await;
+                    std::future::pending::<()>().await;
+                });
+                Ok(Box::new(near) as BoxStream)
+            })
+        }
+    }
+
+    async fn open_after(delay: Duration) -> Result<u8, OpenError> {
+        let peer: SocketAddr = ([127, 0, 0, 2], 7000).into();
+        let acceptor = LocalIdentity::new("c", HostId([2; 16]), peer);
+        let env = Env {
+            net: Arc::new(SlowNetwork { delay, acceptor }),
+            clock: Arc::new(SystemClock),
+            rng: Arc::new(SeededRng::new(1)),
+        };
+        let me: SocketAddr = ([127, 0, 0, 1], 7000).into();
+        let config = MessagingConfig::new("c", HostId([1; 16]), me);
+        let identity = LocalIdentity::new("c", HostId([1; 16]), me);
+        let shared = Shared::new(env, identity, config);
+        open(&shared, peer, ConnectionKind::Small)
+            .await
+            .map(|(_, version)| version)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn connect_timeout_at_n_and_n_plus_one() {
+        let ms = Duration::from_millis(1);
+        assert_eq!(open_after(CONNECT_TIMEOUT - ms).await.ok(), Some(1));
+        assert!(matches!(
+            open_after(CONNECT_TIMEOUT + ms).await,
+            Err(OpenError::ConnectTimeout)
+        ));
+    }
+}
