@@ -82,17 +82,17 @@ pub struct Counters {
     /// HELLO_REJECTs this node received from peers.
     rejected_by_peer: [AtomicU64; REJECT_REASONS],
     /// Inbound connections that sent no whole HELLO in time.
-    pub handshake_timeouts: AtomicU64,
+    handshake_timeouts: AtomicU64,
     /// Inbound connections closed in the middle of a frame.
-    pub closed_mid_frame: AtomicU64,
+    closed_mid_frame: AtomicU64,
     /// Outbound connections that could not be opened or completed.
-    pub connect_failures: AtomicU64,
+    connect_failures: AtomicU64,
     /// Outbound connections that completed their handshake, per kind.
     connections: [AtomicU64; 2],
     /// Frames written, per connection kind.
     frames_written: [AtomicU64; 2],
     /// Requests answered with UNKNOWN_VERB.
-    pub unknown_verbs: AtomicU64,
+    unknown_verbs: AtomicU64,
 }
 
 impl Default for Counters {
@@ -182,6 +182,22 @@ impl Counters {
     /// Frames written on connections of `kind`.
     pub fn frames_written(&self, kind: ConnectionKind) -> u64 {
         get(&self.frames_written[kind as usize])
+    }
+
+    pub fn count_handshake_timeout(&self) {
+        bump(&self.handshake_timeouts, 1);
+    }
+
+    pub fn count_closed_mid_frame(&self) {
+        bump(&self.closed_mid_frame, 1);
+    }
+
+    pub fn count_connect_failure(&self) {
+        bump(&self.connect_failures, 1);
+    }
+
+    pub fn count_unknown_verb(&self) {
+        bump(&self.unknown_verbs, 1);
     }
 
     pub fn handshake_timeouts(&self) -> u64 {

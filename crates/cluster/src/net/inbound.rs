@@ -9,7 +9,6 @@
 //! is dropped and counted.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,10 +73,7 @@ async fn serve(shared: Arc<Shared>, mut stream: BoxStream, remote: SocketAddr) {
         Ok(Ok(accepted)) => accepted,
         Ok(Err(error)) => return refused(&shared, remote, error),
         Err(_) => {
-            shared
-                .counters
-                .handshake_timeouts
-                .fetch_add(1, Ordering::Relaxed);
+            shared.counters.count_handshake_timeout();
             return log_once(&shared, remote, "no HELLO within the handshake timeout");
         }
     };
@@ -122,10 +118,7 @@ fn closed(shared: &Shared, remote: SocketAddr, error: ReadError) {
             log_once(shared, remote, &format!("closing the connection: {error}"));
         }
         ReadError::Closed { mid_frame: true } => {
-            shared
-                .counters
-                .closed_mid_frame
-                .fetch_add(1, Ordering::Relaxed);
+            shared.counters.count_closed_mid_frame();
         }
         ReadError::Closed { mid_frame: false } | ReadError::Io(_) => {
             debug!(%remote, "internode connection closed: {error}");
@@ -152,10 +145,7 @@ async fn dispatch(shared: &Arc<Shared>, origin: Origin, frame: Frame, budget: &A
     let now = shared.env.clock.now();
     let deadline = (!one_way).then(|| now + Duration::from_millis(u64::from(header.timeout_ms)));
     let Some(handler) = shared.handler(header.verb) else {
-        shared
-            .counters
-            .unknown_verbs
-            .fetch_add(1, Ordering::Relaxed);
+        shared.counters.count_unknown_verb();
         if one_way {
             shared
                 .counters

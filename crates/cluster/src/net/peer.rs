@@ -192,10 +192,7 @@ async fn run_lane(shared: Arc<Shared>, addr: SocketAddr, lane: Arc<Lane>) {
                 }
             }
             Err(error) => {
-                shared
-                    .counters
-                    .connect_failures
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                shared.counters.count_connect_failure();
                 on_open_failure(&shared, addr, &error, &mut backoff);
             }
         }
