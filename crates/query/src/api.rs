@@ -160,6 +160,8 @@ pub enum BatchItem {
 pub struct NodeInfo {
     pub cluster_name: String,
     pub listen_address: IpAddr,
+    /// The internode port (`storage_port`).
+    pub listen_port: u16,
     pub rpc_address: IpAddr,
     pub native_port: u16,
     pub data_center: String,
@@ -180,6 +182,7 @@ impl NodeInfo {
         NodeInfo {
             cluster_name: "Test Cluster".into(),
             listen_address: IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            listen_port: 7000,
             rpc_address: IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             native_port: 9042,
             data_center: "datacenter1".into(),

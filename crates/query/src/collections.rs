@@ -15,18 +15,45 @@ use varve_types::{codec, time, CqlType, Value};
 /// Cassandra's reference time for list prepends (2010-01-01T00:00:00Z).
 const PREPEND_REFERENCE_MILLIS: i64 = 1_262_304_000_000;
 
-/// Adds the cells of one assignment to `row`.
+/// The live elements of a list column as a write read them first: (path,
+/// cell) in list order.
+pub type ListElements = Vec<(Bytes, Cell)>;
+
+/// Whether assignment `a` to `col` needs the list's current elements
+/// ([`current_elements`], read before [`assign`]): removing values from a
+/// list, or setting an element by index.
+pub fn assign_reads_list(col: &Column, a: &Assignment) -> bool {
+    matches!(col.ty, CqlType::List(_))
+        && matches!(a, Assignment::Remove { .. } | Assignment::SetElement { .. })
+}
+
+/// Whether deleting `element` of `col` needs the list's current elements
+/// (deleting a list element by index).
+pub fn delete_reads_list(col: &Column, element: Option<&Term>) -> bool {
+    element.is_some() && matches!(col.ty, CqlType::List(_))
+}
+
+/// The list's elements a write read first, or an error if the caller
+/// did not read them.
+fn read_first<'a>(current: Option<&'a ListElements>, col: &Column) -> Result<&'a ListElements> {
+    current.ok_or_else(|| {
+        QueryError::Server(format!(
+            "the elements of list {} were not read before the write",
+            col.name
+        ))
+    })
+}
+
+/// Adds the cells of one assignment to `row`; `current`: the list's
+/// elements when [`assign_reads_list`] says they are needed.
 #[allow(clippy::too_many_arguments)]
-pub async fn assign(
-    p: &Processor,
+pub fn assign(
     ctx: &Ctx<'_>,
-    table: &Table,
-    key: &PartitionKey,
-    prefix: Option<&Vec<Bytes>>,
     col: &Column,
     a: &Assignment,
     ts: i64,
     ttl: i32,
+    current: Option<&ListElements>,
     row: &mut Row,
 ) -> Result<()> {
     let now = ctx.now_seconds;
@@ -102,10 +129,10 @@ pub async fn assign(
                     return Ok(());
                 };
                 let remove: Vec<Vec<u8>> = remove.iter().map(codec::serialize).collect();
-                for (path, cell) in current_elements(p, ctx, table, key, prefix, col).await? {
+                for (path, cell) in read_first(current, col)? {
                     if remove.iter().any(|r| r[..] == cell.value[..]) {
                         row.cells
-                            .insert((col.id, Some(path)), Cell::tombstone(ts, now));
+                            .insert((col.id, Some(path.clone())), Cell::tombstone(ts, now));
                     }
                 }
                 Ok(())
@@ -159,7 +186,7 @@ pub async fn assign(
             }
             CqlType::List(et) => {
                 let index = list_index(ctx, elem_key, &col.name)?;
-                let current = current_elements(p, ctx, table, key, prefix, col).await?;
+                let current = read_first(current, col)?;
                 let (path, _) = current.get(index).cloned().ok_or_else(|| {
                     QueryError::Invalid(format!(
                         "List index {index} out of bound, list has size {}",
@@ -197,17 +224,14 @@ fn tombstone_element(row: &mut Row, col: &Column, element: &Value, ts: i64, now:
     );
 }
 
-/// Adds the cells of one DELETE target to `row`.
-#[allow(clippy::too_many_arguments)]
-pub async fn delete_target(
-    p: &Processor,
+/// Adds the cells of one DELETE target to `row`; `current`: the list's
+/// elements when [`delete_reads_list`] says they are needed.
+pub fn delete_target(
     ctx: &Ctx<'_>,
-    table: &Table,
-    key: &PartitionKey,
-    prefix: Option<&Vec<Bytes>>,
     col: &Column,
     element: Option<&Term>,
     ts: i64,
+    current: Option<&ListElements>,
     row: &mut Row,
 ) -> Result<()> {
     let now = ctx.now_seconds;
@@ -231,7 +255,7 @@ pub async fn delete_target(
         }
         CqlType::List(_) => {
             let index = list_index(ctx, elem, &col.name)?;
-            let current = current_elements(p, ctx, table, key, prefix, col).await?;
+            let current = read_first(current, col)?;
             let (path, _) = current.get(index).cloned().ok_or_else(|| {
                 QueryError::Invalid(format!(
                     "List index {index} out of bound, list has size {}",
@@ -370,7 +394,7 @@ fn timeuuid_from_ticks(ticks: u64, seed: &[u8; 16]) -> [u8; 16] {
 }
 
 /// The live elements of a list column now, in list order: (path, cell).
-async fn current_elements(
+pub async fn current_elements(
     p: &Processor,
     ctx: &Ctx<'_>,
     table: &Table,

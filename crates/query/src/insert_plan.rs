@@ -22,7 +22,6 @@ use crate::collections;
 use crate::context::Ctx;
 use crate::error::Result;
 use crate::memo::Lru;
-use crate::processor::Processor;
 use crate::restrictions;
 use crate::write::{using, Planned};
 use std::cell::RefCell;
@@ -118,8 +117,7 @@ fn compile(table: &Table, ins: &Insert) -> Option<CompiledInsert> {
 }
 
 /// Plans one execution of a compiled INSERT: the one row it writes.
-pub async fn plan(
-    p: &Processor,
+pub fn plan(
     ctx: &Ctx<'_>,
     table: &Arc<Table>,
     ins: &Insert,
@@ -145,33 +143,9 @@ pub async fn plan(
     let mut static_row = Row::default();
     for (col, set) in &c.cells {
         if col.kind == ColumnKind::Static {
-            collections::assign(
-                p,
-                ctx,
-                table,
-                &key,
-                None,
-                col,
-                set,
-                ts,
-                ttl,
-                &mut static_row,
-            )
-            .await?;
+            collections::assign(ctx, col, set, ts, ttl, None, &mut static_row)?;
         } else {
-            collections::assign(
-                p,
-                ctx,
-                table,
-                &key,
-                Some(&prefix),
-                col,
-                set,
-                ts,
-                ttl,
-                &mut row,
-            )
-            .await?;
+            collections::assign(ctx, col, set, ts, ttl, None, &mut row)?;
         }
     }
     let mut partition = Partition::default();

@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod api;
 mod cas;
+pub mod cluster_view;
 mod collections;
 mod compaction_config;
 mod comparator;

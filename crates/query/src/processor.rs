@@ -1,6 +1,7 @@
 //! The entry point: statements in, outcomes out.
 
 use crate::api::*;
+use crate::cluster_view::{ClusterView, NoPeers};
 use crate::context::{order_values, Ctx};
 use crate::data_path::DataPath;
 use crate::error::{QueryError, Result};
@@ -46,6 +47,8 @@ pub struct Processor {
     pub(crate) storage: Storage,
     /// Where statements read and write partitions (see [`DataPath`]).
     pub(crate) data: Arc<dyn DataPath>,
+    /// The other nodes, for system.peers (see [`ClusterView`]).
+    cluster_view: RwLock<Arc<dyn ClusterView>>,
     prepared: RwLock<HashMap<Bytes, Arc<Prepared>>>,
     last_micros: AtomicI64,
     cas_locks: Vec<tokio::sync::Mutex<()>>,
@@ -133,6 +136,7 @@ impl Processor {
             ddl_lock: tokio::sync::Mutex::new(()),
             storage,
             data,
+            cluster_view: RwLock::new(Arc::new(NoPeers)),
             prepared: RwLock::new(HashMap::new()),
             last_micros: AtomicI64::new(0),
             cas_locks: (0..CAS_LOCK_STRIPES)
@@ -363,7 +367,9 @@ impl Processor {
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 write::execute(self, ctx, &parsed.statement).await?
             }
-            Statement::Batch(b) => write::execute_inline_batch(self, ctx, b).await?,
+            // Boxed, as the rarer kinds below: a statement's future is as
+            // large as its largest kind, and every statement moves it.
+            Statement::Batch(b) => Box::pin(write::execute_inline_batch(self, ctx, b)).await?,
             Statement::Truncate(name) => ddl::truncate(self, ctx, name).await?,
             Statement::Use(name) => {
                 if ctx.schema.keyspace(name).is_none() {
@@ -388,7 +394,7 @@ impl Processor {
             }
             ddl_statement => {
                 let _guard = self.ddl_lock.lock().await;
-                ddl::execute(self, ctx, ddl_statement).await?
+                Box::pin(ddl::execute(self, ctx, ddl_statement)).await?
             }
         };
         Ok(result)
@@ -442,6 +448,17 @@ impl Processor {
     /// Where statements read and write partitions.
     pub fn data_path(&self) -> &Arc<dyn DataPath> {
         &self.data
+    }
+
+    /// What the node knows of the other nodes (system.peers).
+    pub fn cluster_view(&self) -> Arc<dyn ClusterView> {
+        self.cluster_view.read().clone()
+    }
+
+    /// Shows `view`'s peers from now on (the server sets it once the
+    /// cluster's membership runs).
+    pub fn set_cluster_view(&self, view: Arc<dyn ClusterView>) {
+        *self.cluster_view.write() = view;
     }
 
     /// Forgets prepared statements of a dropped keyspace or table.

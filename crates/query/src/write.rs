@@ -49,14 +49,9 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, stmt: &Statement) -> Resu
     let planned = plan(p, ctx, stmt, None).await?;
     if let Some(check) = planned.cas {
         crate::consistency::check_cas(p, ctx, &planned.table)?;
-        return cas::run(
-            p,
-            ctx,
-            vec![(planned.table, planned.updates)],
-            vec![check],
-            false,
-        )
-        .await;
+        // Boxed: conditional writes are rarer, and their future is large.
+        let groups = vec![(planned.table, planned.updates)];
+        return Box::pin(cas::run(p, ctx, groups, vec![check], false)).await;
     }
     crate::consistency::check_write(p, ctx, &planned.table)?;
     apply(p, ctx, &planned.table, planned.updates, WriteKind::Simple).await?;
@@ -181,7 +176,7 @@ async fn finish_batch(
             }
             groups.push((pl.table, pl.updates));
         }
-        return cas::run(p, ctx, groups, checks, true).await;
+        return Box::pin(cas::run(p, ctx, groups, checks, true)).await;
     }
     let kind = match logged {
         true => WriteKind::LoggedBatch,
@@ -311,7 +306,7 @@ async fn plan_insert(
 ) -> Result<Planned> {
     let table = writable_table(ctx, &ins.table)?;
     if let Some(c) = &*insert_plan::compiled(&table, ins) {
-        return insert_plan::plan(p, ctx, &table, ins, c, batch_ts).await;
+        return insert_plan::plan(ctx, &table, ins, c, batch_ts);
     }
     if ins.json.is_some() {
         return Err(QueryError::Invalid(
@@ -539,8 +534,11 @@ async fn build(
                 .column(assignment_column(a))
                 .ok_or_else(|| QueryError::Server("column vanished".into()))?;
             if col.kind == ColumnKind::Static {
-                collections::assign(p, ctx, table, key, None, col, a, ts, ttl, &mut static_row)
-                    .await?;
+                let current = match collections::assign_reads_list(col, a) {
+                    true => Some(read_list(p, ctx, table, key, None, col).await?),
+                    false => None,
+                };
+                collections::assign(ctx, col, a, ts, ttl, current.as_ref(), &mut static_row)?;
             } else {
                 if rows.is_empty() {
                     return Err(QueryError::Invalid(format!(
@@ -553,8 +551,11 @@ async fn build(
                     )));
                 }
                 for (prefix, row) in rows.iter_mut() {
-                    collections::assign(p, ctx, table, key, Some(prefix), col, a, ts, ttl, row)
-                        .await?;
+                    let current = match collections::assign_reads_list(col, a) {
+                        true => Some(read_list(p, ctx, table, key, Some(prefix), col).await?),
+                        false => None,
+                    };
+                    collections::assign(ctx, col, a, ts, ttl, current.as_ref(), row)?;
                 }
             }
         }
@@ -584,6 +585,23 @@ async fn build(
 }
 
 /// The error for a write whose WHERE fixes only a prefix of the clustering.
+/// A list's current elements, read before a write that needs them (see
+/// [`collections::assign_reads_list`]). Boxed: the read is rare, and its
+/// future would otherwise enlarge every write's.
+async fn read_list(
+    p: &Processor,
+    ctx: &Ctx<'_>,
+    table: &Table,
+    key: &PartitionKey,
+    prefix: Option<&Vec<Bytes>>,
+    col: &Column,
+) -> Result<collections::ListElements> {
+    Box::pin(collections::current_elements(
+        p, ctx, table, key, prefix, col,
+    ))
+    .await
+}
+
 fn missing_clustering(table: &Table, sel: &restrictions::Selection) -> QueryError {
     let missing: Vec<&str> = table
         .clustering()
@@ -684,32 +702,25 @@ async fn plan_delete(
                 };
             for (col, element) in &targets {
                 if col.kind == ColumnKind::Static {
+                    let current = match collections::delete_reads_list(col, *element) {
+                        true => Some(read_list(p, ctx, &table, key, None, col).await?),
+                        false => None,
+                    };
                     collections::delete_target(
-                        p,
                         ctx,
-                        &table,
-                        key,
-                        None,
                         col,
                         *element,
                         ts,
+                        current.as_ref(),
                         &mut static_row,
-                    )
-                    .await?;
+                    )?;
                 } else {
                     for (prefix, row) in rows.iter_mut() {
-                        collections::delete_target(
-                            p,
-                            ctx,
-                            &table,
-                            key,
-                            Some(prefix),
-                            col,
-                            *element,
-                            ts,
-                            row,
-                        )
-                        .await?;
+                        let current = match collections::delete_reads_list(col, *element) {
+                            true => Some(read_list(p, ctx, &table, key, Some(prefix), col).await?),
+                            false => None,
+                        };
+                        collections::delete_target(ctx, col, *element, ts, current.as_ref(), row)?;
                     }
                 }
             }

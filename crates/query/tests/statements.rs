@@ -191,3 +191,50 @@ fn decimal_literals_keep_every_digit() {
         ]]
     );
 }
+
+/// Two peers as a cluster's membership would describe them.
+struct TwoPeers;
+
+impl varve_query::cluster_view::ClusterView for TwoPeers {
+    fn peers(&self) -> Vec<varve_query::cluster_view::PeerInfo> {
+        (2..=3u8)
+            .map(|i| varve_query::cluster_view::PeerInfo {
+                listen_address: [127, 0, 0, i].into(),
+                listen_port: 7000,
+                rpc_address: [127, 0, 1, i].into(),
+                native_port: 9042,
+                data_center: format!("dc{i}"),
+                rack: "rack1".into(),
+                host_id: [i; 16],
+                release_version: "5.0.4".into(),
+                schema_version: [9; 16],
+                tokens: vec![i64::from(i) * 100, -i64::from(i)],
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn the_peers_tables_show_what_the_cluster_view_knows() {
+    let mut db = Db::new();
+    assert!(db.rows("SELECT peer FROM system.peers").is_empty(), "alone");
+    db.p.set_cluster_view(std::sync::Arc::new(TwoPeers));
+    let sorted = |mut rows: Vec<Vec<String>>| {
+        rows.sort();
+        rows
+    };
+    assert_eq!(
+        sorted(db.rows("SELECT peer, data_center, rpc_address, tokens FROM system.peers")),
+        [
+            ["'127.0.0.2'", "'dc2'", "'127.0.1.2'", "{'-2', '200'}"],
+            ["'127.0.0.3'", "'dc3'", "'127.0.1.3'", "{'-3', '300'}"],
+        ]
+    );
+    assert_eq!(
+        sorted(db.rows("SELECT peer, peer_port, native_address, native_port FROM system.peers_v2")),
+        [
+            ["'127.0.0.2'", "7000", "'127.0.1.2'", "9042"],
+            ["'127.0.0.3'", "7000", "'127.0.1.3'", "9042"],
+        ]
+    );
+}

@@ -75,6 +75,7 @@ mod tests {
         let node = varve_query::NodeInfo {
             cluster_name: "c".into(),
             listen_address: [127, 0, 0, 1].into(),
+            listen_port: 7000,
             rpc_address: [127, 0, 0, 1].into(),
             native_port: 9042,
             data_center: "datacenter1".into(),

@@ -29,7 +29,8 @@ pub type VRow = BTreeMap<&'static str, Value>;
 pub fn materialize(p: &Processor, table: &Table, ctx: &Ctx) -> Result<Storage> {
     let rows = match (table.keyspace.as_str(), table.name.as_str()) {
         ("system", "local") => vec![schema_rows::local(p, &ctx.schema)],
-        ("system", "peers") | ("system", "peers_v2") => Vec::new(),
+        ("system", "peers") => schema_rows::peers(&p.cluster_view().peers(), false),
+        ("system", "peers_v2") => schema_rows::peers(&p.cluster_view().peers(), true),
         ("system_schema", name) => schema_rows::schema_table(name, &ctx.schema),
         ("system_virtual_schema", name) => schema_rows::virtual_schema_table(name, &ctx.schema),
         ("system_views", name) => views::rows(p, name),

@@ -22,14 +22,14 @@ pub fn local(p: &Processor, schema: &Schema) -> VRow {
     r.insert("key", text("local"));
     r.insert("bootstrapped", text("COMPLETED"));
     r.insert("broadcast_address", Value::Inet(n.listen_address));
-    r.insert("broadcast_port", Value::Int(7000));
+    r.insert("broadcast_port", Value::Int(i32::from(n.listen_port)));
     r.insert("cluster_name", text(&n.cluster_name));
     r.insert("cql_version", text(&n.cql_version));
     r.insert("data_center", text(&n.data_center));
     r.insert("gossip_generation", Value::Int(0));
     r.insert("host_id", Value::Uuid(n.host_id));
     r.insert("listen_address", Value::Inet(n.listen_address));
-    r.insert("listen_port", Value::Int(7000));
+    r.insert("listen_port", Value::Int(i32::from(n.listen_port)));
     r.insert("native_protocol_version", text(&n.native_protocol_version));
     r.insert(
         "partitioner",
@@ -45,6 +45,36 @@ pub fn local(p: &Processor, schema: &Schema) -> VRow {
         Value::Set(n.tokens.iter().map(|t| text(&t.to_string())).collect()),
     );
     r
+}
+
+/// The rows of `system.peers` (`v2`: `system.peers_v2`), one per peer.
+pub fn peers(peers: &[crate::cluster_view::PeerInfo], v2: bool) -> Vec<VRow> {
+    peers
+        .iter()
+        .map(|peer| {
+            let mut r = VRow::new();
+            r.insert("peer", Value::Inet(peer.listen_address));
+            r.insert("data_center", text(&peer.data_center));
+            r.insert("host_id", Value::Uuid(peer.host_id));
+            r.insert("preferred_ip", Value::Inet(peer.listen_address));
+            r.insert("rack", text(&peer.rack));
+            r.insert("release_version", text(&peer.release_version));
+            r.insert("schema_version", Value::Uuid(peer.schema_version));
+            r.insert(
+                "tokens",
+                Value::Set(peer.tokens.iter().map(|t| text(&t.to_string())).collect()),
+            );
+            if v2 {
+                r.insert("peer_port", Value::Int(i32::from(peer.listen_port)));
+                r.insert("native_address", Value::Inet(peer.rpc_address));
+                r.insert("native_port", Value::Int(i32::from(peer.native_port)));
+                r.insert("preferred_port", Value::Int(i32::from(peer.listen_port)));
+            } else {
+                r.insert("rpc_address", Value::Inet(peer.rpc_address));
+            }
+            r
+        })
+        .collect()
 }
 
 /// Keyspaces that system_schema lists (not the virtual ones).
