@@ -140,13 +140,13 @@ def nodetool(node, *args, timeout=300):
     return out.stdout
 
 
-def connect(host, port, protocol_version, **kwargs):
+def connect(host, port, protocol_version, local_dc="datacenter1", **kwargs):
     """A Cluster pinned to one protocol version, token-aware, local DC."""
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 
     profile = ExecutionProfile(
-        load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc="datacenter1")),
+        load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=local_dc)),
         request_timeout=20,
     )
     kwargs.setdefault("connect_timeout", 10)

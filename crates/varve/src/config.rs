@@ -72,6 +72,13 @@ struct FileConfig {
     commitlog_sync_group_window: Option<Value>,
     /// Varve's own key: the admin HTTP port.
     admin_port: Option<u16>,
+    // The node's place in a cluster (crate::topology_config).
+    seed_provider: Option<Vec<crate::topology_config::SeedProvider>>,
+    storage_port: Option<u16>,
+    endpoint_snitch: Option<String>,
+    phi_convict_threshold: Option<f64>,
+    dc: Option<String>,
+    rack: Option<String>,
     #[serde(flatten)]
     unknown: BTreeMap<String, Value>,
 }
@@ -125,6 +132,8 @@ pub struct Settings {
     pub max_frame_body_bytes: usize,
     pub max_connections: usize,
     pub num_tokens: usize,
+    /// Seeds, storage port, snitch, data centre and rack.
+    pub topology: crate::topology_config::Topology,
 }
 
 fn parse_address(key: &str, text: &str) -> anyhow::Result<IpAddr> {
@@ -167,15 +176,18 @@ impl Settings {
             cgroup_limit: crate::memory_limit::cgroup_memory_limit(),
             physical: crate::memory_limit::physical_memory(),
         };
-        Settings::from_file_and_flags(file, args, memory)
+        let rackdc = crate::topology_config::Topology::read_rackdc(args.config.as_deref())?;
+        Settings::from_file_and_flags(file, args, memory, rackdc.as_deref())
     }
 
     /// The settings from the file and the flags; `memory` fits the memory
-    /// budgets' defaults (see [`crate::memory_limit`]).
+    /// budgets' defaults (see [`crate::memory_limit`]); `rackdc`: the
+    /// contents of cassandra-rackdc.properties, if there is one.
     fn from_file_and_flags(
         file: FileConfig,
         args: &ServerArgs,
         memory: NodeMemory,
+        rackdc: Option<&str>,
     ) -> anyhow::Result<Settings> {
         let memory_limit = memory.cgroup_limit;
         for key in file.unknown.keys() {
@@ -346,7 +358,26 @@ impl Settings {
                 default_writes.compaction,
             )?,
         };
+        let topology = crate::topology_config::Topology::resolve(
+            &crate::topology_config::TopologyFile {
+                seed_provider: file.seed_provider,
+                storage_port: file.storage_port,
+                endpoint_snitch: file.endpoint_snitch,
+                phi_convict_threshold: file.phi_convict_threshold,
+                dc: file.dc,
+                rack: file.rack,
+            },
+            &crate::topology_config::TopologyFlags {
+                seeds: args.seeds.clone(),
+                storage_port: args.storage_port,
+                dc: args.dc.clone(),
+                rack: args.rack.clone(),
+            },
+            rackdc,
+            listen_address,
+        )?;
         Ok(Settings {
+            topology,
             cluster_name: args
                 .cluster_name
                 .clone()
@@ -425,7 +456,7 @@ mod tests {
     use varve_storage::fs::DiskAccessMode;
 
     fn resolve(yaml: &str, args: &ServerArgs) -> anyhow::Result<Settings> {
-        Settings::from_file_and_flags(parse_file(yaml)?, args, NodeMemory::default())
+        Settings::from_file_and_flags(parse_file(yaml)?, args, NodeMemory::default(), None)
     }
 
     #[test]
@@ -438,6 +469,7 @@ mod tests {
                     cgroup_limit: Some(1536 * MIB),
                     physical: Some(24 << 30),
                 },
+                None,
             )
             .unwrap()
         };
@@ -460,8 +492,13 @@ mod tests {
                 cgroup_limit: None,
                 physical: Some(24 << 30),
             };
-            Settings::from_file_and_flags(parse_file(yaml).unwrap(), &ServerArgs::default(), memory)
-                .unwrap()
+            Settings::from_file_and_flags(
+                parse_file(yaml).unwrap(),
+                &ServerArgs::default(),
+                memory,
+                None,
+            )
+            .unwrap()
         };
         let s = on_machine("");
         assert_eq!(s.file_cache_bytes, 3 << 30);
@@ -590,7 +627,8 @@ mod tests {
         let yaml = "cluster_name: Prod\nnative_transport_port: 9500\nrpc_address: 127.0.0.2\n\
                     data_file_directories: [/tmp/a, /tmp/b]\ncommitlog_sync_period: 5s\n\
                     native_transport_max_frame_size: 32MiB\nnative_transport_max_concurrent_connections: 10\n\
-                    num_tokens: 8\nhints_directory: /x\nseed_provider: [{class_name: foo}]\n";
+                    num_tokens: 8\nhints_directory: /x\n\
+                    seed_provider: [{class_name: org.apache.cassandra.locator.SimpleSeedProvider, parameters: [{seeds: '127.0.0.5'}]}]\n";
         let s = resolve(yaml, &ServerArgs::default()).expect("file");
         assert_eq!(s.cluster_name, "Prod");
         assert_eq!(s.native_port, 9500);
@@ -600,6 +638,7 @@ mod tests {
         assert_eq!(s.max_frame_body_bytes, 32 << 20);
         assert_eq!(s.max_connections, 10);
         assert_eq!(s.num_tokens, 8);
+        assert_eq!(s.topology.seeds, ["127.0.0.5:7000".parse().unwrap()]);
         let args = ServerArgs {
             port: Some(1),
             cluster_name: Some("Flag".into()),

@@ -1,5 +1,7 @@
 //! `varve`: the one binary of Varve. Subcommands: `server` (run a node),
-//! `nodetool` (operate a running node), `stress` (a CQL load generator).
+//! `nodetool` (operate a running node), `stress` (a CQL load generator),
+//! `report` and `bench` (the seed experiments), `cluster` (a local cluster
+//! of several nodes).
 //!
 //! The binary only wires things together: it reads flags and the YAML
 //! config, prepares the data directory and the node's identity
@@ -7,7 +9,9 @@
 
 mod allocator;
 mod bench_cmd;
+mod cluster_cmd;
 mod config;
+mod launcher;
 mod memory_limit;
 mod node;
 mod node_metrics;
@@ -15,6 +19,7 @@ mod nodetool;
 mod report_cmd;
 mod sizes;
 mod stress_cmd;
+mod topology_config;
 
 use std::path::PathBuf;
 
@@ -47,6 +52,8 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Run a seed experiment end to end (embedded node or --hosts) into a report directory.
     Bench(Box<bench_cmd::BenchArgs>),
+    /// A local cluster on 127.0.0.1 .. 127.0.0.N: start, stop, status, kill, nodetool.
+    Cluster(cluster_cmd::ClusterArgs),
 }
 
 /// Flags of `varve server`; each overrides the same setting of `--config`.
@@ -70,6 +77,19 @@ pub struct ServerArgs {
     /// Cluster name shown in system.local (default "Test Cluster").
     #[arg(long)]
     pub cluster_name: Option<String>,
+    /// Seeds: "host[:port],..." (cassandra.yaml `seed_provider`; default:
+    /// this node alone).
+    #[arg(long, value_name = "HOSTS")]
+    pub seeds: Option<String>,
+    /// Internode messaging port (cassandra.yaml `storage_port`, default 7000).
+    #[arg(long)]
+    pub storage_port: Option<u16>,
+    /// This node's data centre (GossipingPropertyFileSnitch; default datacenter1).
+    #[arg(long)]
+    pub dc: Option<String>,
+    /// This node's rack (GossipingPropertyFileSnitch; default rack1).
+    #[arg(long)]
+    pub rack: Option<String>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -84,6 +104,7 @@ fn main() -> std::process::ExitCode {
         Command::Stress(args) => stress_cmd::run(*args),
         Command::Report(args) => report_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(*args),
+        Command::Cluster(args) => cluster_cmd::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -22,8 +22,6 @@ pub const RELEASE_VERSION: &str = "5.0.4";
 pub const CQL_VERSION: &str = "3.4.7";
 /// Highest native protocol version, as system.local shows it.
 pub const NATIVE_PROTOCOL_VERSION: &str = "5";
-pub const DATA_CENTER: &str = "datacenter1";
-pub const RACK: &str = "rack1";
 
 /// Builds the facts system.local shows, loading or creating the identity.
 pub fn node_info(settings: &Settings, native_port: u16) -> anyhow::Result<NodeInfo> {
@@ -32,10 +30,11 @@ pub fn node_info(settings: &Settings, native_port: u16) -> anyhow::Result<NodeIn
     Ok(NodeInfo {
         cluster_name: settings.cluster_name.clone(),
         listen_address: settings.listen_address,
+        listen_port: settings.topology.storage_port,
         rpc_address: broadcast_rpc(settings.rpc_address, settings.listen_address),
         native_port,
-        data_center: DATA_CENTER.to_string(),
-        rack: RACK.to_string(),
+        data_center: settings.topology.dc.clone(),
+        rack: settings.topology.rack.clone(),
         tokens,
         host_id,
         release_version: RELEASE_VERSION.to_string(),

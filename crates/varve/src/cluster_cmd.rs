@@ -1,0 +1,240 @@
+//! `varve cluster`: start, stop and inspect a local cluster on 127.0.0.x
+//! (see [`crate::launcher`]).
+//!
+//! `start --nodes N [--dcs D]` creates the cluster (or starts the one the
+//! directory holds) and returns once every node is ready, printing the
+//! contact points; `start N` starts one node; `stop`, `status`, `kill N`
+//! (SIGKILL, as a crash) and `nodetool N ...` (any `varve nodetool`
+//! command, sent to node N).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+
+use crate::launcher::{self, Layout, Node, Ports};
+
+#[derive(Args, Debug)]
+pub struct ClusterArgs {
+    /// The cluster's directory.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "./varve-cluster",
+        global = true
+    )]
+    pub dir: PathBuf,
+    #[command(subcommand)]
+    pub command: ClusterCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Start every node (creating the cluster), or node N.
+    Start {
+        /// Only this node (1-based).
+        node: Option<usize>,
+        /// Nodes of a new cluster.
+        #[arg(long, default_value_t = 3)]
+        nodes: usize,
+        /// Data centres of a new cluster.
+        #[arg(long, default_value_t = 1)]
+        dcs: usize,
+        /// CQL port of every node of a new cluster.
+        #[arg(long, default_value_t = launcher::NATIVE_PORT)]
+        native_port: u16,
+        /// Admin HTTP port of every node of a new cluster.
+        #[arg(long, default_value_t = launcher::ADMIN_PORT)]
+        admin_port: u16,
+        /// Internode port of every node of a new cluster.
+        #[arg(long, default_value_t = launcher::STORAGE_PORT)]
+        storage_port: u16,
+    },
+    /// Stop every node (SIGTERM, then SIGKILL after a while).
+    Stop,
+    /// Each node: address, data centre, process, and whether it answers.
+    Status,
+    /// SIGKILL node N (a crash).
+    Kill { node: usize },
+    /// Run `varve nodetool` against node N: `nodetool N info`.
+    #[command(disable_help_flag = true)]
+    Nodetool {
+        node: usize,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
+    let dir = args.dir;
+    match args.command {
+        ClusterCommand::Start {
+            node,
+            nodes,
+            dcs,
+            native_port,
+            admin_port,
+            storage_port,
+        } => {
+            let ports = Ports {
+                native: native_port,
+                admin: admin_port,
+                storage: storage_port,
+            };
+            start(&dir, node, Layout::new(nodes, dcs, ports))
+        }
+        ClusterCommand::Stop => stop(&dir),
+        ClusterCommand::Status => status(&dir),
+        ClusterCommand::Kill { node } => kill(&dir, node),
+        ClusterCommand::Nodetool { node, args } => nodetool(&dir, node, &args),
+    }
+}
+
+fn layout(dir: &Path) -> anyhow::Result<Layout> {
+    Layout::load(dir)?.with_context(|| {
+        format!(
+            "{} holds no cluster: `varve cluster start --nodes N --dir {}` creates one",
+            dir.display(),
+            dir.display()
+        )
+    })
+}
+
+/// Starts node `only`, or every node; `new` is the layout of a cluster
+/// the directory does not hold yet.
+fn start(dir: &Path, only: Option<usize>, new: anyhow::Result<Layout>) -> anyhow::Result<()> {
+    let layout = match (Layout::load(dir)?, only) {
+        (Some(l), _) => l,
+        (None, Some(_)) => return layout(dir).map(|_| ()),
+        (None, None) => {
+            let l = new?;
+            l.save(dir)?;
+            l
+        }
+    };
+    let targets: Vec<Node> = match only {
+        Some(i) => vec![layout.node(i)?],
+        None => layout.all(),
+    };
+    let binary = std::env::current_exe().context("finding the varve binary")?;
+    let started = Instant::now();
+    for node in &targets {
+        if let Some(pid) = launcher::running_pid(dir, node.index) {
+            println!("node{} already runs (pid {pid})", node.index);
+            continue;
+        }
+        launcher::spawn(&binary, dir, &layout, node)?;
+    }
+    for node in &targets {
+        wait_ready(dir, node, layout.ports)?;
+    }
+    println!(
+        "ready in {:.2} s; contact points: {}",
+        started.elapsed().as_secs_f64(),
+        targets
+            .iter()
+            .map(|n| format!("{}:{}", n.address, layout.ports.native))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    Ok(())
+}
+
+/// Waits until `node` answers, or fails naming its log.
+fn wait_ready(dir: &Path, node: &Node, ports: Ports) -> anyhow::Result<()> {
+    let until = Instant::now() + launcher::READY_TIMEOUT;
+    let log = launcher::node_dir(dir, node.index).join("varve.log");
+    while Instant::now() < until {
+        if launcher::healthy(node, ports) {
+            return Ok(());
+        }
+        if launcher::running_pid(dir, node.index).is_none() {
+            bail!(
+                "node{} exited while starting; see {}",
+                node.index,
+                log.display()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    bail!(
+        "node{} not ready within {:?}; see {}",
+        node.index,
+        launcher::READY_TIMEOUT,
+        log.display()
+    )
+}
+
+fn stop(dir: &Path) -> anyhow::Result<()> {
+    let layout = layout(dir)?;
+    let mut stopping = Vec::new();
+    for node in layout.all() {
+        if let Some(pid) = launcher::running_pid(dir, node.index) {
+            launcher::signal(pid, libc::SIGTERM)?;
+            stopping.push((node.index, pid));
+        }
+    }
+    for (index, pid) in stopping {
+        if !launcher::wait_exit(pid, launcher::STOP_TIMEOUT) {
+            eprintln!(
+                "node{index} did not stop within {:?}: killed",
+                launcher::STOP_TIMEOUT
+            );
+            launcher::signal(pid, libc::SIGKILL)?;
+            launcher::wait_exit(pid, launcher::STOP_TIMEOUT);
+        }
+        println!("node{index} stopped");
+    }
+    Ok(())
+}
+
+fn status(dir: &Path) -> anyhow::Result<()> {
+    let layout = layout(dir)?;
+    println!(
+        "{:<7} {:<11} {:<12} {:<8} state",
+        "node", "address", "dc", "pid"
+    );
+    for node in layout.all() {
+        let pid = launcher::running_pid(dir, node.index);
+        let state = match (pid, pid.is_some() && launcher::healthy(&node, layout.ports)) {
+            (None, _) => "down",
+            (Some(_), true) => "up",
+            (Some(_), false) => "starting or not answering",
+        };
+        let pid = pid.map_or("-".to_string(), |p| p.to_string());
+        println!(
+            "node{:<3} {:<11} {:<12} {:<8} {state}",
+            node.index, node.address, node.dc, pid
+        );
+    }
+    Ok(())
+}
+
+fn kill(dir: &Path, index: usize) -> anyhow::Result<()> {
+    let layout = layout(dir)?;
+    layout.node(index)?;
+    let pid =
+        launcher::running_pid(dir, index).with_context(|| format!("node{index} is not running"))?;
+    launcher::signal(pid, libc::SIGKILL)?;
+    launcher::wait_exit(pid, launcher::STOP_TIMEOUT);
+    println!("node{index} killed");
+    Ok(())
+}
+
+fn nodetool(dir: &Path, index: usize, args: &[String]) -> anyhow::Result<()> {
+    let layout = layout(dir)?;
+    let node = layout.node(index)?;
+    let binary = std::env::current_exe().context("finding the varve binary")?;
+    let status = std::process::Command::new(binary)
+        .arg("nodetool")
+        .args(["-h", &node.address.to_string()])
+        .args(["-p", &layout.ports.admin.to_string()])
+        .args(args)
+        .status()
+        .context("running nodetool")?;
+    if !status.success() {
+        bail!("nodetool on node{index} failed");
+    }
+    Ok(())
+}

@@ -1,0 +1,316 @@
+//! A local cluster of `varve server` processes, in the spirit of ccm: node
+//! N listens on 127.0.0.N with the same ports on every address, keeps its
+//! data, log and process id under `DIR/nodeN`, and the cluster's shape is
+//! in `DIR/cluster.json`.
+//!
+//! Data centres: one is `datacenter1`, as a single node's; several are
+//! `dc1`, `dc2`, ..., nodes split among them in order (five nodes over two
+//! data centres: three in dc1, two in dc2). Every node is in `rack1`. The
+//! first node of each data centre is a seed.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+/// The most nodes a local cluster has (127.0.0.1 to 127.0.0.MAX).
+pub const MAX_NODES: usize = 32;
+/// Ports every node uses on its own address.
+pub const NATIVE_PORT: u16 = 9042;
+pub const ADMIN_PORT: u16 = 9180;
+pub const STORAGE_PORT: u16 = 7000;
+/// How long `start` waits for a node to be ready.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `stop` waits for a node to exit after SIGTERM before SIGKILL.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The cluster name of a local cluster.
+pub const CLUSTER_NAME: &str = "varve-local";
+
+/// `DIR/cluster.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    pub nodes: usize,
+    pub dcs: usize,
+    /// The ports every node uses on its own address.
+    #[serde(default)]
+    pub ports: Ports,
+}
+
+/// CQL, admin and internode ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ports {
+    pub native: u16,
+    pub admin: u16,
+    pub storage: u16,
+}
+
+impl Default for Ports {
+    fn default() -> Self {
+        Ports {
+            native: NATIVE_PORT,
+            admin: ADMIN_PORT,
+            storage: STORAGE_PORT,
+        }
+    }
+}
+
+/// One node of the layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// 1-based.
+    pub index: usize,
+    pub address: IpAddr,
+    pub dc: String,
+    pub rack: String,
+}
+
+impl Layout {
+    pub fn new(nodes: usize, dcs: usize, ports: Ports) -> anyhow::Result<Layout> {
+        if nodes == 0 || nodes > MAX_NODES {
+            bail!("--nodes must be between 1 and {MAX_NODES}, not {nodes}");
+        }
+        if dcs == 0 || dcs > nodes {
+            bail!("--dcs must be between 1 and the number of nodes ({nodes}), not {dcs}");
+        }
+        if ports.native == 0 || ports.admin == 0 || ports.storage == 0 {
+            bail!("a local cluster's ports must be fixed (not 0): every node uses the same ones");
+        }
+        Ok(Layout { nodes, dcs, ports })
+    }
+
+    /// The data centre of node `index` (1-based): nodes split in order,
+    /// the first data centres taking one more when they do not divide.
+    pub fn dc_of(&self, index: usize) -> String {
+        if self.dcs == 1 {
+            return "datacenter1".to_string();
+        }
+        let (base, extra) = (self.nodes / self.dcs, self.nodes % self.dcs);
+        let mut first = 1;
+        for dc in 1..=self.dcs {
+            let size = base + usize::from(dc <= extra);
+            if index < first + size {
+                return format!("dc{dc}");
+            }
+            first += size;
+        }
+        format!("dc{}", self.dcs)
+    }
+
+    pub fn node(&self, index: usize) -> anyhow::Result<Node> {
+        if index == 0 || index > self.nodes {
+            bail!(
+                "there is no node {index}: the cluster has nodes 1 to {}",
+                self.nodes
+            );
+        }
+        Ok(Node {
+            index,
+            address: address_of(index),
+            dc: self.dc_of(index),
+            rack: "rack1".to_string(),
+        })
+    }
+
+    pub fn all(&self) -> Vec<Node> {
+        (1..=self.nodes).filter_map(|i| self.node(i).ok()).collect()
+    }
+
+    /// The first node of each data centre, as `host:port` seeds.
+    pub fn seeds(&self) -> String {
+        let mut seen: Vec<String> = Vec::new();
+        let mut seeds = Vec::new();
+        for n in self.all() {
+            if !seen.contains(&n.dc) {
+                seen.push(n.dc.clone());
+                seeds.push(format!("{}:{}", n.address, self.ports.storage));
+            }
+        }
+        seeds.join(",")
+    }
+
+    pub fn load(dir: &Path) -> anyhow::Result<Option<Layout>> {
+        let path = dir.join("cluster.json");
+        if !path.exists() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let layout: Layout = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a cluster layout", path.display()))?;
+        Layout::new(layout.nodes, layout.dcs, layout.ports).map(Some)
+    }
+
+    pub fn save(&self, dir: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(dir.join("cluster.json"), text)
+            .with_context(|| format!("writing {}/cluster.json", dir.display()))
+    }
+}
+
+/// 127.0.0.N for node N.
+pub fn address_of(index: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, index as u8))
+}
+
+/// Where node N keeps its data, log and process id.
+pub fn node_dir(dir: &Path, index: usize) -> PathBuf {
+    dir.join(format!("node{index}"))
+}
+
+/// The process id of a running node, if it runs.
+pub fn running_pid(dir: &Path, index: usize) -> Option<i32> {
+    let text = std::fs::read_to_string(node_dir(dir, index).join("pid")).ok()?;
+    let pid: i32 = text.trim().parse().ok()?;
+    alive(pid).then_some(pid)
+}
+
+/// Whether process `pid` exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses.
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Starts node `node` of `layout` in the background with `binary`; its
+/// output goes to `nodeN/varve.log`, its pid to `nodeN/pid`.
+pub fn spawn(binary: &Path, dir: &Path, layout: &Layout, node: &Node) -> anyhow::Result<i32> {
+    let home = node_dir(dir, node.index);
+    std::fs::create_dir_all(home.join("data"))
+        .with_context(|| format!("creating {}", home.display()))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.join("varve.log"))
+        .with_context(|| format!("opening {}/varve.log", home.display()))?;
+    let child = {
+        use std::os::unix::process::CommandExt;
+        Command::new(binary)
+            .arg("server")
+            .args(["--listen", &node.address.to_string()])
+            .args(["--data-dir", &home.join("data").to_string_lossy()])
+            .args(["--cluster-name", CLUSTER_NAME])
+            .args(["--seeds", &layout.seeds()])
+            .args(["--dc", &node.dc, "--rack", &node.rack])
+            .args(["--port", &layout.ports.native.to_string()])
+            .args(["--admin-port", &layout.ports.admin.to_string()])
+            .args(["--storage-port", &layout.ports.storage.to_string()])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            // Its own process group: a Ctrl-C in the launcher's terminal
+            // does not reach the nodes.
+            .process_group(0)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?
+    };
+    let pid = child.id() as i32;
+    std::fs::write(home.join("pid"), pid.to_string())?;
+    // Not waited for: it outlives this command (and init reaps it).
+    drop(child);
+    Ok(pid)
+}
+
+/// Sends `signal` to `pid`.
+pub fn signal(pid: i32, signal: i32) -> anyhow::Result<()> {
+    // SAFETY: kill(2) with a pid read from our own pid file and a valid
+    // signal number; it touches no memory of this process.
+    let rc = unsafe { libc::kill(pid, signal) };
+    if rc != 0 {
+        bail!(
+            "signal {signal} to {pid}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Waits until `pid` has exited, at most `limit`; whether it did.
+pub fn wait_exit(pid: i32, limit: Duration) -> bool {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    !alive(pid)
+}
+
+/// Whether node `node` answers on its admin port (`GET /health`).
+pub fn healthy(node: &Node, ports: Ports) -> bool {
+    use std::io::{Read, Write};
+    let addr = std::net::SocketAddr::new(node.address, ports.admin);
+    let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    let request = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if s.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.1 200")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_split_over_data_centres_in_order_with_a_seed_each() {
+        let one = Layout::new(3, 1, Ports::default()).expect("valid");
+        assert!(one.all().iter().all(|n| n.dc == "datacenter1"));
+        assert_eq!(one.seeds(), "127.0.0.1:7000");
+        let two = Layout::new(5, 2, Ports::default()).expect("valid");
+        let dcs: Vec<String> = two.all().into_iter().map(|n| n.dc).collect();
+        assert_eq!(dcs, ["dc1", "dc1", "dc1", "dc2", "dc2"]);
+        assert_eq!(two.seeds(), "127.0.0.1:7000,127.0.0.4:7000");
+        let six = Layout::new(6, 2, Ports::default()).expect("valid");
+        assert_eq!(six.node(4).expect("node 4").dc, "dc2");
+        assert_eq!(six.node(4).expect("node 4").address, address_of(4));
+    }
+
+    #[test]
+    fn layouts_are_limited() {
+        assert!(Layout::new(MAX_NODES, 1, Ports::default()).is_ok());
+        assert!(Layout::new(MAX_NODES + 1, 1, Ports::default()).is_err());
+        assert!(Layout::new(0, 1, Ports::default()).is_err());
+        assert!(Layout::new(3, 4, Ports::default()).is_err());
+        assert!(Layout::new(3, 0, Ports::default()).is_err());
+        let zero = Ports {
+            admin: 0,
+            ..Ports::default()
+        };
+        assert!(Layout::new(3, 1, zero).is_err());
+        let l = Layout::new(3, 1, Ports::default()).expect("valid");
+        assert!(l.node(0).is_err());
+        assert!(l.node(4).is_err());
+    }
+
+    #[test]
+    fn a_layout_survives_a_round_trip_through_its_file() {
+        let dir = std::env::temp_dir().join(format!("varve-layout-{}", std::process::id()));
+        let l = Layout::new(4, 2, Ports::default()).expect("valid");
+        l.save(&dir).expect("saves");
+        assert_eq!(Layout::load(&dir).expect("loads"), Some(l));
+        std::fs::remove_dir_all(&dir).expect("cleans up");
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_reaped_one_is_not() {
+        assert!(alive(std::process::id() as i32));
+        let mut child = Command::new("true").spawn().expect("spawns");
+        let pid = child.id() as i32;
+        child.wait().expect("exits");
+        assert!(!alive(pid));
+    }
+}

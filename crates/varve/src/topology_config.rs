@@ -1,0 +1,258 @@
+//! The settings that place a node in a cluster, with cassandra.yaml's
+//! names: `seed_provider` (or `--seeds`), `storage_port`,
+//! `endpoint_snitch`, `phi_convict_threshold`; and the node's data centre
+//! and rack (`dc` and `rack` in the YAML, `--dc` / `--rack`, or
+//! `cassandra-rackdc.properties` beside the config file, as
+//! GossipingPropertyFileSnitch reads it).
+//!
+//! The snitch decides where data centre and rack come from. SimpleSnitch
+//! (Cassandra's default) puts every node in `datacenter1` / `rack1`;
+//! GossipingPropertyFileSnitch takes them from the settings. Naming a data
+//! centre or rack without naming a snitch implies the latter; naming them
+//! with SimpleSnitch is an error at start, since they would be ignored.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+/// cassandra.yaml's default `storage_port` (internode messaging).
+pub const DEFAULT_STORAGE_PORT: u16 = 7000;
+/// cassandra.yaml's default `phi_convict_threshold`.
+pub const DEFAULT_PHI_CONVICT_THRESHOLD: f64 = 8.0;
+/// The range Cassandra accepts for `phi_convict_threshold`.
+pub const PHI_CONVICT_THRESHOLD_RANGE: std::ops::RangeInclusive<f64> = 5.0..=16.0;
+/// The most seeds a node takes (a few per data centre are plenty).
+pub const MAX_SEEDS: usize = 64;
+/// SimpleSnitch's data centre and rack for every node.
+pub const DEFAULT_DC: &str = "datacenter1";
+pub const DEFAULT_RACK: &str = "rack1";
+/// The longest data centre or rack name.
+pub const MAX_LOCATION_NAME_BYTES: usize = 128;
+/// The file GossipingPropertyFileSnitch reads, beside the config file.
+pub const RACKDC_FILE: &str = "cassandra-rackdc.properties";
+
+/// Where a node's data centre and rack come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Snitch {
+    /// Every node in `datacenter1` / `rack1`.
+    Simple,
+    /// The node's own settings (`dc`, `rack`), told to the others by gossip.
+    GossipingPropertyFile,
+}
+
+/// A node's place in a cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topology {
+    /// Where to find the cluster at start; the node itself when none is
+    /// given (a node without other seeds forms a cluster of one).
+    pub seeds: Vec<SocketAddr>,
+    /// Internode messaging port, on `listen_address`.
+    pub storage_port: u16,
+    pub snitch: Snitch,
+    pub dc: String,
+    pub rack: String,
+    pub phi_convict_threshold: f64,
+}
+
+/// The YAML keys of this module (the rest of the file is parsed elsewhere).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct TopologyFile {
+    pub seed_provider: Option<Vec<SeedProvider>>,
+    pub storage_port: Option<u16>,
+    pub endpoint_snitch: Option<String>,
+    pub phi_convict_threshold: Option<f64>,
+    /// Varve's own keys for GossipingPropertyFileSnitch's `dc` and `rack`.
+    pub dc: Option<String>,
+    pub rack: Option<String>,
+}
+
+/// cassandra.yaml's `seed_provider` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SeedProvider {
+    pub class_name: Option<String>,
+    pub parameters: Vec<SeedParameters>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SeedParameters {
+    /// "host[:port], host[:port], ..."
+    pub seeds: Option<String>,
+}
+
+/// What the command line says about the topology.
+#[derive(Debug, Default, Clone)]
+pub struct TopologyFlags {
+    pub seeds: Option<String>,
+    pub storage_port: Option<u16>,
+    pub dc: Option<String>,
+    pub rack: Option<String>,
+}
+
+impl Topology {
+    /// From the file, the flags (which win), and `rackdc` (the contents of
+    /// cassandra-rackdc.properties, if there is one), for a node listening
+    /// on `listen`.
+    pub fn resolve(
+        file: &TopologyFile,
+        flags: &TopologyFlags,
+        rackdc: Option<&str>,
+        listen: IpAddr,
+    ) -> anyhow::Result<Topology> {
+        let storage_port = flags
+            .storage_port
+            .or(file.storage_port)
+            .unwrap_or(DEFAULT_STORAGE_PORT);
+        let from_file = rackdc.map(parse_rackdc).transpose()?.unwrap_or_default();
+        let dc = flags.dc.clone().or(file.dc.clone()).or(from_file.0);
+        let rack = flags.rack.clone().or(file.rack.clone()).or(from_file.1);
+        let snitch = snitch(
+            file.endpoint_snitch.as_deref(),
+            dc.is_some() || rack.is_some(),
+        )?;
+        let (dc, rack) = match snitch {
+            Snitch::Simple => (DEFAULT_DC.to_string(), DEFAULT_RACK.to_string()),
+            Snitch::GossipingPropertyFile => (
+                location("dc", dc.unwrap_or_else(|| DEFAULT_DC.to_string()))?,
+                location("rack", rack.unwrap_or_else(|| DEFAULT_RACK.to_string()))?,
+            ),
+        };
+        let seeds_text = match &flags.seeds {
+            Some(s) => Some(s.clone()),
+            None => file_seeds(file)?,
+        };
+        let seeds = match seeds_text {
+            Some(text) => parse_seeds(&text, storage_port)?,
+            None => vec![SocketAddr::new(listen, storage_port)],
+        };
+        let phi_convict_threshold = file
+            .phi_convict_threshold
+            .unwrap_or(DEFAULT_PHI_CONVICT_THRESHOLD);
+        if !PHI_CONVICT_THRESHOLD_RANGE.contains(&phi_convict_threshold) {
+            bail!("phi_convict_threshold must be between 5 and 16, not {phi_convict_threshold}");
+        }
+        Ok(Topology {
+            seeds,
+            storage_port,
+            snitch,
+            dc,
+            rack,
+            phi_convict_threshold,
+        })
+    }
+
+    /// cassandra-rackdc.properties beside `config`, when there is one.
+    pub fn read_rackdc(config: Option<&Path>) -> anyhow::Result<Option<String>> {
+        let Some(dir) = config.and_then(Path::parent) else {
+            return Ok(None);
+        };
+        let path = dir.join(RACKDC_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        std::fs::read_to_string(&path)
+            .map(Some)
+            .with_context(|| format!("reading {}", path.display()))
+    }
+}
+
+/// The snitch named (by its short or full class name), or implied.
+fn snitch(named: Option<&str>, location_given: bool) -> anyhow::Result<Snitch> {
+    let short = named.map(|n| n.rsplit('.').next().unwrap_or(n));
+    match (short, location_given) {
+        (None, false) | (Some("SimpleSnitch"), false) => Ok(Snitch::Simple),
+        (Some("SimpleSnitch"), true) => bail!(
+            "endpoint_snitch SimpleSnitch puts every node in {DEFAULT_DC}/{DEFAULT_RACK}: \
+             a dc or rack setting needs GossipingPropertyFileSnitch"
+        ),
+        (None, true) | (Some("GossipingPropertyFileSnitch"), _) => Ok(Snitch::GossipingPropertyFile),
+        (Some(other), _) => bail!(
+            "endpoint_snitch {other} is not supported: use SimpleSnitch or GossipingPropertyFileSnitch"
+        ),
+    }
+}
+
+fn location(what: &str, name: String) -> anyhow::Result<String> {
+    let name = name.trim().to_string();
+    if name.is_empty() || name.len() > MAX_LOCATION_NAME_BYTES {
+        bail!("{what} must be 1 to {MAX_LOCATION_NAME_BYTES} bytes, not '{name}'");
+    }
+    if name.chars().any(|c| c.is_control() || c == ',') {
+        bail!("{what} '{name}' has a control character or a comma");
+    }
+    Ok(name)
+}
+
+/// The seeds text of the file's `seed_provider`.
+fn file_seeds(file: &TopologyFile) -> anyhow::Result<Option<String>> {
+    let Some(providers) = &file.seed_provider else {
+        return Ok(None);
+    };
+    let Some(provider) = providers.first() else {
+        bail!("seed_provider is empty");
+    };
+    if let Some(class) = &provider.class_name {
+        if !class.ends_with("SimpleSeedProvider") {
+            bail!("seed_provider class {class} is not supported: use SimpleSeedProvider");
+        }
+    }
+    Ok(provider.parameters.iter().find_map(|p| p.seeds.clone()))
+}
+
+/// "host[:port], ..." with `port` where none is given; hosts are IP
+/// addresses or `localhost`.
+pub fn parse_seeds(text: &str, port: u16) -> anyhow::Result<Vec<SocketAddr>> {
+    let mut seeds = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let seed = match item.parse::<SocketAddr>() {
+            Ok(addr) => addr,
+            Err(_) => {
+                let host = if item == "localhost" {
+                    "127.0.0.1"
+                } else {
+                    item
+                };
+                let ip: IpAddr = host.parse().with_context(|| {
+                    format!("seed '{item}' is not an IP address (with an optional :port)")
+                })?;
+                SocketAddr::new(ip, port)
+            }
+        };
+        if !seeds.contains(&seed) {
+            seeds.push(seed);
+        }
+    }
+    if seeds.is_empty() {
+        bail!("seeds is empty");
+    }
+    if seeds.len() > MAX_SEEDS {
+        bail!("at most {MAX_SEEDS} seeds, not {}", seeds.len());
+    }
+    Ok(seeds)
+}
+
+/// `dc=` and `rack=` of a cassandra-rackdc.properties file.
+fn parse_rackdc(text: &str) -> anyhow::Result<(Option<String>, Option<String>)> {
+    let (mut dc, mut rack) = (None, None);
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let Some((key, value)) = line.split_once(['=', ':']) else {
+            bail!("{RACKDC_FILE}: '{line}' is not key=value");
+        };
+        match key.trim() {
+            "dc" => dc = Some(value.trim().to_string()),
+            "rack" => rack = Some(value.trim().to_string()),
+            _ => {}
+        }
+    }
+    Ok((dc, rack))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,130 @@
+//! Each setting from the file, the flags and the properties file, and the
+//! errors at start.
+
+use super::*;
+
+const LISTEN: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+
+fn resolve(yaml: &str, flags: &TopologyFlags, rackdc: Option<&str>) -> anyhow::Result<Topology> {
+    let file: TopologyFile = if yaml.trim().is_empty() {
+        TopologyFile::default()
+    } else {
+        serde_yaml::from_str(yaml)?
+    };
+    Topology::resolve(&file, flags, rackdc, LISTEN)
+}
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().expect("address")
+}
+
+#[test]
+fn defaults_make_a_cluster_of_one_in_datacenter1() {
+    let t = resolve("", &TopologyFlags::default(), None).expect("defaults");
+    assert_eq!(t.seeds, [addr("127.0.0.2:7000")]);
+    assert_eq!(t.storage_port, DEFAULT_STORAGE_PORT);
+    assert_eq!(t.snitch, Snitch::Simple);
+    assert_eq!((t.dc.as_str(), t.rack.as_str()), (DEFAULT_DC, DEFAULT_RACK));
+    assert_eq!(t.phi_convict_threshold, DEFAULT_PHI_CONVICT_THRESHOLD);
+}
+
+#[test]
+fn cassandra_yaml_seed_provider_and_snitch_are_read() {
+    let yaml = r#"
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "127.0.0.1, 127.0.0.3:7001,localhost"
+storage_port: 7010
+endpoint_snitch: org.apache.cassandra.locator.GossipingPropertyFileSnitch
+dc: east
+rack: r2
+phi_convict_threshold: 12
+"#;
+    let t = resolve(yaml, &TopologyFlags::default(), None).expect("valid");
+    assert_eq!(
+        t.seeds,
+        [addr("127.0.0.1:7010"), addr("127.0.0.3:7001")],
+        "localhost is 127.0.0.1, given once"
+    );
+    assert_eq!(t.snitch, Snitch::GossipingPropertyFile);
+    assert_eq!((t.dc.as_str(), t.rack.as_str()), ("east", "r2"));
+    assert_eq!(t.phi_convict_threshold, 12.0);
+}
+
+#[test]
+fn flags_win_over_the_file_and_the_file_over_the_properties() {
+    let flags = TopologyFlags {
+        seeds: Some("127.0.0.9".into()),
+        storage_port: Some(7100),
+        dc: Some("west".into()),
+        rack: None,
+    };
+    let rackdc = "# comment\ndc=props-dc\nrack = props-rack\nprefer_local=true\n";
+    let t = resolve("dc: file-dc", &flags, Some(rackdc)).expect("valid");
+    assert_eq!(t.seeds, [addr("127.0.0.9:7100")]);
+    assert_eq!((t.dc.as_str(), t.rack.as_str()), ("west", "props-rack"));
+    let t = resolve("", &TopologyFlags::default(), Some(rackdc)).expect("valid");
+    assert_eq!(
+        t.snitch,
+        Snitch::GossipingPropertyFile,
+        "implied by the file"
+    );
+    assert_eq!(t.dc, "props-dc");
+}
+
+#[test]
+fn settings_that_would_be_ignored_or_are_wrong_stop_the_start() {
+    let err = |yaml: &str| {
+        resolve(yaml, &TopologyFlags::default(), None)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err("endpoint_snitch: SimpleSnitch\ndc: east").contains("GossipingPropertyFileSnitch"));
+    assert!(err("endpoint_snitch: Ec2Snitch").contains("not supported"));
+    assert!(err("phi_convict_threshold: 4.9").contains("between 5 and 16"));
+    assert!(err("phi_convict_threshold: 16.1").contains("between 5 and 16"));
+    assert!(resolve("phi_convict_threshold: 5", &TopologyFlags::default(), None).is_ok());
+    assert!(resolve("phi_convict_threshold: 16", &TopologyFlags::default(), None).is_ok());
+    assert!(err("seed_provider:\n  - class_name: K8sSeedProvider").contains("SimpleSeedProvider"));
+    assert!(err("dc: ''").contains("dc must be"));
+    assert!(err("rack: 'a,b'").contains("comma"));
+    let bad_seed = TopologyFlags {
+        seeds: Some("node-1".into()),
+        ..TopologyFlags::default()
+    };
+    assert!(resolve("", &bad_seed, None).is_err());
+}
+
+#[test]
+fn location_names_are_limited_at_n_bytes() {
+    let name = |n: usize| format!("dc: {}", "d".repeat(n));
+    let ok = resolve(
+        &name(MAX_LOCATION_NAME_BYTES),
+        &TopologyFlags::default(),
+        None,
+    );
+    assert!(ok.is_ok());
+    let too_long = resolve(
+        &name(MAX_LOCATION_NAME_BYTES + 1),
+        &TopologyFlags::default(),
+        None,
+    );
+    assert!(too_long.is_err());
+}
+
+#[test]
+fn seeds_are_limited_at_n() {
+    let list = |n: usize| {
+        (0..n)
+            .map(|i| format!("127.0.{}.{}", i / 250, i % 250 + 1))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert_eq!(
+        parse_seeds(&list(MAX_SEEDS), 7000).expect("N").len(),
+        MAX_SEEDS
+    );
+    assert!(parse_seeds(&list(MAX_SEEDS + 1), 7000).is_err());
+    assert!(parse_seeds(" , ", 7000).is_err());
+}
