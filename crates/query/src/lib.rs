@@ -35,6 +35,7 @@ pub mod paging;
 mod persist;
 mod prepare;
 pub mod processor;
+mod read_lists;
 mod request;
 mod restrictions;
 mod rows;

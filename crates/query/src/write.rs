@@ -9,6 +9,7 @@ use crate::data_path::{WriteCommand, WriteKind};
 use crate::error::{QueryError, Result};
 use crate::insert_plan;
 use crate::processor::Processor;
+use crate::read_lists::{ListRef, ReadLists};
 use crate::restrictions::{self, PartitionSelection};
 use crate::terms::{eval, Evaluated};
 use bytes::Bytes;
@@ -210,22 +211,74 @@ pub async fn apply(
     Ok(())
 }
 
-/// Turns one modification statement into updates (and its condition).
+/// Turns one modification statement into updates (and its condition),
+/// reading first the lists it needs (see [`crate::read_lists`]).
 pub async fn plan(
     p: &Processor,
     ctx: &mut Ctx<'_>,
     stmt: &Statement,
     batch_ts: Option<i64>,
 ) -> Result<Planned> {
+    let mut lists = ReadLists::default();
+    loop {
+        let planned = plan_with(ctx, stmt, batch_ts, &lists);
+        let Some(list) = lists.take_missing() else {
+            return planned;
+        };
+        let table = writable_table(ctx, statement_table(stmt)?)?;
+        let elements = read_list(p, ctx, &table, &list).await?;
+        lists.insert(list, elements);
+    }
+}
+
+/// [`plan`] with the lists read so far.
+fn plan_with(
+    ctx: &mut Ctx<'_>,
+    stmt: &Statement,
+    batch_ts: Option<i64>,
+    lists: &ReadLists,
+) -> Result<Planned> {
     match stmt {
-        Statement::Insert(i) => plan_insert(p, ctx, i, batch_ts).await,
-        Statement::Update(u) => plan_update(p, ctx, u, batch_ts).await,
-        Statement::Delete(d) => plan_delete(p, ctx, d, batch_ts).await,
+        Statement::Insert(i) => plan_insert(ctx, i, batch_ts),
+        Statement::Update(u) => plan_update(ctx, u, batch_ts, lists),
+        Statement::Delete(d) => plan_delete(ctx, d, batch_ts, lists),
         _ => Err(QueryError::Invalid(
             "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed."
                 .into(),
         )),
     }
+}
+
+/// The table a modification statement names.
+fn statement_table(stmt: &Statement) -> Result<&varve_cql::ast::QualifiedName> {
+    match stmt {
+        Statement::Insert(i) => Ok(&i.table),
+        Statement::Update(u) => Ok(&u.table),
+        Statement::Delete(d) => Ok(&d.table),
+        _ => Err(QueryError::Server("not a modification statement".into())),
+    }
+}
+
+/// A list's current elements, read before a write that needs them. Boxed:
+/// the read is rare, and its future would otherwise enlarge every write's.
+async fn read_list(
+    p: &Processor,
+    ctx: &Ctx<'_>,
+    table: &Table,
+    list: &ListRef,
+) -> Result<collections::ListElements> {
+    let col = table
+        .column(&list.column)
+        .ok_or_else(|| QueryError::Server(format!("column {} vanished", list.column)))?;
+    Box::pin(collections::current_elements(
+        p,
+        ctx,
+        table,
+        &list.key,
+        list.prefix.as_ref(),
+        col,
+    ))
+    .await
 }
 
 fn writable_table(ctx: &Ctx, name: &varve_cql::ast::QualifiedName) -> Result<Arc<Table>> {
@@ -298,12 +351,7 @@ pub(crate) fn using(
     Ok((ts, ttl))
 }
 
-async fn plan_insert(
-    p: &Processor,
-    ctx: &mut Ctx<'_>,
-    ins: &Insert,
-    batch_ts: Option<i64>,
-) -> Result<Planned> {
+fn plan_insert(ctx: &mut Ctx<'_>, ins: &Insert, batch_ts: Option<i64>) -> Result<Planned> {
     let table = writable_table(ctx, &ins.table)?;
     if let Some(c) = &*insert_plan::compiled(&table, ins) {
         return insert_plan::plan(ctx, &table, ins, c, batch_ts);
@@ -370,25 +418,23 @@ async fn plan_insert(
             missing_ck.join(", ")
         )));
     }
+    // An INSERT assigns whole values: it never reads a list.
     build(
-        p,
         ctx,
         &table,
         &relations,
         &assignments,
-        ts,
-        ttl,
-        true,
+        (ts, ttl, true),
         &ins.conditions,
+        &ReadLists::default(),
     )
-    .await
 }
 
-async fn plan_update(
-    p: &Processor,
+fn plan_update(
     ctx: &mut Ctx<'_>,
     up: &Update,
     batch_ts: Option<i64>,
+    lists: &ReadLists,
 ) -> Result<Planned> {
     let table = writable_table(ctx, &up.table)?;
     let conditional = up.conditions != Conditions::None;
@@ -408,17 +454,14 @@ async fn plan_update(
         }
     }
     build(
-        p,
         ctx,
         &table,
         &up.where_clause,
         &up.assignments,
-        ts,
-        ttl,
-        false,
+        (ts, ttl, false),
         &up.conditions,
+        lists,
     )
-    .await
 }
 
 fn assignment_column(a: &Assignment) -> &str {
@@ -469,17 +512,16 @@ fn write_selection(
     Ok(sel)
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn build(
-    p: &Processor,
+/// The updates of an INSERT or UPDATE; `(ts, ttl, marker)`: the write's
+/// timestamp and TTL, and whether it writes a row marker (INSERT).
+fn build(
     ctx: &mut Ctx<'_>,
     table: &Arc<Table>,
     relations: &[Relation],
     assignments: &[Assignment],
-    ts: i64,
-    ttl: i32,
-    marker: bool,
+    (ts, ttl, marker): (i64, i32, bool),
     conditions: &Conditions,
+    lists: &ReadLists,
 ) -> Result<Planned> {
     let sel = write_selection(ctx, table, relations)?;
     let PartitionSelection::Keys(keys) = &sel.partitions else {
@@ -535,10 +577,10 @@ async fn build(
                 .ok_or_else(|| QueryError::Server("column vanished".into()))?;
             if col.kind == ColumnKind::Static {
                 let current = match collections::assign_reads_list(col, a) {
-                    true => Some(read_list(p, ctx, table, key, None, col).await?),
+                    true => Some(lists.need(key, None, col)?),
                     false => None,
                 };
-                collections::assign(ctx, col, a, ts, ttl, current.as_ref(), &mut static_row)?;
+                collections::assign(ctx, col, a, ts, ttl, current, &mut static_row)?;
             } else {
                 if rows.is_empty() {
                     return Err(QueryError::Invalid(format!(
@@ -552,10 +594,10 @@ async fn build(
                 }
                 for (prefix, row) in rows.iter_mut() {
                     let current = match collections::assign_reads_list(col, a) {
-                        true => Some(read_list(p, ctx, table, key, Some(prefix), col).await?),
+                        true => Some(lists.need(key, Some(prefix), col)?),
                         false => None,
                     };
-                    collections::assign(ctx, col, a, ts, ttl, current.as_ref(), row)?;
+                    collections::assign(ctx, col, a, ts, ttl, current, row)?;
                 }
             }
         }
@@ -585,23 +627,6 @@ async fn build(
 }
 
 /// The error for a write whose WHERE fixes only a prefix of the clustering.
-/// A list's current elements, read before a write that needs them (see
-/// [`collections::assign_reads_list`]). Boxed: the read is rare, and its
-/// future would otherwise enlarge every write's.
-async fn read_list(
-    p: &Processor,
-    ctx: &Ctx<'_>,
-    table: &Table,
-    key: &PartitionKey,
-    prefix: Option<&Vec<Bytes>>,
-    col: &Column,
-) -> Result<collections::ListElements> {
-    Box::pin(collections::current_elements(
-        p, ctx, table, key, prefix, col,
-    ))
-    .await
-}
-
 fn missing_clustering(table: &Table, sel: &restrictions::Selection) -> QueryError {
     let missing: Vec<&str> = table
         .clustering()
@@ -614,11 +639,11 @@ fn missing_clustering(table: &Table, sel: &restrictions::Selection) -> QueryErro
     ))
 }
 
-async fn plan_delete(
-    p: &Processor,
+fn plan_delete(
     ctx: &mut Ctx<'_>,
     del: &Delete,
     batch_ts: Option<i64>,
+    lists: &ReadLists,
 ) -> Result<Planned> {
     let table = writable_table(ctx, &del.table)?;
     let conditional = del.conditions != Conditions::None;
@@ -703,24 +728,17 @@ async fn plan_delete(
             for (col, element) in &targets {
                 if col.kind == ColumnKind::Static {
                     let current = match collections::delete_reads_list(col, *element) {
-                        true => Some(read_list(p, ctx, &table, key, None, col).await?),
+                        true => Some(lists.need(key, None, col)?),
                         false => None,
                     };
-                    collections::delete_target(
-                        ctx,
-                        col,
-                        *element,
-                        ts,
-                        current.as_ref(),
-                        &mut static_row,
-                    )?;
+                    collections::delete_target(ctx, col, *element, ts, current, &mut static_row)?;
                 } else {
                     for (prefix, row) in rows.iter_mut() {
                         let current = match collections::delete_reads_list(col, *element) {
-                            true => Some(read_list(p, ctx, &table, key, Some(prefix), col).await?),
+                            true => Some(lists.need(key, Some(prefix), col)?),
                             false => None,
                         };
-                        collections::delete_target(ctx, col, *element, ts, current.as_ref(), row)?;
+                        collections::delete_target(ctx, col, *element, ts, current, row)?;
                     }
                 }
             }
