@@ -292,3 +292,21 @@ proptest! {
         }
     }
 }
+
+/// The GOSSIP seeds of the internode_frame fuzz corpus (two bytes of
+/// piece sizes, then the payload) are valid messages, so the fuzzer
+/// starts from payloads that get past the first checks.
+#[test]
+fn the_fuzz_corpus_seeds_decode() {
+    let seeds: [&[u8]; 3] = [
+        include_bytes!("../../../../../fuzz/corpus/internode_frame/gossip_syn"),
+        include_bytes!("../../../../../fuzz/corpus/internode_frame/gossip_syn_ack"),
+        include_bytes!("../../../../../fuzz/corpus/internode_frame/gossip_ack_shutdown"),
+    ];
+    for seed in seeds {
+        let payload = &seed[2..];
+        let message = GossipMessage::decode(payload).expect("a valid GOSSIP payload");
+        assert_eq!(message.encode(), payload);
+        crate::net::fuzz::fuzz_decode(seed);
+    }
+}
