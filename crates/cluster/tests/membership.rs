@@ -10,13 +10,16 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::broadcast;
 use varve_cluster::env::{Clock, Env, SystemClock};
 use varve_cluster::membership::{
     generation, Change, DownReason, GossipKey, Gossiper, Membership, MembershipConfig, Status,
     Transition,
 };
-use varve_cluster::net::{HostId, Messaging, MessagingConfig, RejectReason};
+use varve_cluster::net::{
+    FailureReason, HostId, Messaging, MessagingConfig, RejectReason, RequestError, Verb,
+};
 
 use support::{loopback, CLUSTER};
 
@@ -341,6 +344,49 @@ async fn a_node_of_another_cluster_never_becomes_a_member() {
     })
     .await;
     for node in [a, b, x, y] {
+        node.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_gossip_is_dropped_and_the_node_goes_on() {
+    let dirs = dirs("malformed");
+    let a = start(Spec::new(1, vec![], &dirs[0])).await;
+    // A member of the cluster that speaks bad gossip: messaging only.
+    let bad = support::node(7).await;
+    let garbage: [&[u8]; 4] = [b"", b"\x09", b"\x01\xff\xff\xff", &[3, 1, 0xaa]];
+    for payload in garbage {
+        bad.send_one_way(
+            a.addr(),
+            Verb::GOSSIP,
+            Bytes::copy_from_slice(payload),
+            Duration::from_secs(1),
+        )
+        .expect("queued");
+    }
+    // GOSSIP sent as a request is refused, not left to time out.
+    let answer = bad
+        .request(
+            a.addr(),
+            Verb::GOSSIP,
+            Bytes::from_static(b"\x01\x00"),
+            DEADLINE,
+        )
+        .expect("queued")
+        .await;
+    match answer {
+        Err(RequestError::Failure(f)) => assert_eq!(f.reason, FailureReason::MALFORMED_PAYLOAD),
+        other => panic!("expected a MALFORMED_PAYLOAD failure, got {other:?}"),
+    }
+    // The node still gossips: a newcomer becomes UP.
+    let b = start(Spec::new(2, vec![a.addr()], &dirs[1])).await;
+    wait_for("a and b see each other UP", || {
+        a.sees_up(&b) && b.sees_up(&a)
+    })
+    .await;
+    assert!(a.gossip.peer(HostId([7; 16])).is_none());
+    bad.shutdown().await;
+    for node in [a, b] {
         node.stop().await;
     }
 }

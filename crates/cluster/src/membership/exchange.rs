@@ -55,8 +55,10 @@ impl Inner {
             let targets = choose_targets(&self.env.rng, &self.candidates(core));
             (GossipMessage::Syn { digests }, targets, echoes)
         };
-        for to in targets {
-            self.send(to, &syn);
+        if let Some(payload) = encode(&syn) {
+            for to in targets {
+                self.send_payload(to, payload.clone());
+            }
         }
         self.start_echoes(echoes);
     }
@@ -102,7 +104,10 @@ impl Inner {
                     .lock()
                     .state
                     .answer_syn(&digests, DELTA_BUDGET_BYTES);
-                self.send(from, &GossipMessage::SynAck { requests, deltas });
+                // Nothing to ask and nothing to tell: no answer.
+                if !requests.is_empty() || !deltas.is_empty() {
+                    self.send(from, &GossipMessage::SynAck { requests, deltas });
+                }
             }
             GossipMessage::SynAck { requests, deltas } => {
                 let (ack, echoes) = {
@@ -132,21 +137,33 @@ impl Inner {
     /// Queues one GOSSIP frame; a frame that cannot be queued is dropped
     /// (the next round makes up for it).
     pub(super) fn send(&self, to: SocketAddr, message: &GossipMessage) {
-        let payload = message.encode();
-        if payload.len() > MAX_GOSSIP_PAYLOAD_BYTES {
-            warn!(%to, len = payload.len(), "a GOSSIP payload over its limit was not sent");
-            return;
+        if let Some(payload) = encode(message) {
+            self.send_payload(to, payload);
         }
-        let sent = self.messaging.send_one_way(
-            to,
-            Verb::GOSSIP,
-            Bytes::from(payload),
-            self.config.gossip_interval,
-        );
+    }
+
+    fn send_payload(&self, to: SocketAddr, payload: Bytes) {
+        let sent =
+            self.messaging
+                .send_one_way(to, Verb::GOSSIP, payload, self.config.gossip_interval);
         if let Err(error) = sent {
             debug!(%to, "GOSSIP not sent: {error}");
         }
     }
+}
+
+/// The payload, unless it is over its limit (the builders keep within it,
+/// so that would be a bug here, not a peer's fault).
+fn encode(message: &GossipMessage) -> Option<Bytes> {
+    let payload = message.encode();
+    if payload.len() > MAX_GOSSIP_PAYLOAD_BYTES {
+        warn!(
+            len = payload.len(),
+            "a GOSSIP payload over its limit was not sent"
+        );
+        return None;
+    }
+    Some(Bytes::from(payload))
 }
 
 /// Applies deltas, telling the detector about every node that advanced.

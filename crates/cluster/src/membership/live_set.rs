@@ -94,12 +94,7 @@ pub struct PeerState {
 }
 
 impl PeerState {
-    pub fn from_state(
-        host_id: HostId,
-        node: &NodeState,
-        up: bool,
-        is_local: bool,
-    ) -> PeerState {
+    pub fn from_state(host_id: HostId, node: &NodeState, up: bool, is_local: bool) -> PeerState {
         PeerState {
             host_id,
             address: node.address,

@@ -86,3 +86,6 @@ pub trait Membership: Send + Sync {
     /// afterwards.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }
+
+// The trait stays object-safe: this fails to compile otherwise.
+const _: Option<&dyn Membership> = None;

@@ -252,3 +252,74 @@ fn digests_rotate_past_the_message_limit() {
     assert_eq!(later.len(), MAX_GOSSIP_NODES);
     assert_ne!(first[1].host, later[1].host);
 }
+
+/// One exchange opened by `nodes[a]` with `nodes[b]` whose three
+/// messages are each lost when `lost` says so.
+fn lossy_exchange(nodes: &mut [ClusterState], a: usize, b: usize, lost: [bool; 3]) {
+    if a == b || lost[0] {
+        return;
+    }
+    let syn = nodes[a].digests(0);
+    let (requests, deltas) = nodes[b].answer_syn(&syn, BUDGET);
+    if lost[1] {
+        return;
+    }
+    for d in deltas {
+        assert_ne!(nodes[a].apply(d), Applied::Gap);
+    }
+    let ack = nodes[a].answer_requests(&requests, BUDGET);
+    if lost[2] {
+        return;
+    }
+    for d in ack {
+        assert_ne!(nodes[b].apply(d), Applied::Gap);
+    }
+}
+
+proptest::proptest! {
+    /// Scuttlebutt converges whatever was lost before: after lossy
+    /// exchanges, changes and restarts, two lossless rounds of every pair
+    /// leave every node with every other's exact state.
+    #[test]
+    fn exchanges_converge_despite_lost_messages(
+        n in 2usize..6,
+        steps in proptest::collection::vec(
+            (0usize..6, 0usize..6, proptest::array::uniform3(proptest::bool::ANY), 0u8..4),
+            0..60,
+        ),
+    ) {
+        let mut nodes: Vec<ClusterState> =
+            (0..n).map(|i| node(i as u8 + 1, 10 + i as i64, "dc1")).collect();
+        let mut generations: Vec<i64> = (0..n).map(|i| 10 + i as i64).collect();
+        for (a, b, lost, action) in steps {
+            let (a, b) = (a % n, b % n);
+            match action {
+                0 => nodes[a].beat(),
+                1 => {
+                    nodes[a].set_local(GossipKey::LOAD, format!("{b}"));
+                }
+                // A restart: a newer generation, knowing nobody.
+                2 if a != 0 => {
+                    generations[a] += 100;
+                    nodes[a] = node(a as u8 + 1, generations[a], "dc2");
+                }
+                _ => {}
+            }
+            lossy_exchange(&mut nodes, a, b, lost);
+        }
+        for _ in 0..2 {
+            for a in 0..n {
+                for b in 0..n {
+                    lossy_exchange(&mut nodes, a, b, [false; 3]);
+                }
+            }
+        }
+        for owner in 0..n {
+            let host = host(owner as u8 + 1);
+            let truth = nodes[owner].node(host).cloned();
+            for other in &nodes {
+                proptest::prop_assert_eq!(other.node(host).cloned(), truth.clone());
+            }
+        }
+    }
+}
