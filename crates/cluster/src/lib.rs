@@ -1,20 +1,23 @@
 //! The cluster: where each partition's replicas are, messaging between
-//! nodes, and (to come, in the order of docs/design/cluster.md, section
-//! 13) membership, the metadata log, the coordinator, hints and the
-//! batchlog.
+//! nodes, membership, and (to come, in the order of
+//! docs/design/cluster.md, section 13) the metadata log, the coordinator,
+//! hints and the batchlog.
 //!
 //! Built so far: [`ring`], the token ring and replica placement of
 //! SimpleStrategy and NetworkTopologyStrategy, as pure functions of the
 //! ring (cluster.md, "Placement"), so they can be tested on thousands of
 //! rings without a node; [`net`], internode messaging (the pure frame and
 //! handshake codec of docs/format/internode.md, and the `Messaging`
-//! service over it); and [`env`], the one owner of the node's sockets,
-//! timers and randomness, so a simulation can stand in for all three.
+//! service over it); [`membership`], gossip and failure detection over
+//! that messaging (which peers are UP, and what each says about itself);
+//! and [`env`](mod@env), the one owner of the node's sockets, timers and
+//! randomness, so a simulation can stand in for all three.
 //!
 //! This crate never sees CQL text and never depends on the query layer;
 //! storage never sees the network.
 
 pub mod coordinator;
 pub mod env;
+pub mod membership;
 pub mod net;
 pub mod ring;

@@ -4,16 +4,17 @@
 //! The first two bytes choose the piece sizes; the rest is the stream. The
 //! frame decoder sees the stream whole and again in pieces, under the
 //! handshake rules and the established ones, and must give the same frames
-//! and the same end either way. The handshake and failure decoders see
-//! the stream as a payload, and whatever they accept must encode and
-//! decode again to the same value. Any disagreement panics: that is the
-//! bug report.
+//! and the same end either way. The handshake, failure and GOSSIP
+//! decoders see the stream as a payload, and whatever they accept must
+//! encode and decode again to the same value. Any disagreement panics:
+//! that is the bug report.
 
 use bytes::BytesMut;
 
 use super::failure::Failure;
 use super::frame::{decode_frame, take_frame, Decoded, Frame, FrameRules, InvalidReason};
 use super::handshake::{Hello, HelloAck, HelloReject};
+use crate::membership::codec::GossipMessage;
 
 /// How a stream ended: what was left undecoded.
 #[derive(Debug, PartialEq, Eq)]
@@ -85,6 +86,12 @@ fn payload_round_trips(payload: &[u8]) {
     }
     if let Ok(failure) = Failure::decode(payload) {
         assert_eq!(Failure::decode(&failure.encode()).as_ref(), Ok(&failure));
+    }
+    if let Ok(gossip) = GossipMessage::decode(payload) {
+        assert_eq!(
+            GossipMessage::decode(&gossip.encode()).as_ref(),
+            Ok(&gossip)
+        );
     }
 }
 

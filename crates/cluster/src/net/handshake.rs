@@ -19,6 +19,20 @@ use super::wire::truncate_utf8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct HostId(pub [u8; 16]);
 
+impl fmt::Display for HostId {
+    /// The UUID form, `8-4-4-4-12` lowercase hex digits, as Cassandra
+    /// shows host ids.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, byte) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The cluster id of the metadata log; all zero while a node has none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ClusterId(pub [u8; 16]);

@@ -41,6 +41,22 @@ pub const MAX_SLICES_PER_READ: usize = 10_000;
 /// codecs of the steps that add those verbs.
 pub const MAX_ENTRIES_PER_MESSAGE: usize = 65_536;
 
+/// Largest GOSSIP payload. Equal to [`BULK_THRESHOLD_BYTES`], so gossip
+/// always travels on the small connection's urgent queue; a node fills its
+/// deltas up to this size and leaves the rest for the next round.
+pub const MAX_GOSSIP_PAYLOAD_BYTES: usize = BULK_THRESHOLD_BYTES;
+
+/// Most digests, or most node deltas, in one GOSSIP message (256 digests
+/// take 8 KiB). A larger cluster rotates which nodes a SYN names.
+pub const MAX_GOSSIP_NODES: usize = 256;
+
+/// Most keys of one node in a GOSSIP delta, and in the state a node keeps
+/// for each peer (ten keys and the heartbeat are used today).
+pub const MAX_GOSSIP_ENTRIES_PER_NODE: usize = 64;
+
+/// Longest value of one gossip key (a data centre name, a schema version).
+pub const MAX_GOSSIP_VALUE_BYTES: usize = 512;
+
 /// A replica stops adding rows to a response past this many bytes and
 /// answers "more" (used by the read verbs, later steps).
 pub const REPLICA_RESPONSE_BYTES_SOFT_MAX: usize = 8 * MIB;
@@ -101,5 +117,10 @@ const _: () = assert!(INBOUND_BYTES_MAX_PER_PEER > MAX_FRAME_PAYLOAD_BYTES);
 // Payload lengths fit the u32 header field.
 const _: () = assert!(MAX_FRAME_PAYLOAD_BYTES <= u32::MAX as usize);
 const _: () = assert!(MAX_HANDSHAKE_PAYLOAD_BYTES < BULK_THRESHOLD_BYTES);
+// Gossip stays on the urgent queue, and a full SYN of digests fits.
+const _: () = assert!(MAX_GOSSIP_PAYLOAD_BYTES <= BULK_THRESHOLD_BYTES);
+const _: () = assert!(MAX_GOSSIP_NODES * 32 + 16 <= MAX_GOSSIP_PAYLOAD_BYTES);
+// One node's largest entry fits a message with room to spare.
+const _: () = assert!(MAX_GOSSIP_VALUE_BYTES * 4 <= MAX_GOSSIP_PAYLOAD_BYTES);
 const _: () = assert!(RECONNECT_BACKOFF_MIN.as_millis() < RECONNECT_BACKOFF_MAX.as_millis());
 const _: () = assert!(RECONNECT_JITTER_PERCENT < 100);

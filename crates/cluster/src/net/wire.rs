@@ -8,6 +8,8 @@
 //! the caller's limit is an error, and nothing is ever reserved from a
 //! length read off the wire (byte strings are borrowed from the input).
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
 use thiserror::Error;
 
 /// The longest varint: 64 bits in groups of 7.
@@ -143,6 +145,46 @@ pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+/// How many bytes [`put_varint`] writes for `v`.
+pub fn varint_len(v: u64) -> usize {
+    let bits = 64 - v.leading_zeros() as usize;
+    bits.div_ceil(7).max(1)
+}
+
+/// Appends a socket address: family (4 or 6), the address's bytes, the
+/// port (u16).
+pub fn put_address(out: &mut Vec<u8>, addr: SocketAddr) {
+    match addr.ip() {
+        IpAddr::V4(ip) => {
+            out.push(4);
+            out.extend_from_slice(&ip.octets());
+        }
+        IpAddr::V6(ip) => {
+            out.push(6);
+            out.extend_from_slice(&ip.octets());
+        }
+    }
+    out.extend_from_slice(&addr.port().to_be_bytes());
+}
+
+/// How many bytes [`put_address`] writes for `addr`.
+pub fn address_len(addr: SocketAddr) -> usize {
+    match addr {
+        SocketAddr::V4(_) => 1 + 4 + 2,
+        SocketAddr::V6(_) => 1 + 16 + 2,
+    }
+}
+
+/// Reads a socket address written by [`put_address`].
+pub fn read_address(r: &mut Reader<'_>) -> Result<SocketAddr, WireError> {
+    let ip = match r.u8()? {
+        4 => IpAddr::V4(Ipv4Addr::from(r.array::<4>()?)),
+        6 => IpAddr::V6(Ipv6Addr::from(r.array::<16>()?)),
+        _ => return Err(WireError::BadValue("address family")),
+    };
+    Ok(SocketAddr::new(ip, r.u16()?))
+}
+
 /// The longest prefix of `s` of at most `max` bytes that ends on a
 /// character boundary.
 pub fn truncate_utf8(s: &str, max: usize) -> &str {
@@ -230,5 +272,33 @@ mod tests {
         assert_eq!(truncate_utf8("héllo", 2), "h");
         assert_eq!(truncate_utf8("héllo", 3), "hé");
         assert_eq!(truncate_utf8("abc", 10), "abc");
+    }
+
+    #[test]
+    fn varint_len_matches_what_is_written() {
+        for v in [0u64, 1, 127, 128, 16_383, 16_384, u64::MAX >> 1, u64::MAX] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            assert_eq!(varint_len(v), out.len(), "{v}");
+        }
+    }
+
+    #[test]
+    fn addresses_round_trip_with_their_length() {
+        for addr in [
+            SocketAddr::from(([127, 0, 0, 1], 7000)),
+            SocketAddr::from(([0xfe80, 0, 0, 0, 0, 0, 0, 1], 65_535)),
+        ] {
+            let mut out = Vec::new();
+            put_address(&mut out, addr);
+            assert_eq!(out.len(), address_len(addr));
+            let mut r = Reader::new(&out);
+            assert_eq!(read_address(&mut r), Ok(addr));
+            assert_eq!(r.finish(), Ok(()));
+        }
+        assert_eq!(
+            read_address(&mut Reader::new(&[5, 0, 0])),
+            Err(WireError::BadValue("address family"))
+        );
     }
 }

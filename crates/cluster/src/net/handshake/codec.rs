@@ -1,10 +1,10 @@
 //! Byte layouts of HELLO, HELLO_ACK and HELLO_REJECT (fixed forever).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-
 use super::{ClusterId, ConnectionKind, Hello, HelloAck, HelloReject, HostId, RejectReason};
 use crate::net::limits::{MAX_CLUSTER_NAME_BYTES, MAX_FAILURE_MESSAGE_BYTES, MAX_RELEASE_BYTES};
-use crate::net::wire::{lossy_utf8, put_bytes, truncate_utf8, Reader, WireError};
+use crate::net::wire::{
+    lossy_utf8, put_address, put_bytes, read_address, truncate_utf8, Reader, WireError,
+};
 
 impl Hello {
     pub fn encode(&self) -> Vec<u8> {
@@ -101,28 +101,4 @@ impl HelloReject {
             message: lossy_utf8(message, MAX_FAILURE_MESSAGE_BYTES),
         })
     }
-}
-
-/// Family (4 or 6), the address's bytes, the port.
-fn put_address(out: &mut Vec<u8>, addr: SocketAddr) {
-    match addr.ip() {
-        IpAddr::V4(ip) => {
-            out.push(4);
-            out.extend_from_slice(&ip.octets());
-        }
-        IpAddr::V6(ip) => {
-            out.push(6);
-            out.extend_from_slice(&ip.octets());
-        }
-    }
-    out.extend_from_slice(&addr.port().to_be_bytes());
-}
-
-fn read_address(r: &mut Reader<'_>) -> Result<SocketAddr, WireError> {
-    let ip = match r.u8()? {
-        4 => IpAddr::V4(Ipv4Addr::from(r.array::<4>()?)),
-        6 => IpAddr::V6(Ipv6Addr::from(r.array::<16>()?)),
-        _ => return Err(WireError::BadValue("address family")),
-    };
-    Ok(SocketAddr::new(ip, r.u16()?))
 }

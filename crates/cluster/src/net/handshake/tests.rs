@@ -240,3 +240,15 @@ proptest! {
         let _ = HelloReject::decode(&bytes);
     }
 }
+
+#[test]
+fn host_ids_print_as_uuids() {
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = u8::try_from(i).expect("small") * 17;
+    }
+    assert_eq!(
+        HostId(bytes).to_string(),
+        "00112233-4455-6677-8899-aabbccddeeff"
+    );
+}
