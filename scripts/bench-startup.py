@@ -105,7 +105,7 @@ def schema_rss(host, port, pid):
 def run_varve(binary, port, data_dir, read_cql):
     with tempfile.TemporaryDirectory(prefix="varve-bench-") as tmp:
         cmd = [binary, "server", "--listen", "127.0.0.1", "--port", str(port), "--admin-port", "0",
-               "--data-dir", data_dir or f"{tmp}/data"]
+               "--storage-port", "0", "--data-dir", data_dir or f"{tmp}/data"]
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:

@@ -53,7 +53,8 @@ class VarveNode:
 
     def start(self, port=0, admin_port=0):
         cmd = [varve_bin(), "server", "--listen", "127.0.0.1", "--port", str(port),
-               "--admin-port", str(admin_port), "--data-dir", str(self.data_dir), *self.extra_args]
+               "--admin-port", str(admin_port), "--storage-port", "0", "--data-dir", str(self.data_dir),
+               *self.extra_args]
         self._log = open(self.log_path, "ab")
         self._log_offset = self.log_path.stat().st_size  # a restart appends to the same log
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -1,17 +1,21 @@
 """`varve cluster`: a local cluster of real `varve server` processes on
 127.0.0.1 .. 127.0.0.N with the same ports on every address.
 
-These check the launcher's own promises: every node runs on its address
-with its data centre and rack, `status` tells running from killed nodes,
-`kill N` is a crash (SIGKILL) after which `start N` brings the node back
-with its data, and `stop` ends every process. (That the nodes form one
-cluster, with peers and replication, belongs to the cluster's own tests.)
-The ports are not the defaults, so a node a developer runs on 9042 does not
-collide with these.
+These check the launcher's promises and what gossip gives the nodes
+already: every node runs on its address with its data centre and rack;
+`start` returns once every node counts every other UP; a driver finds the
+whole cluster from one contact point (system.peers) with every node's
+tokens; `kill N` is a crash (SIGKILL) that the others notice (DN, by the
+failure detector) and after which `start N` brings the node back UP with
+its data; `stop` ends every process. Schemas are not shared between nodes
+yet (the metadata log comes later), so the driver's schema agreement wait
+is turned off here. The ports are not the defaults, so a node a developer
+runs on 9042 does not collide with these.
 """
 
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -39,8 +43,34 @@ def status(directory):
     return nodes
 
 
-def local_row(host, dc):
-    cluster = connect(host, 19042, 5, local_dc=dc)
+def node_states(directory, node):
+    """{address: 'UN' | 'DN'} as node `node`'s `nodetool status` shows them."""
+    out = varve_cluster(directory, "nodetool", str(node), "status").stdout
+    return {line.split()[1]: line.split()[0] for line in out.splitlines() if line[:3] in ("UN ", "DN ")}
+
+
+def eventually(check, timeout_s=30):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.2)
+
+
+def pinned(host):
+    """A driver session that sends everything to `host` (schemas and data
+    are not shared between nodes yet)."""
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]), request_timeout=20)
+    return Cluster([host], port=19042, protocol_version=5, max_schema_agreement_wait=0,
+                   execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+
+
+def local_row(host):
+    cluster = pinned(host)
     try:
         row = cluster.connect().execute(
             "SELECT listen_address, data_center, rack, cluster_name FROM system.local").one()
@@ -65,9 +95,27 @@ def test_three_nodes_over_two_data_centres_start_and_answer_on_their_addresses(c
         2: ("127.0.0.2", "dc1", "up"),
         3: ("127.0.0.3", "dc2", "up"),
     }
-    assert local_row("127.0.0.1", "dc1") == ("127.0.0.1", "dc1", "rack1", "varve-local")
-    assert local_row("127.0.0.3", "dc2") == ("127.0.0.3", "dc2", "rack1", "varve-local")
-    cluster = connect("127.0.0.2", 19042, 5, local_dc="dc1")
+    assert local_row("127.0.0.1") == ("127.0.0.1", "dc1", "rack1", "varve-local")
+    assert local_row("127.0.0.3") == ("127.0.0.3", "dc2", "rack1", "varve-local")
+    for node in (1, 2, 3):
+        assert node_states(cluster_dir, node) == {f"127.0.0.{i}": "UN" for i in (1, 2, 3)}
+    gossip = varve_cluster(cluster_dir, "nodetool", "1", "gossipinfo").stdout
+    for i, dc in ((1, "dc1"), (2, "dc1"), (3, "dc2")):
+        block = gossip.split(f"/127.0.0.{i}:17000\n")[1].split("\n/")[0]
+        assert re.search(rf"^  DC:\d+:{dc}$", block, re.M), gossip
+        assert re.search(r"^  TOKENS:\d+:(-?\d+,){15}-?\d+$", block, re.M), gossip
+        assert re.search(r"^  RPC_ADDRESS:\d+:127\.0\.0\." + str(i) + "$", block, re.M), gossip
+
+    # One contact point is enough: the driver reads the others from system.peers.
+    cluster = connect("127.0.0.1", 19042, 5, local_dc="dc1", max_schema_agreement_wait=0)
+    cluster.connect()
+    hosts = {str(h.address): h.datacenter for h in cluster.metadata.all_hosts()}
+    owners = set(str(h.address) for h in cluster.metadata.token_map.token_to_host_owner.values())
+    tokens = len(cluster.metadata.token_map.ring)
+    cluster.shutdown()
+    assert hosts == {"127.0.0.1": "dc1", "127.0.0.2": "dc1", "127.0.0.3": "dc2"}
+    assert owners == set(hosts) and tokens == 3 * 16
+    cluster = pinned("127.0.0.2")
     host_id = cluster.connect().execute("SELECT host_id FROM system.local").one().host_id
     cluster.shutdown()
     info = varve_cluster(cluster_dir, "nodetool", "2", "info").stdout
@@ -76,7 +124,7 @@ def test_three_nodes_over_two_data_centres_start_and_answer_on_their_addresses(c
 
 def test_a_killed_node_is_down_until_started_again_with_its_data(cluster_dir):
     varve_cluster(cluster_dir, "start", "--nodes", "2", *PORTS)
-    cluster = connect("127.0.0.2", 19042, 5)
+    cluster = pinned("127.0.0.2")
     s = cluster.connect()
     s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
     s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
@@ -86,10 +134,13 @@ def test_a_killed_node_is_down_until_started_again_with_its_data(cluster_dir):
     varve_cluster(cluster_dir, "kill", "2")
     nodes = status(cluster_dir)
     assert nodes[1][2] == "up" and nodes[2][2] == "down", nodes
+    # Convicted by phi (about 9 s of silence at the default settings).
+    assert eventually(lambda: node_states(cluster_dir, 1).get("127.0.0.2") == "DN"), node_states(cluster_dir, 1)
 
     varve_cluster(cluster_dir, "start", "2")
     assert status(cluster_dir)[2][2] == "up"
-    cluster = connect("127.0.0.2", 19042, 5)
+    assert node_states(cluster_dir, 1) == {"127.0.0.1": "UN", "127.0.0.2": "UN"}
+    cluster = pinned("127.0.0.2")
     row = cluster.connect().execute("SELECT v FROM ks.t WHERE k = 1").one()
     cluster.shutdown()
     assert row.v == "kept"
@@ -104,3 +155,61 @@ def test_commands_on_a_directory_without_a_cluster_say_so(tmp_path):
     assert "holds no cluster" in done.stderr
     done = varve_cluster(tmp_path / "none", "start", "--nodes", "33", *PORTS, check=False)
     assert done.returncode != 0 and "between 1 and 32" in done.stderr
+
+
+def string_list(items):
+    import struct
+    out = struct.pack(">H", len(items))
+    for item in items:
+        out += struct.pack(">H", len(item)) + item.encode()
+    return out
+
+
+def string_map(pairs):
+    import struct
+    out = struct.pack(">H", len(pairs))
+    for k, v in pairs.items():
+        out += struct.pack(">H", len(k)) + k.encode() + struct.pack(">H", len(v)) + v.encode()
+    return out
+
+
+def next_status_event(sock):
+    """(change, ip, port) of the next STATUS_CHANGE EVENT frame on `sock`."""
+    import socket
+    import struct
+    from helpers import read_frame
+
+    opcode_event = 0x0C
+    while True:
+        frame = read_frame(sock)
+        assert frame is not None, "connection closed"
+        opcode, body = frame
+        if opcode != opcode_event:
+            continue
+        (n,) = struct.unpack(">H", body[:2])
+        kind, rest = body[2:2 + n].decode(), body[2 + n:]
+        assert kind == "STATUS_CHANGE", kind
+        (n,) = struct.unpack(">H", rest[:2])
+        change, rest = rest[2:2 + n].decode(), rest[2 + n:]
+        size = rest[0]
+        ip = socket.inet_ntoa(rest[1:1 + size])
+        (port,) = struct.unpack(">i", rest[1 + size:5 + size])
+        return change, ip, port
+
+
+def test_registered_clients_hear_a_peer_go_down_and_come_back(cluster_dir):
+    from helpers import OPCODE_READY, OPCODE_STARTUP, open_socket, read_frame, v4_frame
+
+    varve_cluster(cluster_dir, "start", "--nodes", "2", *PORTS)
+    sock = open_socket("127.0.0.1", 19042, timeout=30)
+    sock.sendall(v4_frame(OPCODE_STARTUP, string_map({"CQL_VERSION": "3.0.0"})))
+    assert read_frame(sock)[0] == OPCODE_READY
+    opcode_register = 0x0B
+    sock.sendall(v4_frame(opcode_register, string_list(["STATUS_CHANGE"]), stream=1))
+    assert read_frame(sock)[0] == OPCODE_READY
+
+    varve_cluster(cluster_dir, "kill", "2")
+    assert next_status_event(sock) == ("DOWN", "127.0.0.2", 19042)
+    varve_cluster(cluster_dir, "start", "2")
+    assert next_status_event(sock) == ("UP", "127.0.0.2", 19042)
+    sock.close()

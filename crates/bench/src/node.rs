@@ -35,7 +35,8 @@ pub fn parse_ready(log: &str) -> Option<(String, String)> {
     let line = log.lines().find(|l| l.contains(READY_MARKER))?;
     let rest = &line[line.find(READY_MARKER)? + READY_MARKER.len()..];
     let (cql, rest) = rest.split_once(", admin on http://")?;
-    let admin = rest.split_whitespace().next()?;
+    // The admin address ends the line, or is followed by ", internode on ...".
+    let admin = rest.split([',', ' ', '\t']).next()?;
     Some((cql.trim().to_string(), admin.to_string()))
 }
 
@@ -51,6 +52,7 @@ impl EmbeddedNode {
         command
             .arg("server")
             .args(["--listen", "127.0.0.1", "--port", "0", "--admin-port", "0"])
+            .args(["--storage-port", "0"])
             .arg("--data-dir")
             .arg(&data)
             .arg("--config")
@@ -174,6 +176,13 @@ mod tests {
         assert_eq!(
             parse_ready(log),
             Some(("127.0.0.1:40001".into(), "127.0.0.1:40002".into()))
+        );
+        assert_eq!(
+            parse_ready(
+                "INFO varve ready: CQL on 127.0.0.1:9042, admin on http://127.0.0.1:9180, \
+                 internode on 127.0.0.1:7000"
+            ),
+            Some(("127.0.0.1:9042".to_string(), "127.0.0.1:9180".to_string()))
         );
         assert_eq!(parse_ready("varve ready: CQL on x"), None);
         assert_eq!(parse_ready(""), None);

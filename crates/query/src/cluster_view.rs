@@ -24,12 +24,22 @@ pub struct PeerInfo {
     pub release_version: String,
     pub schema_version: [u8; 16],
     pub tokens: Vec<i64>,
+    /// Whether this node counts it UP now.
+    pub up: bool,
+    /// Bytes of data it holds on disk, as it last said.
+    pub load_bytes: Option<u64>,
 }
 
 /// The other nodes this node knows of.
 pub trait ClusterView: Send + Sync {
     /// Every other node of the cluster, up or down.
     fn peers(&self) -> Vec<PeerInfo>;
+
+    /// What gossip knows of every node, this one included, as `nodetool
+    /// gossipinfo` prints it; `None` when no gossip runs.
+    fn gossip_info(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The view of a node alone.

@@ -49,6 +49,7 @@ pub struct Processor {
     pub(crate) data: Arc<dyn DataPath>,
     /// The other nodes, for system.peers (see [`ClusterView`]).
     cluster_view: RwLock<Arc<dyn ClusterView>>,
+    gossip_active: std::sync::atomic::AtomicBool,
     prepared: RwLock<HashMap<Bytes, Arc<Prepared>>>,
     last_micros: AtomicI64,
     cas_locks: Vec<tokio::sync::Mutex<()>>,
@@ -137,6 +138,7 @@ impl Processor {
             storage,
             data,
             cluster_view: RwLock::new(Arc::new(NoPeers)),
+            gossip_active: std::sync::atomic::AtomicBool::new(false),
             prepared: RwLock::new(HashMap::new()),
             last_micros: AtomicI64::new(0),
             cas_locks: (0..CAS_LOCK_STRIPES)
@@ -450,6 +452,11 @@ impl Processor {
         &self.data
     }
 
+    /// This node's own facts (system.local).
+    pub fn node(&self) -> &NodeInfo {
+        &self.node
+    }
+
     /// What the node knows of the other nodes (system.peers).
     pub fn cluster_view(&self) -> Arc<dyn ClusterView> {
         self.cluster_view.read().clone()
@@ -459,6 +466,12 @@ impl Processor {
     /// cluster's membership runs).
     pub fn set_cluster_view(&self, view: Arc<dyn ClusterView>) {
         *self.cluster_view.write() = view;
+        self.gossip_active.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the cluster's membership runs (a view was set).
+    pub fn gossip_active(&self) -> bool {
+        self.gossip_active.load(Ordering::Relaxed)
     }
 
     /// Forgets prepared statements of a dropped keyspace or table.

@@ -209,6 +209,8 @@ impl varve_query::cluster_view::ClusterView for TwoPeers {
                 release_version: "5.0.4".into(),
                 schema_version: [9; 16],
                 tokens: vec![i64::from(i) * 100, -i64::from(i)],
+                up: true,
+                load_bytes: None,
             })
             .collect()
     }

@@ -13,6 +13,8 @@
 //!   → rewrites each sstable without what other sstables shadow; answers
 //!   when done
 //! - `GET /nodetool/compactionstats` → pending and running compactions
+//! - `GET /nodetool/status` → every node of the cluster, up or down
+//! - `GET /nodetool/gossipinfo` → what gossip knows of every node
 //!
 //! Errors of nodetool operations come back as 400 with the message.
 //! - any other path → 404; any other method → 405; a malformed or too
@@ -227,6 +229,11 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             }
         }
         ("GET", "/nodetool/compactionstats") => Ok(processor.compaction_stats_text()),
+        ("GET", "/nodetool/status") => Ok(crate::status::status_text(processor)),
+        ("GET", "/nodetool/gossipinfo") => Ok(processor
+            .cluster_view()
+            .gossip_info()
+            .unwrap_or_else(|| "gossip is not running on this node\n".to_string())),
         ("GET", "/nodetool/tablestats") => {
             processor.table_stats_text(get("keyspace").as_deref(), get("table").as_deref())
         }
@@ -237,7 +244,9 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             | "/nodetool/compact"
             | "/nodetool/tablestats"
             | "/nodetool/garbagecollect"
-            | "/nodetool/compactionstats",
+            | "/nodetool/compactionstats"
+            | "/nodetool/status"
+            | "/nodetool/gossipinfo",
         ) => return (405, "text/plain", "wrong method\n".to_string()),
         _ => return (404, "text/plain", "not found\n".to_string()),
     };

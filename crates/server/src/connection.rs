@@ -84,8 +84,9 @@ struct Connection {
     stage: Stage,
     /// v4 frame-body compression of incoming frames.
     compression: Compression,
-    /// Set once the client REGISTERs for SCHEMA_CHANGE.
-    events: Option<broadcast::Receiver<varve_protocol::SchemaChange>>,
+    /// Set once the client REGISTERs for events, with the types it asked
+    /// for (SCHEMA_CHANGE, STATUS_CHANGE, TOPOLOGY_CHANGE).
+    events: Option<Registered>,
     client: Arc<Mutex<ClientState>>,
     in_flight: Arc<Semaphore>,
     /// A fatal error was answered: stop reading.
@@ -228,20 +229,35 @@ impl Writer {
     }
 }
 
-async fn next_event(
-    rx: &mut Option<broadcast::Receiver<varve_protocol::SchemaChange>>,
-) -> varve_protocol::SchemaChange {
-    let Some(rx) = rx else {
+/// A connection's subscription to the node's events.
+struct Registered {
+    rx: broadcast::Receiver<Event>,
+    types: Vec<String>,
+}
+
+/// The next event of a type the connection registered for.
+async fn next_event(registered: &mut Option<Registered>) -> Event {
+    let Some(r) = registered else {
         return std::future::pending().await;
     };
     loop {
-        match rx.recv().await {
-            Ok(ev) => return ev,
+        match r.rx.recv().await {
+            Ok(ev) if r.types.iter().any(|t| t == event_kind(&ev)) => return ev,
+            Ok(_) => {}
             Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::debug!("a slow connection missed {n} schema events");
+                tracing::debug!("a slow connection missed {n} events");
             }
             Err(broadcast::error::RecvError::Closed) => return std::future::pending().await,
         }
+    }
+}
+
+/// The REGISTER type an event belongs to.
+fn event_kind(ev: &Event) -> &'static str {
+    match ev {
+        Event::SchemaChange(_) => event_type::SCHEMA_CHANGE,
+        Event::StatusChange { .. } => event_type::STATUS_CHANGE,
+        Event::TopologyChange { .. } => event_type::TOPOLOGY_CHANGE,
     }
 }
 
@@ -428,15 +444,21 @@ impl Connection {
             let msg = format!("Invalid value '{bad}' for Type");
             return self.send_error(stream, errors::protocol_message(msg));
         }
-        if types.iter().any(|t| t == event_type::SCHEMA_CHANGE) && self.events.is_none() {
-            self.events = Some(self.shared.events.subscribe());
+        match &mut self.events {
+            Some(r) => r.types.extend(types.iter().cloned()),
+            None if types.is_empty() => {}
+            None => {
+                self.events = Some(Registered {
+                    rx: self.shared.events.subscribe(),
+                    types: types.to_vec(),
+                })
+            }
         }
         self.send(stream, Vec::new(), Response::Ready);
     }
 
-    fn push_event(&mut self, change: varve_protocol::SchemaChange) {
-        let response = Response::Event(Event::SchemaChange(change));
-        self.send(EVENT_STREAM, Vec::new(), response);
+    fn push_event(&mut self, event: Event) {
+        self.send(EVENT_STREAM, Vec::new(), Response::Event(event));
     }
 
     /// Queues a statement request for the burst being read.

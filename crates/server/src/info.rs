@@ -18,7 +18,7 @@ pub fn info_text(processor: &Processor, metrics: &Metrics, native_active: bool) 
     let mb = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     let mut lines: Vec<(&str, String)> = vec![
         ("ID", status.host_id),
-        ("Gossip active", "false".into()),
+        ("Gossip active", processor.gossip_active().to_string()),
         ("Native Transport active", native_active.to_string()),
         ("Load", file_size_text(status.load_bytes)),
         ("Uptime (seconds)", status.uptime.as_secs().to_string()),

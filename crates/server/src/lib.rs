@@ -30,6 +30,7 @@ mod listener;
 pub mod metrics;
 pub mod read_stage;
 mod statements;
+mod status;
 mod vectored;
 
 use std::future::Future;
@@ -83,8 +84,9 @@ pub(crate) struct Shared {
     /// Writes may wait on an fsync (commitlog batch/group): statements then
     /// run on the blocking pool instead of the event loop.
     pub writes_wait_for_sync: bool,
-    /// Schema changes, fanned out to connections registered for them.
-    pub events: broadcast::Sender<varve_protocol::SchemaChange>,
+    /// Events (schema changes, nodes up and down), fanned out to the
+    /// connections registered for their type.
+    pub events: broadcast::Sender<varve_protocol::Event>,
     /// Where statements that need the disk run.
     pub read_stage: Arc<read_stage::ReadStage>,
 }
@@ -95,6 +97,7 @@ pub struct Server {
     cql: TcpListener,
     admin: TcpListener,
     metrics: Arc<Metrics>,
+    events: broadcast::Sender<varve_protocol::Event>,
 }
 
 impl Server {
@@ -112,12 +115,21 @@ impl Server {
     ) -> std::io::Result<Server> {
         let cql = TcpListener::bind(config.cql_addr).await?;
         let admin = TcpListener::bind(config.admin_addr).await?;
+        let (events, _) = broadcast::channel(limits::EVENT_QUEUE_DEPTH);
         Ok(Server {
             config,
             cql,
             admin,
             metrics: Arc::new(Metrics::new(registry)),
+            events,
         })
+    }
+
+    /// Where the rest of the node sends events for registered clients
+    /// (STATUS_CHANGE and TOPOLOGY_CHANGE from the cluster; the server
+    /// sends SCHEMA_CHANGE itself).
+    pub fn events(&self) -> broadcast::Sender<varve_protocol::Event> {
+        self.events.clone()
     }
 
     /// The bound CQL address (with the real port when 0 was asked).
@@ -143,7 +155,7 @@ impl Server {
         shutdown: impl Future<Output = ()>,
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
-        let (events, _) = broadcast::channel(limits::EVENT_QUEUE_DEPTH);
+        let events = self.events;
         let grace = self.config.shutdown_grace;
         let read_stage = Arc::new(read_stage::ReadStage::new(
             self.config.concurrent_reads,

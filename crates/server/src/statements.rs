@@ -266,7 +266,9 @@ fn spawn_blocking_statement(ctx: Context, q: Queued) {
 fn answer(shared: &Shared, version: u8, stream: i16, executed: Executed) -> Outgoing {
     if let Some(change) = executed.event {
         // No subscriber is fine: nobody registered.
-        let _ = shared.events.send(change);
+        let _ = shared
+            .events
+            .send(varve_protocol::Event::SchemaChange(change));
     }
     if let Response::Error(e) = &executed.response {
         shared.metrics.error_response();

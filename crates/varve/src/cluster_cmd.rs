@@ -2,8 +2,8 @@
 //! (see [`crate::launcher`]).
 //!
 //! `start --nodes N [--dcs D]` creates the cluster (or starts the one the
-//! directory holds) and returns once every node is ready, printing the
-//! contact points; `start N` starts one node; `stop`, `status`, `kill N`
+//! directory holds) and returns once every node it started counts every
+//! running node UP (gossip), printing the contact points; `start N` starts one node; `stop`, `status`, `kill N`
 //! (SIGKILL, as a crash) and `nodetool N ...` (any `varve nodetool`
 //! command, sent to node N).
 
@@ -126,8 +126,13 @@ fn start(dir: &Path, only: Option<usize>, new: anyhow::Result<Layout>) -> anyhow
         }
         launcher::spawn(&binary, dir, &layout, node)?;
     }
+    let running = layout
+        .all()
+        .iter()
+        .filter(|n| launcher::running_pid(dir, n.index).is_some())
+        .count();
     for node in &targets {
-        wait_ready(dir, node, layout.ports)?;
+        wait_ready(dir, node, layout.ports, running)?;
     }
     println!(
         "ready in {:.2} s; contact points: {}",
@@ -141,12 +146,13 @@ fn start(dir: &Path, only: Option<usize>, new: anyhow::Result<Layout>) -> anyhow
     Ok(())
 }
 
-/// Waits until `node` answers, or fails naming its log.
-fn wait_ready(dir: &Path, node: &Node, ports: Ports) -> anyhow::Result<()> {
+/// Waits until `node` answers and counts `running` nodes UP (itself
+/// included), or fails naming its log.
+fn wait_ready(dir: &Path, node: &Node, ports: Ports, running: usize) -> anyhow::Result<()> {
     let until = Instant::now() + launcher::READY_TIMEOUT;
     let log = launcher::node_dir(dir, node.index).join("varve.log");
     while Instant::now() < until {
-        if launcher::healthy(node, ports) {
+        if launcher::nodes_up(node, ports).is_some_and(|up| up >= running) {
             return Ok(());
         }
         if launcher::running_pid(dir, node.index).is_none() {

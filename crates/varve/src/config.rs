@@ -77,6 +77,7 @@ struct FileConfig {
     storage_port: Option<u16>,
     endpoint_snitch: Option<String>,
     phi_convict_threshold: Option<f64>,
+    gossip_interval_ms: Option<u64>,
     dc: Option<String>,
     rack: Option<String>,
     #[serde(flatten)]
@@ -364,6 +365,7 @@ impl Settings {
                 storage_port: file.storage_port,
                 endpoint_snitch: file.endpoint_snitch,
                 phi_convict_threshold: file.phi_convict_threshold,
+                gossip_interval_ms: file.gossip_interval_ms,
                 dc: file.dc,
                 rack: file.rack,
             },

@@ -246,19 +246,28 @@ pub fn wait_exit(pid: i32, limit: Duration) -> bool {
 
 /// Whether node `node` answers on its admin port (`GET /health`).
 pub fn healthy(node: &Node, ports: Ports) -> bool {
+    admin_get(node, ports, "/health").is_some()
+}
+
+/// How many nodes node `node` counts UP, itself included (from its
+/// `nodetool status`); `None` when it does not answer.
+pub fn nodes_up(node: &Node, ports: Ports) -> Option<usize> {
+    let text = admin_get(node, ports, "/nodetool/status")?;
+    Some(text.lines().filter(|l| l.starts_with("UN ")).count())
+}
+
+/// The body of a 200 answer to `GET path` on the node's admin port.
+fn admin_get(node: &Node, ports: Ports, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     let addr = std::net::SocketAddr::new(node.address, ports.admin);
-    let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
-        return false;
-    };
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-    let request = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    if s.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).ok()?;
     let mut answer = String::new();
     let _ = s.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200")
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 mod allocator;
 mod bench_cmd;
 mod cluster_cmd;
+mod cluster_node;
 mod config;
 mod launcher;
 mod memory_limit;
@@ -198,15 +199,20 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     processor
         .metrics()
         .set_settings(node_metrics::settings_rows(&settings));
+    let node = node::node_info(&settings, server.cql_addr().port())?;
+    let mut cluster = cluster_node::ClusterNode::start(&settings, &node, &processor).await?;
+    cluster.send_status_events(server.events());
     info!(
-        "varve ready: CQL on {}, admin on http://{}",
+        "varve ready: CQL on {}, admin on http://{}, internode on {}",
         server.cql_addr(),
-        server.admin_addr()
+        server.admin_addr(),
+        cluster.internode_addr()
     );
     server
         .run(processor.clone(), shutdown)
         .await
         .context("serving")?;
+    cluster.shutdown().await;
     // As Cassandra does on shutdown: stop compactions (a running one would
     // hold the exit until it finished: a minute for a few GB at the
     // default throttle), flush memtables, sync the commitlog.

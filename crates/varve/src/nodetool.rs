@@ -74,6 +74,10 @@ pub enum NodetoolCommand {
     },
     /// Pending and running compactions.
     Compactionstats,
+    /// Every node of the cluster: up or down, address, load, tokens, host id, rack.
+    Status,
+    /// What gossip knows of every node: generation, heartbeat, each key's version and value.
+    Gossipinfo,
 }
 
 pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
@@ -118,6 +122,8 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
             ("POST", t)
         }
         NodetoolCommand::Compactionstats => ("GET", "/nodetool/compactionstats".to_string()),
+        NodetoolCommand::Status => ("GET", "/nodetool/status".to_string()),
+        NodetoolCommand::Gossipinfo => ("GET", "/nodetool/gossipinfo".to_string()),
         NodetoolCommand::Tablestats { name } => {
             let mut t = String::from("/nodetool/tablestats?");
             if let Some(n) = name {

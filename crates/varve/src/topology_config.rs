@@ -30,6 +30,11 @@ pub const DEFAULT_DC: &str = "datacenter1";
 pub const DEFAULT_RACK: &str = "rack1";
 /// The longest data centre or rack name.
 pub const MAX_LOCATION_NAME_BYTES: usize = 128;
+/// How often a node gossips (Varve's `gossip_interval`; Cassandra's is a
+/// fixed second): 500 ms, so a fresh cluster is ready within 2 s.
+pub const DEFAULT_GOSSIP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+/// The range `gossip_interval` may take.
+pub const GOSSIP_INTERVAL_RANGE_MS: std::ops::RangeInclusive<u64> = 10..=10_000;
 /// The file GossipingPropertyFileSnitch reads, beside the config file.
 pub const RACKDC_FILE: &str = "cassandra-rackdc.properties";
 
@@ -54,6 +59,7 @@ pub struct Topology {
     pub dc: String,
     pub rack: String,
     pub phi_convict_threshold: f64,
+    pub gossip_interval: std::time::Duration,
 }
 
 /// The YAML keys of this module (the rest of the file is parsed elsewhere).
@@ -64,6 +70,8 @@ pub struct TopologyFile {
     pub storage_port: Option<u16>,
     pub endpoint_snitch: Option<String>,
     pub phi_convict_threshold: Option<f64>,
+    /// Varve's own key: `gossip_interval` in milliseconds.
+    pub gossip_interval_ms: Option<u64>,
     /// Varve's own keys for GossipingPropertyFileSnitch's `dc` and `rack`.
     pub dc: Option<String>,
     pub rack: Option<String>,
@@ -135,6 +143,12 @@ impl Topology {
         if !PHI_CONVICT_THRESHOLD_RANGE.contains(&phi_convict_threshold) {
             bail!("phi_convict_threshold must be between 5 and 16, not {phi_convict_threshold}");
         }
+        let gossip_ms = file
+            .gossip_interval_ms
+            .unwrap_or(DEFAULT_GOSSIP_INTERVAL.as_millis() as u64);
+        if !GOSSIP_INTERVAL_RANGE_MS.contains(&gossip_ms) {
+            bail!("gossip_interval_ms must be between 10 and 10000, not {gossip_ms}");
+        }
         Ok(Topology {
             seeds,
             storage_port,
@@ -142,6 +156,7 @@ impl Topology {
             dc,
             rack,
             phi_convict_threshold,
+            gossip_interval: std::time::Duration::from_millis(gossip_ms),
         })
     }
 

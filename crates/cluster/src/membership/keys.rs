@@ -37,9 +37,12 @@ impl GossipKey {
     pub const STATUS: GossipKey = GossipKey(9);
     /// Bytes of data on disk.
     pub const LOAD: GossipKey = GossipKey(10);
+    /// The node's tokens, comma-separated: what drivers route by until the
+    /// metadata log holds the ring (docs/design/cluster.md, step 9).
+    pub const TOKENS: GossipKey = GossipKey(11);
 
     /// Every key of this version with its name, in code order.
-    pub const KNOWN: [(GossipKey, &'static str); 11] = [
+    pub const KNOWN: [(GossipKey, &'static str); 12] = [
         (GossipKey::HEARTBEAT, "heartbeat"),
         (GossipKey::HOST_ID, "host_id"),
         (GossipKey::DC, "dc"),
@@ -51,6 +54,7 @@ impl GossipKey {
         (GossipKey::EPOCH, "epoch"),
         (GossipKey::STATUS, "status"),
         (GossipKey::LOAD, "load"),
+        (GossipKey::TOKENS, "tokens"),
     ];
 
     pub fn code(self) -> u8 {
@@ -129,7 +133,7 @@ mod tests {
     #[test]
     fn known_keys_are_named_in_code_order() {
         let codes: Vec<u8> = GossipKey::KNOWN.iter().map(|(k, _)| k.code()).collect();
-        assert_eq!(codes, (0..11).collect::<Vec<u8>>());
+        assert_eq!(codes, (0..12).collect::<Vec<u8>>());
         for (key, name) in GossipKey::KNOWN {
             assert_eq!(key.name(), Some(name));
             assert_eq!(key.to_string(), name);

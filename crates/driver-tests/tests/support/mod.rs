@@ -84,6 +84,8 @@ impl VarveProcess {
                 "0",
                 "--admin-port",
                 "0",
+                "--storage-port",
+                "0",
             ])
             .arg("--data-dir")
             .arg(&data_dir)

@@ -26,6 +26,22 @@ fn defaults_make_a_cluster_of_one_in_datacenter1() {
     assert_eq!(t.snitch, Snitch::Simple);
     assert_eq!((t.dc.as_str(), t.rack.as_str()), (DEFAULT_DC, DEFAULT_RACK));
     assert_eq!(t.phi_convict_threshold, DEFAULT_PHI_CONVICT_THRESHOLD);
+    assert_eq!(t.gossip_interval, DEFAULT_GOSSIP_INTERVAL);
+}
+
+#[test]
+fn the_gossip_interval_is_limited_at_n() {
+    let ms = |n: u64| {
+        resolve(
+            &format!("gossip_interval_ms: {n}"),
+            &TopologyFlags::default(),
+            None,
+        )
+    };
+    assert_eq!(ms(10).expect("N").gossip_interval.as_millis(), 10);
+    assert_eq!(ms(10_000).expect("N").gossip_interval.as_millis(), 10_000);
+    assert!(ms(9).is_err());
+    assert!(ms(10_001).is_err());
 }
 
 #[test]

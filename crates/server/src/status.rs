@@ -1,0 +1,131 @@
+//! `nodetool status`: every node of the cluster, this one and its peers,
+//! grouped by data centre, as Cassandra's nodetool prints them (state,
+//! address, load, tokens, ownership, host id, rack).
+//!
+//! Ownership is `?` until the ring comes from the cluster's metadata (it
+//! needs every node's tokens and the keyspace's replication); a peer's
+//! load is what it last gossiped (`?` before it did).
+
+use std::collections::BTreeMap;
+
+use varve_query::cluster_view::PeerInfo;
+use varve_query::info::{file_size_text, uuid_text};
+use varve_query::Processor;
+
+/// One line of the table.
+struct Line {
+    state: &'static str,
+    address: String,
+    load: String,
+    tokens: usize,
+    host_id: String,
+    rack: String,
+}
+
+/// The text of `nodetool status` on this node.
+pub fn status_text(processor: &Processor) -> String {
+    let node = processor.node();
+    let status = processor.node_status();
+    let mut by_dc: BTreeMap<String, Vec<Line>> = BTreeMap::new();
+    by_dc
+        .entry(node.data_center.clone())
+        .or_default()
+        .push(Line {
+            state: "UN",
+            address: node.listen_address.to_string(),
+            load: file_size_text(status.load_bytes),
+            tokens: node.tokens.len(),
+            host_id: status.host_id,
+            rack: node.rack.clone(),
+        });
+    for peer in processor.cluster_view().peers() {
+        by_dc
+            .entry(peer.data_center.clone())
+            .or_default()
+            .push(peer_line(&peer));
+    }
+    let mut out = String::new();
+    for (dc, mut lines) in by_dc {
+        lines.sort_by(|a, b| a.address.cmp(&b.address));
+        let title = format!("Datacenter: {dc}");
+        out.push_str(&format!("{title}\n{}\n", "=".repeat(title.len())));
+        out.push_str("Status=Up/Down\n|/ State=Normal/Leaving/Joining/Moving\n");
+        out.push_str(&format!(
+            "--  {:<15} {:<10} {:<7} {:<6} {:<36}  Rack\n",
+            "Address", "Load", "Tokens", "Owns", "Host ID"
+        ));
+        for l in lines {
+            out.push_str(&format!(
+                "{}  {:<15} {:<10} {:<7} {:<6} {:<36}  {}\n",
+                l.state, l.address, l.load, l.tokens, "?", l.host_id, l.rack
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn peer_line(peer: &PeerInfo) -> Line {
+    Line {
+        state: if peer.up { "UN" } else { "DN" },
+        address: peer.listen_address.to_string(),
+        load: peer.load_bytes.map_or("?".to_string(), file_size_text),
+        tokens: peer.tokens.len(),
+        host_id: uuid_text(&peer.host_id),
+        rack: peer.rack.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use varve_query::cluster_view::ClusterView;
+    use varve_query::NodeInfo;
+
+    struct Peers;
+
+    impl ClusterView for Peers {
+        fn peers(&self) -> Vec<PeerInfo> {
+            [(2, "datacenter1", true), (3, "dc2", false)]
+                .into_iter()
+                .map(|(i, dc, up)| PeerInfo {
+                    listen_address: [127, 0, 0, i].into(),
+                    listen_port: 7000,
+                    rpc_address: [127, 0, 0, i].into(),
+                    native_port: 9042,
+                    data_center: dc.into(),
+                    rack: "rack1".into(),
+                    host_id: [i; 16],
+                    release_version: "5.0.4".into(),
+                    schema_version: [0; 16],
+                    tokens: vec![1, 2, 3],
+                    up,
+                    load_bytes: Some(2048),
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn every_node_is_listed_under_its_data_centre_up_or_down() {
+        let p = Processor::new(NodeInfo::single_local());
+        p.set_cluster_view(Arc::new(Peers));
+        let text = status_text(&p);
+        let dc1 = text.find("Datacenter: datacenter1").expect("dc1");
+        let dc2 = text.find("Datacenter: dc2").expect("dc2");
+        let line = |addr: &str| {
+            text.lines()
+                .find(|l| l.contains(&format!(" {addr} ")))
+                .unwrap_or_else(|| panic!("{addr} in {text}"))
+                .to_string()
+        };
+        assert!(line("127.0.0.1").starts_with("UN"), "{text}");
+        assert!(line("127.0.0.2").starts_with("UN"), "{text}");
+        assert!(line("127.0.0.3").starts_with("DN"), "{text}");
+        let at = |addr: &str| text.find(&format!(" {addr} ")).expect("listed");
+        assert!(dc1 < at("127.0.0.2") && at("127.0.0.2") < dc2 && dc2 < at("127.0.0.3"));
+        assert!(line("127.0.0.3").contains("03030303-0303-0303-0303-030303030303"));
+        assert!(line("127.0.0.2").contains("2.00 KiB"), "{text}");
+    }
+}

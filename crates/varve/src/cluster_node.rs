@@ -1,0 +1,289 @@
+//! This node's cluster machinery: internode messaging on
+//! `listen_address:storage_port` and gossip membership with the seeds,
+//! started with the server and stopped after it (docs/design/cluster.md,
+//! sections 4 and 5). The query layer sees the peers through a
+//! [`ClusterView`] over the membership (`system.peers`, `nodetool status`).
+//!
+//! A node whose only seed is itself (the default) forms a cluster of one
+//! and still listens, so others can join it by naming it as a seed.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::broadcast;
+use varve_cluster::env::Env;
+use varve_cluster::membership::{GossipKey, Gossiper, Membership, MembershipConfig};
+use varve_cluster::net::handshake::HostId;
+use varve_cluster::net::messaging::{Messaging, MessagingConfig};
+use varve_protocol::{Event, StatusChangeType};
+use varve_query::cluster_view::{ClusterView, PeerInfo};
+use varve_query::info::uuid_text;
+use varve_query::{NodeInfo, Processor};
+
+use crate::config::Settings;
+
+/// How often a changed schema version is announced to the peers.
+const SCHEMA_ANNOUNCE_INTERVAL: Duration = Duration::from_millis(250);
+/// How often a changed load (bytes on disk) is announced: as Cassandra's
+/// `LoadBroadcaster`, but more often than its minute.
+const LOAD_ANNOUNCE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The running messaging and membership of this node.
+pub struct ClusterNode {
+    messaging: Messaging,
+    membership: Arc<Gossiper>,
+    announcer: tokio::task::JoinHandle<()>,
+    events: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl ClusterNode {
+    /// Starts messaging and gossip for `node`, and shows its peers in
+    /// `processor`'s `system.peers`.
+    pub async fn start(
+        settings: &Settings,
+        node: &NodeInfo,
+        processor: &Arc<Processor>,
+    ) -> anyhow::Result<ClusterNode> {
+        let host_id = HostId(node.host_id);
+        let seed = u64::from_le_bytes(node.host_id[..8].try_into().unwrap_or_default());
+        let env = Env::tokio(seed ^ varve_types::time::now_micros() as u64);
+        let generation =
+            varve_cluster::membership::next_generation(&settings.data_dir, &*env.clock)
+                .context("choosing the gossip generation")?;
+        let listen = SocketAddr::new(settings.listen_address, settings.topology.storage_port);
+        let mut config = MessagingConfig::new(&settings.cluster_name, host_id, listen);
+        config.generation = generation;
+        let messaging = Messaging::start(config, env.clone())
+            .await
+            .with_context(|| format!("listening for internode messages on {listen}"))?;
+        let own = messaging.local_addr();
+        let mut membership = MembershipConfig::new(
+            settings
+                .topology
+                .seeds
+                .iter()
+                .copied()
+                .filter(|s| *s != own && s.port() != 0)
+                .collect(),
+        );
+        membership.phi_convict_threshold = settings.topology.phi_convict_threshold;
+        membership.gossip_interval = settings.topology.gossip_interval;
+        membership.dc = node.data_center.clone();
+        membership.rack = node.rack.clone();
+        membership.values = announced_values(node, processor);
+        let gossiper = Gossiper::start(membership, &messaging, env)
+            .await
+            .context("starting gossip")?;
+        let membership = Arc::new(gossiper);
+        processor.set_cluster_view(Arc::new(GossipView(membership.clone())));
+        let announcer = tokio::spawn(announce_schema_changes(
+            membership.clone(),
+            processor.clone(),
+        ));
+        Ok(ClusterNode {
+            messaging,
+            membership,
+            announcer,
+            events: None,
+        })
+    }
+
+    /// Sends a STATUS_CHANGE event to `events` (the server's, for
+    /// registered clients) whenever a peer goes UP or DOWN.
+    pub fn send_status_events(&mut self, events: broadcast::Sender<Event>) {
+        let task = tokio::spawn(status_events(self.membership.clone(), events));
+        self.events = Some(task);
+    }
+
+    /// Where this node listens for internode messages.
+    pub fn internode_addr(&self) -> SocketAddr {
+        self.messaging.local_addr()
+    }
+
+    /// Tells the peers this node is going (they mark it down at once),
+    /// then stops gossip and messaging.
+    pub async fn shutdown(self) {
+        self.announcer.abort();
+        if let Some(events) = &self.events {
+            events.abort();
+        }
+        self.membership.shutdown().await;
+        self.messaging.shutdown().await;
+    }
+}
+
+/// The keys gossiped from the start besides membership's own.
+fn announced_values(
+    node: &NodeInfo,
+    processor: &Processor,
+) -> std::collections::BTreeMap<GossipKey, String> {
+    let tokens: Vec<String> = node.tokens.iter().map(i64::to_string).collect();
+    [
+        (GossipKey::RPC_ADDRESS, node.rpc_address.to_string()),
+        (GossipKey::NATIVE_PORT, node.native_port.to_string()),
+        (GossipKey::RELEASE_VERSION, node.release_version.clone()),
+        (
+            GossipKey::SCHEMA_VERSION,
+            uuid_text(&processor.schema().version),
+        ),
+        (GossipKey::TOKENS, tokens.join(",")),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// Announces the schema version whenever it changes, and the load every
+/// [`LOAD_ANNOUNCE_INTERVAL`] when it changed.
+async fn announce_schema_changes(membership: Arc<Gossiper>, processor: Arc<Processor>) {
+    let mut last = processor.schema().version;
+    let mut last_load = None;
+    let mut since_load = LOAD_ANNOUNCE_INTERVAL;
+    loop {
+        let now = processor.schema().version;
+        if now != last {
+            announce(&membership, GossipKey::SCHEMA_VERSION, uuid_text(&now));
+            last = now;
+        }
+        if since_load >= LOAD_ANNOUNCE_INTERVAL {
+            since_load = Duration::ZERO;
+            let p = processor.clone();
+            let load = tokio::task::spawn_blocking(move || p.node_status().load_bytes).await;
+            if let Ok(load) = load {
+                if last_load != Some(load) {
+                    announce(&membership, GossipKey::LOAD, load.to_string());
+                    last_load = Some(load);
+                }
+            }
+        }
+        tokio::time::sleep(SCHEMA_ANNOUNCE_INTERVAL).await;
+        since_load += SCHEMA_ANNOUNCE_INTERVAL;
+    }
+}
+
+fn announce(membership: &Gossiper, key: GossipKey, value: String) {
+    if let Err(e) = membership.announce(key, value) {
+        tracing::warn!("announcing {key} failed: {e}");
+    }
+}
+
+/// Turns each UP and DOWN of a peer into a STATUS_CHANGE naming where
+/// clients reach it (its `rpc_address` and native port).
+async fn status_events(membership: Arc<Gossiper>, events: broadcast::Sender<Event>) {
+    let mut transitions = membership.transitions();
+    loop {
+        let t = match transitions.recv().await {
+            Ok(t) => t,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("{n} UP/DOWN transitions missed: their events are not sent");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(peer) = membership.peer(t.host_id) else {
+            continue;
+        };
+        let text = |key| peer.values.get(&key).map(|v| v.value.clone());
+        let ip = text(GossipKey::RPC_ADDRESS)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(t.address.ip());
+        let port = text(GossipKey::NATIVE_PORT)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(9042);
+        let change = match t.is_up() {
+            true => StatusChangeType::Up,
+            false => StatusChangeType::Down,
+        };
+        let addr = SocketAddr::new(ip, port);
+        // No receiver is fine: no client registered.
+        let _ = events.send(Event::StatusChange { change, addr });
+    }
+}
+
+/// The peers as gossip knows them.
+struct GossipView(Arc<Gossiper>);
+
+impl ClusterView for GossipView {
+    fn peers(&self) -> Vec<PeerInfo> {
+        self.0
+            .peers()
+            .into_iter()
+            .filter(|p| !p.is_local)
+            .map(|p| {
+                let text = |key| {
+                    p.values
+                        .get(&key)
+                        .map(|v| v.value.clone())
+                        .unwrap_or_default()
+                };
+                PeerInfo {
+                    listen_address: p.address.ip(),
+                    listen_port: p.address.port(),
+                    rpc_address: text(GossipKey::RPC_ADDRESS)
+                        .parse()
+                        .unwrap_or(p.address.ip()),
+                    native_port: text(GossipKey::NATIVE_PORT).parse().unwrap_or(9042),
+                    data_center: text(GossipKey::DC),
+                    rack: text(GossipKey::RACK),
+                    host_id: p.host_id.0,
+                    release_version: text(GossipKey::RELEASE_VERSION),
+                    schema_version: parse_uuid(&text(GossipKey::SCHEMA_VERSION)).unwrap_or([0; 16]),
+                    tokens: text(GossipKey::TOKENS)
+                        .split(',')
+                        .filter_map(|t| t.trim().parse().ok())
+                        .collect(),
+                    up: p.up,
+                    load_bytes: text(GossipKey::LOAD).parse().ok(),
+                }
+            })
+            .collect()
+    }
+
+    fn gossip_info(&self) -> Option<String> {
+        let mut out = String::new();
+        for p in self.0.peers() {
+            out.push_str(&format!("/{}\n", p.address));
+            out.push_str(&format!("  generation:{}\n", p.generation));
+            out.push_str(&format!("  heartbeat:{}\n", p.heartbeat));
+            out.push_str(&format!("  up:{}\n", p.up));
+            for (key, v) in &p.values {
+                let name = key
+                    .name()
+                    .map_or_else(|| format!("KEY_{}", key.code()), str::to_uppercase);
+                out.push_str(&format!("  {name}:{}:{}\n", v.version, v.value));
+            }
+        }
+        Some(out)
+    }
+}
+
+/// The bytes of a UUID's text; `None` if it is not one.
+pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
+    let hex: String = text.chars().filter(|c| *c != '-').collect();
+    if hex.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_round_trip_through_their_text() {
+        let u = [
+            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
+        let text = uuid_text(&u);
+        assert_eq!(text, "12345678-9abc-def0-0102-030405060708");
+        assert_eq!(parse_uuid(&text), Some(u));
+        assert_eq!(parse_uuid("not-a-uuid"), None);
+        assert_eq!(parse_uuid(&text[..35]), None);
+    }
+}
