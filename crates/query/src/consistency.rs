@@ -56,8 +56,27 @@ pub fn check_cas(p: &Processor, ctx: &Ctx, table: &Table) -> Result<()> {
             "{commit} is not supported as conditional update commit consistency. Use ANY if you mean \"make sure it is accepted but I don't care how many replicas commit it for non-SERIAL reads\""
         )));
     }
+    if commit == Consistency::EachQuorum {
+        require_network_topology(ctx, table, commit)?;
+    }
     assure_live(p, ctx, table, serial)?;
     assure_live(p, ctx, table, commit)
+}
+
+/// Cassandra's rule for EACH_QUORUM as a conditional update's commit
+/// level: the keyspace must count replicas per data centre.
+fn require_network_topology(ctx: &Ctx, table: &Table, cl: Consistency) -> Result<()> {
+    let Some(ks) = ctx.schema.keyspace(&table.keyspace) else {
+        return Ok(());
+    };
+    let class = match ks.replication.strategy {
+        ReplicationStrategy::NetworkTopology => return Ok(()),
+        ReplicationStrategy::Simple => "SimpleStrategy",
+        ReplicationStrategy::Local => "LocalStrategy",
+    };
+    Err(QueryError::Invalid(format!(
+        "consistency level {cl} not compatible with replication strategy (org.apache.cassandra.locator.{class})"
+    )))
 }
 
 /// The level a protocol code names.

@@ -65,3 +65,21 @@ fn unavailable_names_level_required_and_alive() {
         (Consistency::All, 3, 1)
     );
 }
+
+#[test]
+fn each_quorum_commits_conditional_updates_only_on_network_topology_keyspaces() {
+    let mut db = Db::new();
+    db.ok("CREATE TABLE t (k int PRIMARY KEY, v int)");
+    let q = "INSERT INTO t (k, v) VALUES (1, 1) IF NOT EXISTS";
+    let err = run_at(&mut db, q, Consistency::EachQuorum, None).unwrap_err();
+    assert!(
+        matches!(&err, QueryError::Invalid(m) if m.contains("not compatible with replication strategy (org.apache.cassandra.locator.SimpleStrategy)")),
+        "{err:?}"
+    );
+    assert!(db.rows("SELECT v FROM t WHERE k = 1").is_empty());
+    run_at(&mut db, q, Consistency::LocalQuorum, None).expect("LOCAL_QUORUM commits");
+    db.ok("CREATE KEYSPACE nts WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 1}");
+    db.ok("CREATE TABLE nts.t (k int PRIMARY KEY, v int)");
+    let q = "INSERT INTO nts.t (k, v) VALUES (1, 1) IF NOT EXISTS";
+    run_at(&mut db, q, Consistency::EachQuorum, None).expect("EACH_QUORUM on NTS");
+}
