@@ -15,6 +15,7 @@
 //! store cluster state (hints, the metadata log).
 
 pub mod rng;
+pub mod stop;
 pub mod system;
 
 use std::future::Future;
@@ -28,6 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
 pub use rng::SeededRng;
+pub use stop::StopSignal;
 pub use system::{SystemClock, TokioNetwork};
 
 /// A boxed, sendable future.

@@ -28,13 +28,12 @@ pub(super) const DELTA_BUDGET_BYTES: usize = MAX_GOSSIP_PAYLOAD_BYTES - MESSAGE_
 
 /// Rounds until shutdown is signalled.
 pub(super) async fn gossip_loop(inner: Arc<Inner>) {
-    let mut stop = inner.stop.subscribe();
     loop {
         inner.round();
         let sleep = inner.env.clock.sleep(inner.config.gossip_interval);
         tokio::select! {
             biased;
-            _ = stop.wait_for(|stopped| *stopped) => break,
+            () = inner.stop.wait() => break,
             () = sleep => {}
         }
     }

@@ -34,7 +34,7 @@ use super::live_set::{Change, LivePeer, LiveSet, PeerState, Transition};
 use super::liveness::{Echo, Liveness};
 use super::state::ClusterState;
 use super::Membership;
-use crate::env::{timeout, BoxFuture, Env};
+use crate::env::{timeout, BoxFuture, Env, StopSignal};
 use crate::net::handshake::HostId;
 use crate::net::limits::MAX_GOSSIP_ENTRIES_PER_NODE;
 use crate::net::messaging::Messaging;
@@ -53,9 +53,13 @@ pub(super) struct Inner {
     pub(super) address: SocketAddr,
     pub(super) core: Mutex<Core>,
     pub(super) live: ArcSwap<LiveSet>,
+    /// `Membership::changes`. The one `watch` of the crate (clippy.toml):
+    /// its waiters wake in an unseeded order, so no waiter may let that
+    /// order decide anything a simulation replays.
+    #[allow(clippy::disallowed_types)]
     pub(super) changes: watch::Sender<Arc<LiveSet>>,
     pub(super) transitions: broadcast::Sender<Transition>,
-    pub(super) stop: watch::Sender<bool>,
+    pub(super) stop: StopSignal,
     pub(super) stopping: AtomicBool,
     pub(super) tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -100,6 +104,8 @@ impl Gossiper {
             rotation: 0,
         };
         let empty = Arc::new(LiveSet::default());
+        #[allow(clippy::disallowed_types)]
+        let changes = watch::Sender::new(empty.clone());
         let inner = Arc::new(Inner {
             env,
             messaging: messaging.clone(),
@@ -107,9 +113,9 @@ impl Gossiper {
             address,
             core: Mutex::new(core),
             live: ArcSwap::new(empty.clone()),
-            changes: watch::Sender::new(empty),
+            changes,
             transitions: broadcast::Sender::new(TRANSITIONS_CAPACITY),
-            stop: watch::Sender::new(false),
+            stop: StopSignal::new(),
             stopping: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
             config,
@@ -163,7 +169,7 @@ impl Inner {
 
     fn signal_stop(&self) {
         self.stopping.store(true, Ordering::Release);
-        self.stop.send_replace(true);
+        self.stop.stop();
     }
 
     pub(super) fn track(&self, task: JoinHandle<()>) {
@@ -211,7 +217,6 @@ impl Inner {
     /// further ECHOs itself.
     fn echo(self: Arc<Self>, echo: Echo) -> BoxFuture<'static, ()> {
         Box::pin(async move {
-            let mut stop = self.stop.subscribe();
             let request = self.messaging.request(
                 echo.address,
                 Verb::ECHO,
@@ -221,7 +226,7 @@ impl Inner {
             let ok = match request {
                 Ok(response) => tokio::select! {
                     biased;
-                    _ = stop.wait_for(|stopped| *stopped) => return,
+                    () = self.stop.wait() => return,
                     answer = response => answer.is_ok(),
                 },
                 Err(_) => false,

@@ -22,18 +22,17 @@ use super::failure::{Failure, FailureReason};
 use super::frame::{Frame, FRAME_HEADER_BYTES, FRAME_TRAILER_BYTES};
 use super::handler::{Reply, Request};
 use super::handshake::HostId;
-use super::shared::{until_shutdown, Shared};
+use super::shared::Shared;
 use super::verb::Flags;
 use crate::env::{timeout, BoxStream, Listener};
 
 /// Accepts connections until shutdown, then closes every one it opened.
 pub async fn accept_loop(shared: Arc<Shared>, listener: Box<dyn Listener>) {
-    let mut shutdown = shared.shutdown_signal();
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             biased;
-            () = until_shutdown(&mut shutdown) => break,
+            () = shared.until_shutdown() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((stream, remote)) => {
@@ -61,12 +60,11 @@ struct Origin {
 
 /// One inbound connection: the handshake, then frames until it closes.
 async fn serve(shared: Arc<Shared>, mut stream: BoxStream, remote: SocketAddr) {
-    let mut shutdown = shared.shutdown_signal();
     let closing = shared.is_closing();
     let handshake = handshake_inbound(&mut stream, &shared.identity, closing);
     let accepted = tokio::select! {
         biased;
-        () = until_shutdown(&mut shutdown) => return,
+        () = shared.until_shutdown() => return,
         accepted = timeout(&*shared.env.clock, shared.config.handshake_timeout, handshake) => accepted,
     };
     let accepted = match accepted {
@@ -87,7 +85,7 @@ async fn serve(shared: Arc<Shared>, mut stream: BoxStream, remote: SocketAddr) {
     loop {
         let next = tokio::select! {
             biased;
-            () = until_shutdown(&mut shutdown) => return,
+            () = shared.until_shutdown() => return,
             next = reader.next(&mut stream) => next,
         };
         match next {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::io::AsyncReadExt;
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
@@ -24,7 +24,7 @@ use super::limits::{
     BULK_THRESHOLD_BYTES, RECONNECT_JITTER_PERCENT, WRITE_BATCH_BYTES_MAX, WRITE_BATCH_FRAMES_MAX,
 };
 use super::queue::{Full, LaneQueue, Outbound, Priority};
-use super::shared::{until_shutdown, Shared};
+use super::shared::Shared;
 use super::verb::{Flags, Verb};
 use crate::env::{timeout, BoxStream};
 
@@ -161,25 +161,24 @@ enum End {
 
 /// Keeps one lane's connection open while it has frames to send.
 async fn run_lane(shared: Arc<Shared>, addr: SocketAddr, lane: Arc<Lane>) {
-    let mut shutdown = shared.shutdown_signal();
     let mut backoff = Backoff::new(shared.config.backoff_min, shared.config.backoff_max);
     loop {
         tokio::select! {
             biased;
-            () = until_shutdown(&mut shutdown) => return,
+            () = shared.until_shutdown() => return,
             () = wait_for_frames(&shared, &lane) => {}
         }
         if let Some(delay) = backoff.delay() {
             let jittered = shared.env.rng.jitter(delay, RECONNECT_JITTER_PERCENT);
             tokio::select! {
                 biased;
-                () = until_shutdown(&mut shutdown) => return,
+                () = shared.until_shutdown() => return,
                 () = shared.env.clock.sleep(jittered) => {}
             }
         }
         let opened = tokio::select! {
             biased;
-            () = until_shutdown(&mut shutdown) => return,
+            () = shared.until_shutdown() => return,
             opened = open(&shared, addr, lane.kind) => opened,
         };
         match opened {
@@ -187,7 +186,7 @@ async fn run_lane(shared: Arc<Shared>, addr: SocketAddr, lane: Arc<Lane>) {
                 backoff.succeeded();
                 shared.counters.count_connection(lane.kind);
                 debug!(%addr, kind = ?lane.kind, "internode connection open");
-                if let End::Shutdown = drive(&shared, &lane, stream, version, &mut shutdown).await {
+                if let End::Shutdown = drive(&shared, &lane, stream, version).await {
                     return;
                 }
             }
@@ -272,13 +271,7 @@ fn on_open_failure(shared: &Shared, addr: SocketAddr, error: &OpenError, backoff
 /// node shuts down. The acceptor never writes after its HELLO_ACK, so a
 /// read that returns (EOF, an error, or stray bytes) means the connection
 /// is gone.
-async fn drive(
-    shared: &Shared,
-    lane: &Lane,
-    stream: BoxStream,
-    version: u8,
-    shutdown: &mut watch::Receiver<bool>,
-) -> End {
+async fn drive(shared: &Shared, lane: &Lane, stream: BoxStream, version: u8) -> End {
     let (mut read_half, mut write_half) = tokio::io::split(stream);
     let closed = async move {
         let mut byte = [0u8; 1];
@@ -295,14 +288,14 @@ async fn drive(
         if batch.is_empty() {
             tokio::select! {
                 biased;
-                () = until_shutdown(shutdown) => return End::Shutdown,
+                () = shared.until_shutdown() => return End::Shutdown,
                 () = &mut closed => return End::Closed,
                 () = lane.ready.notified() => continue,
             }
         }
         let written = tokio::select! {
             biased;
-            () = until_shutdown(shutdown) => return End::Shutdown,
+            () = shared.until_shutdown() => return End::Shutdown,
             () = &mut closed => return End::Closed,
             written = write_batch(&mut write_half, &batch, version, now) => written,
         };

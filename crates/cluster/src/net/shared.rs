@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use tokio::sync::{oneshot, watch, Semaphore};
+use tokio::sync::{oneshot, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -25,7 +25,7 @@ use super::messaging::{MessagingConfig, RequestError, Response, SendError};
 use super::peer::{route, Peer};
 use super::queue::{Full, Outbound, OutboundBudget};
 use super::verb::{Flags, Verb};
-use crate::env::Env;
+use crate::env::{Env, StopSignal};
 
 type Answer = Result<Response, RequestError>;
 
@@ -48,11 +48,6 @@ impl Drop for PendingGuard {
     }
 }
 
-/// Resolves once shutdown is signalled (or the signal's sender is gone).
-pub async fn until_shutdown(signal: &mut watch::Receiver<bool>) {
-    let _ = signal.wait_for(|closing| *closing).await;
-}
-
 /// State shared by the service's handle and its tasks.
 pub struct Shared {
     pub env: Env,
@@ -68,7 +63,7 @@ pub struct Shared {
     next_request_id: AtomicU64,
     epoch: AtomicU64,
     closing: AtomicBool,
-    shutdown: watch::Sender<bool>,
+    shutdown: StopSignal,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -85,7 +80,7 @@ impl Shared {
             next_request_id: AtomicU64::new(1),
             epoch: AtomicU64::new(0),
             closing: AtomicBool::new(false),
-            shutdown: watch::Sender::new(false),
+            shutdown: StopSignal::new(),
             tasks: Mutex::new(Vec::new()),
             env,
             identity,
@@ -93,8 +88,9 @@ impl Shared {
         }
     }
 
-    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
-        self.shutdown.subscribe()
+    /// Resolves once shutdown is signalled.
+    pub async fn until_shutdown(&self) {
+        self.shutdown.wait().await;
     }
 
     pub fn is_closing(&self) -> bool {
@@ -112,7 +108,7 @@ impl Shared {
     /// tasks to wait for.
     pub fn close(&self) -> Vec<JoinHandle<()>> {
         self.closing.store(true, Ordering::Release);
-        self.shutdown.send_replace(true);
+        self.shutdown.stop();
         let waiting = std::mem::take(&mut *self.pending.lock());
         for (_, pending) in waiting {
             let _ = pending.tx.send(Err(RequestError::Shutdown));
