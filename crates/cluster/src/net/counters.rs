@@ -87,6 +87,9 @@ pub struct Counters {
     closed_mid_frame: AtomicU64,
     /// Outbound connections that could not be opened or completed.
     connect_failures: AtomicU64,
+    /// Outbound connections closed because a write took over the write
+    /// timeout.
+    write_timeouts: AtomicU64,
     /// Outbound connections that completed their handshake, per kind.
     connections: [AtomicU64; 2],
     /// Frames written, per connection kind.
@@ -105,6 +108,7 @@ impl Default for Counters {
             handshake_timeouts: AtomicU64::new(0),
             closed_mid_frame: AtomicU64::new(0),
             connect_failures: AtomicU64::new(0),
+            write_timeouts: AtomicU64::new(0),
             connections: zeros(),
             frames_written: zeros(),
             unknown_verbs: AtomicU64::new(0),
@@ -194,6 +198,14 @@ impl Counters {
 
     pub fn count_connect_failure(&self) {
         bump(&self.connect_failures, 1);
+    }
+
+    pub fn count_write_timeout(&self) {
+        bump(&self.write_timeouts, 1);
+    }
+
+    pub fn write_timeouts(&self) -> u64 {
+        get(&self.write_timeouts)
     }
 
     pub fn count_unknown_verb(&self) {

@@ -90,6 +90,16 @@ pub const READ_CHUNK_BYTES: usize = 64 * KIB;
 /// HELLO_ACK.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Writing one batch of frames. A write that cannot finish in this time
+/// means the peer has not read for that long (its buffers and ours are
+/// full): the connection is closed and the next frame opens a new one.
+/// The application's side of what cassandra.yaml's
+/// `internode_tcp_user_timeout` (30 s) asks of the kernel: without it a
+/// connection whose segments vanished (a partition, a peer gone silently,
+/// a middlebox that lost its state) blocks its lane until TCP gives up,
+/// about 15 minutes on Linux.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Opening a TCP connection (cassandra.yaml `internode_tcp_connect_timeout`).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 

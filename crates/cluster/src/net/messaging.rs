@@ -27,6 +27,7 @@ use super::inbound::accept_loop;
 use super::limits::{
     BULK_QUEUE_BYTES_MAX, CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT, MAX_CLUSTER_NAME_BYTES,
     OUTBOUND_BYTES_MAX, RECONNECT_BACKOFF_MAX, RECONNECT_BACKOFF_MIN, SMALL_QUEUE_BYTES_MAX,
+    WRITE_TIMEOUT,
 };
 use super::shared::Shared;
 use super::verb::{Flags, Verb};
@@ -49,6 +50,8 @@ pub struct MessagingConfig {
     pub outbound_bytes_max: usize,
     pub connect_timeout: Duration,
     pub handshake_timeout: Duration,
+    /// Longest write of one batch before the connection is closed.
+    pub write_timeout: Duration,
     pub backoff_min: Duration,
     pub backoff_max: Duration,
 }
@@ -66,6 +69,7 @@ impl MessagingConfig {
             outbound_bytes_max: OUTBOUND_BYTES_MAX,
             connect_timeout: CONNECT_TIMEOUT,
             handshake_timeout: HANDSHAKE_TIMEOUT,
+            write_timeout: WRITE_TIMEOUT,
             backoff_min: RECONNECT_BACKOFF_MIN,
             backoff_max: RECONNECT_BACKOFF_MAX,
         }

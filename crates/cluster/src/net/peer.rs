@@ -5,7 +5,9 @@
 //! fails (docs/design/cluster.md, sections 4.1 to 4.3).
 //!
 //! Frames written on a connection that then dies are not resent: their
-//! requests time out. Frames still queued wait for the next connection
+//! requests time out. A batch whose write takes over the write timeout
+//! (the peer has stopped reading, or its segments vanish) closes the
+//! connection, which the next frame replaces. Frames still queued wait for the next connection
 //! until their deadlines.
 
 use std::net::SocketAddr;
@@ -26,7 +28,7 @@ use super::limits::{
 use super::queue::{Full, LaneQueue, Outbound, Priority};
 use super::shared::Shared;
 use super::verb::{Flags, Verb};
-use crate::env::{timeout, BoxStream};
+use crate::env::{timeout, BoxStream, Elapsed};
 
 /// Where a frame goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,16 +295,26 @@ async fn drive(shared: &Shared, lane: &Lane, stream: BoxStream, version: u8) -> 
                 () = lane.ready.notified() => continue,
             }
         }
+        let write = write_batch(&mut write_half, &batch, version, now);
         let written = tokio::select! {
             biased;
             () = shared.until_shutdown() => return End::Shutdown,
             () = &mut closed => return End::Closed,
-            written = write_batch(&mut write_half, &batch, version, now) => written,
+            written = timeout(&*shared.env.clock, shared.config.write_timeout, write) => written,
         };
         match written {
-            Ok(()) => shared.counters.count_written(lane.kind, batch.len() as u64),
-            Err(error) => {
+            Ok(Ok(())) => shared.counters.count_written(lane.kind, batch.len() as u64),
+            Ok(Err(error)) => {
                 debug!(addr = %shared.identity.address, "internode write failed: {error}");
+                return End::Closed;
+            }
+            Err(Elapsed) => {
+                shared.counters.count_write_timeout();
+                debug!(
+                    addr = %shared.identity.address,
+                    "internode write took over {:?}: closing the connection",
+                    shared.config.write_timeout
+                );
                 return End::Closed;
             }
         }

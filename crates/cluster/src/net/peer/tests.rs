@@ -41,16 +41,19 @@ fn backoff_doubles_up_to_its_maximum() {
     assert_eq!(b.delay(), Some(RECONNECT_BACKOFF_MAX));
 }
 
-mod connect_timeout {
-    //! `CONNECT_TIMEOUT` at N and N + 1, through a fake [`Network`] whose
-    //! connections open after a set delay: the seam a simulation uses.
+mod timeouts {
+    //! `CONNECT_TIMEOUT` and `WRITE_TIMEOUT` at N and N + 1, through a
+    //! fake [`Network`] whose connections open after a set delay, to an
+    //! acceptor that stops reading after the handshake: the seam a
+    //! simulation uses.
 
     use super::super::*;
     use crate::env::BoxFuture;
     use crate::env::{BoxStream, Clock, Env, Listener, Network, SeededRng, SystemClock};
     use crate::net::connection::handshake_inbound;
+    use crate::net::frame::FrameHeader;
     use crate::net::handshake::{HostId, LocalIdentity};
-    use crate::net::limits::CONNECT_TIMEOUT;
+    use crate::net::limits::{CONNECT_TIMEOUT, WRITE_TIMEOUT};
     use crate::net::messaging::MessagingConfig;
     use crate::net::shared::Shared;
     use std::io;
@@ -81,8 +84,10 @@ mod connect_timeout {
         }
     }
 
-    async fn open_after(delay: Duration) -> Result<u8, OpenError> {
-        let peer: SocketAddr = ([127, 0, 0, 2], 7000).into();
+    const PEER: ([u8; 4], u16) = ([127, 0, 0, 2], 7000);
+
+    fn shared_over(delay: Duration) -> Arc<Shared> {
+        let peer: SocketAddr = PEER.into();
         let acceptor = LocalIdentity::new("c", HostId([2; 16]), peer);
         let env = Env {
             net: Arc::new(SlowNetwork { delay, acceptor }),
@@ -92,8 +97,11 @@ mod connect_timeout {
         let me: SocketAddr = ([127, 0, 0, 1], 7000).into();
         let config = MessagingConfig::new("c", HostId([1; 16]), me);
         let identity = LocalIdentity::new("c", HostId([1; 16]), me);
-        let shared = Shared::new(env, identity, config);
-        open(&shared, peer, ConnectionKind::Small)
+        Arc::new(Shared::new(env, identity, config))
+    }
+
+    async fn open_after(delay: Duration) -> Result<u8, OpenError> {
+        open(&shared_over(delay), PEER.into(), ConnectionKind::Small)
             .await
             .map(|(_, version)| version)
     }
@@ -106,5 +114,48 @@ mod connect_timeout {
             open_after(CONNECT_TIMEOUT + ms).await,
             Err(OpenError::ConnectTimeout)
         ));
+    }
+
+    /// A write the peer never reads past (64 KiB into a 4 KiB pipe) closes
+    /// its connection once `WRITE_TIMEOUT` passes, not before, and the
+    /// lane opens a new one for the frames that follow.
+    #[tokio::test(start_paused = true)]
+    async fn write_timeout_at_n_and_n_plus_one() {
+        let ms = Duration::from_millis(1);
+        let shared = shared_over(Duration::ZERO);
+        let header = FrameHeader {
+            version: crate::net::frame::MAX_VERSION,
+            flags: Flags::ONE_WAY,
+            verb: Verb::MUTATION,
+            request_id: 0,
+            epoch: 0,
+            timeout_ms: 0,
+        };
+        let far = SystemClock.now() + Duration::from_secs(3600);
+        let payload = bytes::Bytes::from(vec![7u8; 15 * 1024]);
+        for _ in 0..4 {
+            shared
+                .send(PEER.into(), header, payload.clone(), far)
+                .expect("queued");
+        }
+        let start = SystemClock.now();
+        SystemClock.sleep(WRITE_TIMEOUT - ms).await;
+        assert_eq!(shared.counters.write_timeouts(), 0);
+        assert_eq!(shared.counters.connections(ConnectionKind::Small), 1);
+        SystemClock.sleep(2 * ms).await;
+        assert_eq!(
+            shared.counters.write_timeouts(),
+            1,
+            "{:?}",
+            SystemClock.now() - start
+        );
+        shared
+            .send(PEER.into(), header, payload, far)
+            .expect("queued");
+        SystemClock.sleep(ms).await;
+        assert_eq!(shared.counters.connections(ConnectionKind::Small), 2);
+        for task in shared.close() {
+            let _ = task.await;
+        }
     }
 }
