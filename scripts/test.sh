@@ -16,6 +16,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 # The heap-profiling build (docs/benchmarks.md, sessions 12-13) still compiles.
 cargo clippy -p varve --features system-allocator -- -D warnings
 
+step "every tokio::select! in crates/cluster is biased (scripts/check_biased_select.sh)"
+bash scripts/check_biased_select.sh
+
 step "cargo build (varve binary, needed by the driver tests)"
 cargo build -p varve --bin varve
 
