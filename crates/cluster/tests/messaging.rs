@@ -41,6 +41,27 @@ async fn two_nodes_exchange_echo_requests() {
     b.shutdown().await;
 }
 
+/// A response names who answered: the host id and generation of the
+/// responder's HELLO, so a node restarted on the address asked is told
+/// apart from the one the request was meant for (membership's ECHO
+/// relies on it).
+#[tokio::test]
+async fn a_response_names_the_responders_host_and_generation() {
+    let a = node(1).await;
+    let mut b_config = config(CLUSTER, 2);
+    b_config.generation = 42;
+    let b = start(b_config, 2).await;
+    let response = a
+        .request(b.local_addr(), Verb::ECHO, Bytes::new(), PATIENCE)
+        .expect("queued")
+        .await
+        .expect("answered");
+    assert_eq!(response.from_host, HostId([2; 16]));
+    assert_eq!(response.from_generation, 42);
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
 #[tokio::test]
 async fn handlers_answer_with_payloads_and_failures() {
     let a = node(1).await;

@@ -227,7 +227,12 @@ impl Inner {
                 Ok(response) => tokio::select! {
                     biased;
                     () = self.stop.wait() => return,
-                    answer = response => answer.is_ok(),
+                    // From the generation asked: a node restarted on the
+                    // same address answers too, and that says nothing of
+                    // the generation it left.
+                    answer = response => answer.is_ok_and(|r| {
+                        r.from_host == echo.host && r.from_generation == echo.generation
+                    }),
                 },
                 Err(_) => false,
             };

@@ -21,8 +21,7 @@ use super::counters::DropReason;
 use super::failure::{Failure, FailureReason};
 use super::frame::{Frame, FRAME_HEADER_BYTES, FRAME_TRAILER_BYTES};
 use super::handler::{Reply, Request};
-use super::handshake::HostId;
-use super::shared::Shared;
+use super::shared::{Origin, Shared};
 use super::verb::Flags;
 use crate::env::{timeout, BoxStream, Listener};
 
@@ -50,14 +49,6 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: Box<dyn Listener>) {
     connections.shutdown().await;
 }
 
-/// Who sent the frames of an accepted connection.
-#[derive(Debug, Clone, Copy)]
-struct Origin {
-    /// Where it listens (its HELLO's address): responses go there.
-    addr: SocketAddr,
-    host_id: HostId,
-}
-
 /// One inbound connection: the handshake, then frames until it closes.
 async fn serve(shared: Arc<Shared>, mut stream: BoxStream, remote: SocketAddr) {
     let closing = shared.is_closing();
@@ -78,6 +69,7 @@ async fn serve(shared: Arc<Shared>, mut stream: BoxStream, remote: SocketAddr) {
     let origin = Origin {
         addr: accepted.hello.address,
         host_id: accepted.hello.host_id,
+        generation: accepted.hello.generation,
     };
     debug!(%remote, from = %origin.addr, kind = ?accepted.hello.kind, "internode connection accepted");
     let budget = shared.inbound_budget(origin.addr);
@@ -137,7 +129,7 @@ fn log_once(shared: &Shared, remote: SocketAddr, what: &str) {
 async fn dispatch(shared: &Arc<Shared>, origin: Origin, frame: Frame, budget: &Arc<Semaphore>) {
     let header = frame.header;
     if header.verb.is_response() {
-        return shared.complete(origin.addr, frame);
+        return shared.complete(origin, frame);
     }
     let one_way = header.flags.contains(Flags::ONE_WAY);
     let now = shared.env.clock.now();

@@ -81,6 +81,11 @@ impl MessagingConfig {
 pub struct Response {
     /// Where the responder listens.
     pub from: SocketAddr,
+    /// The responder's host id and generation, from the HELLO of the
+    /// connection the response came on: a node that restarted on the same
+    /// address answers with its new generation.
+    pub from_host: HostId,
+    pub from_generation: i64,
     pub header: FrameHeader,
     pub payload: Bytes,
 }

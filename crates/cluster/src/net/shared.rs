@@ -18,7 +18,7 @@ use super::counters::{Counters, DropReason};
 use super::failure::{Failure, FailureReason};
 use super::frame::{Frame, FrameHeader, MAX_VERSION};
 use super::handler::{Handler, Reply};
-use super::handshake::LocalIdentity;
+use super::handshake::{HostId, LocalIdentity};
 use super::limits::{INBOUND_BYTES_MAX_PER_PEER, LOG_INTERVAL};
 use super::log_limit::LogLimiter;
 use super::messaging::{MessagingConfig, RequestError, Response, SendError};
@@ -46,6 +46,15 @@ impl Drop for PendingGuard {
     fn drop(&mut self) {
         self.shared.pending.lock().remove(&self.id);
     }
+}
+
+/// Who sent the frames of an accepted connection, as its HELLO said.
+#[derive(Debug, Clone, Copy)]
+pub struct Origin {
+    /// Where it listens: responses go there.
+    pub addr: SocketAddr,
+    pub host_id: HostId,
+    pub generation: i64,
 }
 
 /// State shared by the service's handle and its tasks.
@@ -235,12 +244,12 @@ impl Shared {
 
     /// Hands a response to the request waiting for it, if it still waits
     /// and `from` is the node it was sent to.
-    pub fn complete(&self, from: SocketAddr, frame: Frame) {
+    pub fn complete(&self, from: Origin, frame: Frame) {
         let header = frame.header;
         let pending = {
             let mut pending = self.pending.lock();
             match pending.get(&header.request_id) {
-                Some(p) if p.to == from => pending.remove(&header.request_id),
+                Some(p) if p.to == from.addr => pending.remove(&header.request_id),
                 _ => None,
             }
         };
@@ -259,7 +268,7 @@ fn inbound_semaphore() -> Semaphore {
 }
 
 /// What a response frame means for the request of `verb`.
-fn outcome(verb: Verb, from: SocketAddr, frame: Frame) -> Answer {
+fn outcome(verb: Verb, from: Origin, frame: Frame) -> Answer {
     let header = frame.header;
     if header.verb != verb.response() {
         let message = format!("{} answered with {}", verb, header.verb);
@@ -278,7 +287,9 @@ fn outcome(verb: Verb, from: SocketAddr, frame: Frame) -> Answer {
         return Err(RequestError::Failure(failure));
     }
     Ok(Response {
-        from,
+        from: from.addr,
+        from_host: from.host_id,
+        from_generation: from.generation,
         header,
         payload: frame.payload,
     })
