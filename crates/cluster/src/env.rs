@@ -3,13 +3,14 @@
 //!
 //! Cluster code reaches the network only through [`Network`], time only
 //! through [`Clock`] and chance only through [`SeededRng`], so the same
-//! code runs over TCP here and over a simulated, seeded network later
-//! (turmoil implements these traits in plan step 8). The traits are
+//! code runs over TCP here and over a simulated, seeded network in the
+//! simulation (`sim/env.rs` implements them over turmoil). The traits are
 //! object-safe: futures are boxed, streams are `Box<dyn Stream>`, one
 //! allocation per connection. `crates/cluster/clippy.toml` forbids the
 //! direct calls (`Instant::now`, `TcpStream::connect`, `tokio::time::sleep`
 //! ...) everywhere but in the production implementations of
-//! [`system`].
+//! [`system`] (and turmoil's, test-only). Signals that tasks wait on are
+//! [`StopSignal`]s, which wake their waiters in a fixed order.
 //!
 //! The file system of the design's `Env` joins it with the steps that
 //! store cluster state (hints, the metadata log).

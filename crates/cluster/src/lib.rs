@@ -11,7 +11,9 @@
 //! service over it); [`membership`], gossip and failure detection over
 //! that messaging (which peers are UP, and what each says about itself);
 //! and [`env`](mod@env), the one owner of the node's sockets, timers and
-//! randomness, so a simulation can stand in for all three.
+//! randomness, so a simulation can stand in for all three. The
+//! simulation itself (`sim`, test-only) runs several nodes on turmoil's
+//! network and clock under a seeded nemesis and checks their histories.
 //!
 //! This crate never sees CQL text and never depends on the query layer;
 //! storage never sees the network.
@@ -21,3 +23,5 @@ pub mod env;
 pub mod membership;
 pub mod net;
 pub mod ring;
+#[cfg(test)]
+pub mod sim;

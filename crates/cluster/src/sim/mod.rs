@@ -1,0 +1,40 @@
+//! The deterministic simulation of a cluster (docs/design/cluster.md,
+//! section 11): several nodes in one process on turmoil's simulated
+//! network and clock, a nemesis drawn from a seed, a history of what each
+//! node observed, and a checker that judges the history.
+//!
+//! Test-only (`cfg(test)`): turmoil is a dev-dependency, so it never
+//! reaches a production build, and `cargo test -p varve-cluster` runs the
+//! seeds with the crate's other tests. The nodes run the production code
+//! unchanged: [`env`] implements `Env`'s `Network` and `Clock` over
+//! turmoil, and [`node`] starts `Messaging` and `Gossiper` on it as the
+//! server does.
+//!
+//! - [`harness`]: one run from a seed ([`harness::SimConfig`],
+//!   [`harness::run`]);
+//! - [`nemesis`]: the plan of faults drawn from the seed;
+//! - [`history`]: what was observed, with simulated times;
+//! - [`checker`]: the membership properties a history must have, over
+//!   the history replayed ([`timeline`]);
+//! - `tests`: the seeds CI runs, one or many more from the environment,
+//!   and the determinism check; `regressions`: the seeds and scenarios
+//!   kept because they once failed.
+//!
+//! What makes a seed replay: every random choice comes from the seed
+//! (nodes' `SeededRng`s, turmoil's RNG, the plan); the epoch is fixed;
+//! every `select!` of the crate is `biased` (tokio's unbiased choice is
+//! seeded only under `--cfg tokio_unstable`); cluster code keeps no hash
+//! maps; all hosts run on one thread.
+
+pub mod checker;
+pub mod env;
+pub mod harness;
+pub mod history;
+mod log;
+pub mod nemesis;
+pub mod node;
+mod panics;
+pub mod timeline;
+
+mod regressions;
+mod tests;
