@@ -12,9 +12,11 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 use super::{BoxFuture, BoxStream, Clock, Listener, Network};
+use crate::net::limits::INTERNODE_TCP_USER_TIMEOUT;
 
-/// TCP through tokio. Every stream has Nagle's algorithm off: frames are
-/// already gathered into one write per wake-up.
+/// TCP through tokio. Every stream has Nagle's algorithm off (frames are
+/// already gathered into one write per wake-up) and, on Linux,
+/// [`INTERNODE_TCP_USER_TIMEOUT`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TokioNetwork;
 
@@ -24,7 +26,7 @@ impl Listener for TokioListener {
     fn accept(&self) -> BoxFuture<'_, io::Result<(BoxStream, SocketAddr)>> {
         Box::pin(async move {
             let (stream, addr) = self.0.accept().await?;
-            stream.set_nodelay(true)?;
+            configure(&stream)?;
             Ok((Box::new(stream) as BoxStream, addr))
         })
     }
@@ -45,10 +47,42 @@ impl Network for TokioNetwork {
     fn connect(&self, addr: SocketAddr) -> BoxFuture<'_, io::Result<BoxStream>> {
         Box::pin(async move {
             let stream = TcpStream::connect(addr).await?;
-            stream.set_nodelay(true)?;
+            configure(&stream)?;
             Ok(Box::new(stream) as BoxStream)
         })
     }
+}
+
+/// Nagle off, and the user timeout where the system has one.
+fn configure(stream: &TcpStream) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    set_user_timeout(stream, INTERNODE_TCP_USER_TIMEOUT)
+}
+
+#[cfg(target_os = "linux")]
+fn set_user_timeout(stream: &TcpStream, timeout: Duration) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let ms = libc::c_uint::try_from(timeout.as_millis()).unwrap_or(libc::c_uint::MAX);
+    // SAFETY: setsockopt on a socket this stream owns, with a pointer to a
+    // c_uint that lives for the call and its exact size.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            (&ms as *const libc::c_uint).cast(),
+            std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_user_timeout(_stream: &TcpStream, _timeout: Duration) -> io::Result<()> {
+    Ok(())
 }
 
 /// tokio's monotonic clock and timers, and the system's wall clock.
@@ -89,6 +123,43 @@ mod tests {
         let mut got = [0u8; 4];
         server.read_exact(&mut got).await.expect("read");
         assert_eq!(&got, b"ping");
+    }
+
+    /// The user timeout a socket has, in milliseconds.
+    #[cfg(target_os = "linux")]
+    fn user_timeout_ms(stream: &TcpStream) -> libc::c_uint {
+        use std::os::fd::AsRawFd;
+        let mut ms: libc::c_uint = 0;
+        let mut len = std::mem::size_of::<libc::c_uint>() as libc::socklen_t;
+        // SAFETY: getsockopt into a c_uint of the size given, on a socket
+        // the stream owns.
+        let rc = unsafe {
+            libc::getsockopt(
+                stream.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_USER_TIMEOUT,
+                (&mut ms as *mut libc::c_uint).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        ms
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn internode_sockets_get_the_user_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let stream = TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        assert_eq!(user_timeout_ms(&stream), 0, "the kernel's default");
+        configure(&stream).expect("configures");
+        assert_eq!(
+            u128::from(user_timeout_ms(&stream)),
+            INTERNODE_TCP_USER_TIMEOUT.as_millis()
+        );
+        assert!(stream.nodelay().expect("nodelay"));
     }
 
     #[tokio::test]

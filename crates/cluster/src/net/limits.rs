@@ -100,6 +100,12 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// about 15 minutes on Linux.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long data written to an internode socket may stay unacknowledged
+/// by the peer before the kernel closes the connection (`TCP_USER_TIMEOUT`,
+/// cassandra.yaml's `internode_tcp_user_timeout`, 30 s): a peer that
+/// vanished without a reset is noticed even before a send buffer fills.
+pub const INTERNODE_TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Opening a TCP connection (cassandra.yaml `internode_tcp_connect_timeout`).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
