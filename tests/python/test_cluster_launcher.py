@@ -105,6 +105,9 @@ def test_three_nodes_over_two_data_centres_start_and_answer_on_their_addresses(c
         assert re.search(rf"^  DC:\d+:{dc}$", block, re.M), gossip
         assert re.search(r"^  TOKENS:\d+:(-?\d+,){15}-?\d+$", block, re.M), gossip
         assert re.search(r"^  RPC_ADDRESS:\d+:127\.0\.0\." + str(i) + "$", block, re.M), gossip
+        assert re.search(r"^  LOAD:\d+:\d+$", block, re.M), gossip
+    info = varve_cluster(cluster_dir, "nodetool", "1", "info").stdout
+    assert re.search(r"^Gossip active\s*: true$", info, re.M), info
 
     # One contact point is enough: the driver reads the others from system.peers.
     cluster = connect("127.0.0.1", 19042, 5, local_dc="dc1", max_schema_agreement_wait=0)
@@ -129,7 +132,18 @@ def test_a_killed_node_is_down_until_started_again_with_its_data(cluster_dir):
     s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
     s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
     s.execute("INSERT INTO ks.t (k, v) VALUES (1, 'kept')")
+    version = s.execute("SELECT schema_version FROM system.local").one().schema_version
     cluster.shutdown()
+
+    # The new schema version reaches the other node by gossip.
+    def seen_by_node1():
+        c = pinned("127.0.0.1")
+        try:
+            rows = c.connect().execute("SELECT peer, schema_version FROM system.peers")
+            return {str(r.peer): r.schema_version for r in rows}.get("127.0.0.2") == version
+        finally:
+            c.shutdown()
+    assert eventually(seen_by_node1, timeout_s=15)
 
     varve_cluster(cluster_dir, "kill", "2")
     nodes = status(cluster_dir)
@@ -213,3 +227,21 @@ def test_registered_clients_hear_a_peer_go_down_and_come_back(cluster_dir):
     varve_cluster(cluster_dir, "start", "2")
     assert next_status_event(sock) == ("UP", "127.0.0.2", 19042)
     sock.close()
+
+
+def test_a_frozen_node_is_down_until_it_thaws(cluster_dir):
+    import os
+    import signal
+
+    varve_cluster(cluster_dir, "start", "--nodes", "2", *PORTS)
+    pid = int((cluster_dir / "node2" / "pid").read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        # Frozen, it answers nothing: the failure detector convicts it.
+        assert eventually(lambda: node_states(cluster_dir, 1).get("127.0.0.2") == "DN"), node_states(cluster_dir, 1)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    # Thawed, same generation: it is heard again and UP once an ECHO gets through.
+    assert eventually(lambda: node_states(cluster_dir, 1).get("127.0.0.2") == "UN"), node_states(cluster_dir, 1)
+    both_up = {"127.0.0.1": "UN", "127.0.0.2": "UN"}
+    assert eventually(lambda: node_states(cluster_dir, 2) == both_up), node_states(cluster_dir, 2)

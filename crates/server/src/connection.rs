@@ -498,6 +498,31 @@ impl Connection {
 mod tests {
     use super::*;
 
+    /// A connection gets only the event types it registered for, in order.
+    #[tokio::test]
+    async fn only_registered_event_types_reach_a_connection() {
+        let (tx, _) = broadcast::channel(8);
+        let mut registered = Some(Registered {
+            rx: tx.subscribe(),
+            types: vec![event_type::STATUS_CHANGE.to_string()],
+        });
+        let schema = Event::SchemaChange(varve_protocol::SchemaChange {
+            change: varve_protocol::SchemaChangeType::Created,
+            target: varve_protocol::SchemaChangeTarget::Keyspace("ks".into()),
+        });
+        let down = Event::StatusChange {
+            change: varve_protocol::StatusChangeType::Down,
+            addr: "127.0.0.2:9042".parse().expect("address"),
+        };
+        tx.send(schema).expect("a receiver");
+        tx.send(down.clone()).expect("a receiver");
+        assert_eq!(next_event(&mut registered).await, down);
+        let mut none: Option<Registered> = None;
+        let wait = std::time::Duration::from_millis(20);
+        let waited = tokio::time::timeout(wait, next_event(&mut none)).await;
+        assert!(waited.is_err(), "no registration, no event");
+    }
+
     #[test]
     fn a_burst_is_full_at_reply_batch_max() {
         assert!(!burst_is_full(0, REPLY_BATCH_MAX - 1));

@@ -187,8 +187,9 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     }
     let node = node::node_info(&settings, server.cql_addr().port())?;
     let options = storage_options(&settings);
+    let node_for_open = node.clone();
     let processor = tokio::task::spawn_blocking(move || {
-        varve_query::Processor::open_with_registry(node, options, registry)
+        varve_query::Processor::open_with_registry(node_for_open, options, registry)
     })
     .await
     .context("opening storage")?
@@ -199,7 +200,6 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     processor
         .metrics()
         .set_settings(node_metrics::settings_rows(&settings));
-    let node = node::node_info(&settings, server.cql_addr().port())?;
     let mut cluster = cluster_node::ClusterNode::start(&settings, &node, &processor).await?;
     cluster.send_status_events(server.events());
     info!(
