@@ -3,9 +3,9 @@
 //! docs/design/cluster.md, section 13) the metadata log, the coordinator,
 //! hints and the batchlog.
 //!
-//! Built so far: [`ring`], the token ring and replica placement of
-//! SimpleStrategy and NetworkTopologyStrategy, as pure functions of the
-//! ring (cluster.md, "Placement"), so they can be tested on thousands of
+//! Built so far: [`ring`], the token ring, replica placement of
+//! SimpleStrategy and NetworkTopologyStrategy, and a joining node's token
+//! allocation, as pure functions of the ring (cluster.md, "Placement"), so they can be tested on thousands of
 //! rings without a node; [`net`], internode messaging (the pure frame and
 //! handshake codec of docs/format/internode.md, and the `Messaging`
 //! service over it); [`membership`], gossip and failure detection over

@@ -4,11 +4,12 @@
 //! its tokens `t`, the range `(previous token, t]`: a partition whose token
 //! is `k` belongs to the first ring token `>= k`, wrapping to the smallest.
 //! Replicas are found by walking the ring clockwise from there
-//! ([`placement`]).
+//! ([`placement`]). A joining node's tokens are chosen by [`allocation`].
 //!
 //! Invariants: the ring's tokens are sorted and distinct; every token names
 //! a node of the ring.
 
+pub mod allocation;
 pub mod placement;
 
 use std::collections::BTreeMap;

@@ -32,8 +32,11 @@ pub fn simple(ring: &TokenRing, token: i64, rf: usize) -> Vec<NodeId> {
     out
 }
 
-/// What one data centre still needs during a NetworkTopologyStrategy walk.
-struct DcNeeds<'a> {
+/// What one data centre still needs during a NetworkTopologyStrategy walk:
+/// the rack rule of one data centre, kept apart from the walk so that
+/// token allocation (`allocation`) can apply the same rule to rings it
+/// only imagines.
+pub(crate) struct DcNeeds<'a> {
     dc: &'a str,
     /// Replicas still to find.
     left: usize,
@@ -43,44 +46,62 @@ struct DcNeeds<'a> {
     repeats: usize,
 }
 
+impl<'a> DcNeeds<'a> {
+    /// Data centre `dc`, with factor `rf`, `nodes` nodes over `racks`
+    /// racks, before the walk has taken anything.
+    pub(crate) fn new(dc: &'a str, rf: usize, nodes: usize, racks: usize) -> DcNeeds<'a> {
+        let wanted = rf.min(nodes);
+        DcNeeds {
+            dc,
+            left: wanted,
+            racks: Vec::with_capacity(wanted),
+            repeats: wanted.saturating_sub(racks),
+        }
+    }
+
+    /// Whether every replica of this data centre has been found.
+    pub(crate) fn is_full(&self) -> bool {
+        self.left == 0
+    }
+
+    /// Offers `node` of this data centre, on `rack`, to the walk that has
+    /// taken `taken` so far: true (and counted) when the walk takes it.
+    pub(crate) fn offer(&mut self, node: NodeId, rack: &'a str, taken: &[NodeId]) -> bool {
+        if self.left == 0 || taken.contains(&node) {
+            return false;
+        }
+        if !self.racks.contains(&rack) {
+            self.racks.push(rack);
+        } else if self.repeats > 0 {
+            self.repeats -= 1;
+        } else {
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+}
+
 /// Replicas of `token` under NetworkTopologyStrategy with a factor per
 /// data centre (`(dc, rf)`; data centres without nodes get none), in walk
 /// order.
 pub fn network_topology(ring: &TokenRing, token: i64, factors: &[(&str, usize)]) -> Vec<NodeId> {
     let mut needs: Vec<DcNeeds<'_>> = factors
         .iter()
-        .map(|(dc, rf)| {
-            let wanted = (*rf).min(ring.nodes_in(dc));
-            DcNeeds {
-                dc,
-                left: wanted,
-                racks: Vec::new(),
-                repeats: wanted.saturating_sub(ring.racks_in(dc)),
-            }
-        })
+        .map(|(dc, rf)| DcNeeds::new(dc, *rf, ring.nodes_in(dc), ring.racks_in(dc)))
         .collect();
     let mut out = Vec::new();
     for (_, node) in ring.walk(token) {
-        if needs.iter().all(|d| d.left == 0) {
+        if needs.iter().all(DcNeeds::is_full) {
             break;
         }
         let location = &ring.nodes()[node];
         let Some(need) = needs.iter_mut().find(|d| d.dc == location.dc) else {
             continue;
         };
-        if need.left == 0 || out.contains(&node) {
-            continue;
+        if need.offer(node, &location.rack, &out) {
+            out.push(node);
         }
-        let rack = location.rack.as_str();
-        if !need.racks.contains(&rack) {
-            need.racks.push(rack);
-        } else if need.repeats > 0 {
-            need.repeats -= 1;
-        } else {
-            continue;
-        }
-        need.left -= 1;
-        out.push(node);
     }
     out
 }
