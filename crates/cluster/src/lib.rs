@@ -15,6 +15,10 @@
 //! simulation itself (`sim`, test-only) runs several nodes on turmoil's
 //! network and clock under a seeded nemesis and checks their histories.
 //!
+//! The coordinator ([`coordinator`]) stores and reads partitions on their
+//! replicas at a consistency level, through the data verbs ([`verbs`])
+//! that every node answers over its storage engine.
+//!
 //! This crate never sees CQL text and never depends on the query layer;
 //! storage never sees the network.
 
@@ -25,3 +29,4 @@ pub mod net;
 pub mod ring;
 #[cfg(test)]
 pub mod sim;
+pub mod verbs;

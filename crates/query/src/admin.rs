@@ -60,6 +60,12 @@ impl Processor {
         Ok(list.len())
     }
 
+    /// The node's storage engine (the cluster's replica side serves
+    /// other nodes' requests from it).
+    pub fn engine(&self) -> Arc<varve_storage::Engine> {
+        self.storage.engine()
+    }
+
     /// Whether a write may block on an fsync (commitlog batch or group
     /// mode): the server then runs statements where blocking is allowed.
     pub fn writes_wait_for_sync(&self) -> bool {

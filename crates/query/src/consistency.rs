@@ -23,6 +23,14 @@ pub fn check_read(p: &Processor, ctx: &Ctx, table: &Table) -> Result<()> {
             "ANY ConsistencyLevel is only supported for writes".into(),
         ));
     }
+    if cl.is_serial() && !table.is_virtual {
+        // A Paxos read: like a conditional write, this node's alone until
+        // Paxos runs across replicas.
+        if let Some(why) = p.data_path().lwt_refusal() {
+            return Err(QueryError::Invalid(why));
+        }
+        return assure_live_here(p, ctx, table, cl);
+    }
     assure_live(p, ctx, table, cl)
 }
 
@@ -50,6 +58,9 @@ pub fn check_cas(p: &Processor, ctx: &Ctx, table: &Table) -> Result<()> {
                 .into(),
         ));
     }
+    if let Some(why) = p.data_path().lwt_refusal() {
+        return Err(QueryError::Invalid(why));
+    }
     let commit = level(ctx.opts.consistency)?;
     if commit.is_serial() {
         return Err(QueryError::Invalid(format!(
@@ -59,7 +70,10 @@ pub fn check_cas(p: &Processor, ctx: &Ctx, table: &Table) -> Result<()> {
     if commit == Consistency::EachQuorum {
         require_network_topology(ctx, table, commit)?;
     }
-    assure_live(p, ctx, table, serial)?;
+    // The Paxos round runs on this node alone (a cluster of several nodes
+    // refuses it above), so its level is checked against this node even
+    // where the data path checks replicas itself.
+    assure_live_here(p, ctx, table, serial)?;
     assure_live(p, ctx, table, commit)
 }
 
@@ -85,11 +99,21 @@ pub fn level(code: u16) -> Result<Consistency> {
         .ok_or_else(|| QueryError::Invalid(format!("unknown consistency level 0x{code:04x}")))
 }
 
-/// Unavailable when this node, the only live replica, is not enough. A
+/// Unavailable when the live replicas are not enough for `cl`: left to
+/// the data path when it checks replicas itself (a cluster's
+/// coordinator), else checked with this node as the only live replica. A
 /// serial level is checked as the Paxos round checks its participants, and
 /// named as Cassandra names it there: SERIAL as QUORUM, LOCAL_SERIAL as
 /// LOCAL_QUORUM (same counts).
 fn assure_live(p: &Processor, ctx: &Ctx, table: &Table, cl: Consistency) -> Result<()> {
+    if p.data_path().checks_replicas() {
+        return Ok(());
+    }
+    assure_live_here(p, ctx, table, cl)
+}
+
+/// [`assure_live`] with this node as the only replica.
+fn assure_live_here(p: &Processor, ctx: &Ctx, table: &Table, cl: Consistency) -> Result<()> {
     let cl = match cl {
         Consistency::Serial => Consistency::Quorum,
         Consistency::LocalSerial => Consistency::LocalQuorum,

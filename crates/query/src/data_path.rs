@@ -138,4 +138,28 @@ pub trait DataPath: Send + Sync {
 
     /// Removes every row of a table (TRUNCATE).
     fn truncate(&self, table: TableId) -> DataFuture<'_, ()>;
+
+    /// Whether this data path checks the live replicas of each command
+    /// itself (a cluster's coordinator does, against the ring and the
+    /// failure detector): query then leaves the Unavailable check of
+    /// non-serial levels to it. A one-node path (the default) does not.
+    fn checks_replicas(&self) -> bool {
+        false
+    }
+
+    /// Unavailable when too few replicas of `token` are UP for
+    /// `consistency`, checked before anything is sent: a batch checks
+    /// every partition first, so that it is refused whole rather than
+    /// applied in part. (Paths that do not check replicas say yes.)
+    fn assure_live(&self, table: TableId, token: i64, consistency: Consistency) -> DataResult<()> {
+        let _ = (table, token, consistency);
+        Ok(())
+    }
+
+    /// Why lightweight transactions cannot run on this data path now, if
+    /// they cannot (a cluster of several nodes, until Paxos): the
+    /// statement is then refused with this message.
+    fn lwt_refusal(&self) -> Option<String> {
+        None
+    }
 }

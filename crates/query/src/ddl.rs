@@ -196,6 +196,8 @@ async fn create_table(
         ));
     }
     let options = TableOptions::for_create(&props(&c.properties))?;
+    let id = requested_id(&c.properties)?
+        .unwrap_or_else(|| u128::from_be_bytes(varve_types::time::new_timeuuid()));
     let order: BTreeMap<&str, Order> = c
         .clustering_order
         .iter()
@@ -213,7 +215,7 @@ async fn create_table(
     let spec = TableSpec {
         keyspace: ks_name.clone(),
         name: c.name.name.clone(),
-        id: u128::from_be_bytes(varve_types::time::new_timeuuid()),
+        id,
         columns: c
             .columns
             .iter()
@@ -249,6 +251,19 @@ async fn create_table(
                     message: format!("Table {ks_name}.{} already exists", table.name),
                 });
             }
+            if let Some(other) = s
+                .keyspaces
+                .values()
+                .flat_map(|k| k.tables.values())
+                .find(|t| t.id == table.id)
+            {
+                return Err(QueryError::Invalid(format!(
+                    "Table id {} is already used by {}.{}",
+                    varve_types::time::format_uuid(&table.id.to_be_bytes()),
+                    other.keyspace,
+                    other.name
+                )));
+            }
             let mut ks = (**ks).clone();
             ks.tables
                 .insert(table.name.clone(), Arc::new(table.clone()));
@@ -263,6 +278,25 @@ async fn create_table(
         SchemaChangeKind::Created,
         SchemaChangeTarget::Table(ks_name, c.name.name.clone()),
     ))
+}
+
+/// The table id a CREATE TABLE asks for (`WITH id = '<uuid>'`), as
+/// Cassandra lets a table be recreated with the id its files carry.
+fn requested_id(list: &[(String, PropertyValue)]) -> Result<Option<u128>> {
+    let Some((_, value)) = list.iter().find(|(n, _)| n == "id") else {
+        return Ok(None);
+    };
+    let text = match option_value(value) {
+        OptionValue::Text(t) => t,
+        _ => {
+            return Err(QueryError::Config(
+                "Invalid table id: expected a UUID".into(),
+            ))
+        }
+    };
+    varve_types::time::parse_uuid(&text)
+        .map(|b| Some(u128::from_be_bytes(b)))
+        .map_err(|_| QueryError::Config(format!("Invalid table id '{text}': not a UUID")))
 }
 
 /// Applies `f` to a copy of the table and stores it back.

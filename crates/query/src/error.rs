@@ -37,6 +37,13 @@ pub enum QueryError {
     /// was sent or changed.
     #[error("{0}")]
     Unavailable(varve_types::consistency::Unavailable),
+    /// WriteTimeout (0x1100): too few replicas acknowledged in time; the
+    /// write may have been applied on some.
+    #[error("{0}")]
+    WriteTimeout(varve_types::data_error::WriteTimeout),
+    /// ReadTimeout (0x1200): too few replicas answered in time.
+    #[error("{0}")]
+    ReadTimeout(varve_types::data_error::ReadTimeout),
     /// Overloaded (0x1001)
     #[error("{0}")]
     Overloaded(String),
@@ -85,6 +92,8 @@ impl From<varve_types::data_error::DataError> for QueryError {
         use varve_types::data_error::DataError as D;
         match e {
             D::Unavailable(u) => QueryError::Unavailable(u),
+            D::WriteTimeout(t) => QueryError::WriteTimeout(t),
+            D::ReadTimeout(t) => QueryError::ReadTimeout(t),
             D::ReadFailure(message) => QueryError::ReadFailure { message },
             D::WriteFailure(message) => QueryError::WriteFailure { message },
             D::Overloaded(m) => QueryError::Overloaded(m),

@@ -104,6 +104,7 @@ pub fn error_class(e: &QueryError) -> Option<ErrorClass> {
             Some(ErrorClass::Failure)
         }
         QueryError::Unavailable(_) => Some(ErrorClass::Unavailable),
+        QueryError::WriteTimeout(_) | QueryError::ReadTimeout(_) => Some(ErrorClass::Timeout),
         QueryError::Syntax(_)
         | QueryError::Invalid(_)
         | QueryError::Config(_)

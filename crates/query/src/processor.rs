@@ -100,6 +100,18 @@ impl Processor {
         options: StorageOptions,
         registry: Arc<Registry>,
     ) -> Result<Arc<Processor>> {
+        Processor::open_with_data_path(node, options, registry, |local| Arc::new(local))
+    }
+
+    /// [`Processor::open_with_registry`] whose statements reach the data
+    /// through `wrap`'s data path, given the node's own [`LocalNode`] (a
+    /// node of a cluster wraps it in the coordinator's adapter).
+    pub fn open_with_data_path(
+        node: NodeInfo,
+        options: StorageOptions,
+        registry: Arc<Registry>,
+        wrap: impl FnOnce(LocalNode) -> Arc<dyn DataPath>,
+    ) -> Result<Arc<Processor>> {
         let store = SchemaStore::new(options.fs.clone(), &options.data_dir.join("schema"))?;
         let mut schema = system::initial_schema();
         if let Some((keyspaces, version)) = store.load()? {
@@ -113,13 +125,9 @@ impl Processor {
             .map(|(t, durable)| local_schema::descriptor(t, *durable))
             .collect();
         let storage = Storage::open(options, tables)?;
-        Ok(Arc::new(Processor::build(
-            node,
-            schema,
-            Some(store),
-            storage,
-            registry,
-        )))
+        let mut p = Processor::build(node, schema, Some(store), storage, registry);
+        p.data = wrap(LocalNode::new(p.storage.engine()));
+        Ok(Arc::new(p))
     }
 
     fn build(

@@ -183,6 +183,18 @@ async fn finish_batch(
         true => WriteKind::LoggedBatch,
         false => WriteKind::UnloggedBatch,
     };
+    // Every partition's replicas checked before the first is written, so
+    // a batch with one partition short of replicas changes nothing.
+    let partitions: usize = plans.iter().map(|pl| pl.updates.len()).sum();
+    if p.data_path().checks_replicas() && partitions > 1 {
+        let consistency = crate::consistency::level(ctx.opts.consistency)?;
+        for pl in &plans {
+            for (key, _) in &pl.updates {
+                p.data_path()
+                    .assure_live(pl.table.id, key.token, consistency)?;
+            }
+        }
+    }
     for pl in plans {
         apply(p, ctx, &pl.table, pl.updates, kind).await?;
     }

@@ -64,6 +64,27 @@ pub fn query_error(e: &QueryError) -> ErrorBody {
                 alive: u.alive as i32,
             },
         },
+        QueryError::WriteTimeout(t) => ErrorBody {
+            code: ErrorCode::WRITE_TIMEOUT,
+            message,
+            extra: ErrorExtra::WriteTimeout {
+                consistency: t.consistency,
+                received: t.received as i32,
+                block_for: t.block_for as i32,
+                write_type: t.write_type.name().into(),
+                contentions: None,
+            },
+        },
+        QueryError::ReadTimeout(t) => ErrorBody {
+            code: ErrorCode::READ_TIMEOUT,
+            message,
+            extra: ErrorExtra::ReadTimeout {
+                consistency: t.consistency,
+                received: t.received as i32,
+                block_for: t.block_for as i32,
+                data_present: t.data_present,
+            },
+        },
         QueryError::Overloaded(_) => ErrorBody::new(ErrorCode::OVERLOADED, message),
         QueryError::Server(_) => ErrorBody::new(ErrorCode::SERVER_ERROR, message),
         // Never meant for a client: the server runs such a statement again
@@ -172,6 +193,45 @@ mod tests {
             }
         );
         assert!(body.message.contains("ab"));
+    }
+
+    #[test]
+    fn timeouts_carry_their_counts_and_write_type() {
+        use varve_types::consistency::Consistency;
+        use varve_types::data_error::{ReadTimeout, WriteTimeout, WriteType};
+        let body = query_error(&QueryError::WriteTimeout(WriteTimeout {
+            consistency: Consistency::Quorum,
+            received: 1,
+            block_for: 2,
+            write_type: WriteType::UnloggedBatch,
+        }));
+        assert_eq!(body.code.0, 0x1100);
+        assert_eq!(
+            body.extra,
+            ErrorExtra::WriteTimeout {
+                consistency: Consistency::Quorum,
+                received: 1,
+                block_for: 2,
+                write_type: "UNLOGGED_BATCH".into(),
+                contentions: None,
+            }
+        );
+        let body = query_error(&QueryError::ReadTimeout(ReadTimeout {
+            consistency: Consistency::All,
+            received: 2,
+            block_for: 3,
+            data_present: true,
+        }));
+        assert_eq!(body.code.0, 0x1200);
+        assert_eq!(
+            body.extra,
+            ErrorExtra::ReadTimeout {
+                consistency: Consistency::All,
+                received: 2,
+                block_for: 3,
+                data_present: true,
+            }
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! data path (the local engine, later the cluster's coordinator) produces
 //! them without knowing CQL.
 
-use crate::consistency::Unavailable;
+use crate::consistency::{Consistency, Unavailable};
 
 /// A data path failure. Every variant says whether the operation changed
 /// anything where it matters to the client: none of them is an
@@ -14,6 +14,13 @@ pub enum DataError {
     /// Too few replicas are up for the level; nothing was sent.
     #[error("{0}")]
     Unavailable(Unavailable),
+    /// Too few replicas acknowledged a write in time. The write may have
+    /// been applied on some of them: it is not acknowledged, not undone.
+    #[error("{0}")]
+    WriteTimeout(WriteTimeout),
+    /// Too few replicas answered a read in time.
+    #[error("{0}")]
+    ReadTimeout(ReadTimeout),
     /// A read failed on a replica (a damaged file, too many tombstones).
     #[error("{0}")]
     ReadFailure(String),
@@ -43,4 +50,53 @@ impl DataError {
     pub fn would_block(&self) -> bool {
         matches!(self, DataError::WouldBlock(_))
     }
+}
+
+/// How a write was issued, as WriteTimeout and WriteFailure report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteType {
+    /// One INSERT, UPDATE or DELETE.
+    Simple,
+    /// A logged batch's mutations.
+    Batch,
+    /// An unlogged batch's mutations.
+    UnloggedBatch,
+    /// A logged batch's write to the batchlog.
+    BatchLog,
+    /// The commit of a lightweight transaction.
+    Cas,
+}
+
+impl WriteType {
+    /// The name the native protocol sends.
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteType::Simple => "SIMPLE",
+            WriteType::Batch => "BATCH",
+            WriteType::UnloggedBatch => "UNLOGGED_BATCH",
+            WriteType::BatchLog => "BATCH_LOG",
+            WriteType::Cas => "CAS",
+        }
+    }
+}
+
+/// A write that too few replicas acknowledged before the timeout.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Operation timed out - received only {received} responses.")]
+pub struct WriteTimeout {
+    pub consistency: Consistency,
+    pub received: u32,
+    pub block_for: u32,
+    pub write_type: WriteType,
+}
+
+/// A read that too few replicas answered before the timeout.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Operation timed out - received only {received} responses.")]
+pub struct ReadTimeout {
+    pub consistency: Consistency,
+    pub received: u32,
+    pub block_for: u32,
+    /// Whether the replica asked for the data answered.
+    pub data_present: bool,
 }

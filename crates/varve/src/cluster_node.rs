@@ -13,15 +13,19 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::broadcast;
+use varve_cluster::coordinator::{Coordinator, Host, Timeouts, Topology};
 use varve_cluster::env::Env;
 use varve_cluster::membership::{GossipKey, Gossiper, Membership, MembershipConfig};
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::net::messaging::{Messaging, MessagingConfig};
+use varve_cluster::ring::Location;
+use varve_cluster::verbs::Replica;
 use varve_protocol::{Event, StatusChangeType};
 use varve_query::cluster_view::{ClusterView, PeerInfo};
 use varve_query::info::uuid_text;
 use varve_query::{NodeInfo, Processor};
 
+use crate::cluster_path::ClusterPath;
 use crate::config::Settings;
 
 /// How often a changed schema version is announced to the peers.
@@ -35,6 +39,8 @@ pub struct ClusterNode {
     messaging: Messaging,
     membership: Arc<Gossiper>,
     announcer: tokio::task::JoinHandle<()>,
+    /// Keeps the coordinator's ring in step with gossip.
+    ring: tokio::task::JoinHandle<()>,
     events: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -45,6 +51,7 @@ impl ClusterNode {
         settings: &Settings,
         node: &NodeInfo,
         processor: &Arc<Processor>,
+        data_path: &ClusterPath,
     ) -> anyhow::Result<ClusterNode> {
         let host_id = HostId(node.host_id);
         let seed = u64::from_le_bytes(node.host_id[..8].try_into().unwrap_or_default());
@@ -58,6 +65,7 @@ impl ClusterNode {
         let messaging = Messaging::start(config, env.clone())
             .await
             .with_context(|| format!("listening for internode messages on {listen}"))?;
+        Replica::new(processor.engine(), processor.writes_wait_for_sync()).register(&messaging);
         let own = messaging.local_addr();
         let mut membership = MembershipConfig::new(
             settings
@@ -73,11 +81,32 @@ impl ClusterNode {
         membership.dc = node.data_center.clone();
         membership.rack = node.rack.clone();
         membership.values = announced_values(node, processor);
+        let clock = Arc::clone(&env.clock);
         let gossiper = Gossiper::start(membership, &messaging, env)
             .await
             .context("starting gossip")?;
         let membership = Arc::new(gossiper);
         processor.set_cluster_view(Arc::new(GossipView(membership.clone())));
+        let here = Host {
+            host_id,
+            address: own,
+            location: Location {
+                dc: node.data_center.clone(),
+                rack: node.rack.clone(),
+            },
+            is_local: true,
+        };
+        let coordinator = Coordinator::new(
+            processor.engine(),
+            messaging.clone(),
+            membership.clone(),
+            clock,
+            Topology::single(here, node.tokens.clone()),
+            node.data_center.clone(),
+            Timeouts::default(),
+        );
+        let ring = coordinator.follow_membership();
+        data_path.bind(coordinator, processor);
         let announcer = tokio::spawn(announce_schema_changes(
             membership.clone(),
             processor.clone(),
@@ -86,6 +115,7 @@ impl ClusterNode {
             messaging,
             membership,
             announcer,
+            ring,
             events: None,
         })
     }
@@ -106,6 +136,7 @@ impl ClusterNode {
     /// then stops gossip and messaging.
     pub async fn shutdown(self) {
         self.announcer.abort();
+        self.ring.abort();
         if let Some(events) = &self.events {
             events.abort();
         }

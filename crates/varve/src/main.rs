@@ -11,6 +11,7 @@ mod allocator;
 mod bench_cmd;
 mod cluster_cmd;
 mod cluster_node;
+mod cluster_path;
 mod config;
 mod launcher;
 mod memory_limit;
@@ -23,6 +24,7 @@ mod stress_cmd;
 mod topology_config;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -188,19 +190,32 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let node = node::node_info(&settings, server.cql_addr().port())?;
     let options = storage_options(&settings);
     let node_for_open = node.clone();
-    let processor = tokio::task::spawn_blocking(move || {
-        varve_query::Processor::open_with_registry(node_for_open, options, registry)
+    let (processor, cluster_path) = tokio::task::spawn_blocking(move || {
+        let mut path = None;
+        let processor = varve_query::Processor::open_with_data_path(
+            node_for_open,
+            options,
+            registry,
+            |local| {
+                let wrapped = Arc::new(cluster_path::ClusterPath::new(local));
+                path = Some(Arc::clone(&wrapped));
+                wrapped
+            },
+        )?;
+        Ok::<_, varve_query::QueryError>((processor, path))
     })
     .await
     .context("opening storage")?
     .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
+    let cluster_path = cluster_path.context("the data path was not built")?;
     processor.set_index_summary_capacity(settings.index_summary_capacity_bytes);
     processor.set_key_cache_size(settings.key_cache_bytes);
     processor.set_file_cache_size(settings.file_cache_bytes);
     processor
         .metrics()
         .set_settings(node_metrics::settings_rows(&settings));
-    let mut cluster = cluster_node::ClusterNode::start(&settings, &node, &processor).await?;
+    let mut cluster =
+        cluster_node::ClusterNode::start(&settings, &node, &processor, &cluster_path).await?;
     cluster.send_status_events(server.events());
     info!(
         "varve ready: CQL on {}, admin on http://{}, internode on {}",

@@ -120,6 +120,11 @@ impl WriteAcks {
         self.failures
     }
 
+    /// Whether replica `index`'s answers count at this level.
+    pub fn counts(&self, index: usize) -> bool {
+        self.replicas.get(index).is_some_and(|r| r.counts)
+    }
+
     /// Where the write stands.
     pub fn progress(&self) -> Progress {
         self.progress

@@ -1,0 +1,173 @@
+//! The second half of a read (docs/design/cluster.md, section 8.3): when
+//! a digest differs from the data's, the full data of every replica that
+//! answered, merged; with `read_repair` BLOCKING, the merged partition is
+//! written back to each replica whose own data differed from it, and the
+//! read waits for those writes (within its timeout) before it answers,
+//! so a later read at the same level cannot see older data than this one
+//! did (Cassandra's monotonic quorum reads). The repair sends the whole
+//! merged partition restricted to the slices read; applying what a
+//! replica already holds changes nothing.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use varve_types::data::{ClusteringComparator, Partition};
+use varve_types::data_error::DataError;
+
+use super::answers::Pending;
+use super::read::{on_local_error, read_timeout, Answers, Round};
+use super::service::Coordinator;
+use crate::net::{RequestError, Verb};
+use crate::verbs::mutation::{self, TableUpdate};
+use crate::verbs::read::{self, ReadKind, ReadResponse};
+
+impl Coordinator {
+    /// The partition the answers add up to (and the sstables touched
+    /// here): the data itself when every digest agrees with it, else every
+    /// responder's data merged, repaired where the table asks for it.
+    pub(super) async fn reconcile(
+        &self,
+        round: &mut Round<'_>,
+        answers: Answers,
+    ) -> Result<(Option<Partition>, u32), DataError> {
+        let Some((first, data)) = answers.data else {
+            return Err(read_timeout(round, false));
+        };
+        let expected = read::digest(data.as_ref());
+        if answers.digests.iter().all(|(_, d)| *d == expected) {
+            return Ok((data, answers.sstables));
+        }
+        self.digest_mismatches.fetch_add(1, Ordering::Relaxed);
+        let mut versions = vec![(first, data)];
+        let others: Vec<usize> = answers.digests.iter().map(|(i, _)| *i).collect();
+        self.fetch_data(round, &others, &mut versions).await?;
+        let mut merged: Option<Partition> = None;
+        for (_, p) in &versions {
+            if let Some(p) = p {
+                match merged.as_mut() {
+                    Some(m) => m.merge(p.clone()),
+                    None => merged = Some(p.clone()),
+                }
+            }
+        }
+        if round.r.blocking_repair {
+            if let Some(m) = &merged {
+                self.repair(round, &versions, m).await?;
+            }
+        }
+        Ok((merged, answers.sstables))
+    }
+
+    /// Full data from each of `replicas`, added to `versions`.
+    async fn fetch_data(
+        &self,
+        round: &mut Round<'_>,
+        replicas: &[usize],
+        versions: &mut Vec<(usize, Option<Partition>)>,
+    ) -> Result<(), DataError> {
+        round.pending = Pending::default();
+        for &i in replicas {
+            if round.plan.is_local(i) {
+                versions.push((i, self.read_stored(round.r)?.0));
+            } else {
+                self.ask(round, i, ReadKind::Data);
+            }
+        }
+        let cmp = self.comparator(round.r.table)?;
+        let mut waiting = replicas
+            .iter()
+            .filter(|&&i| !round.plan.is_local(i))
+            .count();
+        while waiting > 0 {
+            let answer = tokio::select! {
+                biased;
+                answer = round.pending.next_answer() => answer,
+                () = &mut round.expired => None,
+            };
+            let Some((i, answer)) = answer else {
+                return Err(read_timeout(round, true));
+            };
+            waiting -= 1;
+            let failed =
+                |why: String| DataError::ReadFailure(format!("{}: {why}", round.plan.address(i)));
+            match answer {
+                Ok(response) => match read::decode_response(&response.payload, &cmp) {
+                    Ok(ReadResponse::Data(p)) => versions.push((i, p)),
+                    Ok(ReadResponse::Digest(_)) => return Err(failed("a digest for data".into())),
+                    Err(e) => return Err(failed(e.to_string())),
+                },
+                Err(RequestError::Failure(f)) => return Err(failed(f.to_string())),
+                Err(_) => return Err(read_timeout(round, true)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `merged` to every replica whose version differs from it and
+    /// waits for them.
+    async fn repair(
+        &self,
+        round: &mut Round<'_>,
+        versions: &[(usize, Option<Partition>)],
+        merged: &Partition,
+    ) -> Result<(), DataError> {
+        let target = read::digest(Some(merged));
+        let stale: Vec<usize> = versions
+            .iter()
+            .filter(|(_, p)| read::digest(p.as_ref()) != target)
+            .map(|(i, _)| *i)
+            .collect();
+        if stale.is_empty() {
+            return Ok(());
+        }
+        self.read_repairs.fetch_add(1, Ordering::Relaxed);
+        let r = round.r;
+        let payload = mutation::encode(&[TableUpdate {
+            table: r.table,
+            key: r.key.clone(),
+            update: merged.clone(),
+        }]);
+        let mut pending = Pending::default();
+        for &i in &stale {
+            if round.plan.is_local(i) {
+                self.engine
+                    .apply(r.table, r.key, merged.clone())
+                    .map_err(on_local_error)?;
+                continue;
+            }
+            let to = round.plan.address(i);
+            match self
+                .messaging
+                .request(to, Verb::MUTATION, payload.clone(), self.timeouts.read)
+            {
+                Ok(answer) => pending.push(i, answer),
+                Err(e) => {
+                    return Err(DataError::ReadFailure(format!(
+                        "read repair to {to} not sent: {e}"
+                    )))
+                }
+            }
+        }
+        loop {
+            let answer = tokio::select! {
+                biased;
+                answer = pending.next_answer() => answer,
+                () = &mut round.expired => return Err(read_timeout(round, true)),
+            };
+            match answer {
+                None => return Ok(()),
+                Some((_, Ok(_))) => {}
+                Some((i, Err(e))) => {
+                    return Err(DataError::ReadFailure(format!(
+                        "read repair on {}: {e}",
+                        round.plan.address(i)
+                    )))
+                }
+            }
+        }
+    }
+
+    pub(super) fn comparator(&self, table: u128) -> Result<Arc<ClusteringComparator>, DataError> {
+        self.engine.comparator(table).map_err(on_local_error)
+    }
+}

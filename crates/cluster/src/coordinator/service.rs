@@ -1,0 +1,249 @@
+//! [`Coordinator`]: the node's side of a client's read or write when the
+//! data lives on several replicas. It holds what every request needs (the
+//! storage engine for the local replica, messaging for the others, the
+//! membership for who is UP, the ring) and the timeouts; the operations
+//! themselves are in `write.rs`, `read.rs` and `scan.rs`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use varve_storage::Engine;
+use varve_types::consistency::{Consistency, LiveReplicas, Unavailable};
+
+use super::latency::TableLatencies;
+use super::replication::Replication;
+use super::topology::{Host, Topology};
+use crate::env::Clock;
+use crate::membership::{LiveSet, Membership};
+use crate::net::Messaging;
+use crate::ring::NodeId;
+
+/// `write_request_timeout`: how long a write waits for its replicas.
+pub const WRITE_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// `read_request_timeout`.
+pub const READ_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// `range_request_timeout`.
+pub const RANGE_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// `truncate_request_timeout`.
+pub const TRUNCATE_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The coordinator's timeouts (cassandra.yaml's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub write: Duration,
+    pub read: Duration,
+    pub range: Duration,
+    pub truncate: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            write: WRITE_REQUEST_TIMEOUT,
+            read: READ_REQUEST_TIMEOUT,
+            range: RANGE_REQUEST_TIMEOUT,
+            truncate: TRUNCATE_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+/// A node's coordinator.
+pub struct Coordinator {
+    pub(super) engine: Arc<Engine>,
+    pub(super) messaging: Messaging,
+    pub(super) membership: Arc<dyn Membership>,
+    pub(super) clock: Arc<dyn Clock>,
+    topology: ArcSwap<Topology>,
+    pub(super) local_dc: String,
+    pub(super) timeouts: Timeouts,
+    /// Replica read latencies per table (speculative retry).
+    pub(super) latencies: TableLatencies,
+    /// Reads that asked one more replica.
+    pub(super) speculative_retries: AtomicU64,
+    /// Reads whose digests disagreed.
+    pub(super) digest_mismatches: AtomicU64,
+    /// Reads that wrote back to stale replicas before answering.
+    pub(super) read_repairs: AtomicU64,
+}
+
+/// What the coordinator counted so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoordinatorCounts {
+    pub speculative_retries: u64,
+    pub digest_mismatches: u64,
+    pub read_repairs: u64,
+}
+
+/// The replicas of one token for one request, with who is UP.
+pub(super) struct Plan {
+    pub topology: Arc<Topology>,
+    pub replicas: Vec<NodeId>,
+    pub up: Vec<bool>,
+}
+
+impl Plan {
+    pub fn host(&self, i: usize) -> &Host {
+        self.topology.host(self.replicas[i])
+    }
+
+    pub fn address(&self, i: usize) -> SocketAddr {
+        self.host(i).address
+    }
+
+    pub fn is_local(&self, i: usize) -> bool {
+        self.host(i).is_local
+    }
+
+    /// The data centre of each replica, in order.
+    pub fn dcs(&self) -> Vec<&str> {
+        (0..self.replicas.len())
+            .map(|i| self.host(i).location.dc.as_str())
+            .collect()
+    }
+
+    /// The replica on this node, if it is one.
+    pub fn local(&self) -> Option<usize> {
+        (0..self.replicas.len()).find(|&i| self.is_local(i))
+    }
+}
+
+impl Coordinator {
+    /// A coordinator over `engine` and `messaging`; the ring starts as
+    /// `topology` and follows membership from [`Coordinator::refresh`].
+    pub fn new(
+        engine: Arc<Engine>,
+        messaging: Messaging,
+        membership: Arc<dyn Membership>,
+        clock: Arc<dyn Clock>,
+        topology: Topology,
+        local_dc: String,
+        timeouts: Timeouts,
+    ) -> Arc<Coordinator> {
+        Arc::new(Coordinator {
+            engine,
+            messaging,
+            membership,
+            clock,
+            topology: ArcSwap::from_pointee(topology),
+            local_dc,
+            timeouts,
+            latencies: TableLatencies::default(),
+            speculative_retries: AtomicU64::new(0),
+            digest_mismatches: AtomicU64::new(0),
+            read_repairs: AtomicU64::new(0),
+        })
+    }
+
+    /// What the coordinator counted so far.
+    pub fn counts(&self) -> CoordinatorCounts {
+        CoordinatorCounts {
+            speculative_retries: self.speculative_retries.load(Ordering::Relaxed),
+            digest_mismatches: self.digest_mismatches.load(Ordering::Relaxed),
+            read_repairs: self.read_repairs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Rebuilds the ring from what gossip knows now.
+    pub fn refresh(&self) {
+        let peers = self.membership.peers();
+        let topology = Topology::from_peers(&peers);
+        if topology.hosts().iter().any(|h| h.is_local) {
+            self.topology.store(Arc::new(topology));
+        }
+    }
+
+    /// Keeps the ring in step with membership until the membership stops.
+    pub fn follow_membership(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let me = Arc::clone(self);
+        let mut changes = self.membership.changes();
+        tokio::spawn(async move {
+            me.refresh();
+            while changes.changed().await.is_ok() {
+                me.refresh();
+            }
+        })
+    }
+
+    /// The ring now.
+    pub fn topology(&self) -> Arc<Topology> {
+        self.topology.load_full()
+    }
+
+    /// The nodes of the ring.
+    pub fn node_count(&self) -> usize {
+        self.topology.load().hosts().len()
+    }
+
+    /// The replicas of `token` and which of them are UP (this node always
+    /// is).
+    pub(super) fn plan(&self, token: i64, replication: &Replication) -> Plan {
+        let topology = self.topology.load_full();
+        let replicas = topology.replicas(token, replication);
+        let live = self.membership.live();
+        let up = replicas
+            .iter()
+            .map(|&n| is_up(topology.host(n), &live))
+            .collect();
+        Plan {
+            topology,
+            replicas,
+            up,
+        }
+    }
+
+    /// Unavailable when the UP replicas of `token` cannot meet
+    /// `consistency` now (a batch checks all its partitions first).
+    pub fn check_live(
+        &self,
+        token: i64,
+        replication: &Replication,
+        consistency: Consistency,
+    ) -> Result<(), Unavailable> {
+        let plan = self.plan(token, replication);
+        self.assure_live(&plan, replication, consistency)
+    }
+
+    /// Unavailable when the UP replicas cannot meet `consistency`.
+    pub(super) fn assure_live(
+        &self,
+        plan: &Plan,
+        replication: &Replication,
+        consistency: Consistency,
+    ) -> Result<(), Unavailable> {
+        let mut per_dc: Vec<(&str, u32)> = Vec::new();
+        for (i, up) in plan.up.iter().enumerate() {
+            let dc = plan.host(i).location.dc.as_str();
+            match per_dc.iter_mut().find(|(d, _)| *d == dc) {
+                Some((_, n)) => *n += u32::from(*up),
+                None => per_dc.push((dc, u32::from(*up))),
+            }
+        }
+        let factors = replication.factors();
+        // Serial levels are named as Paxos names its quorum.
+        let consistency = match consistency {
+            Consistency::Serial => Consistency::Quorum,
+            Consistency::LocalSerial => Consistency::LocalQuorum,
+            other => other,
+        };
+        consistency.assure_live(&factors, &self.local_dc, &LiveReplicas { per_dc: &per_dc })?;
+        // ANY is tried even with no replica up, for the hint it would
+        // store; hints come with plan step 13, so until then it needs one
+        // replica, and says so.
+        if consistency == Consistency::Any && !plan.up.iter().any(|u| *u) {
+            return Err(Unavailable {
+                consistency,
+                required: 1,
+                alive: 0,
+                dc: None,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn is_up(host: &Host, live: &LiveSet) -> bool {
+    host.is_local || live.is_up(host.host_id)
+}

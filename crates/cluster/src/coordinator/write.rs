@@ -1,0 +1,135 @@
+//! A coordinated write (docs/design/cluster.md, section 8.2): the
+//! partition's replicas from the ring, Unavailable before anything is sent
+//! when too few are UP, the local replica applied first, one MUTATION
+//! (encoded once) to every other UP replica, and the answer once the level
+//! is met, or WriteTimeout / WriteFailure.
+//!
+//! The local replica goes first so that a write that would wait on memory
+//! in a non-blocking scope gives up (WouldBlock, to run again where it may
+//! wait) before any other replica got it. Replicas that are DOWN, or that
+//! did not answer in time, miss the write: hints (plan step 13) will keep
+//! it for them; until then read repair and anti-entropy repair are what
+//! brings them up to date.
+
+use varve_types::consistency::Consistency;
+use varve_types::data::{Partition, PartitionKey};
+use varve_types::data_error::{DataError, WriteTimeout, WriteType};
+
+use super::answers::Pending;
+use super::replication::Replication;
+use super::service::{Coordinator, Plan};
+use super::write_acks::{Progress, WriteAcks};
+use crate::net::{RequestError, Verb};
+use crate::verbs::mutation::{self, TableUpdate};
+
+/// One partition update of one table at a level.
+#[derive(Debug)]
+pub struct Write<'a> {
+    pub table: u128,
+    pub key: PartitionKey,
+    pub update: Partition,
+    pub replication: &'a Replication,
+    pub consistency: Consistency,
+    pub write_type: WriteType,
+}
+
+impl Coordinator {
+    /// Stores `w` on its replicas; `Ok` once the level is met.
+    pub async fn write(&self, w: Write<'_>) -> Result<(), DataError> {
+        let mut expired = self.clock.sleep(self.timeouts.write);
+        let plan = self.plan(w.key.token, w.replication);
+        self.assure_live(&plan, w.replication, w.consistency)
+            .map_err(DataError::Unavailable)?;
+        let factors = w.replication.factors();
+        let mut acks = WriteAcks::new(w.consistency, &factors, &self.local_dc, &plan.dcs());
+        let mut last_failure = None;
+        let remote_up = (0..plan.replicas.len()).any(|i| plan.up[i] && !plan.is_local(i));
+        let payload = remote_up.then(|| {
+            mutation::encode(&[TableUpdate {
+                table: w.table,
+                key: w.key.clone(),
+                update: w.update.clone(),
+            }])
+        });
+        if let Some(i) = plan.local() {
+            match self.engine.apply(w.table, &w.key, w.update) {
+                Ok(()) => {
+                    acks.ack(i);
+                }
+                Err(e @ varve_storage::Error::WouldBlock { .. }) => {
+                    return Err(DataError::WouldBlock(e.to_string()));
+                }
+                Err(e) => {
+                    acks.fail(i);
+                    last_failure = Some(e.to_string());
+                }
+            }
+        }
+        let mut pending = Pending::default();
+        if let Some(payload) = payload {
+            self.send_mutations(&plan, &payload, &mut pending);
+        }
+        loop {
+            match acks.progress() {
+                Progress::Succeeded => return Ok(()),
+                Progress::Failed => return Err(failed(&acks, last_failure)),
+                Progress::Waiting => {}
+            }
+            let answer = tokio::select! {
+                biased;
+                answer = pending.next_answer() => answer,
+                () = &mut expired => None,
+            };
+            match answer {
+                Some((i, Ok(_))) => {
+                    acks.ack(i);
+                }
+                Some((i, Err(RequestError::Failure(f)))) => {
+                    acks.fail(i);
+                    last_failure = Some(format!("{}: {f}", plan.address(i)));
+                }
+                // A timeout or a shut-down messaging: no answer from it.
+                Some((_, Err(_))) => {}
+                None => return Err(timed_out(&acks, w.consistency, w.write_type)),
+            }
+        }
+    }
+
+    /// Sends the MUTATION to every UP replica but this node. One that
+    /// cannot be queued (its queue is full) is a replica that will not
+    /// answer.
+    fn send_mutations(&self, plan: &Plan, payload: &bytes::Bytes, pending: &mut Pending) {
+        for i in 0..plan.replicas.len() {
+            if !plan.up[i] || plan.is_local(i) {
+                continue;
+            }
+            let to = plan.address(i);
+            match self
+                .messaging
+                .request(to, Verb::MUTATION, payload.clone(), self.timeouts.write)
+            {
+                Ok(answer) => pending.push(i, answer),
+                Err(e) => tracing::debug!("mutation to {to} not sent: {e}"),
+            }
+        }
+    }
+}
+
+fn timed_out(acks: &WriteAcks, consistency: Consistency, write_type: WriteType) -> DataError {
+    DataError::WriteTimeout(WriteTimeout {
+        consistency,
+        received: acks.received(),
+        block_for: acks.block_for(),
+        write_type,
+    })
+}
+
+fn failed(acks: &WriteAcks, last: Option<String>) -> DataError {
+    DataError::WriteFailure(format!(
+        "write failed on {} replica(s) ({} of {} acknowledged): {}",
+        acks.failures(),
+        acks.received(),
+        acks.block_for(),
+        last.unwrap_or_default()
+    ))
+}

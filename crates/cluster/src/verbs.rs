@@ -1,0 +1,17 @@
+//! The data verbs: their payload codecs (docs/format/internode.md, section
+//! 6) and what a replica does with each ([`replica`]).
+//!
+//! [`mutation`] (MUTATION), [`read`] (READ and its data response),
+//! [`range`] (RANGE_READ of keys), and [`codec`], the pieces they share.
+//! TRUNCATE's payload is a table id alone.
+
+pub mod codec;
+pub mod mutation;
+pub mod range;
+pub mod read;
+pub mod replica;
+
+pub use replica::Replica;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,169 @@
+//! What a replica does with the data verbs: MUTATION, READ, RANGE_READ
+//! (keys) and TRUNCATE, each over this node's storage engine.
+//!
+//! A request first runs in a non-blocking scope on the messaging task (a
+//! write that only touches memory, a read served from the caches); one
+//! that would wait on the disk (or on an fsync, in the commitlog's batch
+//! and group modes) runs again on tokio's blocking pool. A payload that
+//! does not decode, an unknown table, a full memtable or a failing disk
+//! becomes the request's failure with its reason; nothing panics.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use varve_storage::io_mode::NonBlocking;
+use varve_storage::{Engine, Error as StorageError, ReadCost};
+
+use super::codec::PayloadError;
+use super::{mutation, range, read};
+use crate::net::{Failure, FailureReason, Messaging, Reply, Request, Verb};
+
+/// This node as a replica of the data verbs.
+#[derive(Clone)]
+pub struct Replica {
+    engine: Arc<Engine>,
+    /// Whether a write waits for an fsync (commitlog batch or group mode):
+    /// such writes go straight to the blocking pool.
+    writes_wait_for_sync: bool,
+}
+
+impl Replica {
+    pub fn new(engine: Arc<Engine>, writes_wait_for_sync: bool) -> Replica {
+        Replica {
+            engine,
+            writes_wait_for_sync,
+        }
+    }
+
+    /// Registers the handlers of MUTATION, READ, RANGE_READ and TRUNCATE.
+    pub fn register(&self, messaging: &Messaging) {
+        let me = self.clone();
+        messaging.register(Verb::MUTATION, move |req: Request| {
+            let me = me.clone();
+            async move { Some(me.mutation(req.payload).await) }
+        });
+        let me = self.clone();
+        messaging.register(Verb::READ, move |req: Request| {
+            let me = me.clone();
+            async move { Some(me.read(req.payload).await) }
+        });
+        let me = self.clone();
+        messaging.register(Verb::RANGE_READ, move |req: Request| {
+            let me = me.clone();
+            async move { Some(me.scan_keys(req.payload).await) }
+        });
+        let me = self.clone();
+        messaging.register(Verb::TRUNCATE, move |req: Request| {
+            let me = me.clone();
+            async move { Some(me.truncate(req.payload).await) }
+        });
+    }
+
+    /// Stores a MUTATION's updates.
+    pub async fn mutation(&self, payload: Bytes) -> Reply {
+        let updates = mutation::decode(&payload, &*self.engine).map_err(|e| e.failure())?;
+        let engine = Arc::clone(&self.engine);
+        let apply = move || -> Result<Bytes, StorageError> {
+            for u in &updates {
+                engine.apply(u.table, &u.key, u.update.clone())?;
+            }
+            Ok(Bytes::new())
+        };
+        if self.writes_wait_for_sync {
+            return blocking(apply).await;
+        }
+        // The updates were cloned for the first try: a retry on the pool
+        // applies the same updates again (same timestamps, no change).
+        match in_memory(&apply) {
+            Err(e) if is_would_block(&e) => blocking(apply).await,
+            other => other.map_err(|e| failure(&e)),
+        }
+    }
+
+    /// Answers a data READ with the partition as stored.
+    pub async fn read(&self, payload: Bytes) -> Reply {
+        let req = read::decode_request(&payload, &*self.engine).map_err(|e| e.failure())?;
+        let engine = Arc::clone(&self.engine);
+        let run = move || -> Result<Bytes, StorageError> {
+            let mut cost = ReadCost::default();
+            let p = engine.read_partition_costed(req.table, &req.key, &req.slices, &mut cost)?;
+            Ok(match req.kind {
+                read::ReadKind::Data => read::encode_response(p.as_ref()),
+                read::ReadKind::Digest => read::encode_digest_response(p.as_ref()),
+            })
+        };
+        self.first_in_memory(run).await
+    }
+
+    /// Answers a key scan.
+    pub async fn scan_keys(&self, payload: Bytes) -> Reply {
+        let req = range::decode_request(&payload).map_err(|e| e.failure())?;
+        let engine = Arc::clone(&self.engine);
+        let run = move || -> Result<Bytes, StorageError> {
+            // One more than asked tells whether there are more.
+            let mut keys = engine.scan_keys(req.table, &req.start, &req.end, req.limit + 1)?;
+            let more = keys.len() > req.limit;
+            keys.truncate(req.limit);
+            Ok(range::encode_response(&keys, more))
+        };
+        self.first_in_memory(run).await
+    }
+
+    /// Empties a table (always on the blocking pool: it removes files).
+    pub async fn truncate(&self, payload: Bytes) -> Reply {
+        let mut r = crate::net::wire::Reader::new(&payload);
+        let table = super::codec::read_table(&mut r).map_err(|e| e.failure())?;
+        r.finish().map_err(|e| PayloadError::from(e).failure())?;
+        let engine = Arc::clone(&self.engine);
+        blocking(move || engine.truncate(table).map(|()| Bytes::new())).await
+    }
+
+    async fn first_in_memory<F>(&self, run: F) -> Reply
+    where
+        F: Fn() -> Result<Bytes, StorageError> + Send + 'static,
+    {
+        match in_memory(&run) {
+            Err(e) if is_would_block(&e) => blocking(run).await,
+            other => other.map_err(|e| failure(&e)),
+        }
+    }
+}
+
+/// Runs `f` where it may not wait on the disk.
+fn in_memory<T>(f: &impl Fn() -> Result<T, StorageError>) -> Result<T, StorageError> {
+    let _scope = NonBlocking::enter();
+    f()
+}
+
+/// Runs `f` on the blocking pool.
+async fn blocking<F>(f: F) -> Reply
+where
+    F: FnOnce() -> Result<Bytes, StorageError> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result.map_err(|e| failure(&e)),
+        Err(e) => Err(Failure::new(
+            FailureReason::UNKNOWN,
+            format!("replica task: {e}"),
+        )),
+    }
+}
+
+fn is_would_block(e: &StorageError) -> bool {
+    matches!(e, StorageError::WouldBlock { .. })
+}
+
+/// A storage error as the failure the coordinator gets.
+pub fn failure(e: &StorageError) -> Failure {
+    let reason = match e {
+        StorageError::UnknownTable(_) => FailureReason::INCOMPATIBLE_SCHEMA,
+        StorageError::MemtablesFull { .. } => FailureReason::OVERLOADED,
+        StorageError::Io { source, .. } if is_disk_full(source) => FailureReason::DISK_FULL,
+        _ => FailureReason::UNKNOWN,
+    };
+    Failure::new(reason, e.to_string())
+}
+
+fn is_disk_full(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOSPC)
+}

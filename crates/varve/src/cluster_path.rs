@@ -1,0 +1,268 @@
+//! The adapter between query's [`DataPath`] and the cluster's
+//! [`Coordinator`] (docs/design/cluster.md, section 2): query hands it
+//! commands by table id; it finds each table's keyspace replication in
+//! the schema and lets the coordinator place, send and count.
+//!
+//! The processor is built before messaging starts, so the coordinator is
+//! bound afterwards ([`ClusterPath::bind`]); until then (and for tables
+//! the schema does not know, which the local engine then reports) every
+//! command runs on the local engine as on one node. System keyspaces are
+//! node-local (LocalStrategy).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use varve_cluster::coordinator::{Coordinator, KeyScan, Read, Replication, Speculation, Write};
+use varve_query::data_path::{
+    DataFuture, DataPath, DataResult, KeyScan as QueryKeyScan, PartitionRead, ReadCommand, TableId,
+    WriteCommand, WriteKind,
+};
+use varve_query::local::LocalNode;
+use varve_query::Processor;
+use varve_schema::options::{ReadRepair, ReplicationParams, ReplicationStrategy, SpeculativeRetry};
+use varve_schema::Schema;
+use varve_types::data::PartitionKey;
+use varve_types::data_error::{DataError, WriteType};
+use varve_types::Consistency;
+
+/// The data path of a node that runs the cluster machinery.
+pub struct ClusterPath {
+    local: LocalNode,
+    bound: OnceLock<Bound>,
+}
+
+struct Bound {
+    coordinator: Arc<Coordinator>,
+    processor: Weak<Processor>,
+    /// Each table's replication, for the schema it was built from.
+    replication: ArcSwap<ReplicationMap>,
+}
+
+#[derive(Default)]
+struct ReplicationMap {
+    schema: Option<Arc<Schema>>,
+    tables: BTreeMap<TableId, Route>,
+}
+
+/// What the coordinator needs to know of a table.
+#[derive(Clone)]
+struct Route {
+    replication: Arc<Replication>,
+    speculation: Speculation,
+    blocking_repair: bool,
+}
+
+impl ClusterPath {
+    pub fn new(local: LocalNode) -> ClusterPath {
+        ClusterPath {
+            local,
+            bound: OnceLock::new(),
+        }
+    }
+
+    /// From now on, commands go through `coordinator`, with the schema of
+    /// `processor`.
+    pub fn bind(&self, coordinator: Arc<Coordinator>, processor: &Arc<Processor>) {
+        let _ = self.bound.set(Bound {
+            coordinator,
+            processor: Arc::downgrade(processor),
+            replication: ArcSwap::from_pointee(ReplicationMap::default()),
+        });
+    }
+
+    /// The coordinator and the replication of `table`, when bound and the
+    /// table is known.
+    fn route(&self, table: TableId) -> Option<(&Coordinator, Arc<Replication>)> {
+        self.route_full(table)
+            .map(|(c, route)| (c, route.replication))
+    }
+
+    fn route_full(&self, table: TableId) -> Option<(&Coordinator, Route)> {
+        let bound = self.bound.get()?;
+        let route = bound.route_of(table)?;
+        Some((&bound.coordinator, route))
+    }
+}
+
+impl Bound {
+    fn route_of(&self, table: TableId) -> Option<Route> {
+        let schema = self.processor.upgrade()?.schema();
+        let map = self.replication.load();
+        let current = map.schema.as_ref().is_some_and(|s| Arc::ptr_eq(s, &schema));
+        if current {
+            return map.tables.get(&table).cloned();
+        }
+        let rebuilt = ReplicationMap::of(schema);
+        let found = rebuilt.tables.get(&table).cloned();
+        self.replication.store(Arc::new(rebuilt));
+        found
+    }
+}
+
+impl ReplicationMap {
+    fn of(schema: Arc<Schema>) -> ReplicationMap {
+        let mut tables = BTreeMap::new();
+        for ks in schema.keyspaces.values() {
+            let replication = Arc::new(if ks.is_system {
+                Replication::Local
+            } else {
+                replication(&ks.replication)
+            });
+            for t in ks.tables.values() {
+                tables.insert(
+                    t.id,
+                    Route {
+                        replication: Arc::clone(&replication),
+                        speculation: speculation(t.options.speculative_retry),
+                        blocking_repair: t.options.read_repair == ReadRepair::Blocking,
+                    },
+                );
+            }
+        }
+        ReplicationMap {
+            schema: Some(schema),
+            tables,
+        }
+    }
+}
+
+/// A keyspace's replication as the coordinator takes it.
+pub fn replication(r: &ReplicationParams) -> Replication {
+    match r.strategy {
+        ReplicationStrategy::Local => Replication::Local,
+        ReplicationStrategy::Simple => Replication::Simple(r.replication_factor("")),
+        ReplicationStrategy::NetworkTopology => Replication::PerDc(
+            r.options
+                .keys()
+                .map(|dc| (dc.clone(), r.replication_factor(dc)))
+                .collect(),
+        ),
+    }
+}
+
+/// A table's `speculative_retry` as the coordinator takes it.
+pub fn speculation(s: SpeculativeRetry) -> Speculation {
+    let ms = |n: i32| Duration::from_millis(n.max(0) as u64);
+    match s {
+        SpeculativeRetry::Never => Speculation::Never,
+        SpeculativeRetry::Always => Speculation::Always,
+        SpeculativeRetry::Percentile(p) => Speculation::Percentile(p),
+        SpeculativeRetry::FixedMs(n) => Speculation::Fixed(ms(n)),
+        SpeculativeRetry::Hybrid {
+            max: false,
+            percentile,
+            fixed_ms,
+        } => Speculation::Min(percentile, ms(fixed_ms)),
+        SpeculativeRetry::Hybrid {
+            max: true,
+            percentile,
+            fixed_ms,
+        } => Speculation::Max(percentile, ms(fixed_ms)),
+    }
+}
+
+fn write_type(kind: WriteKind) -> WriteType {
+    match kind {
+        WriteKind::Simple => WriteType::Simple,
+        WriteKind::UnloggedBatch => WriteType::UnloggedBatch,
+        WriteKind::LoggedBatch => WriteType::Batch,
+        WriteKind::Cas => WriteType::Cas,
+    }
+}
+
+impl DataPath for ClusterPath {
+    fn write(&self, w: WriteCommand) -> DataFuture<'_, ()> {
+        let Some((coordinator, replication)) = self.route(w.table) else {
+            return self.local.write(w);
+        };
+        DataFuture::Boxed(Box::pin(async move {
+            coordinator
+                .write(Write {
+                    table: w.table,
+                    key: w.key,
+                    update: w.update,
+                    replication: &replication,
+                    consistency: w.consistency,
+                    write_type: write_type(w.kind),
+                })
+                .await
+        }))
+    }
+
+    fn read<'a>(&'a self, r: ReadCommand<'a>) -> DataFuture<'a, PartitionRead> {
+        let Some((coordinator, route)) = self.route_full(r.table) else {
+            return self.local.read(r);
+        };
+        DataFuture::Boxed(Box::pin(async move {
+            let found = coordinator
+                .read(Read {
+                    table: r.table,
+                    key: r.key,
+                    slices: r.slices,
+                    reversed: r.reversed,
+                    now_seconds: r.now_seconds,
+                    row_limit: r.row_limit,
+                    replication: &route.replication,
+                    consistency: r.consistency,
+                    speculation: route.speculation,
+                    blocking_repair: route.blocking_repair,
+                })
+                .await?;
+            Ok(PartitionRead {
+                partition: found.partition,
+                tombstones: found.tombstones,
+                complete: found.complete,
+                sstables: found.sstables,
+            })
+        }))
+    }
+
+    fn scan_keys<'a>(&'a self, s: QueryKeyScan<'a>) -> DataFuture<'a, Vec<PartitionKey>> {
+        let Some((coordinator, replication)) = self.route(s.table) else {
+            return self.local.scan_keys(s);
+        };
+        DataFuture::Boxed(Box::pin(async move {
+            coordinator
+                .scan_keys(KeyScan {
+                    table: s.table,
+                    start: s.start,
+                    end: s.end,
+                    limit: s.limit,
+                    replication: &replication,
+                    consistency: s.consistency,
+                })
+                .await
+        }))
+    }
+
+    fn truncate(&self, table: TableId) -> DataFuture<'_, ()> {
+        let Some((coordinator, _)) = self.route(table) else {
+            return self.local.truncate(table);
+        };
+        DataFuture::Boxed(Box::pin(coordinator.truncate(table)))
+    }
+
+    fn checks_replicas(&self) -> bool {
+        self.bound.get().is_some()
+    }
+
+    fn assure_live(&self, table: TableId, token: i64, consistency: Consistency) -> DataResult<()> {
+        let Some((coordinator, replication)) = self.route(table) else {
+            return Ok(());
+        };
+        coordinator
+            .check_live(token, &replication, consistency)
+            .map_err(DataError::Unavailable)
+    }
+
+    fn lwt_refusal(&self) -> Option<String> {
+        let nodes = self.bound.get()?.coordinator.node_count();
+        (nodes > 1).then(|| {
+            format!(
+                "lightweight transactions need Paxos, not yet available on a cluster of more than one node (this one has {nodes})"
+            )
+        })
+    }
+}

@@ -1,0 +1,135 @@
+"""Data on a cluster of real `varve server` processes (`varve cluster`):
+the coordinator stores each write on the replicas the ring gives its key,
+answers at the statement's level, and says Unavailable or WriteTimeout
+when the level cannot be met, as Cassandra does.
+
+The schema is created on every node with the same table id, because
+schema changes do not travel between nodes yet (the metadata log comes
+next); the driver's schema agreement wait is off for that reason.
+"""
+
+import os
+import signal
+import time
+
+import pytest
+
+from test_cluster_launcher import PORTS, eventually, node_states, pinned, varve_cluster
+
+TABLE_ID = "5a1c395e-b41f-11e5-9f22-ba0be0483c18"
+
+
+def statement(cql, level):
+    """A statement at `level` that the driver does not retry, so the
+    server's own error reaches the test."""
+    from cassandra.policies import FallthroughRetryPolicy
+    from cassandra.query import SimpleStatement
+
+    return SimpleStatement(cql, consistency_level=level, retry_policy=FallthroughRetryPolicy())
+
+
+@pytest.fixture
+def three_nodes(tmp_path):
+    """Three nodes in one data centre, keyspace `ks` (SimpleStrategy, RF 3)
+    and table `ks.t` on each; yields the cluster directory."""
+    directory = tmp_path / "cluster"
+    varve_cluster(directory, "start", "--nodes", "3", *PORTS)
+    try:
+        for i in (1, 2, 3):
+            cluster = pinned(f"127.0.0.{i}")
+            s = cluster.connect()
+            s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+            s.execute(f"CREATE TABLE ks.t (k int PRIMARY KEY, v text) WITH id = '{TABLE_ID}'")
+            cluster.shutdown()
+        yield directory
+    finally:
+        varve_cluster(directory, "stop", check=False)
+
+
+def session(host):
+    cluster = pinned(host)
+    return cluster, cluster.connect()
+
+
+def test_quorum_writes_reach_every_replica_and_survive_a_killed_node(three_nodes):
+    from cassandra import ConsistencyLevel as CL
+
+    c1, s1 = session("127.0.0.1")
+    insert = statement("INSERT INTO ks.t (k, v) VALUES (%s, %s)", CL.QUORUM)
+    for k in range(50):
+        s1.execute(insert, (k, f"v{k}"))
+    # Every node holds every row: read at ONE from each node's own replica.
+    for host in ("127.0.0.2", "127.0.0.3"):
+        c, s = session(host)
+        count = s.execute(statement("SELECT count(*) FROM ks.t", CL.ONE)).one().count
+        c.shutdown()
+        assert count == 50, host
+
+    # A crash of one replica: QUORUM goes on at once (two of three answer),
+    # before the failure detector has even convicted it.
+    varve_cluster(three_nodes, "kill", "2")
+    for k in range(50, 100):
+        s1.execute(insert, (k, f"v{k}"))
+    c1.shutdown()
+    # Reads wait for the conviction: until speculative retry (the read
+    # path's next step), a read that picked the dead replica times out.
+    assert eventually(lambda: node_states(three_nodes, 3).get("127.0.0.2") == "DN")
+    c3, s3 = session("127.0.0.3")
+    select = statement("SELECT v FROM ks.t WHERE k = %s", CL.QUORUM)
+    missing = [k for k in range(100) if s3.execute(select, (k,)).one() != (f"v{k}",)]
+    c3.shutdown()
+    assert missing == [], "acknowledged at QUORUM, then not read at QUORUM"
+
+
+def test_two_of_three_down_is_unavailable_at_quorum_and_one_goes_on(three_nodes):
+    from cassandra import ConsistencyLevel as CL
+    from cassandra import Unavailable
+
+    varve_cluster(three_nodes, "kill", "2")
+    varve_cluster(three_nodes, "kill", "3")
+    both_down = lambda: all(node_states(three_nodes, 1).get(f"127.0.0.{i}") == "DN" for i in (2, 3))
+    assert eventually(both_down), node_states(three_nodes, 1)
+    c, s = session("127.0.0.1")
+    with pytest.raises(Unavailable) as info:
+        s.execute(statement("INSERT INTO ks.t (k, v) VALUES (1, 'x')", CL.QUORUM))
+    assert info.value.consistency == CL.QUORUM
+    assert (info.value.required_replicas, info.value.alive_replicas) == (2, 1)
+    with pytest.raises(Unavailable):
+        s.execute(statement("SELECT v FROM ks.t WHERE k = 1", CL.QUORUM))
+    s.execute(statement("INSERT INTO ks.t (k, v) VALUES (1, 'one')", CL.ONE))
+    row = s.execute(statement("SELECT v FROM ks.t WHERE k = 1", CL.ONE)).one()
+    c.shutdown()
+    assert row.v == "one"
+
+
+def test_a_frozen_replica_makes_all_time_out_with_the_counts(three_nodes):
+    from cassandra import ConsistencyLevel as CL
+    from cassandra import WriteTimeout, WriteType
+
+    pid = int((three_nodes / "node3" / "pid").read_text())
+    c, s = session("127.0.0.1")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(WriteTimeout) as info:
+            s.execute(statement("INSERT INTO ks.t (k, v) VALUES (7, 'x')", CL.ALL))
+        waited = time.monotonic() - started
+        # Still UP to the others (not yet convicted): sent, never answered.
+        assert node_states(three_nodes, 1).get("127.0.0.3") == "UN"
+        s.execute(statement("INSERT INTO ks.t (k, v) VALUES (8, 'y')", CL.QUORUM))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        c.shutdown()
+    assert info.value.consistency == CL.ALL
+    assert (info.value.received_responses, info.value.required_responses) == (2, 3)
+    assert info.value.write_type == WriteType.SIMPLE
+    assert waited < 8, f"write_request_timeout is 2 s, waited {waited:.1f} s"
+
+
+def test_lightweight_transactions_are_refused_on_a_cluster_until_paxos(three_nodes):
+    from cassandra import InvalidRequest
+
+    c, s = session("127.0.0.1")
+    with pytest.raises(InvalidRequest, match="need Paxos"):
+        s.execute("INSERT INTO ks.t (k, v) VALUES (1, 'x') IF NOT EXISTS")
+    c.shutdown()
