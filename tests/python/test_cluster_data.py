@@ -133,3 +133,51 @@ def test_lightweight_transactions_are_refused_on_a_cluster_until_paxos(three_nod
     with pytest.raises(InvalidRequest, match="need Paxos"):
         s.execute("INSERT INTO ks.t (k, v) VALUES (1, 'x') IF NOT EXISTS")
     c.shutdown()
+
+
+def coordinator_requests(host):
+    """{placement: count} of `varve_coordinator_requests_total` on a node."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{host}:19180/metrics", timeout=5) as r:
+        text = r.read().decode()
+    found = re.findall(r'^varve_coordinator_requests_total\{placement="(\w+)"\} (\d+)', text, re.M)
+    return {placement: int(n) for placement, n in found}
+
+
+def test_a_token_aware_driver_sends_each_statement_to_a_replica(tmp_path):
+    """With RF 1 each key has one replica: a token-aware driver must send
+    every prepared statement to that node, which the nodes' counters of
+    requests coordinated without holding a replica show."""
+    from cassandra import ConsistencyLevel as CL
+
+    from conftest import connect
+
+    directory = tmp_path / "cluster"
+    varve_cluster(directory, "start", "--nodes", "3", *PORTS)
+    try:
+        for i in (1, 2, 3):
+            cluster = pinned(f"127.0.0.{i}")
+            s = cluster.connect()
+            s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+            s.execute(f"CREATE TABLE ks.t (k int PRIMARY KEY, v text) WITH id = '{TABLE_ID}'")
+            cluster.shutdown()
+        before = {i: coordinator_requests(f"127.0.0.{i}") for i in (1, 2, 3)}
+        cluster = connect("127.0.0.1", 19042, 5, local_dc="datacenter1", max_schema_agreement_wait=0)
+        s = cluster.connect()
+        insert = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+        insert.consistency_level = CL.ONE
+        select = s.prepare("SELECT v FROM ks.t WHERE k = ?")
+        select.consistency_level = CL.ONE
+        for k in range(60):
+            s.execute(insert, (k, f"v{k}"))
+        assert all(s.execute(select, (k,)).one().v == f"v{k}" for k in range(60))
+        cluster.shutdown()
+        after = {i: coordinator_requests(f"127.0.0.{i}") for i in (1, 2, 3)}
+    finally:
+        varve_cluster(directory, "stop", check=False)
+    grew = {i: {p: after[i].get(p, 0) - before[i].get(p, 0) for p in ("replica", "not_replica")} for i in after}
+    assert sum(g["replica"] for g in grew.values()) == 120, grew
+    assert all(g["not_replica"] == 0 for g in grew.values()), grew
+    assert sum(1 for g in grew.values() if g["replica"] > 0) >= 2, f"keys spread over the nodes: {grew}"

@@ -13,6 +13,7 @@
 
 pub mod answers;
 pub mod latency;
+pub mod metrics;
 pub mod read;
 pub mod read_repair;
 pub mod replication;
@@ -23,6 +24,7 @@ pub mod topology;
 pub mod write;
 pub mod write_acks;
 
+pub use metrics::CoordinatorMetrics;
 pub use read::{Read, ReadResult};
 pub use replication::Replication;
 pub use scan::KeyScan;

@@ -72,6 +72,16 @@ pub const CHUNK_CACHE_CAPACITY_BYTES: &str = "chunk_cache_capacity_bytes";
 pub const CHUNK_CACHE_ENTRIES: &str = "chunk_cache_entries";
 pub const CHUNK_CACHE_SLOT_BYTES: &str = "chunk_cache_slot_bytes";
 
+// ---- The cluster's coordinator (node-wide) ----
+pub const LABEL_PLACEMENT: &str = "placement";
+/// `placement` values: the coordinator held a replica of the key, or not.
+pub const PLACEMENT_REPLICA: &str = "replica";
+pub const PLACEMENT_NOT_REPLICA: &str = "not_replica";
+pub const COORDINATOR_REQUESTS: &str = "coordinator_requests";
+pub const SPECULATIVE_RETRIES: &str = "speculative_retries";
+pub const READ_DIGEST_MISMATCHES: &str = "read_digest_mismatches";
+pub const READ_REPAIRS_BLOCKING: &str = "read_repairs_blocking";
+
 // ---- The library itself ----
 pub const METRICS_REGISTRATION_CONFLICTS: &str = "metrics_registration_conflicts_total";
 
@@ -223,6 +233,18 @@ pub const CATALOG: &[MetricDef] = &[
     def(CHUNK_CACHE_SLOT_BYTES, Kind::Gauge, &[],
         "Memory of the chunk cache's slot tables (a slot per chunk and index span of open sstables), outside its budget.",
         "(none)"),
+    def(COORDINATOR_REQUESTS, Kind::Counter, &[LABEL_PLACEMENT],
+        "Single-partition reads and writes this node coordinated, by whether it was a replica of the key.",
+        "(none: a token-aware driver makes not_replica stay at zero)"),
+    def(SPECULATIVE_RETRIES, Kind::Counter, &[],
+        "Reads that asked one more replica after the table's speculative_retry wait.",
+        "Table SpeculativeRetries (summed over tables)"),
+    def(READ_DIGEST_MISMATCHES, Kind::Counter, &[],
+        "Reads whose replicas' digests disagreed, so full data was read from each.",
+        "ReadRepair ReconcileRead"),
+    def(READ_REPAIRS_BLOCKING, Kind::Counter, &[],
+        "Reads that wrote the merged data back to stale replicas before answering.",
+        "ReadRepair RepairedBlocking"),
 ];
 
 /// The HELP text of `name`, if it is in the catalog.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::broadcast;
-use varve_cluster::coordinator::{Coordinator, Host, Timeouts, Topology};
+use varve_cluster::coordinator::{Coordinator, CoordinatorMetrics, Host, Timeouts, Topology};
 use varve_cluster::env::Env;
 use varve_cluster::membership::{GossipKey, Gossiper, Membership, MembershipConfig};
 use varve_cluster::net::handshake::HostId;
@@ -96,7 +96,7 @@ impl ClusterNode {
             },
             is_local: true,
         };
-        let coordinator = Coordinator::new(
+        let coordinator = Coordinator::with_metrics(
             processor.engine(),
             messaging.clone(),
             membership.clone(),
@@ -104,6 +104,7 @@ impl ClusterNode {
             Topology::single(here, node.tokens.clone()),
             node.data_center.clone(),
             Timeouts::default(),
+            CoordinatorMetrics::new(processor.registry()),
         );
         let ring = coordinator.follow_membership();
         data_path.bind(coordinator, processor);

@@ -82,6 +82,7 @@ impl Coordinator {
         let expired = self.clock.sleep(self.timeouts.read);
         let started = self.clock.now();
         let plan = self.plan(r.key.token, r.replication);
+        self.count_placement(&plan);
         self.assure_live(&plan, r.replication, r.consistency)
             .map_err(DataError::Unavailable)?;
         let factors = r.replication.factors();
@@ -219,8 +220,7 @@ impl Coordinator {
         let Some(&next) = order.iter().find(|i| !round.asked.contains(i)) else {
             return false;
         };
-        self.speculative_retries
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.metrics.speculative_retries.inc();
         let kind = if need_data {
             ReadKind::Data
         } else {

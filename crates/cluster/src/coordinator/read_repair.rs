@@ -8,7 +8,6 @@
 //! merged partition restricted to the slices read; applying what a
 //! replica already holds changes nothing.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use varve_types::data::{ClusteringComparator, Partition};
@@ -37,7 +36,7 @@ impl Coordinator {
         if answers.digests.iter().all(|(_, d)| *d == expected) {
             return Ok((data, answers.sstables));
         }
-        self.digest_mismatches.fetch_add(1, Ordering::Relaxed);
+        self.metrics.digest_mismatches.inc();
         let mut versions = vec![(first, data)];
         let others: Vec<usize> = answers.digests.iter().map(|(i, _)| *i).collect();
         self.fetch_data(round, &others, &mut versions).await?;
@@ -120,7 +119,7 @@ impl Coordinator {
         if stale.is_empty() {
             return Ok(());
         }
-        self.read_repairs.fetch_add(1, Ordering::Relaxed);
+        self.metrics.read_repairs.inc();
         let r = round.r;
         let payload = mutation::encode(&[TableUpdate {
             table: r.table,

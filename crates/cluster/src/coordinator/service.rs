@@ -5,7 +5,6 @@
 //! themselves are in `write.rs`, `read.rs` and `scan.rs`.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use varve_storage::Engine;
 use varve_types::consistency::{Consistency, LiveReplicas, Unavailable};
 
 use super::latency::TableLatencies;
+use super::metrics::CoordinatorMetrics;
 use super::replication::Replication;
 use super::topology::{Host, Topology};
 use crate::env::Clock;
@@ -61,17 +61,16 @@ pub struct Coordinator {
     pub(super) timeouts: Timeouts,
     /// Replica read latencies per table (speculative retry).
     pub(super) latencies: TableLatencies,
-    /// Reads that asked one more replica.
-    pub(super) speculative_retries: AtomicU64,
-    /// Reads whose digests disagreed.
-    pub(super) digest_mismatches: AtomicU64,
-    /// Reads that wrote back to stale replicas before answering.
-    pub(super) read_repairs: AtomicU64,
+    pub(super) metrics: CoordinatorMetrics,
 }
 
 /// What the coordinator counted so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CoordinatorCounts {
+    /// Reads and writes of one partition coordinated by a replica of it.
+    pub replica_requests: u64,
+    /// ... and by a node that holds no replica of it.
+    pub not_replica_requests: u64,
     pub speculative_retries: u64,
     pub digest_mismatches: u64,
     pub read_repairs: u64,
@@ -113,6 +112,8 @@ impl Plan {
 impl Coordinator {
     /// A coordinator over `engine` and `messaging`; the ring starts as
     /// `topology` and follows membership from [`Coordinator::refresh`].
+    /// Its counters are its own ([`Coordinator::with_metrics`] puts them in
+    /// the node's registry).
     pub fn new(
         engine: Arc<Engine>,
         messaging: Messaging,
@@ -121,6 +122,30 @@ impl Coordinator {
         topology: Topology,
         local_dc: String,
         timeouts: Timeouts,
+    ) -> Arc<Coordinator> {
+        Coordinator::with_metrics(
+            engine,
+            messaging,
+            membership,
+            clock,
+            topology,
+            local_dc,
+            timeouts,
+            CoordinatorMetrics::detached(),
+        )
+    }
+
+    /// [`Coordinator::new`] counting into `metrics`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_metrics(
+        engine: Arc<Engine>,
+        messaging: Messaging,
+        membership: Arc<dyn Membership>,
+        clock: Arc<dyn Clock>,
+        topology: Topology,
+        local_dc: String,
+        timeouts: Timeouts,
+        metrics: CoordinatorMetrics,
     ) -> Arc<Coordinator> {
         Arc::new(Coordinator {
             engine,
@@ -131,18 +156,19 @@ impl Coordinator {
             local_dc,
             timeouts,
             latencies: TableLatencies::default(),
-            speculative_retries: AtomicU64::new(0),
-            digest_mismatches: AtomicU64::new(0),
-            read_repairs: AtomicU64::new(0),
+            metrics,
         })
     }
 
     /// What the coordinator counted so far.
     pub fn counts(&self) -> CoordinatorCounts {
+        let m = &self.metrics;
         CoordinatorCounts {
-            speculative_retries: self.speculative_retries.load(Ordering::Relaxed),
-            digest_mismatches: self.digest_mismatches.load(Ordering::Relaxed),
-            read_repairs: self.read_repairs.load(Ordering::Relaxed),
+            replica_requests: m.replica_requests.get(),
+            not_replica_requests: m.not_replica_requests.get(),
+            speculative_retries: m.speculative_retries.get(),
+            digest_mismatches: m.digest_mismatches.get(),
+            read_repairs: m.read_repairs.get(),
         }
     }
 
@@ -175,6 +201,14 @@ impl Coordinator {
     /// The nodes of the ring.
     pub fn node_count(&self) -> usize {
         self.topology.load().hosts().len()
+    }
+
+    /// Counts a request by whether this node is a replica of its key.
+    pub(super) fn count_placement(&self, plan: &Plan) {
+        match plan.local() {
+            Some(_) => self.metrics.replica_requests.inc(),
+            None => self.metrics.not_replica_requests.inc(),
+        }
     }
 
     /// The replicas of `token` and which of them are UP (this node always

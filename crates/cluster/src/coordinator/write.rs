@@ -38,6 +38,7 @@ impl Coordinator {
     pub async fn write(&self, w: Write<'_>) -> Result<(), DataError> {
         let mut expired = self.clock.sleep(self.timeouts.write);
         let plan = self.plan(w.key.token, w.replication);
+        self.count_placement(&plan);
         self.assure_live(&plan, w.replication, w.consistency)
             .map_err(DataError::Unavailable)?;
         let factors = w.replication.factors();
