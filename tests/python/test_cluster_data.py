@@ -181,3 +181,73 @@ def test_a_token_aware_driver_sends_each_statement_to_a_replica(tmp_path):
     assert sum(g["replica"] for g in grew.values()) == 120, grew
     assert all(g["not_replica"] == 0 for g in grew.values()), grew
     assert sum(1 for g in grew.values() if g["replica"] > 0) >= 2, f"keys spread over the nodes: {grew}"
+
+
+def metric(host, name):
+    """The value of an unlabelled counter on a node's /metrics."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{host}:19180/metrics", timeout=5) as r:
+        text = r.read().decode()
+    found = re.search(rf"^{name} (\d+)", text, re.M)
+    return int(found.group(1)) if found else 0
+
+
+def test_a_node_back_from_the_dead_gets_its_hints(three_nodes):
+    from cassandra import ConsistencyLevel as CL
+
+    varve_cluster(three_nodes, "kill", "3")
+    assert eventually(lambda: node_states(three_nodes, 1).get("127.0.0.3") == "DN")
+    c1, s1 = session("127.0.0.1")
+    insert = statement("INSERT INTO ks.t (k, v) VALUES (%s, %s)", CL.QUORUM)
+    for k in range(40):
+        s1.execute(insert, (k, f"v{k}"))
+    c1.shutdown()
+    assert metric("127.0.0.1", "varve_hints_created_total") >= 40
+    status = varve_cluster(three_nodes, "nodetool", "1", "statushandoff").stdout
+    assert "running" in status and not status.rstrip().endswith(" 0 bytes of hints on disk"), status
+
+    # Paused, nothing is delivered; resumed, everything is.
+    varve_cluster(three_nodes, "nodetool", "1", "pausehandoff")
+    assert "(delivery paused)" in varve_cluster(three_nodes, "nodetool", "1", "statushandoff").stdout
+    varve_cluster(three_nodes, "start", "3")
+    assert eventually(lambda: node_states(three_nodes, 1).get("127.0.0.3") == "UN")
+    time.sleep(1)
+    assert metric("127.0.0.1", "varve_hints_replayed_total") == 0
+    varve_cluster(three_nodes, "nodetool", "1", "resumehandoff")
+
+    def node3_holds_everything():
+        c3, s3 = session("127.0.0.3")
+        try:
+            # ONE on node 3 reads its own replica: what it holds, hints included.
+            select = statement("SELECT v FROM ks.t WHERE k = %s", CL.ONE)
+            return all(s3.execute(select, (k,)).one() == (f"v{k}",) for k in range(40))
+        finally:
+            c3.shutdown()
+
+    assert eventually(node3_holds_everything, timeout_s=30)
+    assert metric("127.0.0.1", "varve_hints_replayed_total") >= 40
+    assert eventually(lambda: varve_cluster(three_nodes, "nodetool", "1", "statushandoff").stdout
+                      .rstrip().endswith(" 0 bytes of hints on disk"))
+
+
+def test_truncatehints_drops_what_a_down_node_would_have_got(three_nodes):
+    from cassandra import ConsistencyLevel as CL
+
+    varve_cluster(three_nodes, "kill", "3")
+    assert eventually(lambda: node_states(three_nodes, 1).get("127.0.0.3") == "DN")
+    c1, s1 = session("127.0.0.1")
+    s1.execute(statement("INSERT INTO ks.t (k, v) VALUES (1, 'hinted')", CL.QUORUM))
+    c1.shutdown()
+    varve_cluster(three_nodes, "nodetool", "1", "truncatehints")
+    assert varve_cluster(three_nodes, "nodetool", "1", "statushandoff").stdout.rstrip().endswith(
+        " 0 bytes of hints on disk")
+    varve_cluster(three_nodes, "start", "3")
+    assert eventually(lambda: node_states(three_nodes, 1).get("127.0.0.3") == "UN")
+    time.sleep(1)
+    c3, s3 = session("127.0.0.3")
+    row = s3.execute(statement("SELECT v FROM ks.t WHERE k = 1", CL.ONE)).one()
+    c3.shutdown()
+    assert row is None, "the hint was dropped: node 3 never got the write"
+    assert metric("127.0.0.1", "varve_hints_replayed_total") == 0

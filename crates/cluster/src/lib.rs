@@ -24,6 +24,7 @@
 
 pub mod coordinator;
 pub mod env;
+pub mod hints;
 pub mod membership;
 pub mod net;
 pub mod ring;

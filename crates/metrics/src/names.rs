@@ -81,6 +81,9 @@ pub const COORDINATOR_REQUESTS: &str = "coordinator_requests";
 pub const SPECULATIVE_RETRIES: &str = "speculative_retries";
 pub const READ_DIGEST_MISMATCHES: &str = "read_digest_mismatches";
 pub const READ_REPAIRS_BLOCKING: &str = "read_repairs_blocking";
+pub const HINTS_CREATED: &str = "hints_created";
+pub const HINTS_REPLAYED: &str = "hints_replayed";
+pub const HINTS_DROPPED: &str = "hints_dropped";
 
 // ---- The library itself ----
 pub const METRICS_REGISTRATION_CONFLICTS: &str = "metrics_registration_conflicts_total";
@@ -245,6 +248,15 @@ pub const CATALOG: &[MetricDef] = &[
     def(READ_REPAIRS_BLOCKING, Kind::Counter, &[],
         "Reads that wrote the merged data back to stale replicas before answering.",
         "ReadRepair RepairedBlocking"),
+    def(HINTS_CREATED, Kind::Counter, &[],
+        "Hints stored for replicas that missed a write.",
+        "Storage TotalHints"),
+    def(HINTS_REPLAYED, Kind::Counter, &[],
+        "Hints delivered to their replica and acknowledged.",
+        "HintsService HintsSucceeded"),
+    def(HINTS_DROPPED, Kind::Counter, &[],
+        "Hints not stored: over max_hints_size_per_host or hints_space_total, or the disk failed.",
+        "HintedHandOffManager Hints_not_stored"),
 ];
 
 /// The HELP text of `name`, if it is in the catalog.

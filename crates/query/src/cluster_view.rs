@@ -40,6 +40,14 @@ pub trait ClusterView: Send + Sync {
     fn gossip_info(&self) -> Option<String> {
         None
     }
+
+    /// Runs a nodetool operation of the cluster layer (`pausehandoff`,
+    /// `resumehandoff`, `truncatehints`, `statushandoff`): its output, or
+    /// why it failed; `None` when this view does not know it.
+    fn command(&self, name: &str) -> Option<Result<String, String>> {
+        let _ = name;
+        None
+    }
 }
 
 /// The view of a node alone.

@@ -15,6 +15,8 @@
 //! - `GET /nodetool/compactionstats` → pending and running compactions
 //! - `GET /nodetool/status` → every node of the cluster, up or down
 //! - `GET /nodetool/gossipinfo` → what gossip knows of every node
+//! - `POST /nodetool/pausehandoff`, `resumehandoff`, `truncatehints`,
+//!   `GET /nodetool/statushandoff` → hint delivery
 //!
 //! Errors of nodetool operations come back as 400 with the message.
 //! - any other path → 404; any other method → 405; a malformed or too
@@ -28,7 +30,7 @@ use tokio::sync::watch;
 
 use crate::limits::{HTTP_REQUEST_TIMEOUT, MAX_HTTP_REQUEST_BYTES};
 use crate::metrics::Metrics;
-use varve_query::Processor;
+use varve_query::{Processor, QueryError};
 
 /// Serves the admin port until `shutdown` turns true.
 pub async fn serve(
@@ -234,6 +236,17 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             .cluster_view()
             .gossip_info()
             .unwrap_or_else(|| "gossip is not running on this node\n".to_string())),
+        ("POST", "/nodetool/pausehandoff")
+        | ("POST", "/nodetool/resumehandoff")
+        | ("POST", "/nodetool/truncatehints")
+        | ("GET", "/nodetool/statushandoff") => {
+            let name = path.trim_start_matches("/nodetool/");
+            processor
+                .cluster_view()
+                .command(name)
+                .unwrap_or_else(|| Err(format!("{name}: no hints on a node without a cluster")))
+                .map_err(QueryError::Invalid)
+        }
         ("GET", "/nodetool/tablestats") => {
             processor.table_stats_text(get("keyspace").as_deref(), get("table").as_deref())
         }
@@ -246,7 +259,11 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             | "/nodetool/garbagecollect"
             | "/nodetool/compactionstats"
             | "/nodetool/status"
-            | "/nodetool/gossipinfo",
+            | "/nodetool/gossipinfo"
+            | "/nodetool/pausehandoff"
+            | "/nodetool/resumehandoff"
+            | "/nodetool/truncatehints"
+            | "/nodetool/statushandoff",
         ) => return (405, "text/plain", "wrong method\n".to_string()),
         _ => return (404, "text/plain", "not found\n".to_string()),
     };

@@ -15,6 +15,7 @@ use anyhow::Context;
 use tokio::sync::broadcast;
 use varve_cluster::coordinator::{Coordinator, CoordinatorMetrics, Host, Timeouts, Topology};
 use varve_cluster::env::Env;
+use varve_cluster::hints::{HintDispatcher, HintStore, HintsMetrics};
 use varve_cluster::membership::{GossipKey, Gossiper, Membership, MembershipConfig};
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::net::messaging::{Messaging, MessagingConfig};
@@ -41,6 +42,8 @@ pub struct ClusterNode {
     announcer: tokio::task::JoinHandle<()>,
     /// Keeps the coordinator's ring in step with gossip.
     ring: tokio::task::JoinHandle<()>,
+    /// Delivers hints and syncs their files.
+    delivery: tokio::task::JoinHandle<()>,
     events: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -82,11 +85,15 @@ impl ClusterNode {
         membership.rack = node.rack.clone();
         membership.values = announced_values(node, processor);
         let clock = Arc::clone(&env.clock);
+        let coordinator_clock = Arc::clone(&env.clock);
         let gossiper = Gossiper::start(membership, &messaging, env)
             .await
             .context("starting gossip")?;
         let membership = Arc::new(gossiper);
-        processor.set_cluster_view(Arc::new(GossipView(membership.clone())));
+        processor.set_cluster_view(Arc::new(GossipView {
+            membership: membership.clone(),
+            hints: None,
+        }));
         let here = Host {
             host_id,
             address: own,
@@ -107,6 +114,23 @@ impl ClusterNode {
             CoordinatorMetrics::new(processor.registry()),
         );
         let ring = coordinator.follow_membership();
+        let hints = HintStore::open(
+            settings.hints.clone(),
+            HintsMetrics::new(processor.registry()),
+        )
+        .with_context(|| format!("opening hints_directory {}", settings.hints.dir.display()))?;
+        coordinator.set_hints(Arc::clone(&hints));
+        let dispatcher = HintDispatcher::new(
+            Arc::clone(&hints),
+            messaging.clone(),
+            membership.clone(),
+            Arc::clone(&coordinator_clock),
+        );
+        let delivery = dispatcher.start();
+        processor.set_cluster_view(Arc::new(GossipView {
+            membership: membership.clone(),
+            hints: Some((hints, dispatcher)),
+        }));
         data_path.bind(coordinator, processor);
         let announcer = tokio::spawn(announce_schema_changes(
             membership.clone(),
@@ -117,6 +141,7 @@ impl ClusterNode {
             membership,
             announcer,
             ring,
+            delivery,
             events: None,
         })
     }
@@ -138,6 +163,7 @@ impl ClusterNode {
     pub async fn shutdown(self) {
         self.announcer.abort();
         self.ring.abort();
+        self.delivery.abort();
         if let Some(events) = &self.events {
             events.abort();
         }
@@ -233,12 +259,15 @@ async fn status_events(membership: Arc<Gossiper>, events: broadcast::Sender<Even
     }
 }
 
-/// The peers as gossip knows them.
-struct GossipView(Arc<Gossiper>);
+/// The peers as gossip knows them, and the hints' nodetool operations.
+struct GossipView {
+    membership: Arc<Gossiper>,
+    hints: Option<(Arc<HintStore>, Arc<HintDispatcher>)>,
+}
 
 impl ClusterView for GossipView {
     fn peers(&self) -> Vec<PeerInfo> {
-        self.0
+        self.membership
             .peers()
             .into_iter()
             .filter(|p| !p.is_local)
@@ -274,7 +303,7 @@ impl ClusterView for GossipView {
 
     fn gossip_info(&self) -> Option<String> {
         let mut out = String::new();
-        for p in self.0.peers() {
+        for p in self.membership.peers() {
             out.push_str(&format!("/{}\n", p.address));
             out.push_str(&format!("  generation:{}\n", p.generation));
             out.push_str(&format!("  heartbeat:{}\n", p.heartbeat));
@@ -287,6 +316,39 @@ impl ClusterView for GossipView {
             }
         }
         Some(out)
+    }
+
+    fn command(&self, name: &str) -> Option<Result<String, String>> {
+        let (store, dispatcher) = self.hints.as_ref()?;
+        Some(Ok(match name {
+            "pausehandoff" => {
+                dispatcher.set_paused(true);
+                String::new()
+            }
+            "resumehandoff" => {
+                dispatcher.set_paused(false);
+                String::new()
+            }
+            "truncatehints" => {
+                store.truncate();
+                String::new()
+            }
+            "statushandoff" => format!(
+                "Hinted handoff is {}{}; {} bytes of hints on disk\n",
+                if store.config().enabled {
+                    "running"
+                } else {
+                    "not running"
+                },
+                if dispatcher.is_paused() {
+                    " (delivery paused)"
+                } else {
+                    ""
+                },
+                store.total_bytes()
+            ),
+            _ => return None,
+        }))
     }
 }
 

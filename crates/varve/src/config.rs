@@ -80,6 +80,14 @@ struct FileConfig {
     gossip_interval_ms: Option<u64>,
     dc: Option<String>,
     rack: Option<String>,
+    // Hints (crate::hints_config).
+    hinted_handoff_enabled: Option<bool>,
+    max_hint_window: Option<Value>,
+    hints_directory: Option<PathBuf>,
+    max_hints_size_per_host: Option<Value>,
+    hinted_handoff_throttle: Option<Value>,
+    hints_flush_period: Option<Value>,
+    hints_space_total: Option<Value>,
     #[serde(flatten)]
     unknown: BTreeMap<String, Value>,
 }
@@ -135,6 +143,8 @@ pub struct Settings {
     pub num_tokens: usize,
     /// Seeds, storage port, snitch, data centre and rack.
     pub topology: crate::topology_config::Topology,
+    /// Hinted handoff (crate::hints_config).
+    pub hints: varve_cluster::hints::HintsConfig,
 }
 
 fn parse_address(key: &str, text: &str) -> anyhow::Result<IpAddr> {
@@ -359,6 +369,18 @@ impl Settings {
                 default_writes.compaction,
             )?,
         };
+        let hints = crate::hints_config::resolve(
+            &crate::hints_config::HintsFile {
+                hinted_handoff_enabled: file.hinted_handoff_enabled,
+                max_hint_window: file.max_hint_window.clone(),
+                hints_directory: file.hints_directory.clone(),
+                max_hints_size_per_host: file.max_hints_size_per_host.clone(),
+                hinted_handoff_throttle: file.hinted_handoff_throttle.clone(),
+                hints_flush_period: file.hints_flush_period.clone(),
+                hints_space_total: file.hints_space_total.clone(),
+            },
+            &data_dir,
+        )?;
         let topology = crate::topology_config::Topology::resolve(
             &crate::topology_config::TopologyFile {
                 seed_provider: file.seed_provider,
@@ -380,6 +402,7 @@ impl Settings {
         )?;
         Ok(Settings {
             topology,
+            hints,
             cluster_name: args
                 .cluster_name
                 .clone()

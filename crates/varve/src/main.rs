@@ -13,6 +13,7 @@ mod cluster_cmd;
 mod cluster_node;
 mod cluster_path;
 mod config;
+mod hints_config;
 mod launcher;
 mod memory_limit;
 mod node;

@@ -78,6 +78,14 @@ pub enum NodetoolCommand {
     Status,
     /// What gossip knows of every node: generation, heartbeat, each key's version and value.
     Gossipinfo,
+    /// Stops delivering hints.
+    Pausehandoff,
+    /// Starts delivering hints again.
+    Resumehandoff,
+    /// Deletes every hint this node keeps.
+    Truncatehints,
+    /// Whether hints are delivered, and how many bytes wait.
+    Statushandoff,
 }
 
 pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
@@ -124,6 +132,10 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
         NodetoolCommand::Compactionstats => ("GET", "/nodetool/compactionstats".to_string()),
         NodetoolCommand::Status => ("GET", "/nodetool/status".to_string()),
         NodetoolCommand::Gossipinfo => ("GET", "/nodetool/gossipinfo".to_string()),
+        NodetoolCommand::Pausehandoff => ("POST", "/nodetool/pausehandoff".to_string()),
+        NodetoolCommand::Resumehandoff => ("POST", "/nodetool/resumehandoff".to_string()),
+        NodetoolCommand::Truncatehints => ("POST", "/nodetool/truncatehints".to_string()),
+        NodetoolCommand::Statushandoff => ("GET", "/nodetool/statushandoff".to_string()),
         NodetoolCommand::Tablestats { name } => {
             let mut t = String::from("/nodetool/tablestats?");
             if let Some(n) = name {

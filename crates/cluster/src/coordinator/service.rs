@@ -5,7 +5,7 @@
 //! themselves are in `write.rs`, `read.rs` and `scan.rs`.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -17,6 +17,7 @@ use super::metrics::CoordinatorMetrics;
 use super::replication::Replication;
 use super::topology::{Host, Topology};
 use crate::env::Clock;
+use crate::hints::HintStore;
 use crate::membership::{LiveSet, Membership};
 use crate::net::Messaging;
 use crate::ring::NodeId;
@@ -62,6 +63,8 @@ pub struct Coordinator {
     /// Replica read latencies per table (speculative retry).
     pub(super) latencies: TableLatencies,
     pub(super) metrics: CoordinatorMetrics,
+    /// Where missed writes are kept (none: hints are off).
+    pub(super) hints: OnceLock<Arc<HintStore>>,
 }
 
 /// What the coordinator counted so far.
@@ -157,7 +160,13 @@ impl Coordinator {
             timeouts,
             latencies: TableLatencies::default(),
             metrics,
+            hints: OnceLock::new(),
         })
+    }
+
+    /// From now on, writes that replicas miss are kept in `store`.
+    pub fn set_hints(&self, store: Arc<HintStore>) {
+        let _ = self.hints.set(store);
     }
 
     /// What the coordinator counted so far.
@@ -263,10 +272,10 @@ impl Coordinator {
             other => other,
         };
         consistency.assure_live(&factors, &self.local_dc, &LiveReplicas { per_dc: &per_dc })?;
-        // ANY is tried even with no replica up, for the hint it would
-        // store; hints come with plan step 13, so until then it needs one
-        // replica, and says so.
-        if consistency == Consistency::Any && !plan.up.iter().any(|u| *u) {
+        // ANY is tried even with no replica up, for the hint it stores;
+        // with hints off it needs one replica, and says so.
+        let hints_on = self.hints.get().is_some_and(|h| h.config().enabled);
+        if consistency == Consistency::Any && !hints_on && !plan.up.iter().any(|u| *u) {
             return Err(Unavailable {
                 consistency,
                 required: 1,

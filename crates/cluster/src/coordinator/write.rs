@@ -6,11 +6,14 @@
 //!
 //! The local replica goes first so that a write that would wait on memory
 //! in a non-blocking scope gives up (WouldBlock, to run again where it may
-//! wait) before any other replica got it. Replicas that are DOWN, or that
-//! did not answer in time, miss the write: hints (plan step 13) will keep
-//! it for them; until then read repair and anti-entropy repair are what
-//! brings them up to date.
+//! wait) before any other replica got it. Replicas that are DOWN, that
+//! could not be sent the write, or that did not answer in time (or failed
+//! it) get a hint ([`crate::hints`]) while hints are on and their
+//! `max_hint_window` allows; at ANY a stored hint is an acknowledgement.
 
+use std::sync::Arc;
+
+use bytes::Bytes;
 use varve_types::consistency::Consistency;
 use varve_types::data::{Partition, PartitionKey};
 use varve_types::data_error::{DataError, WriteTimeout, WriteType};
@@ -44,8 +47,8 @@ impl Coordinator {
         let factors = w.replication.factors();
         let mut acks = WriteAcks::new(w.consistency, &factors, &self.local_dc, &plan.dcs());
         let mut last_failure = None;
-        let remote_up = (0..plan.replicas.len()).any(|i| plan.up[i] && !plan.is_local(i));
-        let payload = remote_up.then(|| {
+        let remote = (0..plan.replicas.len()).any(|i| !plan.is_local(i));
+        let payload = remote.then(|| {
             mutation::encode(&[TableUpdate {
                 table: w.table,
                 key: w.key.clone(),
@@ -67,13 +70,18 @@ impl Coordinator {
             }
         }
         let mut pending = Pending::default();
-        if let Some(payload) = payload {
-            self.send_mutations(&plan, &payload, &mut pending);
+        if let Some(payload) = &payload {
+            let missed = self.send_mutations(&plan, payload, &mut pending);
+            for i in missed {
+                if self.hint(&plan, i, payload) {
+                    acks.hint_stored();
+                }
+            }
         }
-        loop {
+        let outcome = loop {
             match acks.progress() {
-                Progress::Succeeded => return Ok(()),
-                Progress::Failed => return Err(failed(&acks, last_failure)),
+                Progress::Succeeded => break Ok(()),
+                Progress::Failed => break Err(failed(&acks, last_failure)),
                 Progress::Waiting => {}
             }
             let answer = tokio::select! {
@@ -90,18 +98,30 @@ impl Coordinator {
                     last_failure = Some(format!("{}: {f}", plan.address(i)));
                 }
                 // A timeout or a shut-down messaging: no answer from it.
-                Some((_, Err(_))) => {}
-                None => return Err(timed_out(&acks, w.consistency, w.write_type)),
+                Some((i, Err(_))) => {
+                    if let Some(p) = &payload {
+                        self.hint(&plan, i, p);
+                    }
+                }
+                None => break Err(timed_out(&acks, w.consistency, w.write_type)),
             }
+        };
+        if let (false, Some(p)) = (pending.is_empty(), payload) {
+            self.hint_the_silent(plan, pending, p);
         }
+        outcome
     }
 
-    /// Sends the MUTATION to every UP replica but this node. One that
-    /// cannot be queued (its queue is full) is a replica that will not
-    /// answer.
-    fn send_mutations(&self, plan: &Plan, payload: &bytes::Bytes, pending: &mut Pending) {
+    /// Sends the MUTATION to every UP replica but this node; returns the
+    /// replicas that will not get it now (DOWN, or their queue is full).
+    fn send_mutations(&self, plan: &Plan, payload: &Bytes, pending: &mut Pending) -> Vec<usize> {
+        let mut missed = Vec::new();
         for i in 0..plan.replicas.len() {
-            if !plan.up[i] || plan.is_local(i) {
+            if plan.is_local(i) {
+                continue;
+            }
+            if !plan.up[i] {
+                missed.push(i);
                 continue;
             }
             let to = plan.address(i);
@@ -110,9 +130,44 @@ impl Coordinator {
                 .request(to, Verb::MUTATION, payload.clone(), self.timeouts.write)
             {
                 Ok(answer) => pending.push(i, answer),
-                Err(e) => tracing::debug!("mutation to {to} not sent: {e}"),
+                Err(e) => {
+                    tracing::debug!("mutation to {to} not sent: {e}");
+                    missed.push(i);
+                }
             }
         }
+        missed
+    }
+
+    /// Keeps the mutation for replica `i` when hints are on and its window
+    /// allows; whether it was stored.
+    fn hint(&self, plan: &Plan, i: usize, payload: &Bytes) -> bool {
+        let Some(hints) = self.hints.get() else {
+            return false;
+        };
+        let target = plan.host(i).host_id;
+        hints.should_hint(target, self.clock.now())
+            && hints.store(target, self.clock.wall_micros(), payload)
+    }
+
+    /// After the answer: the replicas still silent get a hint when their
+    /// request fails or times out.
+    fn hint_the_silent(&self, plan: Plan, mut pending: Pending, payload: Bytes) {
+        let Some(hints) = self.hints.get().cloned() else {
+            return;
+        };
+        let clock = Arc::clone(&self.clock);
+        tokio::spawn(async move {
+            while let Some((i, answer)) = pending.next_answer().await {
+                if answer.is_ok() {
+                    continue;
+                }
+                let target = plan.host(i).host_id;
+                if hints.should_hint(target, clock.now()) {
+                    hints.store(target, clock.wall_micros(), &payload);
+                }
+            }
+        });
     }
 }
 

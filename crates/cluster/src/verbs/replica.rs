@@ -1,5 +1,5 @@
-//! What a replica does with the data verbs: MUTATION, READ, RANGE_READ
-//! (keys) and TRUNCATE, each over this node's storage engine.
+//! What a replica does with the data verbs: MUTATION, HINT, READ,
+//! RANGE_READ (keys) and TRUNCATE, each over this node's storage engine.
 //!
 //! A request first runs in a non-blocking scope on the messaging task (a
 //! write that only touches memory, a read served from the caches); one
@@ -35,12 +35,18 @@ impl Replica {
         }
     }
 
-    /// Registers the handlers of MUTATION, READ, RANGE_READ and TRUNCATE.
+    /// Registers the handlers of MUTATION, HINT, READ, RANGE_READ and
+    /// TRUNCATE.
     pub fn register(&self, messaging: &Messaging) {
         let me = self.clone();
         messaging.register(Verb::MUTATION, move |req: Request| {
             let me = me.clone();
             async move { Some(me.mutation(req.payload).await) }
+        });
+        let me = self.clone();
+        messaging.register(Verb::HINT, move |req: Request| {
+            let me = me.clone();
+            async move { Some(me.hint(req.payload).await) }
         });
         let me = self.clone();
         messaging.register(Verb::READ, move |req: Request| {
@@ -78,6 +84,15 @@ impl Replica {
             Err(e) if is_would_block(&e) => blocking(apply).await,
             other => other.map_err(|e| failure(&e)),
         }
+    }
+
+    /// Stores a HINT: `created_micros` i64, then a MUTATION payload,
+    /// applied as that mutation.
+    pub async fn hint(&self, payload: Bytes) -> Reply {
+        if payload.len() < 8 {
+            return Err(PayloadError::Malformed("a hint shorter than its header".into()).failure());
+        }
+        self.mutation(payload.slice(8..)).await
     }
 
     /// Answers a data READ with the partition as stored.
