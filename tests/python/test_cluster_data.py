@@ -46,6 +46,17 @@ def three_nodes(tmp_path):
         varve_cluster(directory, "stop", check=False)
 
 
+def freeze(pid):
+    """SIGSTOP, and wait until the kernel shows the process stopped."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def stopped():
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+    assert eventually(stopped, timeout_s=10), f"process {pid} did not stop"
+
+
 def session(host):
     cluster = pinned(host)
     return cluster, cluster.connect()
@@ -108,7 +119,7 @@ def test_a_frozen_replica_makes_all_time_out_with_the_counts(three_nodes):
 
     pid = int((three_nodes / "node3" / "pid").read_text())
     c, s = session("127.0.0.1")
-    os.kill(pid, signal.SIGSTOP)
+    freeze(pid)
     try:
         started = time.monotonic()
         with pytest.raises(WriteTimeout) as info:
@@ -163,13 +174,16 @@ def test_a_token_aware_driver_sends_each_statement_to_a_replica(tmp_path):
             s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
             s.execute(f"CREATE TABLE ks.t (k int PRIMARY KEY, v text) WITH id = '{TABLE_ID}'")
             cluster.shutdown()
-        before = {i: coordinator_requests(f"127.0.0.{i}") for i in (1, 2, 3)}
         cluster = connect("127.0.0.1", 19042, 5, local_dc="datacenter1", max_schema_agreement_wait=0)
         s = cluster.connect()
         insert = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
         insert.consistency_level = CL.ONE
         select = s.prepare("SELECT v FROM ks.t WHERE k = ?")
         select.consistency_level = CL.ONE
+        # The driver opens its pools to the other nodes in the background;
+        # until they are open it sends a statement to whichever node it can.
+        assert eventually(lambda: len([p for p in s.get_pools() if p.open_count > 0]) == 3)
+        before = {i: coordinator_requests(f"127.0.0.{i}") for i in (1, 2, 3)}
         for k in range(60):
             s.execute(insert, (k, f"v{k}"))
         assert all(s.execute(select, (k,)).one().v == f"v{k}" for k in range(60))
@@ -251,3 +265,53 @@ def test_truncatehints_drops_what_a_down_node_would_have_got(three_nodes):
     c3.shutdown()
     assert row is None, "the hint was dropped: node 3 never got the write"
     assert metric("127.0.0.1", "varve_hints_replayed_total") == 0
+
+
+def test_local_quorum_goes_on_while_the_other_data_centre_is_frozen(tmp_path):
+    """Two data centres of three nodes, NetworkTopologyStrategy 3 + 3: with
+    every node of dc2 frozen (SIGSTOP: it answers nothing, as if cut off),
+    LOCAL_QUORUM in dc1 still succeeds at once, while levels that need dc2
+    time out with their counts."""
+    from cassandra import ConsistencyLevel as CL
+    from cassandra import WriteTimeout
+
+    directory = tmp_path / "cluster"
+    varve_cluster(directory, "start", "--nodes", "6", "--dcs", "2", *PORTS)
+    pids = [int((directory / f"node{i}" / "pid").read_text()) for i in (4, 5, 6)]
+    frozen = False
+    try:
+        for i in range(1, 7):
+            cluster = pinned(f"127.0.0.{i}")
+            s = cluster.connect()
+            s.execute("CREATE KEYSPACE ks WITH replication = "
+                      "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 3}")
+            s.execute(f"CREATE TABLE ks.t (k int PRIMARY KEY, v text) WITH id = '{TABLE_ID}'")
+            cluster.shutdown()
+        c1, s1 = session("127.0.0.1")
+        insert = "INSERT INTO ks.t (k, v) VALUES (%s, %s)"
+        s1.execute(statement(insert, CL.EACH_QUORUM), (0, "both"))
+        frozen = True
+        for pid in pids:
+            freeze(pid)
+        started = time.monotonic()
+        for k in range(1, 21):
+            s1.execute(statement(insert, CL.LOCAL_QUORUM), (k, f"v{k}"))
+        select = statement("SELECT v FROM ks.t WHERE k = %s", CL.LOCAL_QUORUM)
+        assert all(s1.execute(select, (k,)).one() == (f"v{k}",) for k in range(1, 21))
+        assert s1.execute(select, (0,)).one() == ("both",)
+        local_time = time.monotonic() - started
+        with pytest.raises(WriteTimeout) as each:
+            s1.execute(statement(insert, CL.EACH_QUORUM), (99, "x"))
+        with pytest.raises(WriteTimeout) as quorum:
+            s1.execute(statement(insert, CL.QUORUM), (99, "x"))
+        c1.shutdown()
+    finally:
+        if frozen:
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+        varve_cluster(directory, "stop", check=False)
+    assert local_time < 10, f"LOCAL_QUORUM must not wait for dc2 ({local_time:.1f} s for 40 requests)"
+    # EACH_QUORUM: all three of dc1 answered (counted, as Cassandra counts
+    # them), none of dc2's quorum of 2; QUORUM: 4 of 6 needed.
+    assert (each.value.received_responses, each.value.required_responses) == (3, 4)
+    assert (quorum.value.received_responses, quorum.value.required_responses) == (3, 4)

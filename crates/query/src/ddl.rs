@@ -78,11 +78,8 @@ async fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<Query
             message: format!("Keyspace '{}' already exists", c.name),
         });
     }
-    let options = KeyspaceOptions::for_create(
-        &c.name,
-        &props(&c.properties),
-        &ReplicationContext::default(),
-    )?;
+    let options =
+        KeyspaceOptions::for_create(&c.name, &props(&c.properties), &replication_context(p))?;
     let created = p
         .update_schema(|s| {
             if s.keyspaces.contains_key(&c.name) {
@@ -140,11 +137,7 @@ async fn alter_keyspace(p: &Processor, a: &ast::AlterKeyspace) -> Result<QueryRe
                 replication: ks.replication.clone(),
                 durable_writes: ks.durable_writes,
             };
-            let next = current.altered(
-                &a.name,
-                &props(&a.properties),
-                &ReplicationContext::default(),
-            )?;
+            let next = current.altered(&a.name, &props(&a.properties), &replication_context(p))?;
             ks.replication = next.replication;
             ks.durable_writes = next.durable_writes;
             s.keyspaces.insert(a.name.clone(), Arc::new(ks));
@@ -278,6 +271,22 @@ async fn create_table(
         SchemaChangeKind::Created,
         SchemaChangeTarget::Table(ks_name, c.name.name.clone()),
     ))
+}
+
+/// The data centres a NetworkTopologyStrategy keyspace may name: this
+/// node's and every peer's (as Cassandra refuses a data centre without
+/// nodes).
+fn replication_context(p: &Processor) -> ReplicationContext {
+    let mut datacenters = vec![p.node().data_center.clone()];
+    for peer in p.cluster_view().peers() {
+        if !datacenters.contains(&peer.data_center) {
+            datacenters.push(peer.data_center);
+        }
+    }
+    ReplicationContext {
+        datacenters,
+        ..ReplicationContext::default()
+    }
 }
 
 /// The table id a CREATE TABLE asks for (`WITH id = '<uuid>'`), as
