@@ -315,3 +315,81 @@ def test_local_quorum_goes_on_while_the_other_data_centre_is_frozen(tmp_path):
     # them), none of dc2's quorum of 2; QUORUM: 4 of 6 needed.
     assert (each.value.received_responses, each.value.required_responses) == (3, 4)
     assert (quorum.value.received_responses, quorum.value.required_responses) == (3, 4)
+
+
+def restart_with_failpoint(directory, node, failpoint):
+    """Kills node `node` and starts it again with VARVE_FAILPOINTS set."""
+    import subprocess
+
+    from conftest import varve_bin
+
+    varve_cluster(directory, "kill", str(node))
+    env = dict(os.environ, VARVE_FAILPOINTS=failpoint)
+    done = subprocess.run([varve_bin(), "cluster", "--dir", str(directory), "start", str(node)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert eventually(lambda: node_states(directory, 2).get(f"127.0.0.{node}") == "UN")
+
+
+def logged_batch(keys):
+    from cassandra import ConsistencyLevel as CL
+    from cassandra.policies import FallthroughRetryPolicy
+    from cassandra.query import BatchStatement, BatchType, SimpleStatement
+
+    batch = BatchStatement(batch_type=BatchType.LOGGED, consistency_level=CL.QUORUM,
+                           retry_policy=FallthroughRetryPolicy())
+    for k in keys:
+        batch.add(SimpleStatement("INSERT INTO ks.t (k, v) VALUES (%s, %s)"), (k, f"b{k}"))
+    return batch
+
+
+def rows_on(host, keys):
+    from cassandra import ConsistencyLevel as CL
+
+    c, s = session(host)
+    try:
+        select = statement("SELECT v FROM ks.t WHERE k = %s", CL.QUORUM)
+        return {k: s.execute(select, (k,)).one() for k in keys}
+    finally:
+        c.shutdown()
+
+
+def test_a_logged_batch_leaves_no_batchlog_behind(three_nodes):
+    c, s = session("127.0.0.1")
+    s.execute(logged_batch(range(10, 16)))
+    c.shutdown()
+    assert all(v == (f"b{k}",) for k, v in rows_on("127.0.0.2", range(10, 16)).items())
+    # The holders were told to forget it.
+    logs = [three_nodes / f"node{i}" / "data" / "batchlog" for i in (1, 2, 3)]
+    assert eventually(lambda: not any(any(d.glob("*.batch")) for d in logs), timeout_s=10)
+
+
+def test_a_logged_batch_whose_coordinator_dies_after_logging_is_applied_whole(three_nodes):
+    restart_with_failpoint(three_nodes, 1, "batch_after_log")
+    keys = range(1, 6)
+    c, s = session("127.0.0.1")
+    # The coordinator aborts: the driver sees its connection close.
+    with pytest.raises(Exception):
+        s.execute(logged_batch(keys))
+    c.shutdown()
+    # Node 1 died after nodes 2 and 3 kept the batch and before any write
+    # was sent: they replay it (after two write timeouts, checked every 10 s).
+    # (Reads wait until node 2 knows node 1 is down, as a read that asked
+    # the dead node would time out.)
+    assert eventually(lambda: node_states(three_nodes, 2).get("127.0.0.1") == "DN")
+    assert eventually(lambda: all(v == (f"b{k}",) for k, v in rows_on("127.0.0.2", keys).items()),
+                      timeout_s=40)
+
+
+def test_a_logged_batch_whose_coordinator_dies_before_logging_changes_nothing(three_nodes):
+    restart_with_failpoint(three_nodes, 1, "batch_before_log")
+    keys = range(1, 6)
+    c, s = session("127.0.0.1")
+    # The coordinator aborts: the driver sees its connection close.
+    with pytest.raises(Exception):
+        s.execute(logged_batch(keys))
+    c.shutdown()
+    # Past the holders' replay time: nothing was logged, so nothing is applied.
+    time.sleep(15)
+    assert eventually(lambda: node_states(three_nodes, 2).get("127.0.0.1") == "DN")
+    assert all(v is None for v in rows_on("127.0.0.2", keys).values())

@@ -12,6 +12,8 @@
 //! level (a pure state machine), [`answers`] waits for them.
 
 pub mod answers;
+pub mod batch;
+pub mod batch_replay;
 pub mod latency;
 pub mod metrics;
 pub mod read;
@@ -24,11 +26,12 @@ pub mod topology;
 pub mod write;
 pub mod write_acks;
 
+pub use batch::BatchWrite;
 pub use metrics::CoordinatorMetrics;
 pub use read::{Read, ReadResult};
 pub use replication::Replication;
 pub use scan::KeyScan;
-pub use service::{Coordinator, CoordinatorCounts, Timeouts};
+pub use service::{Coordinator, CoordinatorCounts, ReplicationLookup, Timeouts};
 pub use speculate::Speculation;
 pub use topology::{Host, Topology};
 pub use write::Write;

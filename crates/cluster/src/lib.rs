@@ -22,8 +22,10 @@
 //! This crate never sees CQL text and never depends on the query layer;
 //! storage never sees the network.
 
+pub mod batchlog;
 pub mod coordinator;
 pub mod env;
+pub mod failpoint;
 pub mod hints;
 pub mod membership;
 pub mod net;

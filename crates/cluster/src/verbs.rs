@@ -5,6 +5,7 @@
 //! [`range`] (RANGE_READ of keys), and [`codec`], the pieces they share.
 //! TRUNCATE's payload is a table id alone.
 
+pub mod batch;
 pub mod codec;
 pub mod mutation;
 pub mod range;

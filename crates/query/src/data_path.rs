@@ -128,6 +128,19 @@ pub trait DataPath: Send + Sync {
     /// Stores one partition update at the command's level.
     fn write(&self, w: WriteCommand) -> DataFuture<'_, ()>;
 
+    /// Stores a LOGGED batch's updates (each at its command's level): all
+    /// of them or, if the coordinator dies half-way, eventually all of them
+    /// anyway (a cluster's batchlog). On one node every update is written
+    /// in turn (the commitlog holds them all before the answer).
+    fn write_logged_batch(&self, writes: Vec<WriteCommand>) -> DataFuture<'_, ()> {
+        DataFuture::Boxed(Box::pin(async move {
+            for w in writes {
+                self.write(w).await?;
+            }
+            Ok(())
+        }))
+    }
+
     /// Reads one partition's live rows at the command's level.
     fn read<'a>(&'a self, r: ReadCommand<'a>) -> DataFuture<'a, PartitionRead>;
 

@@ -195,6 +195,26 @@ async fn finish_batch(
             }
         }
     }
+    if logged && partitions > 1 {
+        let consistency = crate::consistency::level(ctx.opts.consistency)?;
+        let writes = plans
+            .into_iter()
+            .flat_map(|pl| {
+                let table = pl.table.id;
+                pl.updates
+                    .into_iter()
+                    .map(move |(key, update)| WriteCommand {
+                        table,
+                        key,
+                        update,
+                        consistency,
+                        kind,
+                    })
+            })
+            .collect();
+        p.data.write_logged_batch(writes).await?;
+        return Ok(QueryResult::Void);
+    }
     for pl in plans {
         apply(p, ctx, &pl.table, pl.updates, kind).await?;
     }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::broadcast;
+use varve_cluster::batchlog::BatchlogStore;
 use varve_cluster::coordinator::{Coordinator, CoordinatorMetrics, Host, Timeouts, Topology};
 use varve_cluster::env::Env;
 use varve_cluster::hints::{HintDispatcher, HintStore, HintsMetrics};
@@ -44,6 +45,8 @@ pub struct ClusterNode {
     ring: tokio::task::JoinHandle<()>,
     /// Delivers hints and syncs their files.
     delivery: tokio::task::JoinHandle<()>,
+    /// Replays the logged batches whose coordinator did not finish them.
+    batch_replay: tokio::task::JoinHandle<()>,
     events: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -68,7 +71,14 @@ impl ClusterNode {
         let messaging = Messaging::start(config, env.clone())
             .await
             .with_context(|| format!("listening for internode messages on {listen}"))?;
-        Replica::new(processor.engine(), processor.writes_wait_for_sync()).register(&messaging);
+        let batchlog_dir = settings.data_dir.join("batchlog");
+        let batchlog = Arc::new(
+            BatchlogStore::open(batchlog_dir.clone())
+                .with_context(|| format!("opening {}", batchlog_dir.display()))?,
+        );
+        Replica::new(processor.engine(), processor.writes_wait_for_sync())
+            .with_batchlog(Arc::clone(&batchlog))
+            .register(&messaging);
         let own = messaging.local_addr();
         let mut membership = MembershipConfig::new(
             settings
@@ -120,6 +130,9 @@ impl ClusterNode {
         )
         .with_context(|| format!("opening hints_directory {}", settings.hints.dir.display()))?;
         coordinator.set_hints(Arc::clone(&hints));
+        coordinator.set_batchlog(batchlog);
+        coordinator.set_replication_lookup(ClusterPath::lookup(processor));
+        let batch_replay = coordinator.replay_batches_forever();
         let dispatcher = HintDispatcher::new(
             Arc::clone(&hints),
             messaging.clone(),
@@ -142,6 +155,7 @@ impl ClusterNode {
             announcer,
             ring,
             delivery,
+            batch_replay,
             events: None,
         })
     }
@@ -164,6 +178,7 @@ impl ClusterNode {
         self.announcer.abort();
         self.ring.abort();
         self.delivery.abort();
+        self.batch_replay.abort();
         if let Some(events) = &self.events {
             events.abort();
         }

@@ -14,7 +14,9 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use varve_cluster::coordinator::{Coordinator, KeyScan, Read, Replication, Speculation, Write};
+use varve_cluster::coordinator::{
+    BatchWrite, Coordinator, KeyScan, Read, Replication, ReplicationLookup, Speculation, Write,
+};
 use varve_query::data_path::{
     DataFuture, DataPath, DataResult, KeyScan as QueryKeyScan, PartitionRead, ReadCommand, TableId,
     WriteCommand, WriteKind,
@@ -70,6 +72,19 @@ impl ClusterPath {
             processor: Arc::downgrade(processor),
             replication: ArcSwap::from_pointee(ReplicationMap::default()),
         });
+    }
+
+    /// How the coordinator finds a table's replication by id (batch
+    /// replays): through this adapter's map of `processor`'s schema.
+    pub fn lookup(processor: &Arc<Processor>) -> ReplicationLookup {
+        let processor = Arc::downgrade(processor);
+        Box::new(move |table| {
+            let schema = processor.upgrade()?.schema();
+            ReplicationMap::of(schema)
+                .tables
+                .get(&table)
+                .map(|r| (*r.replication).clone())
+        })
     }
 
     /// The coordinator and the replication of `table`, when bound and the
@@ -189,6 +204,31 @@ impl DataPath for ClusterPath {
                 })
                 .await
         }))
+    }
+
+    fn write_logged_batch(&self, writes: Vec<WriteCommand>) -> DataFuture<'_, ()> {
+        let Some(bound) = self.bound.get() else {
+            return self.local.write_logged_batch(writes);
+        };
+        let Some(consistency) = writes.first().map(|w| w.consistency) else {
+            return DataFuture::ready(Ok(()));
+        };
+        let mut batch = Vec::with_capacity(writes.len());
+        for w in writes {
+            // A table the schema does not know: the engine reports it.
+            let Some(route) = bound.route_of(w.table) else {
+                return self.local.write(w);
+            };
+            batch.push(BatchWrite {
+                table: w.table,
+                key: w.key,
+                update: w.update,
+                replication: route.replication,
+            });
+        }
+        DataFuture::Boxed(Box::pin(
+            bound.coordinator.write_logged_batch(batch, consistency),
+        ))
     }
 
     fn read<'a>(&'a self, r: ReadCommand<'a>) -> DataFuture<'a, PartitionRead> {

@@ -5,6 +5,7 @@
 //! themselves are in `write.rs`, `read.rs` and `scan.rs`.
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -16,9 +17,11 @@ use super::latency::TableLatencies;
 use super::metrics::CoordinatorMetrics;
 use super::replication::Replication;
 use super::topology::{Host, Topology};
+use crate::batchlog::BatchlogStore;
 use crate::env::Clock;
 use crate::hints::HintStore;
 use crate::membership::{LiveSet, Membership};
+use crate::net::HostId;
 use crate::net::Messaging;
 use crate::ring::NodeId;
 
@@ -65,7 +68,18 @@ pub struct Coordinator {
     pub(super) metrics: CoordinatorMetrics,
     /// Where missed writes are kept (none: hints are off).
     pub(super) hints: OnceLock<Arc<HintStore>>,
+    /// The batches this node keeps (none: logged batches go without a
+    /// batchlog).
+    pub(super) batchlog: OnceLock<Arc<BatchlogStore>>,
+    /// A table's replication, for writes that come without one (batch
+    /// replays).
+    pub(super) replication_lookup: OnceLock<ReplicationLookup>,
+    pub(super) batch_counter: AtomicU32,
+    pub(super) local_host: HostId,
 }
+
+/// Finds a table's replication by its id (the schema is the server's).
+pub type ReplicationLookup = Box<dyn Fn(u128) -> Option<Replication> + Send + Sync>;
 
 /// What the coordinator counted so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -150,6 +164,7 @@ impl Coordinator {
         timeouts: Timeouts,
         metrics: CoordinatorMetrics,
     ) -> Arc<Coordinator> {
+        let local_host = membership.local_host();
         Arc::new(Coordinator {
             engine,
             messaging,
@@ -161,7 +176,21 @@ impl Coordinator {
             latencies: TableLatencies::default(),
             metrics,
             hints: OnceLock::new(),
+            batchlog: OnceLock::new(),
+            replication_lookup: OnceLock::new(),
+            batch_counter: AtomicU32::new(0),
+            local_host,
         })
+    }
+
+    /// From now on, logged batches go through `store` and its peers'.
+    pub fn set_batchlog(&self, store: Arc<BatchlogStore>) {
+        let _ = self.batchlog.set(store);
+    }
+
+    /// How a table id finds its replication (batch replays).
+    pub fn set_replication_lookup(&self, lookup: ReplicationLookup) {
+        let _ = self.replication_lookup.set(lookup);
     }
 
     /// From now on, writes that replicas miss are kept in `store`.

@@ -15,13 +15,16 @@ use varve_storage::io_mode::NonBlocking;
 use varve_storage::{Engine, Error as StorageError, ReadCost};
 
 use super::codec::PayloadError;
-use super::{mutation, range, read};
+use super::{batch, mutation, range, read};
+use crate::batchlog::BatchlogStore;
 use crate::net::{Failure, FailureReason, Messaging, Reply, Request, Verb};
 
 /// This node as a replica of the data verbs.
 #[derive(Clone)]
 pub struct Replica {
     engine: Arc<Engine>,
+    /// Where batches other coordinators log here are kept.
+    batchlog: Option<Arc<BatchlogStore>>,
     /// Whether a write waits for an fsync (commitlog batch or group mode):
     /// such writes go straight to the blocking pool.
     writes_wait_for_sync: bool,
@@ -31,8 +34,16 @@ impl Replica {
     pub fn new(engine: Arc<Engine>, writes_wait_for_sync: bool) -> Replica {
         Replica {
             engine,
+            batchlog: None,
             writes_wait_for_sync,
         }
+    }
+
+    /// This replica keeps logged batches in `store` (BATCH_STORE and
+    /// BATCH_REMOVE are answered only then).
+    pub fn with_batchlog(mut self, store: Arc<BatchlogStore>) -> Replica {
+        self.batchlog = Some(store);
+        self
     }
 
     /// Registers the handlers of MUTATION, HINT, READ, RANGE_READ and
@@ -58,6 +69,20 @@ impl Replica {
             let me = me.clone();
             async move { Some(me.scan_keys(req.payload).await) }
         });
+        if let Some(log) = &self.batchlog {
+            let store = Arc::clone(log);
+            messaging.register(Verb::BATCH_STORE, move |req: Request| {
+                let store = Arc::clone(&store);
+                async move { Some(store_batch(store, req.payload).await) }
+            });
+            let store = Arc::clone(log);
+            messaging.register(Verb::BATCH_REMOVE, move |req: Request| {
+                if let Ok(id) = batch::decode_remove(&req.payload) {
+                    store.remove(&id);
+                }
+                async { None }
+            });
+        }
         let me = self.clone();
         messaging.register(Verb::TRUNCATE, move |req: Request| {
             let me = me.clone();
@@ -141,6 +166,22 @@ impl Replica {
             Err(e) if is_would_block(&e) => blocking(run).await,
             other => other.map_err(|e| failure(&e)),
         }
+    }
+}
+
+/// Keeps a BATCH_STORE's batch durably before answering.
+async fn store_batch(store: Arc<BatchlogStore>, payload: Bytes) -> Reply {
+    let batch = batch::decode_store(&payload).map_err(|e| e.failure())?;
+    match tokio::task::spawn_blocking(move || store.store(&batch)).await {
+        Ok(Ok(())) => Ok(Bytes::new()),
+        Ok(Err(e)) => Err(Failure::new(
+            FailureReason::UNKNOWN,
+            format!("batchlog: {e}"),
+        )),
+        Err(e) => Err(Failure::new(
+            FailureReason::UNKNOWN,
+            format!("batchlog task: {e}"),
+        )),
     }
 }
 
