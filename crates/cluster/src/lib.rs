@@ -21,6 +21,7 @@
 pub mod coordinator;
 pub mod env;
 pub mod membership;
+pub mod metadata;
 pub mod net;
 pub mod ring;
 #[cfg(test)]
