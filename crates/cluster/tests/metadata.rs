@@ -280,6 +280,46 @@ async fn a_restarted_node_keeps_its_metadata_and_catches_up() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_far_behind_gets_a_snapshot_and_restarts_from_its_own() {
+    let dir = Dir::new("snapshot");
+    let mut nodes = three(&dir, |c| c.snapshot_every_entries = 3).await;
+    let third = nodes.pop().expect("three nodes");
+    let addr = third.addr();
+    third.stop().await;
+
+    let schemas: [&'static [u8]; 8] = [b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8"];
+    let mut epoch = 0;
+    for schema in schemas {
+        epoch = change_schema(&nodes[0], schema).await;
+    }
+    let seeds = Some(vec![nodes[0].addr()]);
+    let third = start(3, addr, seeds.clone(), &dir.node(3), |c| {
+        c.snapshot_every_entries = 3
+    })
+    .await;
+    third.log.wait_applied(epoch).await.expect("caught up");
+    assert_eq!(third.log.current().schema_version, SchemaVersion::of(b"8"));
+    // The log before the snapshot is gone from the leader: the third
+    // node can only have caught up through a snapshot.
+    assert!(dir.node(3).join("snapshot").exists());
+    third.stop().await;
+
+    let third = start(3, addr, seeds, &dir.node(3), |c| {
+        c.snapshot_every_entries = 3
+    })
+    .await;
+    assert!(third.log.is_member());
+    until("the restarted node to replay its log", || {
+        third.log.current().schema_version == SchemaVersion::of(b"8")
+    })
+    .await;
+    nodes.push(third);
+    for node in nodes {
+        node.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_quorum_a_proposal_fails_after_the_timeout() {
     let dir = Dir::new("quorum");
     let mut nodes = three(&dir, |c| c.request_timeout = Duration::from_secs(2)).await;

@@ -74,7 +74,11 @@ fn no_quorum_message(reachable: Option<usize>, voters: usize) -> String {
 /// for its epoch. Called on the log's apply task: it must be quick and
 /// must not wait on the log itself. At start it is told of the
 /// recovered metadata, then of every entry replayed after the snapshot,
-/// so what it does must be safe to do twice.
+/// so what it does must be safe to do twice. A node that was far behind
+/// may receive a snapshot instead of entries: it then hears the
+/// snapshot's metadata only, not each state in between, so the listener
+/// must act on the difference from what it last saw, never on the
+/// entry.
 pub trait MetadataListener: Send + Sync + 'static {
     fn applied(&self, metadata: &Arc<ClusterMetadata>);
 }

@@ -109,9 +109,9 @@ impl MetadataService {
         own: NodeRecord,
         listener: Option<Arc<dyn MetadataListener>>,
     ) -> Result<MetadataService, StoreError> {
-        let applied = Arc::new(AppliedState::new(listener));
+        let applied = Arc::new(AppliedState::new(Some(stamp_epoch(messaging, listener))));
         let timing = config.timing();
-        let (raft, _empty) = RaftNode::start(
+        let (raft, empty) = RaftNode::start(
             own.host_id,
             env.rng.clone(),
             messaging,
@@ -120,6 +120,13 @@ impl MetadataService {
             &timing,
         )
         .await?;
+        tracing::info!(
+            host = %own.host_id,
+            dir = %dir.display(),
+            epoch = applied.current().epoch,
+            "metadata log: {}",
+            if empty { "new" } else { "recovered" }
+        );
         let inner = Arc::new(Inner {
             config,
             env,
@@ -357,6 +364,22 @@ pub(super) fn answer(result: ApplyResult) -> MetadataResponse {
         Outcome::Stale { current_epoch } => MetadataResponse::Stale(current_epoch),
         Outcome::Rejected(reason) => MetadataResponse::Rejected(reason),
     }
+}
+
+/// The listener given to the state machine: stamps every frame the node
+/// sends from now on with the new epoch (design, section 4.4), then tells
+/// the owner's listener.
+fn stamp_epoch(
+    messaging: &Messaging,
+    owner: Option<Arc<dyn MetadataListener>>,
+) -> Arc<dyn MetadataListener> {
+    let messaging = messaging.clone();
+    Arc::new(move |metadata: &Arc<ClusterMetadata>| {
+        messaging.set_epoch(metadata.epoch);
+        if let Some(owner) = &owner {
+            owner.applied(metadata);
+        }
+    })
 }
 
 fn register_handler(inner: &Arc<Inner>) {
