@@ -10,13 +10,16 @@
 //! One role per file: [`state`] (the metadata, its commands and the pure
 //! `apply`), [`codec`] (their bytes), [`limits`], [`store`] (the log,
 //! vote and snapshot files), `raft_glue` (every openraft type: its type
-//! config, storage, network and runtime), `rpc` (the METADATA_PROPOSE
-//! payloads), `service` (the running [`MetadataService`]) and `forming`
-//! (a new node finding or creating its cluster).
+//! config, storage, network and runtime), [`rpc`] (the METADATA_PROPOSE
+//! payloads), [`fuzz`] (every decoder on arbitrary bytes), `applied`
+//! (what is published, in order), `service` (the running
+//! [`MetadataService`]) and `forming` (a new node finding or creating its
+//! cluster).
 
 mod applied;
 pub mod codec;
 mod forming;
+pub mod fuzz;
 pub mod limits;
 mod raft_glue;
 pub mod rpc;
