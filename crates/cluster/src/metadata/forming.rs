@@ -25,7 +25,7 @@ use super::rpc::{MetadataRequest, MetadataResponse, Status};
 use super::service::{answer, Inner};
 use super::state::{Command, NodeRecord, Outcome};
 use super::MetadataError;
-use crate::net::handshake::ClusterId;
+use crate::net::handshake::{ClusterId, HostId};
 
 /// How many times the leader retries a `Join` whose epoch went stale.
 const JOIN_STALE_RETRIES: usize = 16;
@@ -74,23 +74,24 @@ async fn round(inner: &Inner) -> Result<(), MetadataError> {
     if let Some((seed, status)) = answers.iter().find(|(_, s)| !s.cluster_id.is_zero()) {
         return join_through(inner, status.leader.unwrap_or(*seed)).await;
     }
-    if may_create(inner, own_addr, others.len(), &answers) {
+    if may_create(inner.own.host_id, own_addr, &inner.config.seeds, &answers) {
         return create(inner).await;
     }
     Ok(())
 }
 
-/// Whether this node creates the cluster (see the module's rule).
+/// Whether a node with `own` host id listening at `own_addr` creates the
+/// cluster, given `seeds` and the statuses of the other seeds that
+/// answered (see the module's rule; none of them has a cluster).
 fn may_create(
-    inner: &Inner,
+    own: HostId,
     own_addr: SocketAddr,
-    other_seeds: usize,
+    seeds: &[SocketAddr],
     answers: &[(SocketAddr, Status)],
 ) -> bool {
-    let is_seed = inner.config.seeds.contains(&own_addr) || inner.config.seeds.is_empty();
-    is_seed
-        && answers.len() == other_seeds
-        && answers.iter().all(|(_, s)| s.host_id > inner.own.host_id)
+    let is_seed = seeds.is_empty() || seeds.contains(&own_addr);
+    let others = seeds.iter().filter(|seed| **seed != own_addr).count();
+    is_seed && answers.len() == others && answers.iter().all(|(_, s)| s.host_id > own)
 }
 
 async fn create(inner: &Inner) -> Result<(), MetadataError> {
@@ -198,4 +199,48 @@ async fn promote(inner: &Inner, node: &NodeRecord) -> Option<MetadataResponse> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(n: u8) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, n], 7000))
+    }
+
+    fn answer(n: u8) -> (SocketAddr, Status) {
+        let status = Status {
+            host_id: HostId([n; 16]),
+            cluster_id: ClusterId::default(),
+            epoch: 0,
+            leader: None,
+        };
+        (addr(n), status)
+    }
+
+    #[test]
+    fn a_single_seed_starts_alone() {
+        assert!(may_create(HostId([1; 16]), addr(1), &[addr(1)], &[]));
+        assert!(may_create(HostId([1; 16]), addr(1), &[], &[]));
+    }
+
+    #[test]
+    fn the_smallest_seed_creates_once_every_seed_answered() {
+        let seeds = [addr(1), addr(2), addr(3)];
+        let all = [answer(2), answer(3)];
+        assert!(may_create(HostId([1; 16]), addr(1), &seeds, &all));
+        // A seed that did not answer: a partition may hide a cluster.
+        assert!(!may_create(HostId([1; 16]), addr(1), &seeds, &all[..1]));
+        // Not the smallest host id.
+        let from_two = [answer(1), answer(3)];
+        assert!(!may_create(HostId([2; 16]), addr(2), &seeds, &from_two));
+    }
+
+    #[test]
+    fn a_node_that_is_not_a_seed_never_creates() {
+        let seeds = [addr(2), addr(3)];
+        let all = [answer(2), answer(3)];
+        assert!(!may_create(HostId([1; 16]), addr(1), &seeds, &all));
+    }
 }

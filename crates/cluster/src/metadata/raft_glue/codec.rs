@@ -260,9 +260,20 @@ pub fn read_append_request(
     let prev_log_id = read_opt_log_id(r)?;
     let leader_commit = read_opt_log_id(r)?;
     let count = read_count(r, "entries", MAX_ENTRIES_PER_APPEND)?;
-    let mut entries = Vec::with_capacity(count);
+    let mut entries: Vec<Entry> = Vec::with_capacity(count);
+    let mut next = prev_log_id.map_or(0, |id| id.index.saturating_add(1));
     for _ in 0..count {
-        entries.push(read_entry(r)?);
+        let entry = read_entry(r)?;
+        // openraft trusts the leader's entries to follow each other; a
+        // peer's bytes are checked here instead.
+        let term_ok = entries
+            .last()
+            .is_none_or(|e| e.log_id.leader_id <= entry.log_id.leader_id);
+        if entry.log_id.index != next || !term_ok {
+            return Err(WireError::BadValue("entries out of sequence"));
+        }
+        next = entry.log_id.index.saturating_add(1);
+        entries.push(entry);
     }
     Ok(AppendEntriesRequest {
         vote,

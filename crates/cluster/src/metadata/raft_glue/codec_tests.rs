@@ -76,7 +76,7 @@ fn votes_round_trip() {
 fn appends_round_trip() {
     let req = AppendEntriesRequest::<TypeConfig> {
         vote: Vote::new_committed(2, host(1)),
-        prev_log_id: Some(log_id(1, 1, 1)),
+        prev_log_id: Some(log_id(1, 1, 0)),
         entries: entries(),
         leader_commit: None,
     };
@@ -152,6 +152,31 @@ fn a_voter_without_an_address_is_refused() {
     bytes.extend_from_slice(&host(1).0);
     put_varint(&mut bytes, 0);
     assert!(read_membership(&mut Reader::new(&bytes)).is_err());
+}
+
+#[test]
+fn entries_out_of_sequence_are_refused() {
+    let append = |prev: Option<LogId>, entries: Vec<Entry>| AppendEntriesRequest::<TypeConfig> {
+        vote: Vote::new_committed(2, host(1)),
+        prev_log_id: prev,
+        entries,
+        leader_commit: None,
+    };
+    let decodes = |req: &AppendEntriesRequest<TypeConfig>| {
+        decode(&encode_append_request(req), read_append_request).is_ok()
+    };
+    let all = entries();
+    assert!(decodes(&append(Some(log_id(1, 1, 0)), all.clone())));
+    // Not after the previous entry.
+    assert!(!decodes(&append(Some(log_id(1, 1, 1)), all.clone())));
+    assert!(!decodes(&append(None, all.clone())));
+    // A gap.
+    let gap = vec![all[0].clone(), all[2].clone()];
+    assert!(!decodes(&append(Some(log_id(1, 1, 0)), gap)));
+    // A term going back.
+    let mut back = all.clone();
+    back[2].log_id = log_id(0, 1, 3);
+    assert!(!decodes(&append(Some(log_id(1, 1, 0)), back)));
 }
 
 #[test]
