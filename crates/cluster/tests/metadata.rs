@@ -350,6 +350,31 @@ async fn without_a_quorum_a_proposal_fails_after_the_timeout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_that_is_not_the_messaging_s_is_refused() {
+    let dir = Dir::new("record");
+    let env = Env::tokio(9);
+    let host_id = HostId([9; 16]);
+    let config = MessagingConfig::new(CLUSTER, host_id, loopback());
+    let messaging = Messaging::start(config, env.clone())
+        .await
+        .expect("messaging");
+    let own = NodeRecord {
+        host_id: HostId([8; 16]),
+        storage_addr: messaging.local_addr(),
+        rpc_addr: None,
+        dc: "dc1".to_string(),
+        rack: "rack1".to_string(),
+        tokens: vec![],
+        state: NodeState::Normal,
+    };
+    let config = test_config(vec![messaging.local_addr()]);
+    let started = MetadataService::start(config, env, &messaging, &dir.node(9), own, None).await;
+    let err = started.expect_err("another host id");
+    assert!(err.to_string().contains("is not its messaging's"), "{err}");
+    messaging.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_log_tail_is_cut_at_restart() {
     let dir = Dir::new("tail");
     let node = start(1, loopback(), None, &dir.node(1), |_| {}).await;

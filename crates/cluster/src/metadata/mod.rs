@@ -68,6 +68,9 @@ fn no_quorum_message(reachable: Option<usize>, voters: usize) -> String {
         Some(reachable) => {
             format!("cluster metadata has no quorum ({reachable} of {voters} voters reachable)")
         }
+        None if voters == 0 => {
+            "cluster metadata has no quorum (this node knows no voters yet)".to_string()
+        }
         None => format!("cluster metadata has no quorum ({voters} voters)"),
     }
 }
@@ -116,5 +119,30 @@ impl fmt::Debug for dyn MetadataLog {
             .field("host", &self.local_host())
             .field("epoch", &self.current().epoch)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_quorum_says_what_it_knows() {
+        let known = MetadataError::NoQuorum {
+            reachable: Some(1),
+            voters: 3,
+        };
+        assert_eq!(
+            known.to_string(),
+            "cluster metadata has no quorum (1 of 3 voters reachable)"
+        );
+        let unknown = MetadataError::NoQuorum {
+            reachable: None,
+            voters: 0,
+        };
+        assert_eq!(
+            unknown.to_string(),
+            "cluster metadata has no quorum (this node knows no voters yet)"
+        );
     }
 }

@@ -99,8 +99,9 @@ impl MetadataService {
     /// Opens (or creates) the log in `dir` and starts it on `messaging`.
     /// A node whose metadata does not list it yet looks for its cluster
     /// through the seeds (or creates it) in the background; a restarted
-    /// member just recovers. `own` is this node's record (its host id
-    /// must be the messaging's).
+    /// member just recovers. `own` is this node's record: its host id and
+    /// storage address must be the messaging's (an `InvalidInput` error
+    /// otherwise).
     pub async fn start(
         config: MetadataConfig,
         env: Env,
@@ -109,6 +110,7 @@ impl MetadataService {
         own: NodeRecord,
         listener: Option<Arc<dyn MetadataListener>>,
     ) -> Result<MetadataService, StoreError> {
+        check_own_record(messaging, &own, dir)?;
         let applied = Arc::new(AppliedState::new(Some(stamp_epoch(messaging, listener))));
         let timing = config.timing();
         let (raft, empty) = RaftNode::start(
@@ -364,6 +366,23 @@ pub(super) fn answer(result: ApplyResult) -> MetadataResponse {
         Outcome::Stale { current_epoch } => MetadataResponse::Stale(current_epoch),
         Outcome::Rejected(reason) => MetadataResponse::Rejected(reason),
     }
+}
+
+/// The record must name this node as its messaging does: Raft and the
+/// peers reach it at that host id and address.
+fn check_own_record(messaging: &Messaging, own: &NodeRecord, dir: &Path) -> Result<(), StoreError> {
+    let identity = messaging.identity();
+    if own.host_id == identity.host_id && own.storage_addr == identity.address {
+        return Ok(());
+    }
+    let message = format!(
+        "the node's record ({} at {}) is not its messaging's ({} at {})",
+        own.host_id, own.storage_addr, identity.host_id, identity.address
+    );
+    Err(StoreError::io(
+        dir,
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
+    ))
 }
 
 /// The listener given to the state machine: stamps every frame the node
