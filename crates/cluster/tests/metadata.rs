@@ -15,8 +15,8 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use varve_cluster::env::{Clock, Env, SystemClock};
 use varve_cluster::metadata::{
-    ClusterMetadata, Command, MetadataConfig, MetadataError, MetadataListener, MetadataLog,
-    MetadataService, NodeRecord, NodeState, SchemaVersion,
+    ClusterMetadata, Command, MetadataConfig, MetadataError, MetadataHooks, MetadataListener,
+    MetadataLog, MetadataService, NodeRecord, NodeState, SchemaVersion, TokenAllocator,
 };
 use varve_cluster::net::{HostId, Messaging, MessagingConfig};
 
@@ -86,6 +86,18 @@ async fn start(
     dir: &Path,
     configure: impl FnOnce(&mut MetadataConfig),
 ) -> Node {
+    start_with(host, listen, seeds, dir, configure, || None).await
+}
+
+/// [`start`] with a token allocator.
+async fn start_with(
+    host: u8,
+    listen: SocketAddr,
+    seeds: Option<Vec<SocketAddr>>,
+    dir: &Path,
+    configure: impl FnOnce(&mut MetadataConfig),
+    allocator: impl FnOnce() -> Option<Arc<dyn TokenAllocator>>,
+) -> Node {
     let env = Env::tokio(u64::from(host));
     let host_id = HostId([host; 16]);
     let messaging = Messaging::start(MessagingConfig::new(CLUSTER, host_id, listen), env.clone())
@@ -94,6 +106,7 @@ async fn start(
     let addr = messaging.local_addr();
     let mut config = test_config(seeds.unwrap_or_else(|| vec![addr]));
     configure(&mut config);
+    let allocator = allocator();
     let own = NodeRecord {
         host_id,
         storage_addr: addr,
@@ -107,7 +120,11 @@ async fn start(
     let sink = heard.clone();
     let listener = move |m: &Arc<ClusterMetadata>| sink.lock().push(m.clone());
     let listener: Arc<dyn MetadataListener> = Arc::new(listener);
-    let log = MetadataService::start(config, env, &messaging, dir, own, Some(listener))
+    let hooks = MetadataHooks {
+        listener: Some(listener),
+        allocator,
+    };
+    let log = MetadataService::start(config, env, &messaging, dir, own, hooks)
         .await
         .expect("metadata log starts");
     Node {
@@ -349,6 +366,49 @@ async fn without_a_quorum_a_proposal_fails_after_the_timeout() {
     survivor.stop().await;
 }
 
+/// Each node takes the token after the largest listed, computed on the
+/// metadata it has applied; a node with host id 4 is refused.
+fn next_token(metadata: &ClusterMetadata, own: &NodeRecord) -> Result<Vec<i64>, String> {
+    if own.host_id == HostId([4; 16]) {
+        return Err("no room for node 4".to_string());
+    }
+    let largest = metadata.nodes.values().flat_map(|n| n.tokens.iter()).max();
+    Ok(vec![largest.map_or(0, |t| t + 1)])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_take_their_tokens_from_the_allocator_in_turn() {
+    let dir = Dir::new("allocator");
+    let allocator = || Some(Arc::new(next_token) as Arc<dyn TokenAllocator>);
+    let first = start_with(1, loopback(), None, &dir.node(1), |_| {}, allocator).await;
+    let seeds = Some(vec![first.addr()]);
+    // Two nodes join at once: the epoch check makes them take turns.
+    let (dir2, dir3) = (dir.node(2), dir.node(3));
+    let (second, third) = tokio::join!(
+        start_with(2, loopback(), seeds.clone(), &dir2, |_| {}, allocator),
+        start_with(3, loopback(), seeds.clone(), &dir3, |_| {}, allocator),
+    );
+    let nodes = vec![first, second, third];
+    until("three members", || {
+        nodes.iter().all(|n| n.log.current().nodes.len() == 3)
+    })
+    .await;
+    let m = nodes[0].log.current();
+    let mut tokens: Vec<i64> = m.nodes.values().flat_map(|n| n.tokens.clone()).collect();
+    tokens.sort_unstable();
+    assert_eq!(tokens, vec![0, 1, 2]);
+
+    // A node the allocator refuses stays out.
+    let refused = start_with(4, loopback(), seeds, &dir.node(4), |_| {}, allocator).await;
+    let err = refused.log.wait_member(Duration::from_secs(3)).await;
+    assert!(err.is_err());
+    assert_eq!(nodes[0].log.current().nodes.len(), 3);
+    refused.stop().await;
+    for node in nodes {
+        node.stop().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_that_is_not_the_messaging_s_is_refused() {
     let dir = Dir::new("record");
@@ -368,7 +428,8 @@ async fn a_record_that_is_not_the_messaging_s_is_refused() {
         state: NodeState::Normal,
     };
     let config = test_config(vec![messaging.local_addr()]);
-    let started = MetadataService::start(config, env, &messaging, &dir.node(9), own, None).await;
+    let hooks = MetadataHooks::default();
+    let started = MetadataService::start(config, env, &messaging, &dir.node(9), own, hooks).await;
     let err = started.expect_err("another host id");
     assert!(err.to_string().contains("is not its messaging's"), "{err}");
     messaging.shutdown().await;

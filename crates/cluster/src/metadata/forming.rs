@@ -1,69 +1,139 @@
 //! Forming and joining (docs/design/cluster.md, section 6).
 //!
-//! A node whose metadata does not list it asks each seed for its status,
-//! every `retry_interval`, until it is listed:
+//! A node that is not done (its record is not in the applied metadata,
+//! or it does not vote while there are fewer than `voters_max` voters)
+//! goes on, every `retry_interval`, from where it is:
 //!
-//! - if a seed belongs to a cluster, the node asks it (or the leader it
-//!   names) to add it: the leader adds it as a learner, applies its
-//!   `Join` (retrying a stale epoch), and makes it a voter while there
-//!   are fewer than `voters_max`;
-//! - if no seed has a cluster, the node creates one (`CreateCluster`,
+//! - no cluster known: it asks each seed for its status. If a seed
+//!   belongs to a cluster, the node asks it (or the leader it names) to
+//!   add it as a learner; the leader waits until the node has caught up.
+//!   If no seed has a cluster, the node creates one (`CreateCluster`,
 //!   with itself the only voter) only if it is a seed itself, every other
 //!   seed answered, and its host id is the smallest of them: two halves
 //!   of a partitioned seed list never both start a cluster, and a single
-//!   seed starts alone.
+//!   seed starts alone;
+//! - a learner of a cluster: it proposes its own `Join`, with tokens the
+//!   [`TokenAllocator`] (if the owner gave one) computes on the metadata
+//!   it has applied, and computes them again when the epoch went stale,
+//!   so concurrent joins take turns;
+//! - listed but not voting: it asks the leader again, which makes it a
+//!   voter while there are fewer than `voters_max`.
 //!
-//! Every step is safe to repeat, so a node that stopped halfway (added
-//! as a learner, or its group initialised but the cluster not created)
-//! just goes on at its next start.
+//! Every step is safe to repeat, so a node stopped halfway goes on at its
+//! next start. An allocator that refuses, or a `Join` the metadata
+//! rejects, ends the forming with an error in the log: the node stays a
+//! learner until it is restarted.
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::rpc::{MetadataRequest, MetadataResponse, Status};
-use super::service::{answer, Inner};
-use super::state::{Command, NodeRecord, Outcome};
+use super::service::Inner;
+use super::state::{ClusterMetadata, Command, NodeRecord};
 use super::MetadataError;
 use crate::net::handshake::{ClusterId, HostId};
 
-/// How many times the leader retries a `Join` whose epoch went stale.
+/// How many times a node computes its tokens again after a stale epoch,
+/// in one round.
 const JOIN_STALE_RETRIES: usize = 16;
 
-/// The background task of a node that is not a member yet.
-pub(super) async fn run(inner: Arc<Inner>) {
+/// Computes a joining node's tokens on the metadata it has applied, or
+/// refuses the join (the server refuses, for instance, a join into a
+/// cluster that holds user data: that needs streaming). Without one, a
+/// node joins with the tokens of its record.
+pub trait TokenAllocator: Send + Sync + 'static {
+    fn allocate(&self, metadata: &ClusterMetadata, own: &NodeRecord) -> Result<Vec<i64>, String>;
+}
+
+impl<F> TokenAllocator for F
+where
+    F: Fn(&ClusterMetadata, &NodeRecord) -> Result<Vec<i64>, String> + Send + Sync + 'static,
+{
+    fn allocate(&self, metadata: &ClusterMetadata, own: &NodeRecord) -> Result<Vec<i64>, String> {
+        self(metadata, own)
+    }
+}
+
+/// Why a round did not finish.
+#[derive(Debug)]
+enum RoundError {
+    /// Try again next round.
+    Retry(MetadataError),
+    /// Stop: the node cannot join as it is.
+    Refused(String),
+}
+
+impl From<MetadataError> for RoundError {
+    fn from(e: MetadataError) -> RoundError {
+        RoundError::Retry(e)
+    }
+}
+
+/// Whether the node is listed, and votes unless the voters are full.
+pub(super) fn is_done(inner: &Inner) -> bool {
+    let current = inner.applied.current();
     let own = inner.own.host_id;
-    while !inner.applied.current().nodes.contains_key(&own) {
+    current.nodes.contains_key(&own)
+        && (current.voters.contains(&own) || current.voters.len() >= inner.config.voters_max)
+}
+
+/// The background task of a node that is not done.
+pub(super) async fn run(inner: Arc<Inner>) {
+    while !is_done(&inner) {
         if inner.applied.stop.is_stopped() {
             return;
         }
-        if let Err(e) = round(&inner).await {
-            tracing::debug!(error = %e, "metadata log: forming round failed");
+        match round(&inner).await {
+            Ok(()) => {}
+            Err(RoundError::Retry(e)) => {
+                tracing::debug!(error = %e, "metadata log: forming round failed");
+            }
+            Err(RoundError::Refused(reason)) => {
+                tracing::error!(%reason, "metadata log: this node cannot join the cluster");
+                return;
+            }
         }
-        if inner.applied.current().nodes.contains_key(&own) {
+        if is_done(&inner) {
             break;
         }
         inner.env.clock.sleep(inner.config.retry_interval).await;
     }
     tracing::info!(
-        host = %own,
+        host = %inner.own.host_id,
         epoch = inner.applied.current().epoch,
         "metadata log: this node is a member of the cluster"
     );
 }
 
-/// One round: ask the seeds, then join or create.
-async fn round(inner: &Inner) -> Result<(), MetadataError> {
+/// One round, from where the node is.
+async fn round(inner: &Inner) -> Result<(), RoundError> {
+    let current = inner.applied.current();
+    if current.nodes.contains_key(&inner.own.host_id) {
+        return promote(inner).await;
+    }
+    if current.has_cluster() {
+        return propose_join(inner).await;
+    }
     let own_addr = inner.messaging.local_addr();
-    let others: Vec<SocketAddr> = inner
-        .config
-        .seeds
-        .iter()
-        .copied()
-        .filter(|seed| *seed != own_addr)
-        .collect();
+    let answers = statuses(inner, own_addr).await;
+    if let Some((seed, status)) = answers.iter().find(|(_, s)| !s.cluster_id.is_zero()) {
+        let epoch = ask_to_add(inner, status.leader.unwrap_or(*seed)).await?;
+        let limit = inner.config.request_timeout;
+        crate::env::timeout(&*inner.env.clock, limit, inner.applied.wait(epoch))
+            .await
+            .map_err(|_| MetadataError::Other("the log did not reach this node".to_string()))??;
+        return propose_join(inner).await;
+    }
+    if may_create(inner.own.host_id, own_addr, &inner.config.seeds, &answers) {
+        return create(inner).await;
+    }
+    Ok(())
+}
+
+/// The statuses of the other seeds that answered.
+async fn statuses(inner: &Inner, own_addr: SocketAddr) -> Vec<(SocketAddr, Status)> {
     let mut answers = Vec::new();
-    for seed in &others {
+    for seed in inner.config.seeds.iter().filter(|s| **s != own_addr) {
         let limit = inner.config.retry_interval * 5;
         if let Some(MetadataResponse::Status(status)) =
             inner.ask(*seed, &MetadataRequest::Status, limit).await
@@ -71,13 +141,7 @@ async fn round(inner: &Inner) -> Result<(), MetadataError> {
             answers.push((*seed, status));
         }
     }
-    if let Some((seed, status)) = answers.iter().find(|(_, s)| !s.cluster_id.is_zero()) {
-        return join_through(inner, status.leader.unwrap_or(*seed)).await;
-    }
-    if may_create(inner.own.host_id, own_addr, &inner.config.seeds, &answers) {
-        return create(inner).await;
-    }
-    Ok(())
+    answers
 }
 
 /// Whether a node with `own` host id listening at `own_addr` creates the
@@ -94,16 +158,20 @@ fn may_create(
     is_seed && answers.len() == others && answers.iter().all(|(_, s)| s.host_id > own)
 }
 
-async fn create(inner: &Inner) -> Result<(), MetadataError> {
+async fn create(inner: &Inner) -> Result<(), RoundError> {
     inner
         .raft
         .initialize(inner.messaging.local_addr())
         .await
         .map_err(|e| MetadataError::Other(format!("{e:?}")))?;
+    let node = NodeRecord {
+        tokens: tokens(inner, &ClusterMetadata::default())?,
+        ..inner.own.clone()
+    };
     let command = Command::CreateCluster {
         cluster_name: inner.config.cluster_name.clone(),
         cluster_id: new_cluster_id(inner),
-        node: inner.own.clone(),
+        node,
     };
     match inner.propose(command).await {
         Ok(epoch) => {
@@ -112,7 +180,7 @@ async fn create(inner: &Inner) -> Result<(), MetadataError> {
         }
         // Created already (by this node before a restart).
         Err(MetadataError::Rejected(_)) => Ok(()),
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -126,79 +194,106 @@ fn new_cluster_id(inner: &Inner) -> ClusterId {
     ClusterId(id)
 }
 
-/// Asks `target` (a seed, or the leader) to add this node; follows one
-/// `NotLeader` answer.
-async fn join_through(inner: &Inner, target: SocketAddr) -> Result<(), MetadataError> {
-    let request = MetadataRequest::Join(inner.own.clone());
-    let limit = inner.config.request_timeout;
-    let mut target = target;
-    for _ in 0..2 {
-        match inner.ask(target, &request, limit).await {
-            Some(MetadataResponse::Applied(epoch)) => return inner.applied.wait(epoch).await,
-            Some(MetadataResponse::NotLeader(Some(leader))) if leader != target => target = leader,
-            Some(MetadataResponse::Rejected(reason)) => {
-                tracing::warn!(%reason, "metadata log: the cluster refused this node's join");
-                return Err(MetadataError::Rejected(reason));
+/// This node's tokens for `metadata`.
+fn tokens(inner: &Inner, metadata: &ClusterMetadata) -> Result<Vec<i64>, RoundError> {
+    match &inner.allocator {
+        Some(allocator) => allocator
+            .allocate(metadata, &inner.own)
+            .map_err(RoundError::Refused),
+        None => Ok(inner.own.tokens.clone()),
+    }
+}
+
+/// Proposes this node's `Join`, computing its tokens again while the
+/// epoch goes stale.
+async fn propose_join(inner: &Inner) -> Result<(), RoundError> {
+    for _ in 0..JOIN_STALE_RETRIES {
+        let current = inner.applied.current();
+        let node = NodeRecord {
+            tokens: tokens(inner, &current)?,
+            ..inner.own.clone()
+        };
+        let command = Command::Join {
+            node,
+            expected_epoch: current.epoch,
+        };
+        match inner.propose(command).await {
+            Ok(epoch) => {
+                tracing::info!(epoch, "metadata log: joined the cluster");
+                return promote(inner).await;
             }
-            other => return Err(MetadataError::Other(format!("join answered {other:?}"))),
+            Err(MetadataError::Stale { .. }) => continue,
+            Err(MetadataError::Rejected(reason)) => return Err(RoundError::Refused(reason)),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
 }
 
-/// The leader's side of a join: learner, `Join`, then voter if there is
-/// room.
+/// Asks the leader (through the seeds if it is not known) to make this
+/// listed node a voter, if there is room.
+async fn promote(inner: &Inner) -> Result<(), RoundError> {
+    if is_done(inner) {
+        return Ok(());
+    }
+    let target = match inner.raft.leader() {
+        Some((_, addr)) => addr,
+        None => return Err(MetadataError::Other("no leader known".to_string()).into()),
+    };
+    ask_to_add(inner, target).await.map(|_| ())
+}
+
+/// Asks `target` (a seed, or the leader) to add this node, as a learner
+/// or, once listed, as a voter; follows one `NotLeader` answer. The log
+/// index of the change.
+async fn ask_to_add(inner: &Inner, target: SocketAddr) -> Result<u64, RoundError> {
+    let request = MetadataRequest::Join(inner.own.clone());
+    let limit = inner.config.request_timeout;
+    let mut target = target;
+    for _ in 0..2 {
+        match inner.ask(target, &request, limit).await {
+            Some(MetadataResponse::Applied(index)) => return Ok(index),
+            Some(MetadataResponse::NotLeader(Some(leader))) if leader != target => target = leader,
+            Some(MetadataResponse::Rejected(reason)) => return Err(RoundError::Refused(reason)),
+            other => {
+                let e = MetadataError::Other(format!("join answered {other:?}"));
+                return Err(e.into());
+            }
+        }
+    }
+    Err(MetadataError::Other("no leader answered".to_string()).into())
+}
+
+/// The leader's side of JOIN: the node becomes a learner (the answer
+/// waits until it has caught up) and, once its record is listed, a voter
+/// while there are fewer than `voters_max`. One at a time, so the voter
+/// count read here stays true.
 pub(super) async fn add_node(inner: &Inner, node: NodeRecord) -> MetadataResponse {
     if !inner.raft.is_leader() {
         return MetadataResponse::NotLeader(inner.raft.leader().map(|(_, addr)| addr));
     }
-    // One join at a time, so the voter count read below stays true.
     let _one_at_a_time = inner.join_lock.lock().await;
-    if let Err(e) = inner
-        .raft
-        .add_learner(node.host_id, node.storage_addr)
-        .await
-    {
-        return inner.write_failure(e);
-    }
-    let mut response = MetadataResponse::Failed("join kept going stale".to_string());
-    for _ in 0..JOIN_STALE_RETRIES {
-        let command = Command::Join {
-            node: node.clone(),
-            expected_epoch: inner.applied.current().epoch,
-        };
-        match inner.raft.write(command).await {
-            Ok(result) if matches!(result.outcome, Outcome::Stale { .. }) => continue,
-            Ok(result) => {
-                response = answer(result);
-                break;
-            }
+    let mut index = inner.applied.current().epoch;
+    if !inner.raft.has_member(node.host_id) {
+        match inner
+            .raft
+            .add_learner(node.host_id, node.storage_addr)
+            .await
+        {
+            Ok(at) => index = at,
             Err(e) => return inner.write_failure(e),
         }
     }
-    if !matches!(response, MetadataResponse::Applied(_)) {
-        return response;
-    }
-    promote(inner, &node).await.unwrap_or(response)
-}
-
-/// Makes `node` a voter while there are fewer than `voters_max`; the
-/// answer to give if that failed.
-async fn promote(inner: &Inner, node: &NodeRecord) -> Option<MetadataResponse> {
-    let voters: BTreeSet<_> = inner.raft.voters().into_iter().map(|(h, _)| h).collect();
-    if voters.contains(&node.host_id) || voters.len() >= inner.config.voters_max {
-        return None;
-    }
-    for _ in 0..JOIN_STALE_RETRIES {
+    let listed = inner.applied.current().nodes.contains_key(&node.host_id);
+    let voters = inner.raft.voters();
+    let room = voters.len() < inner.config.voters_max;
+    if listed && room && !voters.iter().any(|(h, _)| *h == node.host_id) {
         match inner.raft.add_voter(node.host_id).await {
-            Ok(epoch) => return Some(MetadataResponse::Applied(epoch)),
-            Err(super::raft_glue::WriteError::Busy) => {
-                inner.env.clock.sleep(inner.config.retry_interval).await;
-            }
-            Err(e) => return Some(inner.write_failure(e)),
+            Ok(at) => index = at,
+            Err(e) => return inner.write_failure(e),
         }
     }
-    None
+    MetadataResponse::Applied(index)
 }
 
 #[cfg(test)]

@@ -30,8 +30,9 @@ pub mod store;
 use std::fmt;
 use std::sync::Arc;
 
+pub use forming::TokenAllocator;
 pub use limits::{METADATA_REQUEST_TIMEOUT, METADATA_VOTERS_MAX};
-pub use service::{MetadataConfig, MetadataService};
+pub use service::{MetadataConfig, MetadataHooks, MetadataService};
 pub use state::{ClusterMetadata, Command, NodeRecord, NodeState, SchemaVersion};
 pub use store::StoreError;
 

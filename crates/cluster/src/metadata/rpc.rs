@@ -27,8 +27,9 @@ const PROPOSE: u8 = 3;
 pub enum MetadataRequest {
     /// Does the receiver belong to a cluster?
     Status,
-    /// Add this node (as a learner, then a voter while there are fewer
-    /// than the maximum) and apply its `Join`.
+    /// Add this node as a learner (answered once it has caught up), or,
+    /// once its record is listed, as a voter while there are fewer than
+    /// the maximum. The node proposes its `Join` itself, in between.
     Join(NodeRecord),
     /// Apply this command (the receiver must be the leader).
     Propose(Command),

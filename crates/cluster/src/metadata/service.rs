@@ -19,12 +19,13 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 
 use super::applied::AppliedState;
+use super::forming::{self, TokenAllocator};
 use super::limits::{METADATA_REQUEST_TIMEOUT, METADATA_VOTERS_MAX, SNAPSHOT_EVERY_ENTRIES};
 use super::raft_glue::node::RaftTiming;
 use super::raft_glue::{ApplyResult, RaftNode, WriteError};
 use super::rpc::{self, MetadataRequest, MetadataResponse, Status};
 use super::state::{Command, NodeRecord, Outcome};
-use super::{forming, ClusterMetadata, MetadataError, MetadataListener, MetadataLog, StoreError};
+use super::{ClusterMetadata, MetadataError, MetadataListener, MetadataLog, StoreError};
 use crate::env::{timeout, BoxFuture, Env};
 use crate::net::handshake::HostId;
 use crate::net::{Failure, FailureReason, Messaging, Request, Verb};
@@ -87,6 +88,25 @@ pub(super) struct Inner {
     forming: Mutex<Option<JoinHandle<()>>>,
     /// Held by the leader while it adds a node.
     pub join_lock: tokio::sync::Mutex<()>,
+    pub allocator: Option<Arc<dyn TokenAllocator>>,
+}
+
+/// What the owner plugs into the log at start.
+#[derive(Clone, Default)]
+pub struct MetadataHooks {
+    /// Told of every applied metadata, in order.
+    pub listener: Option<Arc<dyn MetadataListener>>,
+    /// Computes this node's tokens when it creates or joins a cluster.
+    pub allocator: Option<Arc<dyn TokenAllocator>>,
+}
+
+impl std::fmt::Debug for MetadataHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataHooks")
+            .field("listener", &self.listener.is_some())
+            .field("allocator", &self.allocator.is_some())
+            .finish()
+    }
 }
 
 /// One node's metadata log. Cheap to clone.
@@ -98,7 +118,8 @@ pub struct MetadataService {
 impl MetadataService {
     /// Opens (or creates) the log in `dir` and starts it on `messaging`.
     /// A node whose metadata does not list it yet looks for its cluster
-    /// through the seeds (or creates it) in the background; a restarted
+    /// through the seeds (or creates it) in the background, and a listed
+    /// node that does not vote asks to, while there is room; a restarted
     /// member just recovers. `own` is this node's record: its host id and
     /// storage address must be the messaging's (an `InvalidInput` error
     /// otherwise).
@@ -108,10 +129,11 @@ impl MetadataService {
         messaging: &Messaging,
         dir: &Path,
         own: NodeRecord,
-        listener: Option<Arc<dyn MetadataListener>>,
+        hooks: MetadataHooks,
     ) -> Result<MetadataService, StoreError> {
         check_own_record(messaging, &own, dir)?;
-        let applied = Arc::new(AppliedState::new(Some(stamp_epoch(messaging, listener))));
+        let listener = stamp_epoch(messaging, hooks.listener);
+        let applied = Arc::new(AppliedState::new(Some(listener)));
         let timing = config.timing();
         let (raft, empty) = RaftNode::start(
             own.host_id,
@@ -138,10 +160,11 @@ impl MetadataService {
             applied,
             forming: Mutex::new(None),
             join_lock: tokio::sync::Mutex::new(()),
+            allocator: hooks.allocator,
         });
         register_handler(&inner);
         let service = MetadataService { inner };
-        if !service.is_member() {
+        if !forming::is_done(&service.inner) {
             let task = tokio::spawn(forming::run(service.inner.clone()));
             *service.inner.forming.lock() = Some(task);
         }
@@ -360,7 +383,7 @@ fn stale_at(epoch: u64) -> ApplyResult {
 }
 
 /// The METADATA_PROPOSE_RSP for an applied entry.
-pub(super) fn answer(result: ApplyResult) -> MetadataResponse {
+fn answer(result: ApplyResult) -> MetadataResponse {
     match result.outcome {
         Outcome::Applied => MetadataResponse::Applied(result.epoch),
         Outcome::Stale { current_epoch } => MetadataResponse::Stale(current_epoch),

@@ -157,6 +157,17 @@ impl RaftNode {
         Some((leader, peer.addr))
     }
 
+    /// Whether `host` is a voter or a learner of the group.
+    pub fn has_member(&self, host: HostId) -> bool {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow();
+        metrics
+            .membership_config
+            .membership()
+            .get_node(&host)
+            .is_some()
+    }
+
     pub fn is_leader(&self) -> bool {
         self.raft.metrics().borrow().state == ServerState::Leader
     }

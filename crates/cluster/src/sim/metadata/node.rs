@@ -24,8 +24,8 @@ use super::super::env::{sim_env, Skew};
 use super::super::node::Command;
 use crate::env::Env;
 use crate::metadata::{
-    ClusterMetadata, Command as MetadataCommand, MetadataConfig, MetadataError, MetadataListener,
-    MetadataLog, MetadataService, NodeRecord, NodeState,
+    ClusterMetadata, Command as MetadataCommand, MetadataConfig, MetadataError, MetadataHooks,
+    MetadataListener, MetadataLog, MetadataService, NodeRecord, NodeState,
 };
 use crate::net::{HostId, Messaging, MessagingConfig};
 
@@ -140,13 +140,17 @@ pub async fn run(spec: Rc<MetaSpec>) -> turmoil::Result {
     };
     let listener: Arc<dyn MetadataListener> = Arc::new(listener);
     let config = MetadataConfig::new(&spec.cluster_name, spec.seeds.clone());
+    let hooks = MetadataHooks {
+        listener: Some(listener),
+        allocator: None,
+    };
     let log = MetadataService::start(
         config,
         env.clone(),
         &messaging,
         &spec.dir,
         record(&spec),
-        Some(listener),
+        hooks,
     )
     .await
     .map_err(|e| e.to_string())?;
