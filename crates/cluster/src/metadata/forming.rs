@@ -69,6 +69,11 @@ impl From<MetadataError> for RoundError {
     }
 }
 
+fn is_listed(inner: &Inner) -> bool {
+    let own = inner.own.host_id;
+    inner.applied.current().nodes.contains_key(&own)
+}
+
 /// Whether the node is listed, and votes unless the voters are full.
 pub(super) fn is_done(inner: &Inner) -> bool {
     let current = inner.applied.current();
@@ -223,6 +228,8 @@ async fn propose_join(inner: &Inner) -> Result<(), RoundError> {
                 return promote(inner).await;
             }
             Err(MetadataError::Stale { .. }) => continue,
+            // Listed meanwhile (a join that applied before a restart).
+            Err(MetadataError::Rejected(_)) if is_listed(inner) => return promote(inner).await,
             Err(MetadataError::Rejected(reason)) => return Err(RoundError::Refused(reason)),
             Err(e) => return Err(e.into()),
         }

@@ -135,7 +135,7 @@ impl MetadataService {
         let listener = stamp_epoch(messaging, hooks.listener);
         let applied = Arc::new(AppliedState::new(Some(listener)));
         let timing = config.timing();
-        let (raft, empty) = RaftNode::start(
+        let (raft, empty, committed) = RaftNode::start(
             own.host_id,
             env.rng.clone(),
             messaging,
@@ -144,6 +144,18 @@ impl MetadataService {
             &timing,
         )
         .await?;
+        // The replay of the committed log comes before anything looks at
+        // the metadata: forming must not take a half-replayed log for a
+        // node that has not joined.
+        if let Some(committed) = committed {
+            let replay = applied.wait(committed);
+            if timeout(&*env.clock, config.request_timeout, replay)
+                .await
+                .is_err()
+            {
+                tracing::warn!(committed, "metadata log: the log was not replayed in time");
+            }
+        }
         tracing::info!(
             host = %own.host_id,
             dir = %dir.display(),

@@ -14,7 +14,9 @@
 //! 3. `schema_version` is the MD5 of `schema` as a name-based (version 3)
 //!    UUID, computed at apply: equal bytes give equal versions on every
 //!    node, and it changes only when the bytes do.
-//! 4. No token belongs to two nodes.
+//! 4. No token belongs to two nodes, and a listed node's tokens never
+//!    change (a `Join` of a listed node may change its addresses and
+//!    location only: moving tokens needs streaming).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -147,7 +149,7 @@ pub enum Command {
         node: NodeRecord,
     },
     /// Adds a node, or replaces the record of one already there (its
-    /// addresses changed).
+    /// addresses changed; its tokens must be the same).
     Join {
         node: NodeRecord,
         expected_epoch: u64,
@@ -261,6 +263,11 @@ fn create_cluster(
 fn join(metadata: &mut ClusterMetadata, node: &NodeRecord) -> Outcome {
     if !metadata.has_cluster() {
         return Outcome::Rejected("no cluster yet".to_string());
+    }
+    if let Some(listed) = metadata.nodes.get(&node.host_id) {
+        if listed.tokens != node.tokens {
+            return Outcome::Rejected(format!("{} is listed with other tokens", node.host_id));
+        }
     }
     if let Some(reason) = token_conflict(&metadata.nodes, node) {
         return Outcome::Rejected(reason);

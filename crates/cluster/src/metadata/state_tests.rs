@@ -69,7 +69,7 @@ fn join_needs_a_cluster_and_the_current_epoch() {
 }
 
 #[test]
-fn a_rejoin_replaces_the_record_and_tokens_stay_unique() {
+fn a_rejoin_replaces_the_record_but_never_its_tokens() {
     let mut m = created();
     let mut moved = node(1, &[1]);
     moved.storage_addr = SocketAddr::from(([10, 0, 0, 1], 7000));
@@ -80,16 +80,23 @@ fn a_rejoin_replaces_the_record_and_tokens_stay_unique() {
     assert_eq!(apply(&mut m, 2, &rejoin), Outcome::Applied);
     assert_eq!(m.nodes[&moved.host_id], moved);
 
-    let taken = Entry::Command(Command::Join {
-        node: node(3, &[1]),
+    let retokened = Entry::Command(Command::Join {
+        node: node(1, &[2]),
         expected_epoch: 2,
     });
-    assert!(matches!(apply(&mut m, 3, &taken), Outcome::Rejected(_)));
-    let twice = Entry::Command(Command::Join {
-        node: node(3, &[5, 5]),
+    assert!(matches!(apply(&mut m, 3, &retokened), Outcome::Rejected(_)));
+    assert_eq!(m.nodes[&moved.host_id], moved);
+
+    let taken = Entry::Command(Command::Join {
+        node: node(3, &[1]),
         expected_epoch: 3,
     });
-    assert!(matches!(apply(&mut m, 4, &twice), Outcome::Rejected(_)));
+    assert!(matches!(apply(&mut m, 4, &taken), Outcome::Rejected(_)));
+    let twice = Entry::Command(Command::Join {
+        node: node(3, &[5, 5]),
+        expected_epoch: 4,
+    });
+    assert!(matches!(apply(&mut m, 5, &twice), Outcome::Rejected(_)));
     assert_eq!(m.nodes.len(), 1);
 }
 

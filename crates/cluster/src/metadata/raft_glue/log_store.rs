@@ -89,7 +89,7 @@ fn read_vote_file(dir: &Path) -> StoreResult<Option<Vote>> {
     read_state(dir, VOTE_FILE_NAME, VOTE_MAGIC, read_vote)
 }
 
-fn read_committed_file(dir: &Path) -> StoreResult<Option<LogId>> {
+pub fn read_committed_file(dir: &Path) -> StoreResult<Option<LogId>> {
     read_state(dir, COMMITTED_FILE_NAME, COMMITTED_MAGIC, read_log_id)
 }
 

@@ -73,7 +73,9 @@ pub struct RaftNode {
 
 impl RaftNode {
     /// Opens the files in `dir` and starts openraft on them. Returns the
-    /// node and whether the log was empty (a node never started before).
+    /// node, whether the log was empty (a node never started before), and
+    /// the index of the last entry known committed (openraft applies the
+    /// log up to it again at start).
     pub async fn start(
         host: HostId,
         rng: Arc<SeededRng>,
@@ -81,10 +83,11 @@ impl RaftNode {
         dir: &Path,
         applied: Arc<AppliedState>,
         timing: &RaftTiming,
-    ) -> StoreResult<(RaftNode, bool)> {
+    ) -> StoreResult<(RaftNode, bool, Option<u64>)> {
         std::fs::create_dir_all(dir).map_err(|e| crate::metadata::StoreError::io(dir, e))?;
         let log = LogStore::open(dir)?;
         let empty = log.is_empty()?;
+        let committed = super::log_store::read_committed_file(dir)?.map(|id| id.index);
         let machine = StateMachine::open(dir, applied)?;
         let network = Network {
             messaging: messaging.clone(),
@@ -97,7 +100,7 @@ impl RaftNode {
             })?;
         let node = RaftNode { raft, host };
         node.register_handlers(messaging);
-        Ok((node, empty))
+        Ok((node, empty, committed))
     }
 
     /// Makes this node the only voter of a new group (nothing if it
