@@ -9,7 +9,7 @@
 //! 10 s of warm-up for the cluster to form, 40 s of nemesis during which
 //! the clients propose, then 90 s of quiet in which the running nodes
 //! must come to hold the same metadata and keep it. Seeds 0 to 7 run in
-//! CI, and seeds 3 and 5 twice, to check that they replay;
+//! CI, and seed 3 twice, to check that it replays;
 //! `VARVE_SIM_METADATA_SEED=S` (with `VARVE_SIM_LOG`) replays one.
 
 mod check;
@@ -255,19 +255,29 @@ mod tests {
     /// openraft's tasks, timers and elections replay too.
     #[test]
     fn metadata_same_seed_same_observations() {
-        for seed in [3, 5] {
-            let (a, b) = (run(seed), run(seed));
-            assert_eq!(a.converged_after, b.converged_after, "seed {seed}");
-            let first_difference = a.seen.iter().zip(&b.seen).position(|(x, y)| x != y);
-            assert_eq!(first_difference, None, "seed {seed} replayed differently");
-            assert_eq!(a.seen.len(), b.seen.len(), "seed {seed}");
-        }
+        // Seed 5 (a slow convergence) replayed too during development.
+        let seed = 3;
+        let (a, b) = (run(seed), run(seed));
+        assert_eq!(a.converged_after, b.converged_after, "seed {seed}");
+        let first_difference = a.seen.iter().zip(&b.seen).position(|(x, y)| x != y);
+        assert_eq!(first_difference, None, "seed {seed} replayed differently");
+        assert_eq!(a.seen.len(), b.seen.len(), "seed {seed}");
+    }
+
+    fn check_seeds(seeds: std::ops::Range<u64>) {
+        let failures: Vec<String> = seeds.filter_map(|s| check_seed(s).err()).collect();
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    }
+
+    /// In two halves, so both cores share them.
+    #[test]
+    fn metadata_converges_under_the_nemesis_first_half() {
+        check_seeds(CI_SEEDS.start..CI_SEEDS.end / 2);
     }
 
     #[test]
-    fn metadata_converges_under_the_nemesis() {
-        let failures: Vec<String> = CI_SEEDS.filter_map(|s| check_seed(s).err()).collect();
-        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    fn metadata_converges_under_the_nemesis_second_half() {
+        check_seeds(CI_SEEDS.end / 2..CI_SEEDS.end);
     }
 
     /// `VARVE_SIM_METADATA_SEED=S` runs seed S; nothing without it.
