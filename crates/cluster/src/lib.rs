@@ -28,6 +28,7 @@ pub mod env;
 pub mod failpoint;
 pub mod hints;
 pub mod membership;
+pub mod metadata;
 pub mod net;
 pub mod ring;
 #[cfg(test)]

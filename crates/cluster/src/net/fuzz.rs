@@ -4,8 +4,9 @@
 //! The first two bytes choose the piece sizes; the rest is the stream. The
 //! frame decoder sees the stream whole and again in pieces, under the
 //! handshake rules and the established ones, and must give the same frames
-//! and the same end either way. The handshake, failure and GOSSIP
-//! decoders see the stream as a payload, and whatever they accept must
+//! and the same end either way. The handshake, failure, GOSSIP and
+//! metadata log (`crate::metadata::fuzz`) decoders see the stream as a
+//! payload, and whatever they accept must
 //! encode and decode again to the same value. Any disagreement panics:
 //! that is the bug report.
 
@@ -93,6 +94,7 @@ fn payload_round_trips(payload: &[u8]) {
             Ok(&gossip)
         );
     }
+    crate::metadata::fuzz::fuzz_decode(payload);
 }
 
 #[cfg(test)]

@@ -245,19 +245,10 @@ impl World<'_> {
         &self.names[node]
     }
 
-    /// Every other host, the intruder included.
-    fn others(&self, node: NodeIndex) -> impl Iterator<Item = &str> {
-        self.names
-            .iter()
-            .enumerate()
-            .filter(move |(i, _)| *i != node)
-            .map(|(_, n)| n.as_str())
-    }
-
     fn apply(&self, sim: &mut turmoil::Sim<'_>, action: &Action) {
         match action {
-            Action::Start(fault) => self.network(sim, fault, true),
-            Action::Heal(fault) => self.network(sim, fault, false),
+            Action::Start(fault) => self.links().apply(sim, fault, true),
+            Action::Heal(fault) => self.links().apply(sim, fault, false),
             Action::Crash(node) => self.specs[*node].command(Command::Crash),
             Action::Shutdown(node) => self.specs[*node].command(Command::Shutdown),
             Action::Restart { node, skew_ms } => {
@@ -270,7 +261,40 @@ impl World<'_> {
         }
     }
 
-    fn network(&self, sim: &mut turmoil::Sim<'_>, fault: &NetFault, start: bool) {
+    fn links(&self) -> Links<'_> {
+        Links {
+            names: self.names,
+            nodes: self.nodes,
+            max_latency: self.max_latency,
+        }
+    }
+}
+
+/// The links between the hosts `names` (the first `nodes` of them the
+/// cluster's nodes), where the network track's faults start and heal.
+pub struct Links<'a> {
+    pub names: &'a [String],
+    pub nodes: usize,
+    /// A healthy link's largest latency, restored when a slow node heals.
+    pub max_latency: Duration,
+}
+
+impl Links<'_> {
+    fn name(&self, node: NodeIndex) -> &str {
+        &self.names[node]
+    }
+
+    /// Every other host, the intruder included.
+    fn others(&self, node: NodeIndex) -> impl Iterator<Item = &str> {
+        self.names
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| *i != node)
+            .map(|(_, n)| n.as_str())
+    }
+
+    /// Starts `fault` (or heals it, its exact inverse).
+    pub fn apply(&self, sim: &mut turmoil::Sim<'_>, fault: &NetFault, start: bool) {
         match fault {
             NetFault::Partition { side } => {
                 for a in side {
@@ -342,10 +366,10 @@ pub fn mix(seed: u64, purpose: u64) -> u64 {
 
 /// One temporary directory per run, a subdirectory per node for its
 /// generation file; removed when dropped.
-struct TempDirs(PathBuf);
+pub struct TempDirs(PathBuf);
 
 impl TempDirs {
-    fn new(seed: u64) -> TempDirs {
+    pub fn new(seed: u64) -> TempDirs {
         static RUNS: AtomicU64 = AtomicU64::new(0);
         let run = RUNS.fetch_add(1, Ordering::Relaxed);
         let dir =
@@ -354,7 +378,7 @@ impl TempDirs {
         TempDirs(dir)
     }
 
-    fn node(&self, i: usize) -> PathBuf {
+    pub fn node(&self, i: usize) -> PathBuf {
         self.0.join(format!("node{i}"))
     }
 }

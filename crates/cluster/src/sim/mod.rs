@@ -16,6 +16,8 @@
 //! - [`history`]: what was observed, with simulated times;
 //! - [`checker`]: the membership properties a history must have, over
 //!   the history replayed ([`timeline`]);
+//! - [`metadata`]: the metadata log's runs under the same nemesis, with
+//!   their own workload and checks;
 //! - `tests`: the seeds CI runs, one or many more from the environment,
 //!   and the determinism check; `regressions`: the seeds and scenarios
 //!   kept because they once failed.
@@ -31,6 +33,7 @@ pub mod env;
 pub mod harness;
 pub mod history;
 mod log;
+pub mod metadata;
 pub mod nemesis;
 pub mod node;
 mod panics;

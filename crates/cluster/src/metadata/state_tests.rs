@@ -1,0 +1,195 @@
+//! Tests of `apply`: one per rule, and a property test over random entry
+//! sequences against the module's invariants.
+
+use proptest::prelude::*;
+
+use super::*;
+
+pub(crate) fn node(host: u8, tokens: &[i64]) -> NodeRecord {
+    NodeRecord {
+        host_id: HostId([host; 16]),
+        storage_addr: SocketAddr::from(([127, 0, 0, host], 7000)),
+        rpc_addr: Some(SocketAddr::from(([127, 0, 0, host], 9042))),
+        dc: "dc1".to_string(),
+        rack: "rack1".to_string(),
+        tokens: tokens.to_vec(),
+        state: NodeState::Normal,
+    }
+}
+
+fn create(host: u8) -> Entry {
+    Entry::Command(Command::CreateCluster {
+        cluster_name: "Test Cluster".to_string(),
+        cluster_id: ClusterId([9; 16]),
+        node: node(host, &[host.into()]),
+    })
+}
+
+fn created() -> ClusterMetadata {
+    let mut m = ClusterMetadata::default();
+    assert_eq!(apply(&mut m, 1, &create(1)), Outcome::Applied);
+    m
+}
+
+#[test]
+fn create_cluster_applies_once() {
+    let mut m = created();
+    assert!(m.has_cluster());
+    assert_eq!(m.epoch, 1);
+    assert_eq!(m.nodes.len(), 1);
+    let again = apply(&mut m, 2, &create(2));
+    assert!(matches!(again, Outcome::Rejected(_)), "{again:?}");
+    assert_eq!(m.nodes.len(), 1);
+    assert_eq!(m.epoch, 2);
+}
+
+#[test]
+fn join_needs_a_cluster_and_the_current_epoch() {
+    let mut empty = ClusterMetadata::default();
+    let join = |expected_epoch| {
+        Entry::Command(Command::Join {
+            node: node(2, &[20]),
+            expected_epoch,
+        })
+    };
+    assert!(matches!(
+        apply(&mut empty, 1, &join(0)),
+        Outcome::Rejected(_)
+    ));
+
+    let mut m = created();
+    assert_eq!(
+        apply(&mut m, 2, &join(0)),
+        Outcome::Stale { current_epoch: 2 }
+    );
+    assert_eq!(m.nodes.len(), 1);
+    assert_eq!(apply(&mut m, 3, &join(2)), Outcome::Applied);
+    assert_eq!(m.nodes.len(), 2);
+    assert_eq!(m.token_owner(20), Some(HostId([2; 16])));
+}
+
+#[test]
+fn a_rejoin_replaces_the_record_but_never_its_tokens() {
+    let mut m = created();
+    let mut moved = node(1, &[1]);
+    moved.storage_addr = SocketAddr::from(([10, 0, 0, 1], 7000));
+    let rejoin = Entry::Command(Command::Join {
+        node: moved.clone(),
+        expected_epoch: 1,
+    });
+    assert_eq!(apply(&mut m, 2, &rejoin), Outcome::Applied);
+    assert_eq!(m.nodes[&moved.host_id], moved);
+
+    let retokened = Entry::Command(Command::Join {
+        node: node(1, &[2]),
+        expected_epoch: 2,
+    });
+    assert!(matches!(apply(&mut m, 3, &retokened), Outcome::Rejected(_)));
+    assert_eq!(m.nodes[&moved.host_id], moved);
+
+    let taken = Entry::Command(Command::Join {
+        node: node(3, &[1]),
+        expected_epoch: 3,
+    });
+    assert!(matches!(apply(&mut m, 4, &taken), Outcome::Rejected(_)));
+    let twice = Entry::Command(Command::Join {
+        node: node(3, &[5, 5]),
+        expected_epoch: 4,
+    });
+    assert!(matches!(apply(&mut m, 5, &twice), Outcome::Rejected(_)));
+    assert_eq!(m.nodes.len(), 1);
+}
+
+#[test]
+fn schema_change_sets_the_digest() {
+    let mut m = created();
+    let empty_version = m.schema_version;
+    let change = Entry::Command(Command::SchemaChange {
+        schema: Bytes::from_static(b"{\"ks\":1}"),
+        expected_epoch: 1,
+    });
+    assert_eq!(apply(&mut m, 2, &change), Outcome::Applied);
+    assert_ne!(m.schema_version, empty_version);
+    assert_eq!(m.schema_version, SchemaVersion::of(b"{\"ks\":1}"));
+    // Version 3 and the IETF variant, as a name-based UUID.
+    let text = m.schema_version.to_string();
+    assert_eq!(text.len(), 36);
+    assert_eq!(&text[14..15], "3");
+    assert!(matches!(&text[19..20], "8" | "9" | "a" | "b"), "{text}");
+}
+
+#[test]
+fn blank_voters_and_set_voters() {
+    let mut m = created();
+    assert_eq!(apply(&mut m, 2, &Entry::Blank), Outcome::Applied);
+    assert_eq!(m.epoch, 2);
+    let voters: BTreeSet<HostId> = [HostId([1; 16]), HostId([2; 16])].into();
+    assert_eq!(
+        apply(&mut m, 3, &Entry::Voters(voters.clone())),
+        Outcome::Applied
+    );
+    assert_eq!(m.voters, voters);
+    let direct = Entry::Command(Command::SetVoters {
+        voters: BTreeSet::new(),
+    });
+    assert!(matches!(apply(&mut m, 4, &direct), Outcome::Rejected(_)));
+    assert_eq!(m.voters, voters);
+}
+
+fn arb_entry() -> impl Strategy<Value = Entry> {
+    prop_oneof![
+        Just(Entry::Blank),
+        (1u8..4).prop_map(create),
+        (1u8..6, 0i64..8, 0u64..12).prop_map(|(host, token, expected_epoch)| {
+            Entry::Command(Command::Join {
+                node: node(host, &[token]),
+                expected_epoch,
+            })
+        }),
+        (0u8..4, 0u64..12).prop_map(|(byte, expected_epoch)| {
+            Entry::Command(Command::SchemaChange {
+                schema: Bytes::from(vec![byte; usize::from(byte)]),
+                expected_epoch,
+            })
+        }),
+        proptest::collection::btree_set(1u8..6, 0..4)
+            .prop_map(|hosts| Entry::Voters(hosts.into_iter().map(|h| HostId([h; 16])).collect())),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn apply_keeps_its_invariants(entries in proptest::collection::vec(arb_entry(), 0..40)) {
+        let mut m = ClusterMetadata::default();
+        let mut replay = ClusterMetadata::default();
+        for (i, entry) in entries.iter().enumerate() {
+            let index = i as u64 + 1;
+            let before = m.clone();
+            let outcome = apply(&mut m, index, entry);
+            prop_assert_eq!(apply(&mut replay, index, entry), outcome.clone());
+            prop_assert_eq!(m.epoch, index);
+            prop_assert_eq!(m.schema_version, SchemaVersion::of(&m.schema));
+            if !matches!(outcome, Outcome::Applied) || matches!(entry, Entry::Blank) {
+                let mut unchanged = before.clone();
+                unchanged.epoch = index;
+                prop_assert_eq!(&m, &unchanged);
+            }
+            if let Outcome::Stale { current_epoch } = outcome {
+                prop_assert_eq!(current_epoch, index);
+            }
+            if let Entry::Command(Command::Join { expected_epoch, .. })
+            | Entry::Command(Command::SchemaChange { expected_epoch, .. }) = entry
+            {
+                if *expected_epoch != before.epoch {
+                    let stale = matches!(outcome, Outcome::Stale { .. });
+                    prop_assert!(stale, "{:?}", outcome);
+                }
+            }
+            let mut seen = BTreeSet::new();
+            for token in m.nodes.values().flat_map(|n| n.tokens.iter()) {
+                prop_assert!(seen.insert(*token), "token {} owned twice", token);
+            }
+        }
+        prop_assert_eq!(m, replay);
+    }
+}
