@@ -1,11 +1,8 @@
 """Data on a cluster of real `varve server` processes (`varve cluster`):
 the coordinator stores each write on the replicas the ring gives its key,
 answers at the statement's level, and says Unavailable or WriteTimeout
-when the level cannot be met, as Cassandra does.
-
-The schema is created on every node with the same table id, because
-schema changes do not travel between nodes yet (the metadata log comes
-next); the driver's schema agreement wait is off for that reason.
+when the level cannot be met, as Cassandra does. Schema changes made on
+one node reach every node through the metadata log.
 """
 
 import os
@@ -15,8 +12,6 @@ import time
 import pytest
 
 from test_cluster_launcher import PORTS, eventually, node_states, pinned, varve_cluster
-
-TABLE_ID = "5a1c395e-b41f-11e5-9f22-ba0be0483c18"
 
 
 def statement(cql, level):
@@ -28,6 +23,22 @@ def statement(cql, level):
     return SimpleStatement(cql, consistency_level=level, retry_policy=FallthroughRetryPolicy())
 
 
+def create_schema(directory, replication, nodes=3):
+    """Keyspace `ks` and table `ks.t`, created on node 1 only: the metadata
+    log takes them to every node before the statement returns."""
+    cluster = pinned("127.0.0.1")
+    s = cluster.connect()
+    s.execute(f"CREATE KEYSPACE ks WITH replication = {replication}")
+    s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+    cluster.shutdown()
+    for i in range(2, nodes + 1):
+        cluster = pinned(f"127.0.0.{i}")
+        rows = cluster.connect().execute(
+            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'ks'")
+        cluster.shutdown()
+        assert [r.table_name for r in rows] == ["t"], f"node {i}"
+
+
 @pytest.fixture
 def three_nodes(tmp_path):
     """Three nodes in one data centre, keyspace `ks` (SimpleStrategy, RF 3)
@@ -35,12 +46,7 @@ def three_nodes(tmp_path):
     directory = tmp_path / "cluster"
     varve_cluster(directory, "start", "--nodes", "3", *PORTS)
     try:
-        for i in (1, 2, 3):
-            cluster = pinned(f"127.0.0.{i}")
-            s = cluster.connect()
-            s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-            s.execute(f"CREATE TABLE ks.t (k int PRIMARY KEY, v text) WITH id = '{TABLE_ID}'")
-            cluster.shutdown()
+        create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 3}")
         yield directory
     finally:
         varve_cluster(directory, "stop", check=False)
@@ -168,12 +174,7 @@ def test_a_token_aware_driver_sends_each_statement_to_a_replica(tmp_path):
     directory = tmp_path / "cluster"
     varve_cluster(directory, "start", "--nodes", "3", *PORTS)
     try:
-        for i in (1, 2, 3):
-            cluster = pinned(f"127.0.0.{i}")
-            s = cluster.connect()
-            s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
-            s.execute(f"CREATE TABLE ks.t (k int PRIMARY KEY, v text) WITH id = '{TABLE_ID}'")
-            cluster.shutdown()
+        create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 1}")
         cluster = connect("127.0.0.1", 19042, 5, local_dc="datacenter1", max_schema_agreement_wait=0)
         s = cluster.connect()
         insert = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
@@ -280,13 +281,7 @@ def test_local_quorum_goes_on_while_the_other_data_centre_is_frozen(tmp_path):
     pids = [int((directory / f"node{i}" / "pid").read_text()) for i in (4, 5, 6)]
     frozen = False
     try:
-        for i in range(1, 7):
-            cluster = pinned(f"127.0.0.{i}")
-            s = cluster.connect()
-            s.execute("CREATE KEYSPACE ks WITH replication = "
-                      "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 3}")
-            s.execute(f"CREATE TABLE ks.t (k int PRIMARY KEY, v text) WITH id = '{TABLE_ID}'")
-            cluster.shutdown()
+        create_schema(directory, "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 3}", nodes=6)
         c1, s1 = session("127.0.0.1")
         insert = "INSERT INTO ks.t (k, v) VALUES (%s, %s)"
         s1.execute(statement(insert, CL.EACH_QUORUM), (0, "both"))

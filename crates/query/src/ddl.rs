@@ -96,7 +96,7 @@ async fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<Query
                 c.name.clone(),
                 Arc::new(Keyspace {
                     name: c.name.clone(),
-                    replication: options.replication,
+                    replication: options.replication.clone(),
                     durable_writes: options.durable_writes,
                     tables: BTreeMap::new(),
                     is_system: false,
@@ -314,7 +314,7 @@ async fn modify_table(
     ks_name: &str,
     name: &str,
     if_exists: bool,
-    f: impl FnOnce(&mut Table) -> Result<()>,
+    mut f: impl FnMut(&mut Table) -> Result<()>,
 ) -> Result<bool> {
     p.update_schema(|s| {
         let ks = s

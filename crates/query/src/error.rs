@@ -99,7 +99,7 @@ impl From<varve_types::data_error::DataError> for QueryError {
             D::Overloaded(m) => QueryError::Overloaded(m),
             D::WouldBlock(m) => QueryError::WouldBlock(m),
             D::UnknownTable(m) => QueryError::Invalid(m),
-            D::Server(m) => QueryError::Server(m),
+            D::Server(m) | D::Conflict(m) => QueryError::Server(m),
         }
     }
 }

@@ -61,3 +61,8 @@ pub use varve_storage::compaction::throttle;
 /// needs the disk fails with [`QueryError::WouldBlock`] before it changed
 /// anything (see the storage crate's `io_mode`).
 pub use varve_storage::io_mode::NonBlocking;
+
+/// The schema of a node with no keyspace of its own: the system keyspaces.
+pub fn system_schema() -> varve_schema::Schema {
+    system::initial_schema()
+}

@@ -44,10 +44,25 @@ impl LocalSchema {
     fn apply(&self, base: &Arc<Schema>, next: Schema) -> DataResult<()> {
         let _one = self.publishing.lock();
         if !Arc::ptr_eq(&self.current(), base) {
-            return Err(DataError::Server(
+            return Err(DataError::Conflict(
                 "the schema changed while this schema change was prepared; retry it".into(),
             ));
         }
+        self.replace(base, next)
+    }
+
+    /// Makes `next` the schema whatever the current one is (a cluster
+    /// node applying a change its metadata log decided): its tables
+    /// created, altered and dropped in storage, the file saved.
+    pub fn install(&self, next: Schema) -> DataResult<()> {
+        let _one = self.publishing.lock();
+        let base = self.current();
+        self.replace(&base, next)
+    }
+
+    /// The work of [`Self::apply`] once `base` is known to be current
+    /// (the publishing lock held).
+    fn replace(&self, base: &Arc<Schema>, next: Schema) -> DataResult<()> {
         let before = tables(base);
         let after = tables(&next);
         for (id, (t, durable)) in &after {

@@ -42,6 +42,9 @@ pub struct Processor {
     pub(crate) node: NodeInfo,
     /// The schema, and where changes to it go (see [`SchemaSource`]).
     schema: Arc<dyn SchemaSource>,
+    /// The node's own schema and its tables in storage (what `schema`
+    /// wraps in a cluster).
+    local_schema: Arc<LocalSchema>,
     /// One schema change at a time on this node.
     ddl_lock: tokio::sync::Mutex<()>,
     pub(crate) storage: Storage,
@@ -56,6 +59,10 @@ pub struct Processor {
     /// Client-request and table metrics (see [`crate::metrics`]).
     pub(crate) metrics: QueryMetrics,
 }
+
+/// How many times a schema change is analysed again when another change
+/// came first.
+pub const SCHEMA_CONFLICT_RETRIES: usize = 50;
 
 impl Processor {
     /// A node that keeps everything in memory (tests).
@@ -100,17 +107,20 @@ impl Processor {
         options: StorageOptions,
         registry: Arc<Registry>,
     ) -> Result<Arc<Processor>> {
-        Processor::open_with_data_path(node, options, registry, |local| Arc::new(local))
+        Processor::open_with_data_path(node, options, registry, |local| Arc::new(local), |s| s)
     }
 
     /// [`Processor::open_with_registry`] whose statements reach the data
-    /// through `wrap`'s data path, given the node's own [`LocalNode`] (a
-    /// node of a cluster wraps it in the coordinator's adapter).
+    /// through `wrap`'s data path, given the node's own [`LocalNode`], and
+    /// change the schema through `wrap_schema`'s source, given the node's
+    /// [`LocalSchema`] (a node of a cluster wraps them in the
+    /// coordinator's and the metadata log's adapters).
     pub fn open_with_data_path(
         node: NodeInfo,
         options: StorageOptions,
         registry: Arc<Registry>,
         wrap: impl FnOnce(LocalNode) -> Arc<dyn DataPath>,
+        wrap_schema: impl FnOnce(Arc<LocalSchema>) -> Arc<dyn SchemaSource>,
     ) -> Result<Arc<Processor>> {
         let store = SchemaStore::new(options.fs.clone(), &options.data_dir.join("schema"))?;
         let mut schema = system::initial_schema();
@@ -127,6 +137,7 @@ impl Processor {
         let storage = Storage::open(options, tables)?;
         let mut p = Processor::build(node, schema, Some(store), storage, registry);
         p.data = wrap(LocalNode::new(p.storage.engine()));
+        p.schema = wrap_schema(Arc::clone(&p.local_schema));
         Ok(Arc::new(p))
     }
 
@@ -138,10 +149,11 @@ impl Processor {
         registry: Arc<Registry>,
     ) -> Processor {
         let data: Arc<dyn DataPath> = Arc::new(LocalNode::new(storage.engine()));
-        let schema = Arc::new(LocalSchema::new(schema, schema_store, storage.engine()));
+        let local_schema = Arc::new(LocalSchema::new(schema, schema_store, storage.engine()));
         Processor {
             node,
-            schema,
+            schema: local_schema.clone(),
+            local_schema,
             ddl_lock: tokio::sync::Mutex::new(()),
             storage,
             data,
@@ -414,14 +426,32 @@ impl Processor {
     /// durable and in effect when this returns (see [`SchemaSource`]).
     pub(crate) async fn update_schema<R>(
         &self,
-        f: impl FnOnce(&mut Schema) -> Result<R>,
+        mut f: impl FnMut(&mut Schema) -> Result<R>,
     ) -> Result<R> {
-        let base = self.schema();
-        let mut next = (*base).clone();
-        let r = f(&mut next)?;
-        next.version = varve_types::time::random_uuid();
-        self.schema.publish(&base, next).await?;
-        Ok(r)
+        let mut attempt = 0;
+        loop {
+            let base = self.schema();
+            let mut next = (*base).clone();
+            let r = f(&mut next)?;
+            next.version = varve_types::time::random_uuid();
+            match self.schema.publish(&base, next).await {
+                Ok(()) => return Ok(r),
+                // Another change came first (another node's, in a cluster):
+                // analyse the statement again on the schema now.
+                Err(varve_types::data_error::DataError::Conflict(_))
+                    if attempt < SCHEMA_CONFLICT_RETRIES =>
+                {
+                    attempt += 1
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Whether SCHEMA_CHANGE events come from the schema source (a
+    /// cluster's metadata log) rather than from each statement's outcome.
+    pub fn schema_events_elsewhere(&self) -> bool {
+        self.schema.emits_events()
     }
 
     /// A server timestamp in microseconds, strictly increasing.

@@ -26,4 +26,11 @@ pub trait SchemaSource: Send + Sync {
     /// error and nothing changed). Done means durable and in effect: the
     /// tables `next` adds can be written, those it drops are gone.
     fn publish<'a>(&'a self, base: &'a Arc<Schema>, next: Schema) -> DataFuture<'a, ()>;
+
+    /// Whether this source sends the SCHEMA_CHANGE events of every change
+    /// itself (a cluster's: each node as it applies the change), so the
+    /// server must not send them from a statement's outcome too.
+    fn emits_events(&self) -> bool {
+        false
+    }
 }

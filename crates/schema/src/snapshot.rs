@@ -187,12 +187,16 @@ pub fn from_json(text: &str) -> Result<(Vec<Keyspace>, [u8; 16])> {
     }
     let mut out = Vec::new();
     for k in file.keyspaces {
-        let replication = ReplicationParams::for_keyspace(
-            &k.name,
-            &k.replication,
-            None,
-            &ReplicationContext::default(),
-        )?;
+        // A saved keyspace may name any data centre: it was checked when
+        // it was created, against the nodes of that time.
+        let mut context = ReplicationContext::default();
+        context.datacenters.extend(
+            k.replication
+                .keys()
+                .filter(|n| !matches!(n.as_str(), "class" | "replication_factor"))
+                .cloned(),
+        );
+        let replication = ReplicationParams::for_keyspace(&k.name, &k.replication, None, &context)?;
         let mut tables = BTreeMap::new();
         for t in k.tables {
             let mut columns = Vec::new();
@@ -312,6 +316,41 @@ mod tests {
         assert_eq!(back.next_column_id, table.next_column_id);
         assert_eq!(back.options.to_cql(), table.options.to_cql());
         assert!(!kss[0].durable_writes);
+    }
+
+    #[test]
+    fn a_keyspace_over_any_data_centre_reads_back() {
+        let options: BTreeMap<String, String> = [
+            ("class", "NetworkTopologyStrategy"),
+            ("dc1", "3"),
+            ("east", "2"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let context = ReplicationContext {
+            datacenters: vec!["dc1".into(), "east".into()],
+            ..ReplicationContext::default()
+        };
+        let replication = ReplicationParams::for_keyspace("ks", &options, None, &context).unwrap();
+        let mut schema = Schema::default();
+        schema.keyspaces.insert(
+            "ks".into(),
+            Arc::new(Keyspace {
+                name: "ks".into(),
+                replication,
+                durable_writes: true,
+                tables: BTreeMap::new(),
+                is_system: false,
+            }),
+        );
+        // Read back on a node that knows neither data centre.
+        let (kss, _) = from_json(&to_json(&schema)).unwrap();
+        let r = &kss[0].replication;
+        assert_eq!(
+            (r.replication_factor("dc1"), r.replication_factor("east")),
+            (3, 2)
+        );
     }
 
     #[test]

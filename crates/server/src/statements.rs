@@ -264,7 +264,10 @@ fn spawn_blocking_statement(ctx: Context, q: Queued) {
 /// Publishes an executed statement's schema event, counts its error, and
 /// frames its answer for the writer.
 fn answer(shared: &Shared, version: u8, stream: i16, executed: Executed) -> Outgoing {
-    if let Some(change) = executed.event {
+    // In a cluster, SCHEMA_CHANGE comes from the metadata log as each
+    // node applies the change (this one included), not from the outcome.
+    let from_outcome = !shared.processor.schema_events_elsewhere();
+    if let (Some(change), true) = (executed.event, from_outcome) {
         // No subscriber is fine: nobody registered.
         let _ = shared
             .events

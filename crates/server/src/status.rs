@@ -76,6 +76,38 @@ fn peer_line(peer: &PeerInfo) -> Line {
     }
 }
 
+/// The text of `nodetool describecluster` on this node: the cluster's
+/// name, snitch and partitioner, and which nodes hold which schema
+/// version (one version when the schema agrees; peers that are down are
+/// listed as UNREACHABLE, as Cassandra does).
+pub fn describe_cluster_text(processor: &Processor) -> String {
+    let node = processor.node();
+    let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    versions
+        .entry(uuid_text(&processor.schema().version))
+        .or_default()
+        .push(node.listen_address.to_string());
+    for peer in processor.cluster_view().peers() {
+        let key = match peer.up {
+            true => uuid_text(&peer.schema_version),
+            false => "UNREACHABLE".to_string(),
+        };
+        versions
+            .entry(key)
+            .or_default()
+            .push(peer.listen_address.to_string());
+    }
+    let mut out = format!(
+        "Cluster Information:\n\tName: {}\n\tSnitch: org.apache.cassandra.locator.GossipingPropertyFileSnitch\n\tDynamicEndPointSnitch: disabled\n\tPartitioner: org.apache.cassandra.dht.Murmur3Partitioner\n\tSchema versions:\n",
+        node.cluster_name
+    );
+    for (version, mut addresses) in versions {
+        addresses.sort();
+        out.push_str(&format!("\t\t{version}: [{}]\n\n", addresses.join(", ")));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

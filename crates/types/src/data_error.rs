@@ -37,6 +37,11 @@ pub enum DataError {
     /// may block. Never reaches a client.
     #[error("{0}")]
     WouldBlock(String),
+    /// Another change came first (a schema change prepared on a schema
+    /// that is no longer current): nothing changed; analysed again, the
+    /// statement may succeed.
+    #[error("{0}")]
+    Conflict(String),
     /// The table is not (or no longer) there.
     #[error("{0}")]
     UnknownTable(String),

@@ -146,13 +146,16 @@ fn start(dir: &Path, only: Option<usize>, new: anyhow::Result<Layout>) -> anyhow
     Ok(())
 }
 
-/// Waits until `node` answers and counts `running` nodes UP (itself
-/// included), or fails naming its log.
+/// Waits until `node` answers, counts `running` nodes UP (itself
+/// included) and sees one schema version everywhere, or fails naming its
+/// log.
 fn wait_ready(dir: &Path, node: &Node, ports: Ports, running: usize) -> anyhow::Result<()> {
     let until = Instant::now() + launcher::READY_TIMEOUT;
     let log = launcher::node_dir(dir, node.index).join("varve.log");
     while Instant::now() < until {
-        if launcher::nodes_up(node, ports).is_some_and(|up| up >= running) {
+        if launcher::nodes_up(node, ports).is_some_and(|up| up >= running)
+            && launcher::schema_versions(node, ports) == Some(1)
+        {
             return Ok(());
         }
         if launcher::running_pid(dir, node.index).is_none() {

@@ -18,6 +18,7 @@ use varve_cluster::coordinator::{Coordinator, CoordinatorMetrics, Host, Timeouts
 use varve_cluster::env::Env;
 use varve_cluster::hints::{HintDispatcher, HintStore, HintsMetrics};
 use varve_cluster::membership::{GossipKey, Gossiper, Membership, MembershipConfig};
+use varve_cluster::metadata::MetadataService;
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::net::messaging::{Messaging, MessagingConfig};
 use varve_cluster::ring::Location;
@@ -27,6 +28,7 @@ use varve_query::cluster_view::{ClusterView, PeerInfo};
 use varve_query::info::uuid_text;
 use varve_query::{NodeInfo, Processor};
 
+use crate::cluster_metadata::SchemaParts;
 use crate::cluster_path::ClusterPath;
 use crate::config::Settings;
 
@@ -47,6 +49,10 @@ pub struct ClusterNode {
     delivery: tokio::task::JoinHandle<()>,
     /// Replays the logged batches whose coordinator did not finish them.
     batch_replay: tokio::task::JoinHandle<()>,
+    /// The cluster metadata log (schema, nodes, tokens).
+    metadata: Arc<MetadataService>,
+    /// Routes schema changes through the log once the node is a member.
+    schema_binding: tokio::task::JoinHandle<()>,
     events: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -58,6 +64,8 @@ impl ClusterNode {
         node: &NodeInfo,
         processor: &Arc<Processor>,
         data_path: &ClusterPath,
+        schema: SchemaParts,
+        events: broadcast::Sender<Event>,
     ) -> anyhow::Result<ClusterNode> {
         let host_id = HostId(node.host_id);
         let seed = u64::from_le_bytes(node.host_id[..8].try_into().unwrap_or_default());
@@ -96,6 +104,7 @@ impl ClusterNode {
         membership.values = announced_values(node, processor);
         let clock = Arc::clone(&env.clock);
         let coordinator_clock = Arc::clone(&env.clock);
+        let metadata_env = env.clone();
         let gossiper = Gossiper::start(membership, &messaging, env)
             .await
             .context("starting gossip")?;
@@ -145,6 +154,16 @@ impl ClusterNode {
             hints: Some((hints, dispatcher)),
         }));
         data_path.bind(coordinator, processor);
+        let (metadata, schema_binding) = crate::cluster_metadata::start(
+            settings,
+            node,
+            &messaging,
+            metadata_env,
+            membership.clone(),
+            schema,
+            events,
+        )
+        .await?;
         let announcer = tokio::spawn(announce_schema_changes(
             membership.clone(),
             processor.clone(),
@@ -156,6 +175,8 @@ impl ClusterNode {
             ring,
             delivery,
             batch_replay,
+            metadata,
+            schema_binding,
             events: None,
         })
     }
@@ -179,10 +200,12 @@ impl ClusterNode {
         self.ring.abort();
         self.delivery.abort();
         self.batch_replay.abort();
+        self.schema_binding.abort();
         if let Some(events) = &self.events {
             events.abort();
         }
         self.membership.shutdown().await;
+        self.metadata.shutdown().await;
         self.messaging.shutdown().await;
     }
 }

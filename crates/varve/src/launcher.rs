@@ -256,6 +256,19 @@ pub fn nodes_up(node: &Node, ports: Ports) -> Option<usize> {
     Some(text.lines().filter(|l| l.starts_with("UN ")).count())
 }
 
+/// The schema versions node `node` sees (its own and its UP peers'), from
+/// its `nodetool describecluster`; `None` when it does not answer.
+pub fn schema_versions(node: &Node, ports: Ports) -> Option<usize> {
+    let text = admin_get(node, ports, "/nodetool/describecluster")?;
+    let versions = text.split("Schema versions:").nth(1)?;
+    Some(
+        versions
+            .lines()
+            .filter(|l| l.trim_start().contains(": [") && !l.contains("UNREACHABLE"))
+            .count(),
+    )
+}
+
 /// The body of a 200 answer to `GET path` on the node's admin port.
 fn admin_get(node: &Node, ports: Ports, path: &str) -> Option<String> {
     use std::io::{Read, Write};

@@ -10,8 +10,10 @@
 mod allocator;
 mod bench_cmd;
 mod cluster_cmd;
+mod cluster_metadata;
 mod cluster_node;
 mod cluster_path;
+mod cluster_schema;
 mod config;
 mod hints_config;
 mod launcher;
@@ -122,12 +124,13 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// Logs go to stderr, colored only on a terminal; `RUST_LOG` overrides the
+/// Logs go to stderr, colored only on a terminal (openraft's chatter about
+/// peers it cannot reach only at error); `RUST_LOG` overrides the
 /// default level (info; the scylla driver used by `varve stress` at warn).
 fn init_logging() {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,scylla=warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,scylla=warn,openraft=error"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -191,8 +194,9 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let node = node::node_info(&settings, server.cql_addr().port())?;
     let options = storage_options(&settings);
     let node_for_open = node.clone();
-    let (processor, cluster_path) = tokio::task::spawn_blocking(move || {
+    let (processor, cluster_path, schema_parts) = tokio::task::spawn_blocking(move || {
         let mut path = None;
+        let mut parts = None;
         let processor = varve_query::Processor::open_with_data_path(
             node_for_open,
             options,
@@ -202,21 +206,37 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
                 path = Some(Arc::clone(&wrapped));
                 wrapped
             },
+            |local| {
+                let wrapped = Arc::new(cluster_schema::ClusterSchema::new(Arc::clone(&local)));
+                parts = Some(cluster_metadata::SchemaParts {
+                    schema: Arc::clone(&wrapped),
+                    local,
+                });
+                wrapped
+            },
         )?;
-        Ok::<_, varve_query::QueryError>((processor, path))
+        Ok::<_, varve_query::QueryError>((processor, path, parts))
     })
     .await
     .context("opening storage")?
     .map_err(|e| anyhow::anyhow!("opening the data directory: {e}"))?;
     let cluster_path = cluster_path.context("the data path was not built")?;
+    let schema_parts = schema_parts.context("the schema source was not built")?;
     processor.set_index_summary_capacity(settings.index_summary_capacity_bytes);
     processor.set_key_cache_size(settings.key_cache_bytes);
     processor.set_file_cache_size(settings.file_cache_bytes);
     processor
         .metrics()
         .set_settings(node_metrics::settings_rows(&settings));
-    let mut cluster =
-        cluster_node::ClusterNode::start(&settings, &node, &processor, &cluster_path).await?;
+    let mut cluster = cluster_node::ClusterNode::start(
+        &settings,
+        &node,
+        &processor,
+        &cluster_path,
+        schema_parts,
+        server.events(),
+    )
+    .await?;
     cluster.send_status_events(server.events());
     info!(
         "varve ready: CQL on {}, admin on http://{}, internode on {}",

@@ -78,6 +78,8 @@ pub enum NodetoolCommand {
     Status,
     /// What gossip knows of every node: generation, heartbeat, each key's version and value.
     Gossipinfo,
+    /// The cluster's name, snitch, partitioner and schema versions.
+    Describecluster,
     /// Stops delivering hints.
     Pausehandoff,
     /// Starts delivering hints again.
@@ -132,6 +134,7 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
         NodetoolCommand::Compactionstats => ("GET", "/nodetool/compactionstats".to_string()),
         NodetoolCommand::Status => ("GET", "/nodetool/status".to_string()),
         NodetoolCommand::Gossipinfo => ("GET", "/nodetool/gossipinfo".to_string()),
+        NodetoolCommand::Describecluster => ("GET", "/nodetool/describecluster".to_string()),
         NodetoolCommand::Pausehandoff => ("POST", "/nodetool/pausehandoff".to_string()),
         NodetoolCommand::Resumehandoff => ("POST", "/nodetool/resumehandoff".to_string()),
         NodetoolCommand::Truncatehints => ("POST", "/nodetool/truncatehints".to_string()),
