@@ -27,6 +27,8 @@
 //! maps; all hosts run on one thread.
 
 pub mod checker;
+pub mod data;
+pub mod data_checker;
 pub mod env;
 pub mod harness;
 pub mod history;
@@ -35,6 +37,8 @@ pub mod nemesis;
 pub mod node;
 mod panics;
 pub mod timeline;
+pub mod workload;
 
+mod data_tests;
 mod regressions;
 mod tests;

@@ -1,0 +1,399 @@
+//! The data properties a history must have (docs/design/cluster.md,
+//! section 11, checks (a), (b), (d) and (e) as built), over the client
+//! operations the workload recorded. "Before" is the history's order:
+//! every host runs on one thread, so a line recorded earlier happened
+//! earlier.
+//!
+//! - **(a) Acknowledged writes are seen**: a read that completed with a
+//!   value and began after a write of its key was acknowledged, with
+//!   `block_for(R) + block_for(W) > RF`, returns that write's value or a
+//!   newer one (a higher timestamp).
+//! - **(c) No value from nowhere**: a value read is one a write of that
+//!   key stored, with that write's timestamp, and the write had begun
+//!   before the read ended. (Writes that timed out or failed may or may
+//!   not be seen: nothing else is asked of them.)
+//! - **(b) Unavailable exactly when too few are UP**: an Unavailable
+//!   says the level's `block_for` was required and an `alive` the
+//!   coordinator's live view (the UP and DOWN its gossiper announced,
+//!   plus itself) had, and at some moment within [`VIEW_SLACK`] of the
+//!   request that view held fewer of the key's replicas than required;
+//!   an operation that was tried instead had enough UP at some such
+//!   moment; and no Unavailable comes once the quiet phase has settled.
+//! - **(d) The end agrees**: after the quiet phase every node reads every
+//!   key at ALL successfully, and all nodes return the same value for a
+//!   key ((a) already asks that it be the newest acknowledged one or
+//!   newer).
+//! - **(e) No hang**: every operation finishes within its timeout plus
+//!   [`HANG_SLACK`], unless its node stopped first.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::checker::Violation;
+use super::data::timeouts;
+use super::harness::Run;
+use super::history::{Event, Who};
+use super::timeline::Timeline;
+use super::workload::{block_for, OpEvent, OpKind, Outcome, PlannedOp, RF};
+
+/// How far from a request the coordinator's view is looked at: the view
+/// the history records comes from the gossiper's announcements, which a
+/// node's recording task receives a moment after the live set changed.
+pub const VIEW_SLACK: Duration = Duration::from_millis(100);
+
+/// How much past its timeout an operation may take (a read that met a
+/// mismatch waits for repairs within its timeout, then merges).
+pub const HANG_SLACK: Duration = Duration::from_millis(500);
+
+/// What the data checks were put to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DataCoverage {
+    pub writes_ok: u64,
+    pub reads_ok: u64,
+    /// (read, earlier acknowledged write) pairs that (a) compared.
+    pub pairs: u64,
+    pub unavailable: u64,
+    pub timeouts: u64,
+    /// Operations cut off by their node stopping.
+    pub unfinished: u64,
+}
+
+impl std::ops::AddAssign for DataCoverage {
+    fn add_assign(&mut self, o: DataCoverage) {
+        self.writes_ok += o.writes_ok;
+        self.reads_ok += o.reads_ok;
+        self.pairs += o.pairs;
+        self.unavailable += o.unavailable;
+        self.timeouts += o.timeouts;
+        self.unfinished += o.unfinished;
+    }
+}
+
+/// A read's answer: the cell's timestamp and value, if any.
+type Found = Option<(i64, String)>;
+
+/// One operation as the history has it.
+#[derive(Debug, Clone)]
+struct Op {
+    id: usize,
+    op: PlannedOp,
+    write_ts: Option<i64>,
+    /// History position and time of the invocation.
+    invoked: (usize, Duration),
+    done: Option<(usize, Duration, Outcome)>,
+}
+
+impl Op {
+    fn outcome(&self) -> Option<&Outcome> {
+        self.done.as_ref().map(|(_, _, o)| o)
+    }
+
+    fn acknowledged_write(&self) -> Option<i64> {
+        self.write_ts
+            .filter(|_| self.outcome() == Some(&Outcome::Written))
+    }
+
+    fn read(&self) -> Option<Found> {
+        match self.outcome() {
+            Some(Outcome::Read(found)) => Some(found.clone()),
+            _ => None,
+        }
+    }
+}
+
+fn violation(property: &'static str, at: Duration, what: String) -> Violation {
+    Violation { property, at, what }
+}
+
+/// Every violation of the data properties in `run` (none without data),
+/// and what was checked.
+pub fn check(run: &Run) -> (Vec<Violation>, DataCoverage) {
+    let mut out = Vec::new();
+    let mut coverage = DataCoverage::default();
+    let Some(layout) = &run.layout else {
+        return (out, coverage);
+    };
+    let ops = operations(run);
+    for op in ops.values() {
+        match op.outcome() {
+            Some(Outcome::Written) => coverage.writes_ok += 1,
+            Some(Outcome::Read(_)) => coverage.reads_ok += 1,
+            Some(Outcome::Unavailable { .. }) => coverage.unavailable += 1,
+            Some(Outcome::WriteTimeout { .. } | Outcome::ReadTimeout { .. }) => {
+                coverage.timeouts += 1;
+            }
+            _ => {}
+        }
+    }
+    coverage.pairs = writes_are_seen(&ops, &mut out);
+    no_value_from_nowhere(&ops, &mut out);
+    let timeline = Timeline::new(&run.history.entries, run.config.end());
+    unavailable_is_true(run, &timeline, &layout.replicas, &ops, &mut out);
+    the_end_agrees(run, &ops, &mut out);
+    coverage.unfinished = no_hang(run, &timeline, &ops, &mut out);
+    (out, coverage)
+}
+
+fn operations(run: &Run) -> BTreeMap<usize, Op> {
+    let mut ops = BTreeMap::new();
+    for (n, entry) in run.history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::Op(OpEvent::Invoke { id, op, write_ts }) => {
+                ops.insert(
+                    *id,
+                    Op {
+                        id: *id,
+                        op: op.clone(),
+                        write_ts: *write_ts,
+                        invoked: (n, entry.at),
+                        done: None,
+                    },
+                );
+            }
+            Event::Op(OpEvent::Done { id, outcome }) => {
+                if let Some(op) = ops.get_mut(id) {
+                    op.done = Some((n, entry.at, outcome.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    ops
+}
+
+/// (a); how many pairs it compared.
+fn writes_are_seen(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) -> u64 {
+    let mut pairs = 0;
+    for read in ops.values() {
+        let Some(found) = read.read() else { continue };
+        let read_ts = found.as_ref().map_or(0, |(ts, _)| *ts);
+        let r = block_for(read.op.level);
+        let newest = ops
+            .values()
+            .filter(|w| w.op.key == read.op.key && block_for(w.op.level) + r > RF)
+            .filter_map(|w| {
+                let ts = w.acknowledged_write()?;
+                let (done, _, _) = w.done.as_ref()?;
+                (*done < read.invoked.0).then_some((ts, w.id))
+            })
+            .inspect(|_| pairs += 1)
+            .max();
+        if let Some((ts, id)) = newest {
+            if read_ts < ts {
+                out.push(violation(
+                    "acknowledged writes are seen",
+                    read.invoked.1,
+                    format!(
+                        "op {} ({}) read {found:?}, but op {id} had acknowledged timestamp {ts} before it began",
+                        read.id, read.op
+                    ),
+                ));
+            }
+        }
+    }
+    pairs
+}
+
+/// (c).
+fn no_value_from_nowhere(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
+    for read in ops.values() {
+        let Some(Some((ts, value))) = read.read() else {
+            continue;
+        };
+        let Some((done, _, _)) = read.done else {
+            continue;
+        };
+        let written = ops.values().any(|w| {
+            w.write_ts == Some(ts)
+                && w.op.key == read.op.key
+                && w.invoked.0 < done
+                && value == super::workload::value_of(ts)
+        });
+        if !written {
+            out.push(violation(
+                "no value from nowhere",
+                read.invoked.1,
+                format!(
+                    "op {} ({}) read {value} at timestamp {ts}, which no write of that key had begun to store",
+                    read.id, read.op
+                ),
+            ));
+        }
+    }
+}
+
+/// (b): Unavailable exactly when the coordinator's view had too few of
+/// the key's replicas UP, at some moment near the request.
+fn unavailable_is_true(
+    run: &Run,
+    t: &Timeline,
+    replicas: &[Vec<usize>],
+    ops: &BTreeMap<usize, Op>,
+    out: &mut Vec<Violation>,
+) {
+    let settled = run.config.nemesis_end() + run.config.settle;
+    for op in ops.values() {
+        let at = op.invoked.1;
+        let required = block_for(op.op.level);
+        let me = op.op.node;
+        let Some(outcome) = op.outcome() else {
+            continue;
+        };
+        let Some(observer) = t.running_at(Who::Node(me), at) else {
+            continue;
+        };
+        let counts = up_counts(t, observer, me, &replicas[op.op.key], at);
+        let (fewest, most) = (counts.iter().min(), counts.iter().max());
+        let (fewest, most) = (fewest.copied().unwrap_or(0), most.copied().unwrap_or(0));
+        let Outcome::Unavailable {
+            required: said,
+            alive,
+        } = outcome
+        else {
+            if most < required {
+                out.push(violation(
+                    "Unavailable is true",
+                    at,
+                    format!(
+                        "op {} ({}) was tried ({outcome}), but n{me} had at most {most} of the replicas {:?} UP",
+                        op.id, op.op, replicas[op.op.key]
+                    ),
+                ));
+            }
+            continue;
+        };
+        let what = format!(
+            "op {} ({}) was Unavailable (required {said}, alive {alive})",
+            op.id, op.op
+        );
+        if *said != required || !counts.contains(alive) {
+            out.push(violation(
+                "Unavailable is true",
+                at,
+                format!("{what}, but the level needs {required} and n{me} had {counts:?} UP"),
+            ));
+        }
+        if at >= settled {
+            out.push(violation(
+                "Unavailable is true",
+                at,
+                format!("{what} after the quiet phase settled"),
+            ));
+        } else if fewest >= required {
+            out.push(violation(
+                "Unavailable is true",
+                at,
+                format!(
+                    "{what}, but n{me} had {fewest} of the replicas {:?} UP throughout",
+                    replicas[op.op.key]
+                ),
+            ));
+        }
+    }
+}
+
+/// How many of `replicas` incarnation `observer` of node `me` counted UP
+/// (itself always) at each moment within [`VIEW_SLACK`] of `at` when its
+/// view changed, and at the start of that window.
+fn up_counts(
+    t: &Timeline,
+    observer: usize,
+    me: usize,
+    replicas: &[usize],
+    at: Duration,
+) -> Vec<u32> {
+    let from = at.saturating_sub(VIEW_SLACK);
+    let to = at + VIEW_SLACK;
+    let mut moments = vec![from];
+    moments.extend(
+        t.views[observer]
+            .iter()
+            .map(|s| s.at)
+            .filter(|m| *m >= from && *m <= to),
+    );
+    moments
+        .iter()
+        .map(|m| {
+            let up = replicas
+                .iter()
+                .filter(|&&r| r == me || t.up_at(observer, Who::Node(r), *m).is_some())
+                .count();
+            u32::try_from(up).unwrap_or(u32::MAX)
+        })
+        .collect()
+}
+
+/// (d).
+fn the_end_agrees(run: &Run, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
+    let end = run.config.end();
+    let mut per_key: BTreeMap<usize, Vec<(usize, Found)>> = BTreeMap::new();
+    let mut invoked = 0;
+    for op in ops.values().filter(|o| o.op.last) {
+        invoked += 1;
+        match op.read() {
+            Some(found) => per_key.entry(op.op.key).or_default().push((op.id, found)),
+            None => out.push(violation(
+                "the end agrees",
+                op.invoked.1,
+                format!("final op {} ({}) ended {:?}", op.id, op.op, op.outcome()),
+            )),
+        }
+    }
+    let planned = run.layout.as_ref().map_or(0, |l| l.replicas.len()) * run.config.nodes;
+    if invoked != planned {
+        out.push(violation(
+            "the end agrees",
+            end,
+            format!("{invoked} of the {planned} final reads ran"),
+        ));
+    }
+    for (key, reads) in per_key {
+        if reads.windows(2).any(|w| w[0].1 != w[1].1) {
+            out.push(violation(
+                "the end agrees",
+                end,
+                format!("the final reads of k{key} differ: {reads:?}"),
+            ));
+        }
+    }
+}
+
+/// (e); how many operations their node's stop cut off.
+fn no_hang(run: &Run, t: &Timeline, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) -> u64 {
+    let limits = timeouts();
+    let mut cut = 0;
+    for op in ops.values() {
+        let timeout = match op.op.kind {
+            OpKind::Write => limits.write,
+            OpKind::Read { .. } => limits.read,
+        };
+        let bound = timeout + HANG_SLACK;
+        let (invoked_at, node) = (op.invoked.1, Who::Node(op.op.node));
+        // A graceful shutdown stops the client at once.
+        let ended = t.running_at(node, invoked_at).and_then(|i| {
+            let inc = &t.incarnations[i];
+            inc.shutdown_asked.or(inc.ended)
+        });
+        let took = match (&op.done, ended) {
+            (Some((_, at, _)), _) => *at - invoked_at,
+            (None, Some(ended)) if ended - invoked_at <= bound => {
+                cut += 1;
+                continue;
+            }
+            (None, ended) => ended.unwrap_or(run.config.end()) - invoked_at,
+        };
+        if took > bound {
+            out.push(violation(
+                "no hang",
+                invoked_at,
+                format!(
+                    "op {} ({}) took {took:?} (bound {bound:?}): {:?}",
+                    op.id,
+                    op.op,
+                    op.outcome()
+                ),
+            ));
+        }
+    }
+    cut
+}
