@@ -116,6 +116,8 @@ pub struct Shared {
     pub counter: Cell<i64>,
     pub recorder: Recorder,
     pub nodes: usize,
+    /// The keyspace's replication.
+    pub replication: Replication,
 }
 
 /// One node's data side, kept across its restarts.
@@ -227,7 +229,7 @@ async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
         op: op.clone(),
         write_ts,
     }));
-    let replication = Replication::Simple(RF);
+    let replication = &shared.replication;
     let k = key(op.key);
     let outcome = match (op.kind, write_ts) {
         (OpKind::Write, Some(ts)) => coordinator
@@ -235,7 +237,7 @@ async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
                 table: TABLE,
                 key: k,
                 update: update(ts),
-                replication: &replication,
+                replication,
                 consistency: op.level,
                 write_type: WriteType::Simple,
             })
@@ -257,7 +259,7 @@ async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
                     reversed: false,
                     now_seconds: NOW_SECONDS,
                     row_limit: usize::MAX,
-                    replication: &replication,
+                    replication,
                     consistency: op.level,
                     speculation,
                     blocking_repair,
@@ -288,25 +290,69 @@ async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
         .record_now(Event::Op(OpEvent::Done { id, outcome }));
 }
 
-/// Where the data of a run lives, for the checker: each key's replicas
-/// (by node index), from every node's tokens.
+/// Where the data of a run lives, for the checker: each node's tokens
+/// and data centre, the keyspace's replication, and each key's replicas
+/// (by node index).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {
     pub tokens: Vec<Vec<i64>>,
+    pub dcs: Vec<String>,
+    pub replication: Replication,
     pub replicas: Vec<Vec<NodeIndex>>,
+}
+
+impl Layout {
+    /// The replicas of `key` whose answers count at `level` through a
+    /// coordinator in `dc` (local levels: that data centre's), and how
+    /// many answers the level waits for.
+    pub fn counting(
+        &self,
+        key: usize,
+        level: varve_types::consistency::Consistency,
+        dc: &str,
+    ) -> (Vec<NodeIndex>, u32) {
+        let replicas = self.replicas[key]
+            .iter()
+            .copied()
+            .filter(|&r| !level.is_datacenter_local() || self.dcs[r] == dc)
+            .collect();
+        (replicas, level.block_for(&self.replication.factors(), dc))
+    }
 }
 
 /// Tokens per node.
 const TOKENS_PER_NODE: usize = 4;
 
 /// The data side of every node of a run of `config`: tokens drawn from
-/// `rng`, the workload, one engine per node. The nodes and the layout.
+/// `rng`, the workload, one engine per node; in one run of two, the
+/// nodes alternate between two data centres and the keyspace has up to
+/// two replicas in each (NetworkTopologyStrategy), else it is RF 3
+/// SimpleStrategy in one. The nodes and the layout.
 pub fn cluster(
     rng: &crate::env::SeededRng,
     config: &super::harness::SimConfig,
     location: &Location,
     recorder: Recorder,
 ) -> (Vec<Rc<NodeData>>, Layout) {
+    let two_dcs = rng.below_or_at(1) == 1;
+    let dcs: Vec<String> = (0..config.nodes)
+        .map(|i| match two_dcs {
+            true => format!("dc{}", 1 + i % 2),
+            false => location.dc.clone(),
+        })
+        .collect();
+    let replication = match two_dcs {
+        true => Replication::PerDc(
+            ["dc1", "dc2"]
+                .iter()
+                .map(|dc| {
+                    let here = dcs.iter().filter(|d| d == dc).count();
+                    (dc.to_string(), u32::try_from(here.min(2)).unwrap_or(2))
+                })
+                .collect(),
+        ),
+        false => Replication::Simple(RF),
+    };
     let mut taken = std::collections::BTreeSet::new();
     let tokens: Vec<Vec<i64>> = (0..config.nodes)
         .map(|_| {
@@ -324,12 +370,31 @@ pub fn cluster(
     let ring = TokenRing::new(
         tokens
             .iter()
-            .map(|t| (location.clone(), t.clone()))
+            .zip(&dcs)
+            .map(|(t, dc)| {
+                let at = Location {
+                    dc: dc.clone(),
+                    rack: location.rack.clone(),
+                };
+                (at, t.clone())
+            })
             .collect(),
     )
     .unwrap_or_else(|e| panic!("the simulated ring: {e:?}"));
     let replicas = (0..KEYS)
-        .map(|k| placement::simple(&ring, key(k).token, RF as usize))
+        .map(|k| {
+            let token = key(k).token;
+            match &replication {
+                Replication::PerDc(factors) => {
+                    let factors: Vec<(&str, usize)> = factors
+                        .iter()
+                        .map(|(dc, rf)| (dc.as_str(), *rf as usize))
+                        .collect();
+                    placement::network_topology(&ring, token, &factors)
+                }
+                _ => placement::simple(&ring, token, RF as usize),
+            }
+        })
         .collect();
     let last_at = config.nemesis_end() + config.settle;
     let shared = Rc::new(Shared {
@@ -343,13 +408,20 @@ pub fn cluster(
         counter: Cell::new(0),
         recorder,
         nodes: config.nodes,
+        replication: replication.clone(),
     });
     let nodes = tokens
         .iter()
         .enumerate()
         .map(|(i, t)| Rc::new(NodeData::new(i, t.clone(), shared.clone())))
         .collect();
-    (nodes, Layout { tokens, replicas })
+    let layout = Layout {
+        tokens,
+        dcs,
+        replication,
+        replicas,
+    };
+    (nodes, layout)
 }
 
 /// The tokens as gossip carries them.
@@ -363,7 +435,7 @@ impl super::harness::SimConfig {
     /// every node stores data and serves the workload, without the other
     /// cluster's node, with 40 s of nemesis, and with every node running
     /// at the end (the final reads at ALL need all replicas); the quiet
-    /// phase lasts `settle` and then 10 s of final reads.
+    /// phase lasts `settle` and then the rounds of final reads.
     ///
     /// [`SimConfig::new`]: super::harness::SimConfig::new
     pub fn with_data(seed: u64) -> super::harness::SimConfig {
@@ -372,7 +444,9 @@ impl super::harness::SimConfig {
         config.intruder = false;
         config.last_stop = super::nemesis::LastStop::None;
         config.nemesis = Duration::from_secs(40);
-        config.quiet = config.settle + Duration::from_secs(10);
+        config.quiet = config.settle
+            + super::workload::FINAL_ROUND_GAP * super::workload::FINAL_ROUNDS
+            + Duration::from_secs(2);
         config
     }
 }

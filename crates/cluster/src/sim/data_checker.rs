@@ -5,9 +5,10 @@
 //! earlier.
 //!
 //! - **(a) Acknowledged writes are seen**: a read that completed with a
-//!   value and began after a write of its key was acknowledged, with
-//!   `block_for(R) + block_for(W) > RF`, returns that write's value or a
-//!   newer one (a higher timestamp).
+//!   value and began after a write of its key was acknowledged, where
+//!   any replicas that can acknowledge the write meet any that can answer
+//!   the read (`block_for(R) + block_for(W) > RF` in one data centre),
+//!   returns that write's value or a newer one (a higher timestamp).
 //! - **(c) No value from nowhere**: a value read is one a write of that
 //!   key stored, with that write's timestamp, and the write had begun
 //!   before the read ended. (Writes that timed out or failed may or may
@@ -20,9 +21,9 @@
 //!   an operation that was tried instead had enough UP at some such
 //!   moment; and no Unavailable comes once the quiet phase has settled.
 //! - **(d) The end agrees**: after the quiet phase every node reads every
-//!   key at ALL successfully, and all nodes return the same value for a
-//!   key ((a) already asks that it be the newest acknowledged one or
-//!   newer).
+//!   key at ALL successfully in one of the final rounds (a client retries
+//!   a timeout), and every such read of a key returns the same value ((a)
+//!   already asks that it be the newest acknowledged one or newer).
 //! - **(e) No hang**: every operation finishes within its timeout plus
 //!   [`HANG_SLACK`], unless its node stopped first.
 
@@ -31,10 +32,11 @@ use std::time::Duration;
 
 use super::checker::Violation;
 use super::data::timeouts;
+use super::data::Layout;
 use super::harness::Run;
 use super::history::{Event, Who};
 use super::timeline::Timeline;
-use super::workload::{block_for, OpEvent, OpKind, Outcome, PlannedOp, RF};
+use super::workload::{value_of, OpEvent, OpKind, Outcome, PlannedOp};
 
 /// How far from a request the coordinator's view is looked at: the view
 /// the history records comes from the gossiper's announcements, which a
@@ -125,10 +127,10 @@ pub fn check(run: &Run) -> (Vec<Violation>, DataCoverage) {
             _ => {}
         }
     }
-    coverage.pairs = writes_are_seen(&ops, &mut out);
+    coverage.pairs = writes_are_seen(layout, &ops, &mut out);
     no_value_from_nowhere(&ops, &mut out);
     let timeline = Timeline::new(&run.history.entries, run.config.end());
-    unavailable_is_true(run, &timeline, &layout.replicas, &ops, &mut out);
+    unavailable_is_true(run, &timeline, layout, &ops, &mut out);
     the_end_agrees(run, &ops, &mut out);
     coverage.unfinished = no_hang(run, &timeline, &ops, &mut out);
     (out, coverage)
@@ -162,15 +164,14 @@ fn operations(run: &Run) -> BTreeMap<usize, Op> {
 }
 
 /// (a); how many pairs it compared.
-fn writes_are_seen(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) -> u64 {
+fn writes_are_seen(layout: &Layout, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) -> u64 {
     let mut pairs = 0;
     for read in ops.values() {
         let Some(found) = read.read() else { continue };
         let read_ts = found.as_ref().map_or(0, |(ts, _)| *ts);
-        let r = block_for(read.op.level);
         let newest = ops
             .values()
-            .filter(|w| w.op.key == read.op.key && block_for(w.op.level) + r > RF)
+            .filter(|w| w.op.key == read.op.key && must_meet(layout, &w.op, &read.op))
             .filter_map(|w| {
                 let ts = w.acknowledged_write()?;
                 let (done, _, _) = w.done.as_ref()?;
@@ -194,6 +195,20 @@ fn writes_are_seen(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) -> u64 {
     pairs
 }
 
+/// Whether every set of replicas that can acknowledge `write` meets
+/// every set that can answer `read`: `w + r` above the replicas either
+/// may count (at RF 3 in one data centre, `w + r > 3`; a local level
+/// counts its coordinator's data centre only).
+fn must_meet(layout: &Layout, write: &PlannedOp, read: &PlannedOp) -> bool {
+    let (sw, w) = layout.counting(write.key, write.level, &layout.dcs[write.node]);
+    let (sr, r) = layout.counting(read.key, read.level, &layout.dcs[read.node]);
+    let union = sw
+        .iter()
+        .chain(sr.iter().filter(|x| !sw.contains(x)))
+        .count();
+    usize::try_from(w + r).unwrap_or(0) > union
+}
+
 /// (c).
 fn no_value_from_nowhere(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
     for read in ops.values() {
@@ -207,7 +222,7 @@ fn no_value_from_nowhere(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
             w.write_ts == Some(ts)
                 && w.op.key == read.op.key
                 && w.invoked.0 < done
-                && value == super::workload::value_of(ts)
+                && value == value_of(ts)
         });
         if !written {
             out.push(violation(
@@ -227,22 +242,22 @@ fn no_value_from_nowhere(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
 fn unavailable_is_true(
     run: &Run,
     t: &Timeline,
-    replicas: &[Vec<usize>],
+    layout: &Layout,
     ops: &BTreeMap<usize, Op>,
     out: &mut Vec<Violation>,
 ) {
     let settled = run.config.nemesis_end() + run.config.settle;
     for op in ops.values() {
         let at = op.invoked.1;
-        let required = block_for(op.op.level);
         let me = op.op.node;
+        let (replicas, required) = layout.counting(op.op.key, op.op.level, &layout.dcs[me]);
         let Some(outcome) = op.outcome() else {
             continue;
         };
         let Some(observer) = t.running_at(Who::Node(me), at) else {
             continue;
         };
-        let counts = up_counts(t, observer, me, &replicas[op.op.key], at);
+        let counts = up_counts(t, observer, me, &replicas, at);
         let (fewest, most) = (counts.iter().min(), counts.iter().max());
         let (fewest, most) = (fewest.copied().unwrap_or(0), most.copied().unwrap_or(0));
         let Outcome::Unavailable {
@@ -255,8 +270,8 @@ fn unavailable_is_true(
                     "Unavailable is true",
                     at,
                     format!(
-                        "op {} ({}) was tried ({outcome}), but n{me} had at most {most} of the replicas {:?} UP",
-                        op.id, op.op, replicas[op.op.key]
+                        "op {} ({}) was tried ({outcome}), but n{me} had at most {most} of the replicas {replicas:?} UP",
+                        op.id, op.op
                     ),
                 ));
             }
@@ -284,8 +299,7 @@ fn unavailable_is_true(
                 "Unavailable is true",
                 at,
                 format!(
-                    "{what}, but n{me} had {fewest} of the replicas {:?} UP throughout",
-                    replicas[op.op.key]
+                    "{what}, but n{me} had {fewest} of the replicas {replicas:?} UP throughout"
                 ),
             ));
         }
@@ -323,29 +337,34 @@ fn up_counts(
         .collect()
 }
 
-/// (d).
+/// (d): every node read every key at ALL successfully in some round,
+/// and every successful final read of a key returned the same.
 fn the_end_agrees(run: &Run, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
     let end = run.config.end();
     let mut per_key: BTreeMap<usize, Vec<(usize, Found)>> = BTreeMap::new();
-    let mut invoked = 0;
+    let mut succeeded = std::collections::BTreeSet::new();
     for op in ops.values().filter(|o| o.op.last) {
-        invoked += 1;
-        match op.read() {
-            Some(found) => per_key.entry(op.op.key).or_default().push((op.id, found)),
-            None => out.push(violation(
-                "the end agrees",
-                op.invoked.1,
-                format!("final op {} ({}) ended {:?}", op.id, op.op, op.outcome()),
-            )),
+        if let Some(found) = op.read() {
+            succeeded.insert((op.op.key, op.op.node));
+            per_key.entry(op.op.key).or_default().push((op.id, found));
         }
     }
-    let planned = run.layout.as_ref().map_or(0, |l| l.replicas.len()) * run.config.nodes;
-    if invoked != planned {
-        out.push(violation(
-            "the end agrees",
-            end,
-            format!("{invoked} of the {planned} final reads ran"),
-        ));
+    let keys = run.layout.as_ref().map_or(0, |l| l.replicas.len());
+    for key in 0..keys {
+        for node in 0..run.config.nodes {
+            if !succeeded.contains(&(key, node)) {
+                let tries: Vec<String> = ops
+                    .values()
+                    .filter(|o| o.op.last && o.op.key == key && o.op.node == node)
+                    .map(|o| format!("op {}: {:?}", o.id, o.outcome()))
+                    .collect();
+                out.push(violation(
+                    "the end agrees",
+                    end,
+                    format!("no final read of k{key} through n{node} succeeded: {tries:?}"),
+                ));
+            }
+        }
     }
     for (key, reads) in per_key {
         if reads.windows(2).any(|w| w[0].1 != w[1].1) {

@@ -3,14 +3,14 @@
 //! many more from the environment, and the determinism check.
 //!
 //! - `VARVE_SIM_SEED=S` runs seed S in `replay_data` and prints its
-//!   history, operations included;
+//!   history, operations included, failing or not;
 //! - `VARVE_SIM_SEEDS=N` (and `VARVE_SIM_FIRST_SEED=K`) runs seeds K to
 //!   K + N - 1 in `replay_data`;
 //! - `VARVE_SIM_LOG=FILTER` prints the nodes' logs, as in `replay`.
 //!
 //! A run with data is checked for the membership properties too.
 
-use super::checker::{check, report};
+use super::checker::{check, report, Violation};
 use super::data_checker::{self, DataCoverage};
 use super::harness::{run, Run, SimConfig};
 use super::{log, panics};
@@ -18,20 +18,15 @@ use super::{log, panics};
 /// The seeds CI runs with data: `CI_DATA_SEEDS` of them, from 0.
 const CI_DATA_SEEDS: u64 = 16;
 
-/// Runs `config` and checks its history, membership and data; the report
-/// of a failure.
-pub(super) fn check_data_config(config: &SimConfig) -> Result<(Run, DataCoverage), String> {
+/// Runs `config`; every violation of the membership and data checks.
+fn run_and_check(config: &SimConfig) -> (Run, Vec<Violation>, DataCoverage) {
     panics::install();
     let before = panics::count();
     let run = run(config);
     let (mut violations, _) = check(&run, panics::count() - before);
     let (data, coverage) = data_checker::check(&run);
     violations.extend(data);
-    if violations.is_empty() {
-        Ok((run, coverage))
-    } else {
-        Err(report(&run, &violations))
-    }
+    (run, violations, coverage)
 }
 
 /// Runs every seed of `seeds` with data; fails with the first failure's
@@ -41,16 +36,17 @@ pub(super) fn check_data_seeds(seeds: impl Iterator<Item = u64>) -> DataCoverage
     let mut first = None;
     let mut coverage = DataCoverage::default();
     for seed in seeds {
-        match check_data_config(&SimConfig::with_data(seed)) {
-            Ok((_, covered)) => coverage += covered,
-            Err(report) => {
-                failed.push(seed);
-                first.get_or_insert(report);
+        let (run, violations, covered) = run_and_check(&SimConfig::with_data(seed));
+        match violations.first() {
+            None => coverage += covered,
+            Some(v) => {
+                failed.push(format!("seed {seed}: {v}"));
+                first.get_or_insert_with(|| report(&run, &violations));
             }
         }
     }
     if let Some(report) = first {
-        panic!("{report}\nfailing seeds: {failed:?}");
+        panic!("{report}\nfailing seeds:\n{}", failed.join("\n"));
     }
     coverage
 }
@@ -88,9 +84,10 @@ fn ci_data_seeds_second_half() {
 fn replay_data() {
     log::init_from_env();
     if let Some(seed) = env_u64("VARVE_SIM_SEED") {
-        match check_data_config(&SimConfig::with_data(seed)) {
-            Ok((run, coverage)) => println!("{}\n{coverage:?}", run.history),
-            Err(report) => panic!("{report}"),
+        let (run, violations, coverage) = run_and_check(&SimConfig::with_data(seed));
+        println!("{}\n{coverage:?}", run.history);
+        if !violations.is_empty() {
+            panic!("{}", report(&run, &violations));
         }
     }
     if let Some(count) = env_u64("VARVE_SIM_SEEDS") {

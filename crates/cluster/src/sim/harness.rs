@@ -189,10 +189,11 @@ pub fn run(config: &SimConfig) -> Run {
                 _ => CLUSTER_NAME,
             };
             let data = data.get(i).cloned();
-            if let Some(d) = &data {
+            if let (Some(d), Some(layout)) = (&data, &layout) {
                 membership
                     .values
                     .insert(GossipKey::TOKENS, data::tokens_value(&d.tokens));
+                membership.dc = layout.dcs[i].clone();
             }
             let mut spec = NodeSpec::new(
                 *who,

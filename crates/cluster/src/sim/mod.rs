@@ -8,7 +8,8 @@
 //! seeds with the crate's other tests. The nodes run the production code
 //! unchanged: [`env`] implements `Env`'s `Network` and `Clock` over
 //! turmoil, and [`node`] starts `Messaging` and `Gossiper` on it as the
-//! server does.
+//! server does (and, in a run with data, the replica handlers and the
+//! `Coordinator`).
 //!
 //! - [`harness`]: one run from a seed ([`harness::SimConfig`],
 //!   [`harness::run`]);
@@ -16,9 +17,12 @@
 //! - [`history`]: what was observed, with simulated times;
 //! - [`checker`]: the membership properties a history must have, over
 //!   the history replayed ([`timeline`]);
-//! - `tests`: the seeds CI runs, one or many more from the environment,
-//!   and the determinism check; `regressions`: the seeds and scenarios
-//!   kept because they once failed.
+//! - in a run with data: [`data`], each node's engine, replica handlers,
+//!   coordinator and client; [`workload`], the client operations drawn
+//!   from the seed; [`data_checker`], what their outcomes must satisfy;
+//! - `tests` and `data_tests`: the seeds CI runs, one or many more from
+//!   the environment, and the determinism checks; `regressions`: the
+//!   seeds and scenarios kept because they once failed.
 //!
 //! What makes a seed replay: every random choice comes from the seed
 //! (nodes' `SeededRng`s, turmoil's RNG, the plan); the epoch is fixed;

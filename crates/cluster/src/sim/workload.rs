@@ -8,7 +8,7 @@
 //! at invocation from one counter all nodes share, so a later write is a
 //! newer one and a value read names the write it came from. After the
 //! nemesis and the settling time, every node reads every key at ALL (the
-//! *final* reads), with no write in flight.
+//! *final* reads) in a few rounds, with no write in flight.
 
 use std::fmt;
 use std::time::Duration;
@@ -39,6 +39,14 @@ pub const LEVELS: [Consistency; 6] = [
 /// The largest gap between two operations of the whole cluster.
 const GAP_MS_MAX: u64 = 400;
 
+/// How many times every node reads every key at ALL at the end, and how
+/// far apart: a client retries a read that timed out, and a connection
+/// a partition left with a hole (turmoil's TCP does not retransmit) may
+/// swallow requests until messaging's write timeout closes it, after the
+/// quiet phase settled.
+pub const FINAL_ROUNDS: u32 = 4;
+pub const FINAL_ROUND_GAP: Duration = Duration::from_secs(3);
+
 /// What an operation does.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OpKind {
@@ -59,7 +67,7 @@ pub struct PlannedOp {
     pub kind: OpKind,
     pub key: usize,
     pub level: Consistency,
-    /// One of the reads at ALL after the quiet phase settled.
+    /// One of the final reads at ALL, after the quiet phase settled.
     pub last: bool,
 }
 
@@ -106,21 +114,23 @@ pub fn workload(
         });
         t += Duration::from_millis(1 + rng.below_or_at(GAP_MS_MAX));
     }
-    let mut t = last_at;
-    for key in 0..KEYS {
-        for node in 0..nodes {
-            ops.push(PlannedOp {
-                at: t,
-                node,
-                kind: OpKind::Read {
-                    speculation: Speculation::Never,
-                    blocking_repair: true,
-                },
-                key,
-                level: Consistency::All,
-                last: true,
-            });
-            t += Duration::from_millis(20);
+    for round in 0..FINAL_ROUNDS {
+        let mut t = last_at + FINAL_ROUND_GAP * round;
+        for key in 0..KEYS {
+            for node in 0..nodes {
+                ops.push(PlannedOp {
+                    at: t,
+                    node,
+                    kind: OpKind::Read {
+                        speculation: Speculation::Never,
+                        blocking_repair: true,
+                    },
+                    key,
+                    level: Consistency::All,
+                    last: true,
+                });
+                t += Duration::from_millis(20);
+            }
         }
     }
     Workload { ops }
@@ -251,7 +261,10 @@ mod tests {
         let w = draw();
         assert_eq!(w, draw());
         assert!(w.ops.windows(2).all(|p| p[0].at <= p[1].at));
-        assert_eq!(w.ops.iter().filter(|o| o.last).count(), KEYS * 4);
+        assert_eq!(
+            w.ops.iter().filter(|o| o.last).count(),
+            KEYS * 4 * FINAL_ROUNDS as usize
+        );
         assert_eq!(block_for(Consistency::Quorum), 2);
         assert_eq!(block_for(Consistency::LocalQuorum), 2);
         assert_eq!(block_for(Consistency::All), 3);
