@@ -25,7 +25,8 @@ use varve_storage::compaction::{CommonOptions, CompactionConfig};
 use varve_storage::sstable::SstableParams;
 use varve_storage::{Engine, Storage, TableDescriptor};
 use varve_types::data::{
-    Cell as DataCell, ClusteringComparator, ClusteringKey, Partition, PartitionKey, Row, Slice,
+    Cell as DataCell, ClusteringComparator, ClusteringKey, DeletionTime, Partition, PartitionKey,
+    Row, Slice,
 };
 use varve_types::data_error::{DataError, WriteType};
 use varve_types::CqlType;
@@ -96,6 +97,16 @@ fn update(ts: i64) -> Partition {
     let mut row = Row::default();
     row.cells
         .insert((1, None), DataCell::live(ts, Bytes::from(value_of(ts))));
+    p.rows.insert(row_key(), row);
+    p
+}
+
+fn deletion(ts: i64) -> Partition {
+    let mut p = Partition::default();
+    let row = Row {
+        deletion: Some(DeletionTime::new(ts, NOW_SECONDS)),
+        ..Row::default()
+    };
     p.rows.insert(row_key(), row);
     p
 }
@@ -219,7 +230,7 @@ async fn client(data: Rc<NodeData>, coordinator: Arc<Coordinator>, clock: Arc<dy
 async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
     let shared = &data.shared;
     let op = shared.workload.ops[id].clone();
-    let write_ts = (op.kind == OpKind::Write).then(|| {
+    let write_ts = matches!(op.kind, OpKind::Write | OpKind::Delete).then(|| {
         let ts = shared.counter.get() + 1;
         shared.counter.set(ts);
         ts
@@ -232,11 +243,14 @@ async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
     let replication = &shared.replication;
     let k = key(op.key);
     let outcome = match (op.kind, write_ts) {
-        (OpKind::Write, Some(ts)) => coordinator
+        (OpKind::Write | OpKind::Delete, Some(ts)) => coordinator
             .write(Write {
                 table: TABLE,
                 key: k,
-                update: update(ts),
+                update: match op.kind {
+                    OpKind::Delete => deletion(ts),
+                    _ => update(ts),
+                },
                 replication,
                 consistency: op.level,
                 write_type: WriteType::Simple,
@@ -267,7 +281,7 @@ async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
                 .await
                 .map(|found| Outcome::Read(found.partition.as_ref().and_then(cell_of)))
         }
-        (OpKind::Write, None) => unreachable!("a write has its timestamp"),
+        (OpKind::Write | OpKind::Delete, None) => unreachable!("a write has its timestamp"),
     };
     let outcome = outcome.unwrap_or_else(|e| match e {
         DataError::Unavailable(u) => Outcome::Unavailable {

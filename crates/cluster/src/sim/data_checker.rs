@@ -8,7 +8,13 @@
 //!   value and began after a write of its key was acknowledged, where
 //!   any replicas that can acknowledge the write meet any that can answer
 //!   the read (`block_for(R) + block_for(W) > RF` in one data centre),
-//!   returns that write's value or a newer one (a higher timestamp).
+//!   returns that write's value or a newer one (a higher timestamp); if
+//!   it returns nothing, that write was a deletion or a deletion newer
+//!   than it had begun before the read ended.
+//! - **(a') Monotonic reads**: the same, with a read that had blocking
+//!   read repair in place of the write, and the value it returned in place
+//!   of the write's: such a read answers only once the replicas that
+//!   answered it hold that value (Cassandra's monotonic quorum reads).
 //! - **(c) No value from nowhere**: a value read is one a write of that
 //!   key stored, with that write's timestamp, and the write had begun
 //!   before the read ended. (Writes that timed out or failed may or may
@@ -52,7 +58,8 @@ pub const HANG_SLACK: Duration = Duration::from_millis(500);
 pub struct DataCoverage {
     pub writes_ok: u64,
     pub reads_ok: u64,
-    /// (read, earlier acknowledged write) pairs that (a) compared.
+    /// (read, earlier acknowledged write or repairing read) pairs that
+    /// (a) and (a') compared.
     pub pairs: u64,
     pub unavailable: u64,
     pub timeouts: u64,
@@ -88,11 +95,6 @@ struct Op {
 impl Op {
     fn outcome(&self) -> Option<&Outcome> {
         self.done.as_ref().map(|(_, _, o)| o)
-    }
-
-    fn acknowledged_write(&self) -> Option<i64> {
-        self.write_ts
-            .filter(|_| self.outcome() == Some(&Outcome::Written))
     }
 
     fn read(&self) -> Option<Found> {
@@ -163,7 +165,25 @@ fn operations(run: &Run) -> BTreeMap<usize, Op> {
     ops
 }
 
-/// (a); how many pairs it compared.
+/// What a finished operation left on at least `block_for` of the
+/// replicas its level counts: an acknowledged write's timestamp, or the
+/// timestamp a read with blocking read repair returned (it answers only
+/// once every replica that answered it holds what it returns).
+fn stored(op: &Op) -> Option<i64> {
+    match (op.op.kind, op.outcome()?) {
+        (OpKind::Write | OpKind::Delete, Outcome::Written) => op.write_ts,
+        (
+            OpKind::Read {
+                blocking_repair: true,
+                ..
+            },
+            Outcome::Read(Some((ts, _))),
+        ) => Some(*ts),
+        _ => None,
+    }
+}
+
+/// (a) and (a'); how many pairs they compared.
 fn writes_are_seen(layout: &Layout, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) -> u64 {
     let mut pairs = 0;
     for read in ops.values() {
@@ -173,26 +193,53 @@ fn writes_are_seen(layout: &Layout, ops: &BTreeMap<usize, Op>, out: &mut Vec<Vio
             .values()
             .filter(|w| w.op.key == read.op.key && must_meet(layout, &w.op, &read.op))
             .filter_map(|w| {
-                let ts = w.acknowledged_write()?;
+                let ts = stored(w)?;
                 let (done, _, _) = w.done.as_ref()?;
-                (*done < read.invoked.0).then_some((ts, w.id))
+                (*done < read.invoked.0).then_some((ts, w.id, w.op.kind))
             })
             .inspect(|_| pairs += 1)
-            .max();
-        if let Some((ts, id)) = newest {
-            if read_ts < ts {
-                out.push(violation(
-                    "acknowledged writes are seen",
-                    read.invoked.1,
-                    format!(
-                        "op {} ({}) read {found:?}, but op {id} had acknowledged timestamp {ts} before it began",
-                        read.id, read.op
-                    ),
-                ));
-            }
+            .max_by_key(|(ts, _, _)| *ts);
+        let Some((ts, id, kind)) = newest else {
+            continue;
+        };
+        let seen = match &found {
+            Some(_) => read_ts >= ts,
+            // Nothing: the newest required was a deletion, or a deletion
+            // at least as new had begun before the read ended.
+            None => kind == OpKind::Delete || deleted_since(ops, read, ts),
+        };
+        if seen {
+            continue;
         }
+        let (property, what) = match kind {
+            OpKind::Write => ("acknowledged writes are seen", "acknowledged"),
+            OpKind::Delete => ("acknowledged writes are seen", "acknowledged a deletion at"),
+            OpKind::Read { .. } => ("monotonic reads", "read with blocking repair"),
+        };
+        out.push(violation(
+            property,
+            read.invoked.1,
+            format!(
+                "op {} ({}) read {found:?}, but op {id} had {what} timestamp {ts} before it began",
+                read.id, read.op
+            ),
+        ));
     }
     pairs
+}
+
+/// Whether a deletion of `read`'s key newer than `ts` had begun before
+/// `read` ended.
+fn deleted_since(ops: &BTreeMap<usize, Op>, read: &Op, ts: i64) -> bool {
+    let Some((done, _, _)) = read.done else {
+        return false;
+    };
+    ops.values().any(|d| {
+        d.op.kind == OpKind::Delete
+            && d.op.key == read.op.key
+            && d.write_ts.is_some_and(|t| t > ts)
+            && d.invoked.0 < done
+    })
 }
 
 /// Whether every set of replicas that can acknowledge `write` meets
@@ -219,7 +266,8 @@ fn no_value_from_nowhere(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
             continue;
         };
         let written = ops.values().any(|w| {
-            w.write_ts == Some(ts)
+            w.op.kind == OpKind::Write
+                && w.write_ts == Some(ts)
                 && w.op.key == read.op.key
                 && w.invoked.0 < done
                 && value == value_of(ts)
@@ -383,7 +431,7 @@ fn no_hang(run: &Run, t: &Timeline, ops: &BTreeMap<usize, Op>, out: &mut Vec<Vio
     let mut cut = 0;
     for op in ops.values() {
         let timeout = match op.op.kind {
-            OpKind::Write => limits.write,
+            OpKind::Write | OpKind::Delete => limits.write,
             OpKind::Read { .. } => limits.read,
         };
         let bound = timeout + HANG_SLACK;

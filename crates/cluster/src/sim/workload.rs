@@ -1,11 +1,12 @@
 //! The data workload of a simulation (docs/design/cluster.md, section
 //! 11): client operations drawn from the seed before the run, each a
-//! write or a read of one of a few keys at a random level through one
+//! write, a deletion or a read of one of a few keys at a random level through one
 //! node's coordinator, and the history lines they leave (an invocation,
 //! then a completion with its outcome).
 //!
 //! Every write carries a value no other write has: its timestamp, taken
-//! at invocation from one counter all nodes share, so a later write is a
+//! at invocation from one counter all nodes share (deletions take theirs
+//! from it too), so a later write is a
 //! newer one and a value read names the write it came from. After the
 //! nemesis and the settling time, every node reads every key at ALL (the
 //! *final* reads) in a few rounds, with no write in flight.
@@ -51,6 +52,8 @@ pub const FINAL_ROUND_GAP: Duration = Duration::from_secs(3);
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OpKind {
     Write,
+    /// A row deletion (a tombstone with the write's timestamp).
+    Delete,
     /// A read, with the table options it runs under.
     Read {
         speculation: Speculation,
@@ -92,17 +95,17 @@ pub fn workload(
         let node = index(rng, nodes);
         let key = index(rng, KEYS);
         let level = LEVELS[index(rng, LEVELS.len())];
-        let kind = if rng.below_or_at(1) == 0 {
-            OpKind::Write
-        } else {
-            OpKind::Read {
+        let kind = match rng.below_or_at(9) {
+            0..=3 => OpKind::Write,
+            4 => OpKind::Delete,
+            _ => OpKind::Read {
                 speculation: match rng.below_or_at(2) {
                     0 => Speculation::Never,
                     1 => Speculation::Always,
                     _ => Speculation::Fixed(Duration::from_millis(50)),
                 },
                 blocking_repair: rng.below_or_at(3) != 0,
-            }
+            },
         };
         ops.push(PlannedOp {
             at: t,
@@ -149,7 +152,7 @@ pub fn block_for(level: Consistency) -> u32 {
 /// How an operation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The write met its level.
+    /// The write (or deletion) met its level.
     Written,
     /// The read's answer: the cell's timestamp and value, if any.
     Read(Option<(i64, String)>),
@@ -173,7 +176,8 @@ pub enum Outcome {
 /// A workload line of the history.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OpEvent {
-    /// Operation `id` of the plan began; a write names its timestamp.
+    /// Operation `id` of the plan began; a write or deletion names its
+    /// timestamp.
     Invoke {
         id: usize,
         op: PlannedOp,
@@ -219,9 +223,10 @@ impl fmt::Display for OpEvent {
         match self {
             OpEvent::Invoke { id, op, write_ts } => {
                 write!(f, "op {id}: {op}")?;
-                match write_ts {
-                    Some(ts) => write!(f, ", value {}", value_of(*ts)),
-                    None => Ok(()),
+                match (op.kind, write_ts) {
+                    (OpKind::Write, Some(ts)) => write!(f, ", value {}", value_of(*ts)),
+                    (_, Some(ts)) => write!(f, ", timestamp {ts}"),
+                    _ => Ok(()),
                 }
             }
             OpEvent::Done { id, outcome } => write!(f, "op {id} done: {outcome}"),
@@ -233,6 +238,7 @@ impl fmt::Display for PlannedOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match self.kind {
             OpKind::Write => "write",
+            OpKind::Delete => "delete",
             OpKind::Read { .. } => "read",
         };
         write!(
