@@ -25,7 +25,9 @@
 //!   plus itself) had, and at some moment within [`VIEW_SLACK`] of the
 //!   request that view held fewer of the key's replicas than required;
 //!   an operation that was tried instead had enough UP at some such
-//!   moment; and no Unavailable comes once the quiet phase has settled.
+//!   moment; and no Unavailable comes once the cluster has converged
+//!   after the nemesis (every running node seeing every other UP for
+//!   good).
 //! - **(d) The end agrees**: after the quiet phase every node reads every
 //!   key at ALL successfully in one of the final rounds (a client retries
 //!   a timeout), and every such read of a key returns the same value ((a)
@@ -43,6 +45,7 @@ use super::harness::Run;
 use super::history::{Event, Who};
 use super::timeline::Timeline;
 use super::workload::{value_of, OpEvent, OpKind, Outcome, PlannedOp};
+use crate::membership::Change;
 
 /// How far from a request the coordinator's view is looked at: the view
 /// the history records comes from the gossiper's announcements, which a
@@ -294,7 +297,7 @@ fn unavailable_is_true(
     ops: &BTreeMap<usize, Op>,
     out: &mut Vec<Violation>,
 ) {
-    let settled = run.config.nemesis_end() + run.config.settle;
+    let converged_at = converged(run, t);
     for op in ops.values() {
         let at = op.invoked.1;
         let me = op.op.node;
@@ -336,11 +339,11 @@ fn unavailable_is_true(
                 format!("{what}, but the level needs {required} and n{me} had {counts:?} UP"),
             ));
         }
-        if at >= settled {
+        if at >= converged_at {
             out.push(violation(
                 "Unavailable is true",
                 at,
-                format!("{what} after the quiet phase settled"),
+                format!("{what} after the cluster converged at {converged_at:?}"),
             ));
         } else if fewest >= required {
             out.push(violation(
@@ -352,6 +355,32 @@ fn unavailable_is_true(
             ));
         }
     }
+}
+
+/// When the cluster converged after the nemesis: the last moment a node
+/// running at the end came to see another one UP for good (the end if
+/// some pair never did; the membership checker reports that).
+fn converged(run: &Run, t: &Timeline) -> Duration {
+    let end = run.config.end();
+    let running: Vec<usize> = (0..t.incarnations.len())
+        .filter(|&i| t.incarnations[i].ended.is_none())
+        .collect();
+    let mut at = run.config.nemesis_end();
+    for &observer in &running {
+        for &peer in &running {
+            let who = t.incarnations[peer].who;
+            if peer == observer {
+                continue;
+            }
+            let last = t.views[observer].iter().rev().find(|s| s.peer == who);
+            let up_since = match last {
+                Some(seen) if seen.change == Change::Up => seen.at,
+                _ => end,
+            };
+            at = at.max(up_since + VIEW_SLACK);
+        }
+    }
+    at
 }
 
 /// How many of `replicas` incarnation `observer` of node `me` counted UP

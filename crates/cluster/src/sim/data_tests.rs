@@ -19,7 +19,7 @@ use super::{log, panics};
 const CI_DATA_SEEDS: u64 = 16;
 
 /// Runs `config`; every violation of the membership and data checks.
-fn run_and_check(config: &SimConfig) -> (Run, Vec<Violation>, DataCoverage) {
+pub(super) fn run_and_check(config: &SimConfig) -> (Run, Vec<Violation>, DataCoverage) {
     panics::install();
     let before = panics::count();
     let run = run(config);
