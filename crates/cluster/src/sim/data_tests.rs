@@ -14,6 +14,7 @@ use super::checker::{check, report, Violation};
 use super::data_checker::{self, DataCoverage};
 use super::harness::{run, Run, SimConfig};
 use super::{log, panics};
+use crate::coordinator::Replication;
 
 /// The seeds CI runs with data: `CI_DATA_SEEDS` of them, from 0.
 const CI_DATA_SEEDS: u64 = 16;
@@ -98,12 +99,33 @@ fn replay_data() {
 }
 
 /// A seed with data gives the same history twice, operations and their
-/// answers included.
+/// answers included: one seed of each layout (one data centre, two).
 #[test]
 fn same_data_seed_same_history() {
-    let config = SimConfig::with_data(5);
-    let a = run(&config).history.to_string();
-    let b = run(&config).history.to_string();
+    let mut layouts = Vec::new();
+    for seed in 5.. {
+        let config = SimConfig::with_data(seed);
+        let first = run(&config);
+        let two_dcs = first
+            .layout
+            .as_ref()
+            .is_some_and(|l| matches!(l.replication, Replication::PerDc(_)));
+        if layouts.contains(&two_dcs) {
+            continue;
+        }
+        layouts.push(two_dcs);
+        same_history(
+            seed,
+            &first.history.to_string(),
+            &run(&config).history.to_string(),
+        );
+        if layouts.len() == 2 {
+            break;
+        }
+    }
+}
+
+fn same_history(seed: u64, a: &str, b: &str) {
     if a != b {
         let diff = a
             .lines()
@@ -118,9 +140,9 @@ fn same_data_seed_same_history() {
                 .join("\n")
         };
         panic!(
-            "seed 5 with data replayed differently from line {diff}:\nfirst run:\n{}\nsecond run:\n{}",
-            around(&a),
-            around(&b)
+            "seed {seed} with data replayed differently from line {diff}:\nfirst run:\n{}\nsecond run:\n{}",
+            around(a),
+            around(b)
         );
     }
 }
