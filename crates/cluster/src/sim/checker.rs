@@ -448,9 +448,12 @@ pub fn report(run: &Run, violations: &[Violation]) -> String {
     let replay = if run.config.plan.is_some() {
         "rerun this test: its plan is pinned, not drawn from the seed".to_string()
     } else {
-        format!(
-            "VARVE_SIM_SEED={seed} cargo test -p varve-cluster --lib sim::tests::replay -- --nocapture"
-        )
+        let test = if run.config.data {
+            "sim::data_tests::replay_data"
+        } else {
+            "sim::tests::replay"
+        };
+        format!("VARVE_SIM_SEED={seed} cargo test -p varve-cluster --lib {test} -- --nocapture")
     };
     let mut out = format!(
         "simulation seed {seed} failed ({} nodes, {} violations)\nreplay: {replay}\n",

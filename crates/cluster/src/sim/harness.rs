@@ -14,11 +14,12 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
+use super::data::{self, Layout};
 use super::history::{node_name, Event, History, NodeIndex, Recorder, Who, INTRUDER_NAME};
 use super::nemesis::{self, Action, LastStop, NetFault, Plan};
 use super::node::{self, Command, Directory, NodeSpec};
 use crate::env::SeededRng;
-use crate::membership::MembershipConfig;
+use crate::membership::{GossipKey, MembershipConfig};
 use crate::net::HostId;
 
 /// The simulated wall clock at the start: 2023-11-14, 22:13:20 UTC.
@@ -59,6 +60,11 @@ pub struct SimConfig {
     /// A plan to follow instead of one drawn from the seed (regression
     /// tests pin the scenario they guard this way).
     pub plan: Option<Plan>,
+    /// How the run ends (by the seed unless set).
+    pub last_stop: LastStop,
+    /// Whether the nodes store data and run the client workload
+    /// (`sim/data.rs`).
+    pub data: bool,
 }
 
 impl SimConfig {
@@ -82,6 +88,8 @@ impl SimConfig {
             settle: crate::net::limits::WRITE_TIMEOUT * 2,
             intruder: true,
             plan: None,
+            last_stop: LastStop::for_seed(seed),
+            data: false,
         }
     }
 
@@ -98,13 +106,15 @@ impl SimConfig {
     }
 }
 
-/// A finished run: its settings, the nemesis' plan, the history, and an
-/// error if the simulation itself stopped (a host's software failed).
+/// A finished run: its settings, the nemesis' plan, the history, where
+/// its data lived (a run with data), and an error if the simulation
+/// itself stopped (a host's software failed).
 #[derive(Debug, Clone)]
 pub struct Run {
     pub config: SimConfig,
     pub plan: Plan,
     pub history: History,
+    pub layout: Option<Layout>,
     pub error: Option<String>,
 }
 
@@ -117,10 +127,7 @@ pub fn run(config: &SimConfig) -> Run {
             config.nodes,
             config.nemesis_start(),
             config.nemesis_end(),
-            (
-                LastStop::for_seed(seed),
-                config.nemesis_end() + config.settle,
-            ),
+            (config.last_stop, config.nemesis_end() + config.settle),
         )
     });
     let mut sim = turmoil::Builder::new()
@@ -153,6 +160,23 @@ pub fn run(config: &SimConfig) -> Run {
     ));
     // The first two nodes are the seeds, of the intruder too.
     let seeds: Vec<SocketAddr> = addresses.iter().take(2).copied().collect();
+    let (data, layout) = match config.data {
+        true => {
+            let location = MembershipConfig::new(Vec::new());
+            let location = crate::ring::Location {
+                dc: location.dc,
+                rack: location.rack,
+            };
+            let (nodes, layout) = data::cluster(
+                &SeededRng::new(mix(seed, 4)),
+                config,
+                &location,
+                recorder.clone(),
+            );
+            (nodes, Some(layout))
+        }
+        false => (Vec::new(), None),
+    };
     let specs: Vec<Rc<NodeSpec>> = members
         .iter()
         .enumerate()
@@ -164,7 +188,14 @@ pub fn run(config: &SimConfig) -> Run {
                 Who::Intruder => OTHER_CLUSTER_NAME,
                 _ => CLUSTER_NAME,
             };
-            Rc::new(NodeSpec::new(
+            let data = data.get(i).cloned();
+            if let (Some(d), Some(layout)) = (&data, &layout) {
+                membership
+                    .values
+                    .insert(GossipKey::TOKENS, data::tokens_value(&d.tokens));
+                membership.dc = layout.dcs[i].clone();
+            }
+            let mut spec = NodeSpec::new(
                 *who,
                 cluster,
                 host_ids[i],
@@ -174,7 +205,9 @@ pub fn run(config: &SimConfig) -> Run {
                 dirs.node(i),
                 recorder.clone(),
                 directory.clone(),
-            ))
+            );
+            spec.data = data;
+            Rc::new(spec)
         })
         .collect();
     for (name, spec) in names.iter().zip(&specs) {
@@ -228,6 +261,7 @@ pub fn run(config: &SimConfig) -> Run {
             seed,
             entries: recorder.entries(),
         },
+        layout,
         error,
     }
 }

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::nemesis::Action;
+use super::workload::OpEvent;
 use crate::membership::{Change, DownReason};
 
 /// A node of the simulation, by its index (`n0`, `n1` ...).
@@ -66,6 +67,8 @@ pub enum Event {
     /// The live set a running node published at the end of the run:
     /// each peer with the generation it is UP in.
     Final { node: Who, live: Vec<(Who, i64)> },
+    /// A client operation of the data workload began or finished.
+    Op(OpEvent),
 }
 
 /// A history line with its simulated time.
@@ -105,6 +108,7 @@ impl fmt::Display for Entry {
             }
             Event::ShutDown { node } => write!(f, "{node} shut down"),
             Event::Nemesis(action) => write!(f, "nemesis: {action}"),
+            Event::Op(op) => op.fmt(f),
             Event::Final { node, live } => {
                 write!(f, "{node} ends with live set [")?;
                 for (i, (peer, generation)) in live.iter().enumerate() {
@@ -158,11 +162,11 @@ impl History {
     }
 
     /// The nemesis' lines and every node's start, shutdown and final
-    /// live set: the outline of the run.
+    /// live set: the outline of the run (no transitions, no operations).
     pub fn outline(&self) -> String {
         let mut out = String::new();
         for entry in &self.entries {
-            if !matches!(entry.event, Event::Transition { .. }) {
+            if !matches!(entry.event, Event::Transition { .. } | Event::Op(_)) {
                 out.push_str(&format!("  {entry}\n"));
             }
         }

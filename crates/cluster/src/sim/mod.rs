@@ -8,7 +8,8 @@
 //! seeds with the crate's other tests. The nodes run the production code
 //! unchanged: [`env`] implements `Env`'s `Network` and `Clock` over
 //! turmoil, and [`node`] starts `Messaging` and `Gossiper` on it as the
-//! server does.
+//! server does (and, in a run with data, the replica handlers and the
+//! `Coordinator`).
 //!
 //! - [`harness`]: one run from a seed ([`harness::SimConfig`],
 //!   [`harness::run`]);
@@ -18,9 +19,12 @@
 //!   the history replayed ([`timeline`]);
 //! - [`metadata`]: the metadata log's runs under the same nemesis, with
 //!   their own workload and checks;
-//! - `tests`: the seeds CI runs, one or many more from the environment,
-//!   and the determinism check; `regressions`: the seeds and scenarios
-//!   kept because they once failed.
+//! - in a run with data: [`data`], each node's engine, replica handlers,
+//!   coordinator and client; [`workload`], the client operations drawn
+//!   from the seed; [`data_checker`], what their outcomes must satisfy;
+//! - `tests` and `data_tests`: the seeds CI runs, one or many more from
+//!   the environment, and the determinism checks; `regressions`: the
+//!   seeds and scenarios kept because they once failed.
 //!
 //! What makes a seed replay: every random choice comes from the seed
 //! (nodes' `SeededRng`s, turmoil's RNG, the plan); the epoch is fixed;
@@ -29,6 +33,8 @@
 //! maps; all hosts run on one thread.
 
 pub mod checker;
+pub mod data;
+pub mod data_checker;
 pub mod env;
 pub mod harness;
 pub mod history;
@@ -38,6 +44,8 @@ pub mod nemesis;
 pub mod node;
 mod panics;
 pub mod timeline;
+pub mod workload;
 
+mod data_tests;
 mod regressions;
 mod tests;

@@ -23,10 +23,13 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::{broadcast, Notify};
 
+use super::data::NodeData;
 use super::env::{sim_env, Skew};
 use super::history::{Event, Recorder, Who};
+use crate::coordinator::Host;
 use crate::membership::{generation, Gossiper, Membership, MembershipConfig, Transition};
 use crate::net::{HostId, Messaging, MessagingConfig};
+use crate::ring::Location;
 
 /// Who each host id is, for the history.
 #[derive(Debug, Default)]
@@ -62,6 +65,9 @@ pub struct NodeSpec {
     pub skew: Skew,
     pub recorder: Recorder,
     pub directory: Rc<Directory>,
+    /// The node's engine, replica handlers, coordinator and client, in a
+    /// run with a data workload (`sim/data.rs`).
+    pub data: Option<Rc<NodeData>>,
     /// What the nemesis asks of the running incarnation.
     command: Cell<Option<Command>>,
     commanded: Notify,
@@ -94,6 +100,7 @@ impl NodeSpec {
             skew: Skew::default(),
             recorder,
             directory,
+            data: None,
             command: Cell::new(None),
             commanded: Notify::new(),
             running: Rc::new(Cell::new(None)),
@@ -132,6 +139,7 @@ pub async fn run(spec: Rc<NodeSpec>) -> turmoil::Result {
         .rng_seed
         .wrapping_add(incarnation.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let env = sim_env(seed, spec.skew.clone());
+    let clock = env.clock.clone();
     let failed = |error: String| {
         spec.recorder.record_now(Event::StartFailed {
             node: spec.who,
@@ -149,12 +157,28 @@ pub async fn run(spec: Rc<NodeSpec>) -> turmoil::Result {
         Ok(messaging) => messaging,
         Err(error) => return failed(format!("messaging: {error}")),
     };
+    if let Some(data) = &spec.data {
+        data.register(&messaging);
+    }
     let gossip = match Gossiper::start(spec.membership.clone(), &messaging, env).await {
         Ok(gossip) => Arc::new(gossip),
         Err(error) => return failed(format!("gossip: {error}")),
     };
     // Subscribed before the gossip task first runs: nothing is missed.
     let mut transitions = gossip.transitions();
+    let here = Host {
+        host_id: spec.host_id,
+        address: spec.listen,
+        location: Location {
+            dc: spec.membership.dc.clone(),
+            rack: spec.membership.rack.clone(),
+        },
+        is_local: true,
+    };
+    let data = spec
+        .data
+        .as_ref()
+        .map(|d| d.start(&messaging, &gossip, clock, here));
     spec.command.set(None);
     spec.running.set(Some(Arc::downgrade(&gossip)));
     spec.recorder.record_now(Event::Started {
@@ -180,6 +204,8 @@ pub async fn run(spec: Rc<NodeSpec>) -> turmoil::Result {
         }
     };
     spec.running.set(None);
+    // Its client stops taking operations; those in flight end unfinished.
+    drop(data);
     if graceful {
         gossip.shutdown().await;
         messaging.shutdown().await;

@@ -115,7 +115,7 @@ impl Timeline {
                 Event::Final { node, live } => {
                     t.finals.insert(*node, live.clone());
                 }
-                Event::StartFailed { .. } | Event::Lagged { .. } => {}
+                Event::StartFailed { .. } | Event::Lagged { .. } | Event::Op(_) => {}
             }
         }
         if let Some(from) = fault_started {

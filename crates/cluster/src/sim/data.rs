@@ -1,0 +1,466 @@
+//! The data side of a simulated node: a storage engine with one table,
+//! the replica handlers of the data verbs, and a coordinator, as
+//! `crates/varve/src/cluster_node.rs` wires them in the server; and the
+//! client that runs this node's share of the workload through its
+//! coordinator, recording each operation in the history.
+//!
+//! The engine is in memory and belongs to the node, not to one start of
+//! it: a restart finds what the node had stored, as a real node finds
+//! its commitlog (durable before a write is acknowledged). The ring comes
+//! from gossip: every node announces its tokens.
+//!
+//! A node takes client operations only once its ring holds every node,
+//! as a real node serves clients only once it has joined: a node just
+//! restarted knows only itself until gossip tells it of the others, and
+//! would place keys on the wrong replicas.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::task::{JoinHandle, JoinSet};
+use varve_storage::compaction::{CommonOptions, CompactionConfig};
+use varve_storage::sstable::SstableParams;
+use varve_storage::{Engine, Storage, TableDescriptor};
+use varve_types::data::{
+    Cell as DataCell, ClusteringComparator, ClusteringKey, DeletionTime, Partition, PartitionKey,
+    Row, Slice,
+};
+use varve_types::data_error::{DataError, WriteType};
+use varve_types::CqlType;
+
+use super::history::{Event, NodeIndex, Recorder};
+use super::workload::{value_of, workload, OpEvent, OpKind, Outcome, Workload, KEYS, RF};
+use crate::coordinator::{Coordinator, Host, Read, Replication, Timeouts, Topology, Write};
+use crate::env::Clock;
+use crate::membership::Gossiper;
+use crate::net::Messaging;
+use crate::ring::{placement, Location, TokenRing};
+use crate::verbs::Replica;
+
+/// The one table's id.
+pub const TABLE: u128 = 0x51_da7a;
+
+/// The `now` reads resolve at (no cell expires).
+const NOW_SECONDS: i32 = 1_700_000_000;
+
+/// The coordinator's timeouts: short, so a fault's timeouts are over
+/// well within the run.
+pub fn timeouts() -> Timeouts {
+    Timeouts {
+        write: Duration::from_secs(1),
+        read: Duration::from_secs(1),
+        ..Timeouts::default()
+    }
+}
+
+fn comparator() -> Arc<ClusteringComparator> {
+    ClusteringComparator::new(vec![(CqlType::Int, false)])
+}
+
+fn descriptor() -> TableDescriptor {
+    TableDescriptor {
+        id: TABLE,
+        keyspace: "ks".into(),
+        name: "t".into(),
+        comparator: comparator(),
+        params: SstableParams::default(),
+        durable_writes: true,
+        gc_grace_seconds: 864_000,
+        compaction: CompactionConfig {
+            common: CommonOptions {
+                enabled: false,
+                ..CommonOptions::default()
+            },
+            ..CompactionConfig::default()
+        },
+    }
+}
+
+/// Key `i` of the workload.
+pub fn key(i: usize) -> PartitionKey {
+    PartitionKey::new(Bytes::from(format!("k{i}")))
+}
+
+/// Every write goes to the one cell (row 1, column 1).
+fn row_key() -> ClusteringKey {
+    ClusteringKey::row(
+        vec![Bytes::copy_from_slice(&1i32.to_be_bytes())],
+        &comparator(),
+    )
+}
+
+fn update(ts: i64) -> Partition {
+    let mut p = Partition::default();
+    let mut row = Row::default();
+    row.cells
+        .insert((1, None), DataCell::live(ts, Bytes::from(value_of(ts))));
+    p.rows.insert(row_key(), row);
+    p
+}
+
+fn deletion(ts: i64) -> Partition {
+    let mut p = Partition::default();
+    let row = Row {
+        deletion: Some(DeletionTime::new(ts, NOW_SECONDS)),
+        ..Row::default()
+    };
+    p.rows.insert(row_key(), row);
+    p
+}
+
+fn cell_of(p: &Partition) -> Option<(i64, String)> {
+    let cell = p.rows.get(&row_key())?.cells.get(&(1, None))?;
+    Some((
+        cell.timestamp,
+        String::from_utf8_lossy(&cell.value).into_owned(),
+    ))
+}
+
+/// What the nodes of one data run share: the plan, the timestamp
+/// counter, the history.
+pub struct Shared {
+    pub workload: Workload,
+    /// The last timestamp given to a write.
+    pub counter: Cell<i64>,
+    pub recorder: Recorder,
+    pub nodes: usize,
+    /// The keyspace's replication.
+    pub replication: Replication,
+}
+
+/// One node's data side, kept across its restarts.
+pub struct NodeData {
+    pub index: NodeIndex,
+    pub tokens: Vec<i64>,
+    engine: Arc<Engine>,
+    _storage: Storage,
+    shared: Rc<Shared>,
+}
+
+/// The tasks one start of a node runs for its data; stopped when dropped.
+pub struct Tasks {
+    ring: JoinHandle<()>,
+    client: JoinHandle<()>,
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        self.client.abort();
+        self.ring.abort();
+    }
+}
+
+impl NodeData {
+    pub fn new(index: NodeIndex, tokens: Vec<i64>, shared: Rc<Shared>) -> NodeData {
+        let storage = Storage::new();
+        let engine = storage.engine();
+        if let Err(e) = engine.create_table(descriptor()) {
+            panic!("the simulated table: {e}");
+        }
+        NodeData {
+            index,
+            tokens,
+            engine,
+            _storage: storage,
+            shared,
+        }
+    }
+
+    /// The replica handlers, on each start's messaging.
+    pub fn register(&self, messaging: &Messaging) {
+        Replica::new(self.engine.clone(), false).register(messaging);
+    }
+
+    /// The coordinator of this start (its ring following gossip) and the
+    /// client running this node's operations from now on.
+    pub fn start(
+        self: &Rc<Self>,
+        messaging: &Messaging,
+        gossip: &Arc<Gossiper>,
+        clock: Arc<dyn Clock>,
+        here: Host,
+    ) -> Tasks {
+        let dc = here.location.dc.clone();
+        let coordinator = Coordinator::new(
+            self.engine.clone(),
+            messaging.clone(),
+            gossip.clone(),
+            clock.clone(),
+            Topology::single(here, self.tokens.clone()),
+            dc,
+            timeouts(),
+        );
+        let ring = coordinator.follow_membership();
+        let client = tokio::task::spawn_local(client(self.clone(), coordinator, clock));
+        Tasks { ring, client }
+    }
+}
+
+fn elapsed() -> Duration {
+    turmoil::sim_elapsed().unwrap_or_default()
+}
+
+/// Runs this node's operations due from now on, each at its time and
+/// each in its own task (they overlap, as clients' requests do).
+async fn client(data: Rc<NodeData>, coordinator: Arc<Coordinator>, clock: Arc<dyn Clock>) {
+    let now = elapsed();
+    let mine: Vec<usize> = (0..data.shared.workload.ops.len())
+        .filter(|&id| {
+            let op = &data.shared.workload.ops[id];
+            op.node == data.index && op.at >= now
+        })
+        .collect();
+    let mut running = JoinSet::new();
+    for id in mine {
+        let at = data.shared.workload.ops[id].at;
+        clock.sleep(at.saturating_sub(elapsed())).await;
+        while running.try_join_next().is_some() {}
+        if coordinator.node_count() < data.shared.nodes {
+            continue;
+        }
+        running.spawn_local(run_op(data.clone(), coordinator.clone(), id));
+    }
+    while running.join_next().await.is_some() {}
+}
+
+/// Runs operation `id` and records it.
+async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
+    let shared = &data.shared;
+    let op = shared.workload.ops[id].clone();
+    let write_ts = matches!(op.kind, OpKind::Write | OpKind::Delete).then(|| {
+        let ts = shared.counter.get() + 1;
+        shared.counter.set(ts);
+        ts
+    });
+    shared.recorder.record_now(Event::Op(OpEvent::Invoke {
+        id,
+        op: op.clone(),
+        write_ts,
+    }));
+    let replication = &shared.replication;
+    let k = key(op.key);
+    let outcome = match (op.kind, write_ts) {
+        (OpKind::Write | OpKind::Delete, Some(ts)) => coordinator
+            .write(Write {
+                table: TABLE,
+                key: k,
+                update: match op.kind {
+                    OpKind::Delete => deletion(ts),
+                    _ => update(ts),
+                },
+                replication,
+                consistency: op.level,
+                write_type: WriteType::Simple,
+            })
+            .await
+            .map(|()| Outcome::Written),
+        (
+            OpKind::Read {
+                speculation,
+                blocking_repair,
+            },
+            _,
+        ) => {
+            let slices = [Slice::all(&comparator())];
+            coordinator
+                .read(Read {
+                    table: TABLE,
+                    key: &k,
+                    slices: &slices,
+                    reversed: false,
+                    now_seconds: NOW_SECONDS,
+                    row_limit: usize::MAX,
+                    replication,
+                    consistency: op.level,
+                    speculation,
+                    blocking_repair,
+                })
+                .await
+                .map(|found| Outcome::Read(found.partition.as_ref().and_then(cell_of)))
+        }
+        (OpKind::Write | OpKind::Delete, None) => unreachable!("a write has its timestamp"),
+    };
+    let outcome = outcome.unwrap_or_else(|e| match e {
+        DataError::Unavailable(u) => Outcome::Unavailable {
+            required: u.required,
+            alive: u.alive,
+        },
+        DataError::WriteTimeout(t) => Outcome::WriteTimeout {
+            received: t.received,
+            block_for: t.block_for,
+        },
+        DataError::ReadTimeout(t) => Outcome::ReadTimeout {
+            received: t.received,
+            block_for: t.block_for,
+            data_present: t.data_present,
+        },
+        other => Outcome::Failed(other.to_string()),
+    });
+    shared
+        .recorder
+        .record_now(Event::Op(OpEvent::Done { id, outcome }));
+}
+
+/// Where the data of a run lives, for the checker: each node's tokens
+/// and data centre, the keyspace's replication, and each key's replicas
+/// (by node index).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    pub tokens: Vec<Vec<i64>>,
+    pub dcs: Vec<String>,
+    pub replication: Replication,
+    pub replicas: Vec<Vec<NodeIndex>>,
+}
+
+impl Layout {
+    /// The replicas of `key` whose answers count at `level` through a
+    /// coordinator in `dc` (local levels: that data centre's), and how
+    /// many answers the level waits for.
+    pub fn counting(
+        &self,
+        key: usize,
+        level: varve_types::consistency::Consistency,
+        dc: &str,
+    ) -> (Vec<NodeIndex>, u32) {
+        let replicas = self.replicas[key]
+            .iter()
+            .copied()
+            .filter(|&r| !level.is_datacenter_local() || self.dcs[r] == dc)
+            .collect();
+        (replicas, level.block_for(&self.replication.factors(), dc))
+    }
+}
+
+/// Tokens per node.
+const TOKENS_PER_NODE: usize = 4;
+
+/// The data side of every node of a run of `config`: tokens drawn from
+/// `rng`, the workload, one engine per node; in one run of two, the
+/// nodes alternate between two data centres and the keyspace has up to
+/// two replicas in each (NetworkTopologyStrategy), else it is RF 3
+/// SimpleStrategy in one. The nodes and the layout.
+pub fn cluster(
+    rng: &crate::env::SeededRng,
+    config: &super::harness::SimConfig,
+    location: &Location,
+    recorder: Recorder,
+) -> (Vec<Rc<NodeData>>, Layout) {
+    let two_dcs = rng.below_or_at(1) == 1;
+    let dcs: Vec<String> = (0..config.nodes)
+        .map(|i| match two_dcs {
+            true => format!("dc{}", 1 + i % 2),
+            false => location.dc.clone(),
+        })
+        .collect();
+    let replication = match two_dcs {
+        true => Replication::PerDc(
+            ["dc1", "dc2"]
+                .iter()
+                .map(|dc| {
+                    let here = dcs.iter().filter(|d| d == dc).count();
+                    (dc.to_string(), u32::try_from(here.min(2)).unwrap_or(2))
+                })
+                .collect(),
+        ),
+        false => Replication::Simple(RF),
+    };
+    let mut taken = std::collections::BTreeSet::new();
+    let tokens: Vec<Vec<i64>> = (0..config.nodes)
+        .map(|_| {
+            let mut mine = Vec::new();
+            while mine.len() < TOKENS_PER_NODE {
+                let t = rng.next_u64() as i64;
+                if t != i64::MIN && taken.insert(t) {
+                    mine.push(t);
+                }
+            }
+            mine.sort_unstable();
+            mine
+        })
+        .collect();
+    let ring = TokenRing::new(
+        tokens
+            .iter()
+            .zip(&dcs)
+            .map(|(t, dc)| {
+                let at = Location {
+                    dc: dc.clone(),
+                    rack: location.rack.clone(),
+                };
+                (at, t.clone())
+            })
+            .collect(),
+    )
+    .unwrap_or_else(|e| panic!("the simulated ring: {e:?}"));
+    let replicas = (0..KEYS)
+        .map(|k| {
+            let token = key(k).token;
+            match &replication {
+                Replication::PerDc(factors) => {
+                    let factors: Vec<(&str, usize)> = factors
+                        .iter()
+                        .map(|(dc, rf)| (dc.as_str(), *rf as usize))
+                        .collect();
+                    placement::network_topology(&ring, token, &factors)
+                }
+                _ => placement::simple(&ring, token, RF as usize),
+            }
+        })
+        .collect();
+    let last_at = config.nemesis_end() + config.settle;
+    let shared = Rc::new(Shared {
+        workload: workload(
+            rng,
+            config.nodes,
+            Duration::from_secs(5),
+            last_at - Duration::from_secs(3),
+            last_at,
+        ),
+        counter: Cell::new(0),
+        recorder,
+        nodes: config.nodes,
+        replication: replication.clone(),
+    });
+    let nodes = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Rc::new(NodeData::new(i, t.clone(), shared.clone())))
+        .collect();
+    let layout = Layout {
+        tokens,
+        dcs,
+        replication,
+        replicas,
+    };
+    (nodes, layout)
+}
+
+/// The tokens as gossip carries them.
+pub fn tokens_value(tokens: &[i64]) -> String {
+    let each: Vec<String> = tokens.iter().map(i64::to_string).collect();
+    each.join(",")
+}
+
+impl super::harness::SimConfig {
+    /// The standard run of `seed` with data: as [`SimConfig::new`], but
+    /// every node stores data and serves the workload, without the other
+    /// cluster's node, with 40 s of nemesis, and with every node running
+    /// at the end (the final reads at ALL need all replicas); the quiet
+    /// phase lasts `settle` and then the rounds of final reads.
+    ///
+    /// [`SimConfig::new`]: super::harness::SimConfig::new
+    pub fn with_data(seed: u64) -> super::harness::SimConfig {
+        let mut config = super::harness::SimConfig::new(seed);
+        config.data = true;
+        config.intruder = false;
+        config.last_stop = super::nemesis::LastStop::None;
+        config.nemesis = Duration::from_secs(40);
+        config.quiet = config.settle
+            + super::workload::FINAL_ROUND_GAP * super::workload::FINAL_ROUNDS
+            + Duration::from_secs(2);
+        config
+    }
+}
