@@ -388,3 +388,33 @@ def test_a_logged_batch_whose_coordinator_dies_before_logging_changes_nothing(th
     time.sleep(15)
     assert eventually(lambda: node_states(three_nodes, 2).get("127.0.0.1") == "DN")
     assert all(v is None for v in rows_on("127.0.0.2", keys).values())
+
+
+def test_a_restarted_node_knows_the_ring_before_it_serves(tmp_path):
+    """Restarted alone (the other two dead), a node still knows from its
+    metadata which keys it does not own: with RF 1, a write of such a key
+    is Unavailable, never stored on the wrong node."""
+    from cassandra import ConsistencyLevel as CL
+    from cassandra import Unavailable
+
+    directory = tmp_path / "cluster"
+    varve_cluster(directory, "start", "--nodes", "3", *PORTS)
+    try:
+        create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        for node in (3, 2, 1):
+            varve_cluster(directory, "kill", str(node))
+        varve_cluster(directory, "start", "1")
+        c, s = session("127.0.0.1")
+        insert = statement("INSERT INTO ks.t (k, v) VALUES (%s, 'x')", CL.ONE)
+        stored, refused = [], []
+        for k in range(30):
+            try:
+                s.execute(insert, (k,))
+                stored.append(k)
+            except Unavailable as e:
+                assert (e.required_replicas, e.alive_replicas) == (1, 0)
+                refused.append(k)
+        c.shutdown()
+    finally:
+        varve_cluster(directory, "stop", check=False)
+    assert stored and refused, (stored, refused)

@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
+use varve_cluster::coordinator::{Coordinator, Topology};
 use varve_cluster::env::Env;
 use varve_cluster::membership::Gossiper;
 use varve_cluster::metadata::{
@@ -54,6 +55,7 @@ pub async fn start(
     membership: Arc<Gossiper>,
     parts: SchemaParts,
     events: broadcast::Sender<Event>,
+    coordinator: Arc<Coordinator>,
 ) -> anyhow::Result<(Arc<MetadataService>, tokio::task::JoinHandle<()>)> {
     let own_addr = messaging.local_addr();
     let own = NodeRecord {
@@ -70,6 +72,7 @@ pub async fn start(
         events.clone(),
         settings.data_dir.join("schema").join(SCHEMA_EPOCH_FILE),
     ));
+    let own_id = own.host_id;
     let topology = TopologyEvents {
         own: own.host_id,
         known: Mutex::new(BTreeSet::new()),
@@ -79,6 +82,11 @@ pub async fn start(
         listener: Some(Arc::new(move |m: &Arc<ClusterMetadata>| {
             installer.on_applied(m);
             topology.on_applied(m);
+            // The ring as the metadata lists it: a restarted node knows it
+            // before it serves a single request.
+            if m.nodes.contains_key(&own_id) {
+                coordinator.set_topology(Topology::from_records(m.nodes.values(), own_id));
+            }
         })),
         allocator: None,
     };

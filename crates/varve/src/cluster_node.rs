@@ -153,7 +153,7 @@ impl ClusterNode {
             membership: membership.clone(),
             hints: Some((hints, dispatcher)),
         }));
-        data_path.bind(coordinator, processor);
+        data_path.bind(Arc::clone(&coordinator), processor);
         let (metadata, schema_binding) = crate::cluster_metadata::start(
             settings,
             node,
@@ -162,6 +162,7 @@ impl ClusterNode {
             membership.clone(),
             schema,
             events,
+            coordinator,
         )
         .await?;
         let announcer = tokio::spawn(announce_schema_changes(

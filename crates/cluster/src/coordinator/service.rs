@@ -76,6 +76,8 @@ pub struct Coordinator {
     pub(super) replication_lookup: OnceLock<ReplicationLookup>,
     pub(super) batch_counter: AtomicU32,
     pub(super) local_host: HostId,
+    /// Whether the ring comes from the metadata log.
+    ring_from_metadata: std::sync::atomic::AtomicBool,
 }
 
 /// Finds a table's replication by its id (the schema is the server's).
@@ -180,6 +182,7 @@ impl Coordinator {
             replication_lookup: OnceLock::new(),
             batch_counter: AtomicU32::new(0),
             local_host,
+            ring_from_metadata: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -210,8 +213,25 @@ impl Coordinator {
         }
     }
 
-    /// Rebuilds the ring from what gossip knows now.
+    /// Takes the ring from the cluster's metadata (from now on gossip's
+    /// tokens no longer change it).
+    pub fn set_topology(&self, topology: Topology) {
+        if topology.hosts().iter().any(|h| h.is_local) {
+            self.ring_from_metadata
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            self.topology.store(Arc::new(topology));
+        }
+    }
+
+    /// Rebuilds the ring from what gossip knows now, unless the metadata
+    /// gives it.
     pub fn refresh(&self) {
+        if self
+            .ring_from_metadata
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
         let peers = self.membership.peers();
         let topology = Topology::from_peers(&peers);
         if topology.hosts().iter().any(|h| h.is_local) {

@@ -45,6 +45,37 @@ impl Topology {
         }
     }
 
+    /// The ring of the nodes the cluster's metadata lists, `local` being
+    /// this node: known at once after a restart, before gossip says
+    /// anything.
+    pub fn from_records<'a>(
+        records: impl IntoIterator<Item = &'a crate::metadata::NodeRecord>,
+        local: HostId,
+    ) -> Topology {
+        let mut hosts = Vec::new();
+        let mut nodes = Vec::new();
+        let mut taken = BTreeSet::new();
+        for r in records {
+            if r.tokens.is_empty() || r.tokens.iter().any(|t| taken.contains(t)) {
+                continue;
+            }
+            taken.extend(r.tokens.iter().copied());
+            let location = Location {
+                dc: r.dc.clone(),
+                rack: r.rack.clone(),
+            };
+            hosts.push(Host {
+                host_id: r.host_id,
+                address: r.storage_addr,
+                location: location.clone(),
+                is_local: r.host_id == local,
+            });
+            nodes.push((location, r.tokens.clone()));
+        }
+        let ring = TokenRing::new(nodes).unwrap_or_default();
+        Topology { hosts, ring }
+    }
+
     /// The ring of every node gossip knows that has announced tokens.
     pub fn from_peers(peers: &[PeerState]) -> Topology {
         let mut hosts = Vec::new();
