@@ -45,6 +45,15 @@ pub struct SchemaParts {
     pub local: Arc<LocalSchema>,
 }
 
+/// What the log's listener and the binding task act on.
+pub struct Followers {
+    pub membership: Arc<Gossiper>,
+    /// Takes its ring from the metadata.
+    pub coordinator: Arc<Coordinator>,
+    /// SCHEMA_CHANGE and TOPOLOGY_CHANGE go here.
+    pub events: broadcast::Sender<Event>,
+}
+
 /// Starts the log; a task binds the schema to it once the node is a
 /// member.
 pub async fn start(
@@ -52,11 +61,14 @@ pub async fn start(
     node: &NodeInfo,
     messaging: &Messaging,
     env: Env,
-    membership: Arc<Gossiper>,
     parts: SchemaParts,
-    events: broadcast::Sender<Event>,
-    coordinator: Arc<Coordinator>,
+    followers: Followers,
 ) -> anyhow::Result<(Arc<MetadataService>, tokio::task::JoinHandle<()>)> {
+    let Followers {
+        membership,
+        coordinator,
+        events,
+    } = followers;
     let own_addr = messaging.local_addr();
     let own = NodeRecord {
         host_id: HostId(node.host_id),

@@ -159,10 +159,12 @@ impl ClusterNode {
             node,
             &messaging,
             metadata_env,
-            membership.clone(),
             schema,
-            events,
-            coordinator,
+            crate::cluster_metadata::Followers {
+                membership: membership.clone(),
+                coordinator,
+                events,
+            },
         )
         .await?;
         let announcer = tokio::spawn(announce_schema_changes(
