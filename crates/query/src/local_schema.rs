@@ -209,7 +209,7 @@ mod tests {
         let now = s.current();
         let err = publish(&s, &stale, with_table(&stale)).unwrap_err();
         assert!(
-            matches!(err, DataError::Server(ref m) if m.contains("retry")),
+            matches!(err, DataError::Conflict(ref m) if m.contains("retry")),
             "{err:?}"
         );
         assert!(Arc::ptr_eq(&s.current(), &now));
