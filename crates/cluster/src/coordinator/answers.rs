@@ -42,3 +42,34 @@ impl Pending {
         })
     }
 }
+
+/// A request's deadline, counted from when the coordinator took it. Its
+/// timer is made only the first time something waits on it: a write that
+/// this node alone acknowledges at once never registers one.
+pub struct Deadline {
+    clock: std::sync::Arc<dyn crate::env::Clock>,
+    at: tokio::time::Instant,
+    timer: Option<crate::env::BoxFuture<'static, ()>>,
+}
+
+impl Deadline {
+    pub fn after(
+        clock: &std::sync::Arc<dyn crate::env::Clock>,
+        timeout: std::time::Duration,
+    ) -> Deadline {
+        Deadline {
+            at: clock.now() + timeout,
+            clock: std::sync::Arc::clone(clock),
+            timer: None,
+        }
+    }
+
+    /// Resolves when the deadline passes.
+    pub async fn passed(&mut self) {
+        let (clock, at) = (&self.clock, self.at);
+        let timer = self
+            .timer
+            .get_or_insert_with(|| clock.sleep(at.saturating_duration_since(clock.now())));
+        timer.await
+    }
+}

@@ -16,7 +16,7 @@ use varve_types::consistency::Consistency;
 use varve_types::data::{Partition, PartitionKey};
 use varve_types::data_error::{DataError, WriteTimeout, WriteType};
 
-use super::answers::Pending;
+use super::answers::{Deadline, Pending};
 use super::replication::Replication;
 use super::service::Coordinator;
 use super::topology::Host;
@@ -163,7 +163,7 @@ impl Coordinator {
         batch: &StoredBatch,
         consistency: Consistency,
     ) -> Result<(), DataError> {
-        let mut expired = self.clock.sleep(self.timeouts.write);
+        let mut expired = Deadline::after(&self.clock, self.timeouts.write);
         let payload = batch::encode_store(batch);
         let mut pending = Pending::default();
         let mut received = 0;
@@ -191,7 +191,7 @@ impl Coordinator {
             let answer = tokio::select! {
                 biased;
                 answer = pending.next_answer() => answer,
-                () = &mut expired => None,
+                () = expired.passed() => None,
             };
             match answer {
                 Some((_, Ok(_))) => received += 1,

@@ -19,7 +19,7 @@ use varve_types::consistency::Consistency;
 use varve_types::data::{Partition, PartitionKey, Slice};
 use varve_types::data_error::{DataError, ReadTimeout};
 
-use super::answers::Pending;
+use super::answers::{Deadline, Pending};
 use super::replication::Replication;
 use super::service::{Coordinator, Plan};
 use super::speculate::Speculation;
@@ -72,14 +72,14 @@ pub(super) struct Round<'a> {
     /// Replicas asked so far.
     pub asked: Vec<usize>,
     pub pending: Pending,
-    pub expired: BoxFuture<'static, ()>,
+    pub expired: Deadline,
     pub started: tokio::time::Instant,
 }
 
 impl Coordinator {
     /// Reads `r` at its level.
     pub async fn read(&self, r: Read<'_>) -> Result<ReadResult, DataError> {
-        let expired = self.clock.sleep(self.timeouts.read);
+        let expired = Deadline::after(&self.clock, self.timeouts.read);
         let started = self.clock.now();
         let plan = self.plan(r.key.token, r.replication);
         self.count_placement(&plan);
@@ -165,7 +165,7 @@ impl Coordinator {
                 biased;
                 answer = round.pending.next_answer() => Event::Answer(answer),
                 () = wait(&mut speculate) => Event::Speculate,
-                () = &mut round.expired => Event::Expired,
+                () = round.expired.passed() => Event::Expired,
             };
             match event {
                 Event::Speculate => {

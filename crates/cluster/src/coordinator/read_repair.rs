@@ -81,7 +81,7 @@ impl Coordinator {
             let answer = tokio::select! {
                 biased;
                 answer = round.pending.next_answer() => answer,
-                () = &mut round.expired => None,
+                () = round.expired.passed() => None,
             };
             let Some((i, answer)) = answer else {
                 return Err(read_timeout(round, true));
@@ -151,7 +151,7 @@ impl Coordinator {
             let answer = tokio::select! {
                 biased;
                 answer = pending.next_answer() => answer,
-                () = &mut round.expired => return Err(read_timeout(round, true)),
+                () = round.expired.passed() => return Err(read_timeout(round, true)),
             };
             match answer {
                 None => return Ok(()),

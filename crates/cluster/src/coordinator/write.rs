@@ -18,7 +18,7 @@ use varve_types::consistency::Consistency;
 use varve_types::data::{Partition, PartitionKey};
 use varve_types::data_error::{DataError, WriteTimeout, WriteType};
 
-use super::answers::Pending;
+use super::answers::{Deadline, Pending};
 use super::replication::Replication;
 use super::service::{Coordinator, Plan};
 use super::write_acks::{Progress, WriteAcks};
@@ -39,7 +39,7 @@ pub struct Write<'a> {
 impl Coordinator {
     /// Stores `w` on its replicas; `Ok` once the level is met.
     pub async fn write(&self, w: Write<'_>) -> Result<(), DataError> {
-        let mut expired = self.clock.sleep(self.timeouts.write);
+        let mut expired = Deadline::after(&self.clock, self.timeouts.write);
         let plan = self.plan(w.key.token, w.replication);
         self.count_placement(&plan);
         self.assure_live(&plan, w.replication, w.consistency)
@@ -87,7 +87,7 @@ impl Coordinator {
             let answer = tokio::select! {
                 biased;
                 answer = pending.next_answer() => answer,
-                () = &mut expired => None,
+                () = expired.passed() => None,
             };
             match answer {
                 Some((i, Ok(_))) => {
