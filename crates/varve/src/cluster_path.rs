@@ -192,15 +192,29 @@ impl DataPath for ClusterPath {
         let Some((coordinator, replication)) = self.route(w.table) else {
             return self.local.write(w);
         };
+        let write = Write {
+            table: w.table,
+            key: w.key,
+            update: w.update,
+            replication: &replication,
+            consistency: w.consistency,
+            write_type: write_type(w.kind),
+        };
+        // This node the only replica: done now, nothing boxed.
+        let (table, key, update, consistency, write_type) =
+            match coordinator.write_if_only_here(write) {
+                Ok(done) => return DataFuture::ready(done),
+                Err(w) => (w.table, w.key, w.update, w.consistency, w.write_type),
+            };
         DataFuture::Boxed(Box::pin(async move {
             coordinator
                 .write(Write {
-                    table: w.table,
-                    key: w.key,
-                    update: w.update,
+                    table,
+                    key,
+                    update,
                     replication: &replication,
-                    consistency: w.consistency,
-                    write_type: write_type(w.kind),
+                    consistency,
+                    write_type,
                 })
                 .await
         }))

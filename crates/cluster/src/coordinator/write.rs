@@ -37,6 +37,36 @@ pub struct Write<'a> {
 }
 
 impl Coordinator {
+    /// Stores `w` at once when this node is its only replica (a node
+    /// alone, or RF 1 on a key it owns): no future, no counting. `Err(w)`
+    /// gives the write back when other replicas are involved.
+    pub fn write_if_only_here<'a>(&self, w: Write<'a>) -> Result<Result<(), DataError>, Write<'a>> {
+        let topology = self.topology();
+        let replicas = topology.replicas(w.key.token, w.replication);
+        match replicas[..] {
+            [only] if topology.host(only).is_local => {}
+            _ => return Err(w),
+        }
+        self.metrics.replica_requests.inc();
+        let factors = w.replication.factors();
+        let one = [(self.local_dc.as_str(), 1)];
+        if let Err(u) = w.consistency.assure_live(
+            &factors,
+            &self.local_dc,
+            &varve_types::consistency::LiveReplicas { per_dc: &one },
+        ) {
+            return Ok(Err(DataError::Unavailable(u)));
+        }
+        Ok(self
+            .engine
+            .apply(w.table, &w.key, w.update)
+            .map_err(|e| match e {
+                // A failing or full disk: the write was not stored.
+                varve_storage::Error::Io { .. } => DataError::WriteFailure(e.to_string()),
+                other => super::read::on_local_error(other),
+            }))
+    }
+
     /// Stores `w` on its replicas; `Ok` once the level is met.
     pub async fn write(&self, w: Write<'_>) -> Result<(), DataError> {
         let mut expired = Deadline::after(&self.clock, self.timeouts.write);
