@@ -192,20 +192,19 @@ impl DataPath for ClusterPath {
         let Some((coordinator, replication)) = self.route(w.table) else {
             return self.local.write(w);
         };
-        let write = Write {
-            table: w.table,
-            key: w.key,
-            update: w.update,
-            replication: &replication,
-            consistency: w.consistency,
-            write_type: write_type(w.kind),
-        };
         // This node the only replica: done now, nothing boxed.
+        if coordinator.is_only_here(w.key.token, &replication) {
+            return DataFuture::ready(coordinator.write_here(Write {
+                table: w.table,
+                key: w.key,
+                update: w.update,
+                replication: &replication,
+                consistency: w.consistency,
+                write_type: write_type(w.kind),
+            }));
+        }
         let (table, key, update, consistency, write_type) =
-            match coordinator.write_if_only_here(write) {
-                Ok(done) => return DataFuture::ready(done),
-                Err(w) => (w.table, w.key, w.update, w.consistency, w.write_type),
-            };
+            (w.table, w.key, w.update, w.consistency, write_type(w.kind));
         DataFuture::Boxed(Box::pin(async move {
             coordinator
                 .write(Write {

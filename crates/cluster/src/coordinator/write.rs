@@ -37,34 +37,33 @@ pub struct Write<'a> {
 }
 
 impl Coordinator {
-    /// Stores `w` at once when this node is its only replica (a node
-    /// alone, or RF 1 on a key it owns): no future, no counting. `Err(w)`
-    /// gives the write back when other replicas are involved.
-    pub fn write_if_only_here<'a>(&self, w: Write<'a>) -> Result<Result<(), DataError>, Write<'a>> {
+    /// Whether this node is the only replica of `token` (a node alone, or
+    /// RF 1 on a key it owns): [`Coordinator::write_here`] then does all.
+    pub fn is_only_here(&self, token: i64, replication: &Replication) -> bool {
         let topology = self.topology();
-        let replicas = topology.replicas(w.key.token, w.replication);
-        match replicas[..] {
-            [only] if topology.host(only).is_local => {}
-            _ => return Err(w),
-        }
+        matches!(topology.replicas(token, replication)[..], [only] if topology.host(only).is_local)
+    }
+
+    /// Stores `w` at once on this node, its only replica
+    /// ([`Coordinator::is_only_here`]): no future, no answer counting.
+    pub fn write_here(&self, w: Write<'_>) -> Result<(), DataError> {
         self.metrics.replica_requests.inc();
         let factors = w.replication.factors();
         let one = [(self.local_dc.as_str(), 1)];
-        if let Err(u) = w.consistency.assure_live(
-            &factors,
-            &self.local_dc,
-            &varve_types::consistency::LiveReplicas { per_dc: &one },
-        ) {
-            return Ok(Err(DataError::Unavailable(u)));
-        }
-        Ok(self
-            .engine
+        w.consistency
+            .assure_live(
+                &factors,
+                &self.local_dc,
+                &varve_types::consistency::LiveReplicas { per_dc: &one },
+            )
+            .map_err(DataError::Unavailable)?;
+        self.engine
             .apply(w.table, &w.key, w.update)
             .map_err(|e| match e {
                 // A failing or full disk: the write was not stored.
                 varve_storage::Error::Io { .. } => DataError::WriteFailure(e.to_string()),
                 other => super::read::on_local_error(other),
-            }))
+            })
     }
 
     /// Stores `w` on its replicas; `Ok` once the level is met.
