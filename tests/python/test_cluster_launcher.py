@@ -106,6 +106,11 @@ def test_three_nodes_over_two_data_centres_start_and_answer_on_their_addresses(c
         assert re.search(r"^  TOKENS:\d+:(-?\d+,){15}-?\d+$", block, re.M), gossip
         assert re.search(r"^  RPC_ADDRESS:\d+:127\.0\.0\." + str(i) + "$", block, re.M), gossip
         assert re.search(r"^  LOAD:\d+:\d+$", block, re.M), gossip
+    ring = varve_cluster(cluster_dir, "nodetool", "2", "ring").stdout
+    tokens = [int(l.split()[-1]) for l in ring.splitlines() if l.startswith("127.0.0.")]
+    assert len(tokens) == 48, ring
+    described = varve_cluster(cluster_dir, "nodetool", "3", "describecluster").stdout
+    assert re.search(r"^\t\t[0-9a-f-]{36}: \[127\.0\.0\.1, 127\.0\.0\.2, 127\.0\.0\.3\]$", described, re.M), described
     info = varve_cluster(cluster_dir, "nodetool", "1", "info").stdout
     assert re.search(r"^Gossip active\s*: true$", info, re.M), info
 

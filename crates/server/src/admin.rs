@@ -15,6 +15,7 @@
 //! - `GET /nodetool/compactionstats` → pending and running compactions
 //! - `GET /nodetool/status` → every node of the cluster, up or down
 //! - `GET /nodetool/describecluster` → name, snitch, partitioner, schema versions
+//! - `GET /nodetool/ring` → every node's tokens in order
 //! - `GET /nodetool/gossipinfo` → what gossip knows of every node
 //! - `POST /nodetool/pausehandoff`, `resumehandoff`, `truncatehints`,
 //!   `GET /nodetool/statushandoff` → hint delivery
@@ -234,6 +235,7 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
         ("GET", "/nodetool/compactionstats") => Ok(processor.compaction_stats_text()),
         ("GET", "/nodetool/status") => Ok(crate::status::status_text(processor)),
         ("GET", "/nodetool/describecluster") => Ok(crate::status::describe_cluster_text(processor)),
+        ("GET", "/nodetool/ring") => Ok(crate::status::ring_text(processor)),
         ("GET", "/nodetool/gossipinfo") => Ok(processor
             .cluster_view()
             .gossip_info()
@@ -262,6 +264,7 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             | "/nodetool/compactionstats"
             | "/nodetool/status"
             | "/nodetool/describecluster"
+            | "/nodetool/ring"
             | "/nodetool/gossipinfo"
             | "/nodetool/pausehandoff"
             | "/nodetool/resumehandoff"

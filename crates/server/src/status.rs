@@ -108,6 +108,66 @@ pub fn describe_cluster_text(processor: &Processor) -> String {
     out
 }
 
+/// One token of the ring: the token, its node's address, rack, UP or not,
+/// and load.
+type RingEntry = (i64, String, String, bool, String);
+
+/// The text of `nodetool ring` on this node: every token of every node,
+/// by data centre in token order, each with its node's address, rack,
+/// state and load (ownership `?`, as in `status`).
+pub fn ring_text(processor: &Processor) -> String {
+    let node = processor.node();
+    let status = processor.node_status();
+    let mut by_dc: BTreeMap<String, Vec<RingEntry>> = BTreeMap::new();
+    let own_load = file_size_text(status.load_bytes);
+    for t in &node.tokens {
+        by_dc.entry(node.data_center.clone()).or_default().push((
+            *t,
+            node.listen_address.to_string(),
+            node.rack.clone(),
+            true,
+            own_load.clone(),
+        ));
+    }
+    for peer in processor.cluster_view().peers() {
+        let load = peer.load_bytes.map_or("?".to_string(), file_size_text);
+        for t in &peer.tokens {
+            by_dc.entry(peer.data_center.clone()).or_default().push((
+                *t,
+                peer.listen_address.to_string(),
+                peer.rack.clone(),
+                peer.up,
+                load.clone(),
+            ));
+        }
+    }
+    let mut out = String::new();
+    for (dc, mut tokens) in by_dc {
+        tokens.sort_by_key(|t| t.0);
+        out.push_str(&format!("\nDatacenter: {dc}\n==========\n"));
+        out.push_str(&format!(
+            "{:<15} {:<8} {:<7} {:<7} {:<10} {:<6} Token\n",
+            "Address", "Rack", "Status", "State", "Load", "Owns"
+        ));
+        if let Some(last) = tokens.last() {
+            out.push_str(&format!("{:>64}\n", last.0));
+        }
+        for (token, address, rack, up, load) in tokens {
+            out.push_str(&format!(
+                "{:<15} {:<8} {:<7} {:<7} {:<10} {:<6} {}\n",
+                address,
+                rack,
+                if up { "Up" } else { "Down" },
+                "Normal",
+                load,
+                "?",
+                token
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +219,48 @@ mod tests {
         assert!(dc1 < at("127.0.0.2") && at("127.0.0.2") < dc2 && dc2 < at("127.0.0.3"));
         assert!(line("127.0.0.3").contains("03030303-0303-0303-0303-030303030303"));
         assert!(line("127.0.0.2").contains("2.00 KiB"), "{text}");
+    }
+
+    #[test]
+    fn the_ring_lists_every_token_in_order_by_data_centre() {
+        let p = Processor::new(NodeInfo::single_local());
+        p.set_cluster_view(Arc::new(Peers));
+        let text = ring_text(&p);
+        let own = p.node().tokens.len();
+        let token_lines = |dc: &str| -> Vec<i64> {
+            let block = text
+                .split(&format!("Datacenter: {dc}\n"))
+                .nth(1)
+                .expect("dc listed");
+            let block = block.split("\nDatacenter:").next().unwrap_or(block);
+            block
+                .lines()
+                .filter(|l| l.starts_with("127."))
+                .map(|l| l.split_whitespace().last().unwrap().parse().unwrap())
+                .collect()
+        };
+        let dc1 = token_lines("datacenter1");
+        assert_eq!(dc1.len(), own + 3, "{text}");
+        assert!(
+            dc1.windows(2).all(|w| w[0] <= w[1]),
+            "in token order: {text}"
+        );
+        assert_eq!(token_lines("dc2"), vec![1, 2, 3]);
+        assert!(text
+            .lines()
+            .any(|l| l.starts_with("127.0.0.3") && l.contains(" Down ")));
+    }
+
+    #[test]
+    fn describecluster_groups_nodes_by_schema_version_and_marks_the_unreachable() {
+        let p = Processor::new(NodeInfo::single_local());
+        p.set_cluster_view(Arc::new(Peers));
+        let text = describe_cluster_text(&p);
+        assert!(text.contains("Schema versions:"), "{text}");
+        assert!(text.contains("UNREACHABLE: [127.0.0.3]"), "{text}");
+        assert!(
+            text.contains("00000000-0000-0000-0000-000000000000: [127.0.0.2]"),
+            "{text}"
+        );
     }
 }

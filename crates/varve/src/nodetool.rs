@@ -80,6 +80,8 @@ pub enum NodetoolCommand {
     Gossipinfo,
     /// The cluster's name, snitch, partitioner and schema versions.
     Describecluster,
+    /// Every node's tokens, by data centre in token order.
+    Ring,
     /// Stops delivering hints.
     Pausehandoff,
     /// Starts delivering hints again.
@@ -135,6 +137,7 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
         NodetoolCommand::Status => ("GET", "/nodetool/status".to_string()),
         NodetoolCommand::Gossipinfo => ("GET", "/nodetool/gossipinfo".to_string()),
         NodetoolCommand::Describecluster => ("GET", "/nodetool/describecluster".to_string()),
+        NodetoolCommand::Ring => ("GET", "/nodetool/ring".to_string()),
         NodetoolCommand::Pausehandoff => ("POST", "/nodetool/pausehandoff".to_string()),
         NodetoolCommand::Resumehandoff => ("POST", "/nodetool/resumehandoff".to_string()),
         NodetoolCommand::Truncatehints => ("POST", "/nodetool/truncatehints".to_string()),
