@@ -43,8 +43,6 @@ pub struct ClusterNode {
     messaging: Messaging,
     membership: Arc<Gossiper>,
     announcer: tokio::task::JoinHandle<()>,
-    /// Keeps the coordinator's ring in step with gossip.
-    ring: tokio::task::JoinHandle<()>,
     /// Delivers hints and syncs their files.
     delivery: tokio::task::JoinHandle<()>,
     /// Replays the logged batches whose coordinator did not finish them.
@@ -132,7 +130,8 @@ impl ClusterNode {
             Timeouts::default(),
             CoordinatorMetrics::new(processor.registry()),
         );
-        let ring = coordinator.follow_membership();
+        // The ring comes from the metadata log's node records (its
+        // listener sets it, replay included); gossip only says who is UP.
         let hints = HintStore::open(
             settings.hints.clone(),
             HintsMetrics::new(processor.registry()),
@@ -175,7 +174,6 @@ impl ClusterNode {
             messaging,
             membership,
             announcer,
-            ring,
             delivery,
             batch_replay,
             metadata,
@@ -200,7 +198,6 @@ impl ClusterNode {
     /// then stops gossip and messaging.
     pub async fn shutdown(self) {
         self.announcer.abort();
-        self.ring.abort();
         self.delivery.abort();
         self.batch_replay.abort();
         self.schema_binding.abort();

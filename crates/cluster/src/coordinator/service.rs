@@ -5,7 +5,7 @@
 //! themselves are in `write.rs`, `read.rs` and `scan.rs`.
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -78,6 +78,8 @@ pub struct Coordinator {
     pub(super) local_host: HostId,
     /// Whether the ring comes from the metadata log.
     ring_from_metadata: std::sync::atomic::AtomicBool,
+    /// Serialises the two ways the ring is set.
+    ring_update: parking_lot::Mutex<()>,
 }
 
 /// Finds a table's replication by its id (the schema is the server's).
@@ -183,6 +185,7 @@ impl Coordinator {
             batch_counter: AtomicU32::new(0),
             local_host,
             ring_from_metadata: std::sync::atomic::AtomicBool::new(false),
+            ring_update: parking_lot::Mutex::new(()),
         })
     }
 
@@ -217,8 +220,8 @@ impl Coordinator {
     /// tokens no longer change it).
     pub fn set_topology(&self, topology: Topology) {
         if topology.hosts().iter().any(|h| h.is_local) {
-            self.ring_from_metadata
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            let _one = self.ring_update.lock();
+            self.ring_from_metadata.store(true, Ordering::Relaxed);
             self.topology.store(Arc::new(topology));
         }
     }
@@ -226,15 +229,16 @@ impl Coordinator {
     /// Rebuilds the ring from what gossip knows now, unless the metadata
     /// gives it.
     pub fn refresh(&self) {
-        if self
-            .ring_from_metadata
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if self.ring_from_metadata.load(Ordering::Relaxed) {
             return;
         }
         let peers = self.membership.peers();
         let topology = Topology::from_peers(&peers);
-        if topology.hosts().iter().any(|h| h.is_local) {
+        // Checked again under the lock: a ring the metadata set meanwhile
+        // is never replaced by gossip's.
+        let _one = self.ring_update.lock();
+        let from_metadata = self.ring_from_metadata.load(Ordering::Relaxed);
+        if !from_metadata && topology.hosts().iter().any(|h| h.is_local) {
             self.topology.store(Arc::new(topology));
         }
     }
