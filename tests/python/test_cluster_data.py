@@ -150,6 +150,9 @@ def test_lightweight_transactions_are_refused_on_a_cluster_until_paxos(three_nod
     c, s = session("127.0.0.1")
     with pytest.raises(InvalidRequest, match="need Paxos"):
         s.execute("INSERT INTO ks.t (k, v) VALUES (1, 'x') IF NOT EXISTS")
+    from cassandra import ConsistencyLevel as CL
+    with pytest.raises(InvalidRequest, match="need Paxos"):
+        s.execute(statement("SELECT v FROM ks.t WHERE k = 1", CL.SERIAL))
     c.shutdown()
 
 

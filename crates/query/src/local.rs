@@ -82,23 +82,12 @@ impl DataPath for LocalNode {
 /// the data path reports it: a damaged file is a ReadFailure, as
 /// Cassandra reports a corrupt sstable.
 pub fn on_read(e: varve_storage::Error) -> DataError {
-    use varve_storage::Error as E;
-    match e {
-        E::UnknownTable(_) => DataError::UnknownTable(format!("{e} (the table was dropped)")),
-        E::Corruption { .. } => DataError::ReadFailure(e.to_string()),
-        E::Io { .. } => DataError::Server(e.to_string()),
-        // Flushes are behind: nothing was applied; the client may retry.
-        E::MemtablesFull { .. } => DataError::Overloaded(e.to_string()),
-        E::WouldBlock { .. } => DataError::WouldBlock(e.to_string()),
-    }
+    e.on_read()
 }
 
 /// A storage error met while storing a write: a failing or full disk is
 /// a WriteFailure (the write was not acknowledged); anything else as
 /// [`on_read`] says.
 pub fn on_write(e: varve_storage::Error) -> DataError {
-    match e {
-        varve_storage::Error::Io { .. } => DataError::WriteFailure(e.to_string()),
-        other => on_read(other),
-    }
+    e.on_write()
 }

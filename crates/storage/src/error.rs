@@ -78,3 +78,30 @@ impl Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// This error met while reading (or doing anything but a write), as
+    /// the data path reports it: a damaged file is a ReadFailure, as
+    /// Cassandra reports a corrupt sstable.
+    pub fn on_read(self) -> varve_types::data_error::DataError {
+        use varve_types::data_error::DataError as D;
+        match self {
+            Error::UnknownTable(_) => D::UnknownTable(format!("{self} (the table was dropped)")),
+            Error::Corruption { .. } => D::ReadFailure(self.to_string()),
+            Error::Io { .. } => D::Server(self.to_string()),
+            // Flushes are behind: nothing was applied; the client may retry.
+            Error::MemtablesFull { .. } => D::Overloaded(self.to_string()),
+            Error::WouldBlock { .. } => D::WouldBlock(self.to_string()),
+        }
+    }
+
+    /// This error met while storing a write: a failing or full disk is a
+    /// WriteFailure (the write was not acknowledged); anything else as
+    /// [`Error::on_read`] says.
+    pub fn on_write(self) -> varve_types::data_error::DataError {
+        match self {
+            Error::Io { .. } => varve_types::data_error::DataError::WriteFailure(self.to_string()),
+            other => other.on_read(),
+        }
+    }
+}

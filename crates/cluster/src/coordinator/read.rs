@@ -370,12 +370,5 @@ fn resolve(merged: Option<Partition>, r: &Read<'_>, sstables: u32) -> ReadResult
 
 /// A storage error on this node as the data path reports it.
 pub(super) fn on_local_error(e: varve_storage::Error) -> DataError {
-    use varve_storage::Error as E;
-    match e {
-        E::UnknownTable(_) => DataError::UnknownTable(format!("{e} (the table was dropped)")),
-        E::Corruption { .. } => DataError::ReadFailure(e.to_string()),
-        E::MemtablesFull { .. } => DataError::Overloaded(e.to_string()),
-        E::WouldBlock { .. } => DataError::WouldBlock(e.to_string()),
-        E::Io { .. } => DataError::Server(e.to_string()),
-    }
+    e.on_read()
 }

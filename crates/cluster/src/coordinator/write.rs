@@ -59,11 +59,7 @@ impl Coordinator {
             .map_err(DataError::Unavailable)?;
         self.engine
             .apply(w.table, &w.key, w.update)
-            .map_err(|e| match e {
-                // A failing or full disk: the write was not stored.
-                varve_storage::Error::Io { .. } => DataError::WriteFailure(e.to_string()),
-                other => super::read::on_local_error(other),
-            })
+            .map_err(varve_storage::Error::on_write)
     }
 
     /// Stores `w` on its replicas; `Ok` once the level is met.

@@ -126,6 +126,16 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_of_max_hint_bytes_reads_and_one_more_is_a_torn_tail() {
+        let at_n = vec![1u8; MAX_HINT_BYTES];
+        let c = parse(&file_with(&[&at_n])).unwrap();
+        assert_eq!((c.payloads.len(), c.unread), (1, 0));
+        let over = vec![1u8; MAX_HINT_BYTES + 1];
+        let c = parse(&file_with(&[&over])).unwrap();
+        assert!(c.payloads.is_empty() && c.unread > 0);
+    }
+
+    #[test]
     fn entries_read_back_in_order() {
         let c = parse(&file_with(&[b"one", b"", b"three"])).unwrap();
         assert_eq!(c.target, HostId([7; 16]));

@@ -85,3 +85,17 @@ fn decode_update(
     r.finish()?;
     Ok(TableUpdate { table, key, update })
 }
+
+/// A HINT's bytes after its header (`created_micros` i64, [`HINT_HEADER_BYTES`]):
+/// the MUTATION payload it carries.
+pub fn hint_body(payload: &Bytes) -> Result<Bytes, PayloadError> {
+    if payload.len() < HINT_HEADER_BYTES {
+        return Err(PayloadError::Malformed(
+            "a hint shorter than its header".into(),
+        ));
+    }
+    Ok(payload.slice(HINT_HEADER_BYTES..))
+}
+
+/// A HINT's header: its creation time in microseconds.
+pub const HINT_HEADER_BYTES: usize = 8;

@@ -114,10 +114,8 @@ impl Replica {
     /// Stores a HINT: `created_micros` i64, then a MUTATION payload,
     /// applied as that mutation.
     pub async fn hint(&self, payload: Bytes) -> Reply {
-        if payload.len() < 8 {
-            return Err(PayloadError::Malformed("a hint shorter than its header".into()).failure());
-        }
-        self.mutation(payload.slice(8..)).await
+        let body = mutation::hint_body(&payload).map_err(|e| e.failure())?;
+        self.mutation(body).await
     }
 
     /// Answers a data READ with the partition as stored.

@@ -263,3 +263,12 @@ fn a_key_scan_limit_of_max_keys_passes_and_one_more_is_refused() {
         range::decode_response(&Bytes::from(answer)).unwrap_err()
     ));
 }
+
+#[test]
+fn a_hint_needs_its_eight_byte_header() {
+    use super::mutation::{hint_body, HINT_HEADER_BYTES};
+    let at_n = Bytes::from(vec![0u8; HINT_HEADER_BYTES]);
+    assert_eq!(hint_body(&at_n).unwrap().len(), 0);
+    let short = Bytes::from(vec![0u8; HINT_HEADER_BYTES - 1]);
+    assert!(malformed(hint_body(&short).unwrap_err()));
+}
