@@ -43,7 +43,9 @@ def varve_bin():
 class VarveNode:
     """A `varve server` child process and what its ready line said."""
 
-    def __init__(self, data_dir, extra_args=()):
+    def __init__(self, data_dir, extra_args=(), listen="127.0.0.1", storage_port=0):
+        self.listen = listen
+        self.storage_port = storage_port
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.extra_args = list(extra_args)
@@ -52,8 +54,9 @@ class VarveNode:
         self.host = self.port = self.admin_port = None
 
     def start(self, port=0, admin_port=0):
-        cmd = [varve_bin(), "server", "--listen", "127.0.0.1", "--port", str(port),
-               "--admin-port", str(admin_port), "--storage-port", "0", "--data-dir", str(self.data_dir),
+        cmd = [varve_bin(), "server", "--listen", self.listen, "--port", str(port),
+               "--admin-port", str(admin_port), "--storage-port", str(self.storage_port),
+               "--data-dir", str(self.data_dir),
                *self.extra_args]
         self._log = open(self.log_path, "ab")
         self._log_offset = self.log_path.stat().st_size  # a restart appends to the same log

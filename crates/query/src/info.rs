@@ -74,7 +74,7 @@ impl Processor {
             uptime: self.metrics.started.elapsed(),
             data_center: self.node.data_center.clone(),
             rack: self.node.rack.clone(),
-            token_count: self.node.tokens.len(),
+            token_count: self.tokens().len(),
             pending_compactions: self.storage.compaction_stats().pending_tasks,
             chunk_cache: self.storage.block_cache_stats(),
             memtables: (

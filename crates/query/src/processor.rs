@@ -40,6 +40,9 @@ pub(crate) struct Prepared {
 /// Runs statements for every connection of the node.
 pub struct Processor {
     pub(crate) node: NodeInfo,
+    /// This node's tokens now: `node.tokens` at start, replaced once the
+    /// cluster metadata gave the node its own (see [`Processor::set_tokens`]).
+    tokens: RwLock<Arc<[i64]>>,
     /// The schema, and where changes to it go (see [`SchemaSource`]).
     schema: Arc<dyn SchemaSource>,
     /// The node's own schema and its tables in storage (what `schema`
@@ -151,6 +154,7 @@ impl Processor {
         let data: Arc<dyn DataPath> = Arc::new(LocalNode::new(storage.engine()));
         let local_schema = Arc::new(LocalSchema::new(schema, schema_store, storage.engine()));
         Processor {
+            tokens: RwLock::new(node.tokens.clone().into()),
             node,
             schema: local_schema.clone(),
             local_schema,
@@ -490,9 +494,21 @@ impl Processor {
         &self.data
     }
 
-    /// This node's own facts (system.local).
+    /// This node's own facts (system.local). Its `tokens` are those it
+    /// started with; [`Processor::tokens`] has the current ones.
     pub fn node(&self) -> &NodeInfo {
         &self.node
+    }
+
+    /// This node's tokens (system.local, `nodetool status` and `ring`).
+    pub fn tokens(&self) -> Arc<[i64]> {
+        self.tokens.read().clone()
+    }
+
+    /// Replaces this node's tokens: the cluster metadata allocated them
+    /// when the node joined.
+    pub fn set_tokens(&self, tokens: Vec<i64>) {
+        *self.tokens.write() = tokens.into();
     }
 
     /// What the node knows of the other nodes (system.peers).

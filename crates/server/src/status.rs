@@ -34,7 +34,7 @@ pub fn status_text(processor: &Processor) -> String {
             state: "UN",
             address: node.listen_address.to_string(),
             load: file_size_text(status.load_bytes),
-            tokens: node.tokens.len(),
+            tokens: processor.tokens().len(),
             host_id: status.host_id,
             rack: node.rack.clone(),
         });
@@ -120,7 +120,7 @@ pub fn ring_text(processor: &Processor) -> String {
     let status = processor.node_status();
     let mut by_dc: BTreeMap<String, Vec<RingEntry>> = BTreeMap::new();
     let own_load = file_size_text(status.load_bytes);
-    for t in &node.tokens {
+    for t in processor.tokens().iter() {
         by_dc.entry(node.data_center.clone()).or_default().push((
             *t,
             node.listen_address.to_string(),
@@ -226,7 +226,7 @@ mod tests {
         let p = Processor::new(NodeInfo::single_local());
         p.set_cluster_view(Arc::new(Peers));
         let text = ring_text(&p);
-        let own = p.node().tokens.len();
+        let own = p.tokens().len();
         let token_lines = |dc: &str| -> Vec<i64> {
             let block = text
                 .split(&format!("Datacenter: {dc}\n"))

@@ -19,21 +19,24 @@ use varve_cluster::coordinator::{Coordinator, Topology};
 use varve_cluster::env::Env;
 use varve_cluster::membership::Gossiper;
 use varve_cluster::metadata::{
-    ClusterMetadata, Command, MetadataConfig, MetadataHooks, MetadataLog, MetadataService,
-    NodeRecord, NodeState,
+    BalancedTokens, ClusterMetadata, Command, MetadataConfig, MetadataHooks, MetadataLog,
+    MetadataService, NodeRecord, NodeState, TokenAllocator,
 };
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::net::messaging::Messaging;
 use varve_protocol::{Event, TopologyChangeType};
 use varve_query::local_schema::LocalSchema;
 use varve_query::schema_source::SchemaSource;
-use varve_query::NodeInfo;
+use varve_query::{NodeInfo, Processor};
 
-use crate::cluster_schema::{encode, ClusterSchema, SchemaInstaller};
+use crate::cluster_schema::{decode, encode, ClusterSchema, SchemaInstaller};
 use crate::config::Settings;
 
 /// Beside the schema file: the metadata epoch of the installed schema.
 pub const SCHEMA_EPOCH_FILE: &str = "schema.epoch";
+
+/// How often [`wait_joined`] looks for a refusal while it waits.
+const JOIN_POLL: Duration = Duration::from_millis(200);
 
 /// How long the binding task waits for the node to become a member before
 /// it says so in the log (it goes on waiting).
@@ -48,6 +51,8 @@ pub struct SchemaParts {
 /// What the log's listener and the binding task act on.
 pub struct Followers {
     pub membership: Arc<Gossiper>,
+    /// Shows the tokens the node was given (system.local, nodetool).
+    pub processor: Arc<Processor>,
     /// Takes its ring from the metadata.
     pub coordinator: Arc<Coordinator>,
     /// SCHEMA_CHANGE and TOPOLOGY_CHANGE go here.
@@ -63,12 +68,14 @@ pub async fn start(
     env: Env,
     parts: SchemaParts,
     followers: Followers,
-) -> anyhow::Result<(Arc<MetadataService>, tokio::task::JoinHandle<()>)> {
+) -> anyhow::Result<Started> {
     let Followers {
         membership,
+        processor,
         coordinator,
         events,
     } = followers;
+    let joining = Arc::new(Joining::new(settings)?);
     let own_addr = messaging.local_addr();
     let own = NodeRecord {
         host_id: HostId(node.host_id),
@@ -85,6 +92,7 @@ pub async fn start(
         settings.data_dir.join("schema").join(SCHEMA_EPOCH_FILE),
     ));
     let own_id = own.host_id;
+    let listener_joining = Arc::clone(&joining);
     let topology = TopologyEvents {
         own: own.host_id,
         known: Mutex::new(BTreeSet::new()),
@@ -96,11 +104,12 @@ pub async fn start(
             topology.on_applied(m);
             // The ring as the metadata lists it: a restarted node knows it
             // before it serves a single request.
-            if m.nodes.contains_key(&own_id) {
+            if let Some(record) = m.nodes.get(&own_id) {
+                listener_joining.keep(&record.tokens, &processor);
                 coordinator.set_topology(Topology::from_records(m.nodes.values(), own_id));
             }
         })),
-        allocator: None,
+        allocator: Some(joining.clone()),
     };
     let config = MetadataConfig::new(&settings.cluster_name, seeds(settings, own_addr));
     let dir = settings.data_dir.join("metadata");
@@ -109,7 +118,137 @@ pub async fn start(
         .with_context(|| format!("starting the cluster metadata log in {}", dir.display()))?;
     let service = Arc::new(service);
     let binding = tokio::spawn(bind_when_member(Arc::clone(&service), parts, membership));
-    Ok((service, binding))
+    Ok(Started {
+        service,
+        binding,
+        joining,
+    })
+}
+
+/// The running log, the task that binds the schema to it, and the join.
+pub struct Started {
+    pub service: Arc<MetadataService>,
+    pub binding: tokio::task::JoinHandle<()>,
+    pub joining: Arc<Joining>,
+}
+
+/// Waits until this node is listed in the cluster's metadata, so that it
+/// serves clients only with its own tokens and the cluster's ring (a node
+/// that served before would own every key of a ring of itself alone).
+/// An error when the join was refused, or after `limit` (no seed answered).
+pub async fn wait_joined(started: &Started, limit: Duration) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(reason) = started.joining.refusal() {
+            anyhow::bail!("this node cannot join the cluster: {reason}");
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            anyhow::bail!(
+                "this node did not join a cluster within {} s: no seed answered, or the \
+                 cluster's metadata log has no quorum",
+                limit.as_secs()
+            );
+        }
+        let step = left.min(JOIN_POLL);
+        if started.service.wait_member(step).await.is_ok() {
+            return Ok(());
+        }
+    }
+}
+
+/// How the tokens of this node are chosen when it joins, and kept.
+pub struct Joining {
+    data_dir: std::path::PathBuf,
+    /// The tokens saved at an earlier join; a node keeps them for good.
+    saved: Mutex<Option<Vec<i64>>>,
+    balanced: BalancedTokens,
+    auto_bootstrap: bool,
+    /// Why the allocator refused the join, for the start to report.
+    refused: Mutex<Option<String>>,
+}
+
+impl Joining {
+    fn new(settings: &Settings) -> anyhow::Result<Joining> {
+        Ok(Joining {
+            data_dir: settings.data_dir.clone(),
+            saved: Mutex::new(crate::node::saved_tokens(&settings.data_dir)?),
+            balanced: BalancedTokens {
+                num_tokens: settings.num_tokens,
+                rf: settings.topology.allocation_rf,
+            },
+            auto_bootstrap: settings.topology.auto_bootstrap,
+            refused: Mutex::new(None),
+        })
+    }
+
+    /// The tokens this node was given when it joined (saved); none before.
+    pub fn tokens(&self) -> Option<Vec<i64>> {
+        self.saved.lock().clone()
+    }
+
+    /// Why the join was refused, if it was.
+    pub fn refusal(&self) -> Option<String> {
+        self.refused.lock().clone()
+    }
+
+    /// The tokens of this node's record, once listed: saved the first time
+    /// (the node keeps them for good) and shown by the processor.
+    fn keep(&self, tokens: &[i64], processor: &Processor) {
+        let mut saved = self.saved.lock();
+        if saved.as_deref() == Some(tokens) || tokens.is_empty() {
+            return;
+        }
+        if let Err(e) = crate::node::save_tokens(&self.data_dir, tokens) {
+            // Kept in memory: the metadata log holds them, and a restart
+            // finds this node listed with them.
+            tracing::error!("saving this node's tokens failed: {e:#}");
+        }
+        tracing::info!("this node's {} tokens are now its own", tokens.len());
+        *saved = Some(tokens.to_vec());
+        processor.set_tokens(tokens.to_vec());
+    }
+
+    fn choose(&self, metadata: &ClusterMetadata, own: &NodeRecord) -> Result<Vec<i64>, String> {
+        if let Some(tokens) = self.saved.lock().clone() {
+            return Ok(tokens);
+        }
+        if self.auto_bootstrap {
+            let tables = user_tables(metadata)?;
+            if tables > 0 {
+                return Err(format!(
+                    "the cluster holds {tables} tables, and a new node would need their data \
+                     streamed to it (bootstrap is not built yet); start it with \
+                     auto_bootstrap: false to join without data, then repair"
+                ));
+            }
+        }
+        self.balanced.allocate(metadata, own)
+    }
+}
+
+impl TokenAllocator for Joining {
+    fn allocate(&self, metadata: &ClusterMetadata, own: &NodeRecord) -> Result<Vec<i64>, String> {
+        let chosen = self.choose(metadata, own);
+        if let Err(reason) = &chosen {
+            *self.refused.lock() = Some(reason.clone());
+        }
+        chosen
+    }
+}
+
+/// How many user tables the metadata's schema holds.
+fn user_tables(metadata: &ClusterMetadata) -> Result<usize, String> {
+    if metadata.schema.is_empty() {
+        return Ok(0);
+    }
+    let schema = decode(&metadata.schema, [0; 16])?;
+    Ok(schema
+        .keyspaces
+        .values()
+        .filter(|k| !k.is_system)
+        .map(|k| k.tables.len())
+        .sum())
 }
 
 /// TOPOLOGY_CHANGE NEW_NODE for every node the metadata lists for the

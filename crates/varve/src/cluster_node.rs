@@ -18,7 +18,7 @@ use varve_cluster::coordinator::{Coordinator, CoordinatorMetrics, Host, Timeouts
 use varve_cluster::env::Env;
 use varve_cluster::hints::{HintDispatcher, HintStore, HintsMetrics};
 use varve_cluster::membership::{GossipKey, Gossiper, Membership, MembershipConfig};
-use varve_cluster::metadata::MetadataService;
+use varve_cluster::metadata::{MetadataLog, MetadataService};
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::net::messaging::{Messaging, MessagingConfig};
 use varve_cluster::ring::Location;
@@ -47,10 +47,10 @@ pub struct ClusterNode {
     delivery: tokio::task::JoinHandle<()>,
     /// Replays the logged batches whose coordinator did not finish them.
     batch_replay: tokio::task::JoinHandle<()>,
-    /// The cluster metadata log (schema, nodes, tokens).
-    metadata: Arc<MetadataService>,
-    /// Routes schema changes through the log once the node is a member.
-    schema_binding: tokio::task::JoinHandle<()>,
+    /// The cluster metadata log (schema, nodes, tokens), the task that
+    /// routes schema changes through it once the node is a member, and
+    /// this node's join.
+    metadata: crate::cluster_metadata::Started,
     events: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -99,7 +99,10 @@ impl ClusterNode {
         membership.gossip_interval = settings.topology.gossip_interval;
         membership.dc = node.data_center.clone();
         membership.rack = node.rack.clone();
-        membership.values = announced_values(node, processor);
+        // The tokens are announced once the node has its own (at once when
+        // it joined before): drivers never see the provisional ones.
+        let saved_tokens = crate::node::saved_tokens(&settings.data_dir)?;
+        membership.values = announced_values(node, processor, saved_tokens.as_deref());
         let clock = Arc::clone(&env.clock);
         let coordinator_clock = Arc::clone(&env.clock);
         let metadata_env = env.clone();
@@ -110,6 +113,7 @@ impl ClusterNode {
         processor.set_cluster_view(Arc::new(GossipView {
             membership: membership.clone(),
             hints: None,
+            metadata: None,
         }));
         let here = Host {
             host_id,
@@ -148,12 +152,14 @@ impl ClusterNode {
             Arc::clone(&coordinator_clock),
         );
         let delivery = dispatcher.start();
+        let hints = (hints, dispatcher);
         processor.set_cluster_view(Arc::new(GossipView {
             membership: membership.clone(),
-            hints: Some((hints, dispatcher)),
+            hints: Some(hints.clone()),
+            metadata: None,
         }));
         data_path.bind(Arc::clone(&coordinator), processor);
-        let (metadata, schema_binding) = crate::cluster_metadata::start(
+        let started = crate::cluster_metadata::start(
             settings,
             node,
             &messaging,
@@ -161,14 +167,22 @@ impl ClusterNode {
             schema,
             crate::cluster_metadata::Followers {
                 membership: membership.clone(),
+                processor: Arc::clone(processor),
                 coordinator,
                 events,
             },
         )
         .await?;
-        let announcer = tokio::spawn(announce_schema_changes(
+        processor.set_cluster_view(Arc::new(GossipView {
+            membership: membership.clone(),
+            hints: Some(hints),
+            metadata: Some(Arc::clone(&started.service)),
+        }));
+        let announcer = tokio::spawn(announce_changes(
             membership.clone(),
             processor.clone(),
+            Arc::clone(&started.joining),
+            saved_tokens,
         ));
         Ok(ClusterNode {
             messaging,
@@ -176,8 +190,7 @@ impl ClusterNode {
             announcer,
             delivery,
             batch_replay,
-            metadata,
-            schema_binding,
+            metadata: started,
             events: None,
         })
     }
@@ -187,6 +200,12 @@ impl ClusterNode {
     pub fn send_status_events(&mut self, events: broadcast::Sender<Event>) {
         let task = tokio::spawn(status_events(self.membership.clone(), events));
         self.events = Some(task);
+    }
+
+    /// Waits until this node is listed in the cluster's metadata (created
+    /// or joined it), at most `limit`; an error if the join was refused.
+    pub async fn wait_joined(&self, limit: Duration) -> anyhow::Result<()> {
+        crate::cluster_metadata::wait_joined(&self.metadata, limit).await
     }
 
     /// Where this node listens for internode messages.
@@ -200,12 +219,12 @@ impl ClusterNode {
         self.announcer.abort();
         self.delivery.abort();
         self.batch_replay.abort();
-        self.schema_binding.abort();
+        self.metadata.binding.abort();
         if let Some(events) = &self.events {
             events.abort();
         }
         self.membership.shutdown().await;
-        self.metadata.shutdown().await;
+        self.metadata.service.shutdown().await;
         self.messaging.shutdown().await;
     }
 }
@@ -214,8 +233,9 @@ impl ClusterNode {
 fn announced_values(
     node: &NodeInfo,
     processor: &Processor,
+    tokens: Option<&[i64]>,
 ) -> std::collections::BTreeMap<GossipKey, String> {
-    let tokens: Vec<String> = node.tokens.iter().map(i64::to_string).collect();
+    let tokens = tokens.map(|t| (GossipKey::TOKENS, tokens_text(t)));
     [
         (GossipKey::RPC_ADDRESS, node.rpc_address.to_string()),
         (GossipKey::NATIVE_PORT, node.native_port.to_string()),
@@ -224,15 +244,21 @@ fn announced_values(
             GossipKey::SCHEMA_VERSION,
             uuid_text(&processor.schema().version),
         ),
-        (GossipKey::TOKENS, tokens.join(",")),
     ]
     .into_iter()
+    .chain(tokens)
     .collect()
 }
 
-/// Announces the schema version whenever it changes, and the load every
-/// [`LOAD_ANNOUNCE_INTERVAL`] when it changed.
-async fn announce_schema_changes(membership: Arc<Gossiper>, processor: Arc<Processor>) {
+/// Announces the schema version whenever it changes, the tokens once the
+/// node has its own, and the load every [`LOAD_ANNOUNCE_INTERVAL`] when it
+/// changed.
+async fn announce_changes(
+    membership: Arc<Gossiper>,
+    processor: Arc<Processor>,
+    joining: Arc<crate::cluster_metadata::Joining>,
+    mut last_tokens: Option<Vec<i64>>,
+) {
     let mut last = processor.schema().version;
     let mut last_load = None;
     let mut since_load = LOAD_ANNOUNCE_INTERVAL;
@@ -241,6 +267,14 @@ async fn announce_schema_changes(membership: Arc<Gossiper>, processor: Arc<Proce
         if now != last {
             announce(&membership, GossipKey::SCHEMA_VERSION, uuid_text(&now));
             last = now;
+        }
+        // The tokens the node got when it joined (drivers read them).
+        let tokens = joining.tokens();
+        if tokens.is_some() && tokens != last_tokens {
+            if let Some(t) = &tokens {
+                announce(&membership, GossipKey::TOKENS, tokens_text(t));
+            }
+            last_tokens = tokens;
         }
         if since_load >= LOAD_ANNOUNCE_INTERVAL {
             since_load = Duration::ZERO;
@@ -256,6 +290,12 @@ async fn announce_schema_changes(membership: Arc<Gossiper>, processor: Arc<Proce
         tokio::time::sleep(SCHEMA_ANNOUNCE_INTERVAL).await;
         since_load += SCHEMA_ANNOUNCE_INTERVAL;
     }
+}
+
+/// The `tokens` gossip value: the tokens, comma separated.
+fn tokens_text(tokens: &[i64]) -> String {
+    let tokens: Vec<String> = tokens.iter().map(i64::to_string).collect();
+    tokens.join(",")
 }
 
 fn announce(membership: &Gossiper, key: GossipKey, value: String) {
@@ -301,15 +341,27 @@ async fn status_events(membership: Arc<Gossiper>, events: broadcast::Sender<Even
 struct GossipView {
     membership: Arc<Gossiper>,
     hints: Option<(Arc<HintStore>, Arc<HintDispatcher>)>,
+    /// Once running: only the nodes it lists are peers, with the tokens it
+    /// gave them (a node gossip knows that never joined, or was refused,
+    /// is not one; drivers take every peer row for a ring member).
+    metadata: Option<Arc<MetadataService>>,
 }
 
 impl ClusterView for GossipView {
     fn peers(&self) -> Vec<PeerInfo> {
+        let listed = self.metadata.as_ref().map(|m| m.current());
         self.membership
             .peers()
             .into_iter()
             .filter(|p| !p.is_local)
-            .map(|p| {
+            .filter_map(|p| match &listed {
+                None => Some((p, None)),
+                Some(m) => {
+                    let tokens = m.nodes.get(&p.host_id)?.tokens.clone();
+                    Some((p, Some(tokens)))
+                }
+            })
+            .map(|(p, listed_tokens)| {
                 let text = |key| {
                     p.values
                         .get(&key)
@@ -328,10 +380,12 @@ impl ClusterView for GossipView {
                     host_id: p.host_id.0,
                     release_version: text(GossipKey::RELEASE_VERSION),
                     schema_version: parse_uuid(&text(GossipKey::SCHEMA_VERSION)).unwrap_or([0; 16]),
-                    tokens: text(GossipKey::TOKENS)
-                        .split(',')
-                        .filter_map(|t| t.trim().parse().ok())
-                        .collect(),
+                    tokens: listed_tokens.unwrap_or_else(|| {
+                        text(GossipKey::TOKENS)
+                            .split(',')
+                            .filter_map(|t| t.trim().parse().ok())
+                            .collect()
+                    }),
                     up: p.up,
                     load_bytes: text(GossipKey::LOAD).parse().ok(),
                 }

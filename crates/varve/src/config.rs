@@ -80,6 +80,8 @@ struct FileConfig {
     gossip_interval_ms: Option<u64>,
     dc: Option<String>,
     rack: Option<String>,
+    allocate_tokens_for_local_replication_factor: Option<usize>,
+    auto_bootstrap: Option<bool>,
     // Hints (crate::hints_config).
     hinted_handoff_enabled: Option<bool>,
     max_hint_window: Option<Value>,
@@ -390,6 +392,9 @@ impl Settings {
                 gossip_interval_ms: file.gossip_interval_ms,
                 dc: file.dc,
                 rack: file.rack,
+                allocate_tokens_for_local_replication_factor: file
+                    .allocate_tokens_for_local_replication_factor,
+                auto_bootstrap: file.auto_bootstrap,
             },
             &crate::topology_config::TopologyFlags {
                 seeds: args.seeds.clone(),

@@ -166,6 +166,11 @@ fn server_runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// How long a node waits to be listed in its cluster's metadata (created
+/// or joined it) before it gives up starting. A node restarted into a
+/// cluster it joined is listed at once, from its own copy of the log.
+const JOIN_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 async fn serve(settings: Settings) -> anyhow::Result<()> {
     let shutdown = shutdown_signal()?;
     std::fs::create_dir_all(&settings.data_dir)
@@ -238,6 +243,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     )
     .await?;
     cluster.send_status_events(server.events());
+    cluster.wait_joined(JOIN_WAIT).await?;
     info!(
         "varve ready: CQL on {}, admin on http://{}, internode on {}",
         server.cql_addr(),

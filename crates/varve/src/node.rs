@@ -26,7 +26,7 @@ pub const NATIVE_PROTOCOL_VERSION: &str = "5";
 /// Builds the facts system.local shows, loading or creating the identity.
 pub fn node_info(settings: &Settings, native_port: u16) -> anyhow::Result<NodeInfo> {
     let host_id = load_or_create_host_id(&settings.data_dir)?;
-    let tokens = load_or_create_tokens(&settings.data_dir, settings.num_tokens)?;
+    let tokens = tokens_at_start(&settings.data_dir, settings.num_tokens)?;
     Ok(NodeInfo {
         cluster_name: settings.cluster_name.clone(),
         listen_address: settings.listen_address,
@@ -107,26 +107,40 @@ pub fn parse_uuid(text: &str) -> anyhow::Result<[u8; 16]> {
     Ok(id)
 }
 
-fn load_or_create_tokens(dir: &Path, num_tokens: usize) -> anyhow::Result<Vec<i64>> {
+/// The tokens this node saved when it joined its cluster, if it did.
+pub fn saved_tokens(dir: &Path) -> anyhow::Result<Option<Vec<i64>>> {
     let path = dir.join(TOKENS_FILE);
-    if path.exists() {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let tokens = parse_tokens(&text).with_context(|| format!("in {}", path.display()))?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let tokens = parse_tokens(&text).with_context(|| format!("in {}", path.display()))?;
+    Ok(Some(tokens))
+}
+
+/// Keeps the tokens the cluster metadata gave this node.
+pub fn save_tokens(dir: &Path, tokens: &[i64]) -> anyhow::Result<()> {
+    let text: String = tokens.iter().map(|t| format!("{t}\n")).collect();
+    write_atomically(&dir.join(TOKENS_FILE), &text)
+}
+
+/// The saved tokens, or until the node joined (its first start) evenly
+/// spaced ones from a random start, which are not saved: the metadata
+/// log's token allocator chooses the tokens a new node keeps
+/// (`crate::cluster_metadata`).
+fn tokens_at_start(dir: &Path, num_tokens: usize) -> anyhow::Result<Vec<i64>> {
+    if let Some(tokens) = saved_tokens(dir)? {
         if tokens.len() != num_tokens {
             tracing::warn!(
                 "{} holds {} tokens but num_tokens is {num_tokens}; keeping the saved tokens",
-                path.display(),
+                dir.join(TOKENS_FILE).display(),
                 tokens.len()
             );
         }
         return Ok(tokens);
     }
-    let start: i64 = rand::thread_rng().gen();
-    let tokens = even_tokens(start, num_tokens);
-    let text: String = tokens.iter().map(|t| format!("{t}\n")).collect();
-    write_atomically(&path, &text)?;
-    Ok(tokens)
+    Ok(even_tokens(rand::thread_rng().gen(), num_tokens))
 }
 
 fn parse_tokens(text: &str) -> anyhow::Result<Vec<i64>> {
@@ -202,11 +216,16 @@ mod tests {
         let a = load_or_create_host_id(&dir).expect("create");
         let b = load_or_create_host_id(&dir).expect("load");
         assert_eq!(a, b);
-        let t1 = load_or_create_tokens(&dir, 16).expect("create");
-        let t2 = load_or_create_tokens(&dir, 16).expect("load");
-        assert_eq!(t1, t2);
+        // Before the node joined nothing is saved, and each start proposes
+        // other tokens; once saved they are the node's for good.
+        assert_eq!(saved_tokens(&dir).expect("none yet"), None);
+        let t1 = tokens_at_start(&dir, 16).expect("provisional");
+        assert_ne!(t1, tokens_at_start(&dir, 16).expect("provisional"));
+        save_tokens(&dir, &t1).expect("save");
+        assert_eq!(saved_tokens(&dir).expect("load"), Some(t1.clone()));
+        assert_eq!(tokens_at_start(&dir, 16).expect("load"), t1);
         std::fs::write(dir.join(TOKENS_FILE), "12\nabc\n").expect("write");
-        assert!(load_or_create_tokens(&dir, 16).is_err());
+        assert!(tokens_at_start(&dir, 16).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

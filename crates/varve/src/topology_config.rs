@@ -36,6 +36,11 @@ pub const DEFAULT_GOSSIP_INTERVAL: std::time::Duration = std::time::Duration::fr
 /// The range `gossip_interval` may take.
 pub const GOSSIP_INTERVAL_RANGE_MS: std::ops::RangeInclusive<u64> = 10..=10_000;
 /// The file GossipingPropertyFileSnitch reads, beside the config file.
+/// `allocate_tokens_for_local_replication_factor` when it is not set.
+pub const DEFAULT_ALLOCATION_RF: usize = 3;
+/// The factors the token allocator accepts (a data centre of more replicas
+/// than this is not one the allocator balances).
+pub const ALLOCATION_RF_RANGE: std::ops::RangeInclusive<usize> = 1..=16;
 pub const RACKDC_FILE: &str = "cassandra-rackdc.properties";
 
 /// Where a node's data centre and rack come from.
@@ -60,6 +65,13 @@ pub struct Topology {
     pub rack: String,
     pub phi_convict_threshold: f64,
     pub gossip_interval: std::time::Duration,
+    /// `allocate_tokens_for_local_replication_factor`: the replication
+    /// factor a joining node balances its tokens for (3).
+    pub allocation_rf: usize,
+    /// `auto_bootstrap`: a new node joins a cluster that holds tables only
+    /// when this is true, which needs streaming (not built: such a join is
+    /// refused); false lets it join without data, as Cassandra's `false`.
+    pub auto_bootstrap: bool,
 }
 
 /// The YAML keys of this module (the rest of the file is parsed elsewhere).
@@ -75,6 +87,8 @@ pub struct TopologyFile {
     /// Varve's own keys for GossipingPropertyFileSnitch's `dc` and `rack`.
     pub dc: Option<String>,
     pub rack: Option<String>,
+    pub allocate_tokens_for_local_replication_factor: Option<usize>,
+    pub auto_bootstrap: Option<bool>,
 }
 
 /// cassandra.yaml's `seed_provider` entry.
@@ -149,6 +163,16 @@ impl Topology {
         if !GOSSIP_INTERVAL_RANGE_MS.contains(&gossip_ms) {
             bail!("gossip_interval_ms must be between 10 and 10000, not {gossip_ms}");
         }
+        let allocation_rf = file
+            .allocate_tokens_for_local_replication_factor
+            .unwrap_or(DEFAULT_ALLOCATION_RF);
+        if !ALLOCATION_RF_RANGE.contains(&allocation_rf) {
+            bail!(
+                "allocate_tokens_for_local_replication_factor must be between 1 and {}, not \
+                 {allocation_rf}",
+                ALLOCATION_RF_RANGE.end()
+            );
+        }
         Ok(Topology {
             seeds,
             storage_port,
@@ -157,6 +181,8 @@ impl Topology {
             rack,
             phi_convict_threshold,
             gossip_interval: std::time::Duration::from_millis(gossip_ms),
+            allocation_rf,
+            auto_bootstrap: file.auto_bootstrap.unwrap_or(true),
         })
     }
 

@@ -17,6 +17,7 @@
 //! cluster).
 
 mod applied;
+mod balanced;
 pub mod codec;
 mod forming;
 pub mod fuzz;
@@ -30,6 +31,7 @@ pub mod store;
 use std::fmt;
 use std::sync::Arc;
 
+pub use balanced::BalancedTokens;
 pub use forming::TokenAllocator;
 pub use limits::{METADATA_REQUEST_TIMEOUT, METADATA_VOTERS_MAX};
 pub use service::{MetadataConfig, MetadataHooks, MetadataService};

@@ -42,7 +42,7 @@ pub fn local(p: &Processor, schema: &Schema) -> VRow {
     r.insert("schema_version", Value::Uuid(schema.version));
     r.insert(
         "tokens",
-        Value::Set(n.tokens.iter().map(|t| text(&t.to_string())).collect()),
+        Value::Set(p.tokens().iter().map(|t| text(&t.to_string())).collect()),
     );
     r
 }

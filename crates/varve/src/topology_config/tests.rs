@@ -27,6 +27,25 @@ fn defaults_make_a_cluster_of_one_in_datacenter1() {
     assert_eq!((t.dc.as_str(), t.rack.as_str()), (DEFAULT_DC, DEFAULT_RACK));
     assert_eq!(t.phi_convict_threshold, DEFAULT_PHI_CONVICT_THRESHOLD);
     assert_eq!(t.gossip_interval, DEFAULT_GOSSIP_INTERVAL);
+    assert_eq!(t.allocation_rf, DEFAULT_ALLOCATION_RF);
+    assert!(t.auto_bootstrap);
+}
+
+#[test]
+fn the_allocation_factor_is_limited_at_n_and_auto_bootstrap_is_read() {
+    let rf = |n: usize| {
+        resolve(
+            &format!("allocate_tokens_for_local_replication_factor: {n}"),
+            &TopologyFlags::default(),
+            None,
+        )
+    };
+    assert_eq!(rf(1).expect("N").allocation_rf, 1);
+    assert_eq!(rf(16).expect("N").allocation_rf, 16);
+    assert!(rf(0).is_err());
+    assert!(rf(17).is_err());
+    let t = resolve("auto_bootstrap: false", &TopologyFlags::default(), None).expect("parses");
+    assert!(!t.auto_bootstrap);
 }
 
 #[test]
