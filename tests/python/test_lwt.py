@@ -173,3 +173,24 @@ def test_concurrent_insert_if_not_exists_single_winner(varve_addr, protocol_vers
             assert session.execute(f"SELECT owner FROM {name} WHERE k = %s", (key,)).one().owner == winners[0]
     finally:
         cluster.shutdown()
+
+
+def test_an_applied_update_is_never_hidden_by_a_client_clock_running_ahead(varve_addr, keyspace, session, table):
+    """Issue 19's defect: a conditional write's cells carry the
+    transaction's timestamp, not the client's. Session A's clock runs an
+    hour ahead; it inserts IF NOT EXISTS. Session B, on time, updates IF v
+    = 1 and is told it applied: the row must then read v = 2 (with the
+    client's timestamps, A's cells hid B's update)."""
+    import time
+
+    ahead = connect(*varve_addr, 5, timestamp_generator=lambda: int((time.time() + 3600) * 1e6))
+    try:
+        a = ahead.connect(keyspace)
+        assert a.execute(f"INSERT INTO {table} (k, c, v) VALUES (7, 7, 1) IF NOT EXISTS").was_applied
+    finally:
+        ahead.shutdown()
+    assert session.execute(f"UPDATE {table} SET v = 2 WHERE k = 7 AND c = 7 IF v = 1").was_applied
+    assert session.execute(f"SELECT v FROM {table} WHERE k = 7 AND c = 7").one().v == 2
+    # The cells carry the server's time, not the hour-ahead client's.
+    written = session.execute(f"SELECT writetime(v) AS w FROM {table} WHERE k = 7 AND c = 7").one().w
+    assert abs(written - time.time() * 1e6) < 60e6, written

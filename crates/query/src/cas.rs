@@ -1,11 +1,13 @@
-//! Conditional statements (lightweight transactions) on one node: the
-//! condition is read and the update applied under the partition's lock, so
-//! conditional updates of a partition are linearizable, and an update that
-//! does not apply is still ordered with the others (CASSANDRA-12126).
+//! Conditional statements (lightweight transactions): query evaluates the
+//! conditions and plans the update; the data path runs them as one
+//! linearizable step on the partition ([`crate::data_path::DataPath::cas`]:
+//! a lock on one node, Paxos across replicas), stamping the update with
+//! the transaction's timestamp (docs/design/paxos.md). An update that does
+//! not apply is still ordered with the others (CASSANDRA-12126).
 
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
 use crate::context::Ctx;
-use crate::data_path::{ReadCommand, WriteKind};
+use crate::data_path::{CasCommand, CasDecider, CasDecision, DataResult};
 use crate::error::{QueryError, Result};
 use crate::processor::Processor;
 use crate::restrictions::Selection;
@@ -184,7 +186,8 @@ fn value(ctx: &Ctx, t: &Term, ty: &CqlType, name: &str) -> Result<Option<Value>>
 }
 
 /// Checks every condition and applies every update when all hold, as one
-/// step under the partition's lock. Returns the `[applied]` result.
+/// linearizable step on the partition (the data path's `cas`: a lock on
+/// one node, Paxos on a cluster). Returns the `[applied]` result.
 pub async fn run(
     p: &Processor,
     ctx: &mut Ctx<'_>,
@@ -208,52 +211,102 @@ pub async fn run(
             ));
         }
     }
-    for (t, updates) in &groups {
+    let mut update = Partition::default();
+    for (t, updates) in groups {
         if t.id != first.table.id || updates.iter().any(|(k, _)| *k != first.key) {
             return Err(QueryError::Invalid(
                 "Batch with conditions cannot span multiple partitions".into(),
             ));
         }
+        for (_, u) in updates {
+            update.merge(u);
+        }
     }
     let table = first.table.clone();
-    let (_guard, waits) = p.cas_lock(first.key.token).await;
-    p.metrics.requests.cas_write_contention.record(waits);
     let cmp = crate::comparator::of(&table);
     let slices = [Slice::all(&cmp)];
-    let read = ReadCommand {
+    let decider = Arc::new(StatementDecider {
+        table: table.clone(),
+        checks,
+        update,
+        planned_micros: ctx.timestamp_micros,
+        is_batch,
+    });
+    let command = CasCommand {
         table: table.id,
         key: &first.key,
         slices: &slices,
-        reversed: false,
+        serial: serial_level(ctx)?,
+        commit: crate::consistency::level(ctx.opts.consistency)?,
         now_seconds: ctx.now_seconds,
-        row_limit: usize::MAX,
-        consistency: serial_level(ctx)?,
+        decider: decider.clone(),
     };
-    let current = p.data.read(read).await?.partition.unwrap_or_default();
+    let outcome = p.data.cas(command).await?;
+    p.metrics
+        .requests
+        .cas_write_contention
+        .record(outcome.contention);
+    if !outcome.applied {
+        p.metrics.requests.cas_condition_not_met.inc();
+    }
     let pk = key_components(&table, &first.key);
-    let mut applied = true;
-    let mut shown: Vec<(Vec<Column>, Option<Vec<Bytes>>)> = Vec::new();
-    for c in &checks {
-        let row = c
-            .clustering
-            .as_ref()
-            .and_then(|ck| current.rows.get(&ClusteringKey::row(ck.clone(), &cmp)));
-        let view = RowView {
-            pk: &pk,
-            clustering: c.clustering.as_deref(),
-            row,
-            static_row: current.static_row.as_ref(),
-        };
-        let exists = match &c.clustering {
-            Some(_) => row.is_some(),
-            None => current.static_row.is_some() || !current.rows.is_empty(),
-        };
-        let ok = match &c.kind {
-            CasKind::NotExists => !exists,
-            CasKind::Exists => exists,
-            CasKind::Conditions(conds) => conds.iter().all(|cond| holds(cond, &view)),
-        };
-        if !ok || is_batch {
+    let (_, shown) = decider.evaluate(&outcome.current, &pk);
+    Ok(QueryResult::Rows(result(
+        &table,
+        outcome.applied,
+        &shown,
+        &outcome.current,
+        &pk,
+        &cmp,
+        is_batch,
+    )))
+}
+
+/// The rows an answer shows: for each check, the columns and the row.
+type Shown = Vec<(Vec<Column>, Option<Vec<Bytes>>)>;
+
+/// A statement's conditions and planned update, decided by the data path
+/// against the partition as its transaction found it.
+struct StatementDecider {
+    table: Arc<Table>,
+    checks: Vec<CasCheck>,
+    /// Every update of the statement (or batch), merged.
+    update: Partition,
+    /// The timestamp the update was planned with.
+    planned_micros: i64,
+    is_batch: bool,
+}
+
+impl StatementDecider {
+    /// Whether every check holds on `current`, and the rows to show.
+    fn evaluate(&self, current: &Partition, pk: &[Bytes]) -> (bool, Shown) {
+        let table = &self.table;
+        let cmp = crate::comparator::of(table);
+        let mut applied = true;
+        let mut shown: Shown = Vec::new();
+        for c in &self.checks {
+            let row = c
+                .clustering
+                .as_ref()
+                .and_then(|ck| current.rows.get(&ClusteringKey::row(ck.clone(), &cmp)));
+            let view = RowView {
+                pk,
+                clustering: c.clustering.as_deref(),
+                row,
+                static_row: current.static_row.as_ref(),
+            };
+            let exists = match &c.clustering {
+                Some(_) => row.is_some(),
+                None => current.static_row.is_some() || !current.rows.is_empty(),
+            };
+            let ok = match &c.kind {
+                CasKind::NotExists => !exists,
+                CasKind::Exists => exists,
+                CasKind::Conditions(conds) => conds.iter().all(|cond| holds(cond, &view)),
+            };
+            if ok && !self.is_batch {
+                continue;
+            }
             applied &= ok;
             // Nothing read for this row: only `[applied]` comes back for it.
             let read_something = match &c.clustering {
@@ -277,18 +330,22 @@ pub async fn run(
                 }
             }
         }
+        (applied, shown)
     }
-    if !applied {
-        p.metrics.requests.cas_condition_not_met.inc();
+}
+
+impl CasDecider for StatementDecider {
+    fn decide(&self, current: &Partition, timestamp: i64) -> DataResult<CasDecision> {
+        let first = self.checks.first();
+        let pk = first.map_or_else(Vec::new, |c| key_components(&self.table, &c.key));
+        let (applied, _) = self.evaluate(current, &pk);
+        let update = applied.then(|| {
+            let mut update = self.update.clone();
+            update.shift_timestamps(timestamp - self.planned_micros);
+            update
+        });
+        Ok(CasDecision { applied, update })
     }
-    if applied {
-        for (t, updates) in groups {
-            crate::write::apply(p, ctx, &t, updates, WriteKind::Cas).await?;
-        }
-    }
-    Ok(QueryResult::Rows(result(
-        &table, applied, &shown, &current, &pk, &cmp, is_batch,
-    )))
 }
 
 /// The level of a conditional statement's read (SERIAL when the client

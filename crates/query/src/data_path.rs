@@ -14,6 +14,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use varve_types::data::{Partition, PartitionKey, Slice, TokenBound};
@@ -112,6 +113,53 @@ pub struct PartitionRead {
     pub sstables: u32,
 }
 
+/// Decides one conditional statement against the partition as a
+/// transaction found it (docs/design/paxos.md, section 2). Query builds it
+/// from the statement's conditions and planned updates; the data path
+/// calls it once it holds the current state, with the timestamp the
+/// update's cells must carry (the ballot's).
+pub trait CasDecider: Send + Sync {
+    /// Whether the conditions hold on `current` (the partition's live
+    /// rows and static row under the command's slices, `None`-free: an
+    /// absent partition is empty) and, if they do, the update to apply,
+    /// every timestamp set to `timestamp`.
+    fn decide(&self, current: &Partition, timestamp: i64) -> DataResult<CasDecision>;
+}
+
+/// What a [`CasDecider`] decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CasDecision {
+    pub applied: bool,
+    /// The update to apply (only when applied).
+    pub update: Option<Partition>,
+}
+
+/// A conditional statement on one partition.
+pub struct CasCommand<'a> {
+    pub table: TableId,
+    pub key: &'a PartitionKey,
+    /// What the conditions and the answer's row need to read.
+    pub slices: &'a [Slice],
+    /// SERIAL or LOCAL_SERIAL: who takes part in the transaction.
+    pub serial: Consistency,
+    /// The statement's level: where the applied update must be before the
+    /// answer.
+    pub commit: Consistency,
+    pub now_seconds: i32,
+    pub decider: Arc<dyn CasDecider>,
+}
+
+/// What a conditional statement found and decided.
+#[derive(Debug, Clone)]
+pub struct CasOutcome {
+    /// The live state the decision was made on.
+    pub current: Partition,
+    pub applied: bool,
+    /// How many times the statement waited for another transaction on the
+    /// same partition (the contention metric).
+    pub contention: u64,
+}
+
 /// Partition keys of a table in token order.
 #[derive(Debug, Clone, Copy)]
 pub struct KeyScan<'a> {
@@ -151,6 +199,12 @@ pub trait DataPath: Send + Sync {
 
     /// Removes every row of a table (TRUNCATE).
     fn truncate(&self, table: TableId) -> DataFuture<'_, ()>;
+
+    /// Runs a conditional statement as one linearizable step on its
+    /// partition: reads the current state, asks the decider, and writes
+    /// its update when the conditions held. (A read at a serial level is a
+    /// `read` whose consistency is SERIAL or LOCAL_SERIAL.)
+    fn cas<'a>(&'a self, c: CasCommand<'a>) -> DataFuture<'a, CasOutcome>;
 
     /// Whether this data path checks the live replicas of each command
     /// itself (a cluster's coordinator does, against the ring and the

@@ -26,9 +26,6 @@ use varve_storage::{Storage, StorageOptions, TableDescriptor};
 /// in spirit); past it the oldest half is dropped and drivers re-prepare.
 pub const MAX_PREPARED_STATEMENTS: usize = 10_000;
 
-/// Lock stripes serialising conditional updates of the same partition.
-const CAS_LOCK_STRIPES: usize = 256;
-
 /// A statement kept by PREPARE.
 pub(crate) struct Prepared {
     pub parsed: Parsed,
@@ -58,7 +55,6 @@ pub struct Processor {
     gossip_active: std::sync::atomic::AtomicBool,
     prepared: RwLock<HashMap<Bytes, Arc<Prepared>>>,
     last_micros: AtomicI64,
-    cas_locks: Vec<tokio::sync::Mutex<()>>,
     /// Client-request and table metrics (see [`crate::metrics`]).
     pub(crate) metrics: QueryMetrics,
 }
@@ -165,9 +161,6 @@ impl Processor {
             gossip_active: std::sync::atomic::AtomicBool::new(false),
             prepared: RwLock::new(HashMap::new()),
             last_micros: AtomicI64::new(0),
-            cas_locks: (0..CAS_LOCK_STRIPES)
-                .map(|_| tokio::sync::Mutex::new(()))
-                .collect(),
             metrics: QueryMetrics::new(registry),
         }
     }
@@ -473,19 +466,6 @@ impl Processor {
                 Ok(_) => return next,
                 Err(seen) => last = seen,
             }
-        }
-    }
-
-    /// The lock that serialises conditional updates on `token`, and how
-    /// many times the caller had to wait for it (0: it was free; 1: held by
-    /// another LWT, waited once), the contention metric of one node.
-    /// A contended lock is awaited (the statement waits as a task, not on
-    /// the thread).
-    pub(crate) async fn cas_lock(&self, token: i64) -> (tokio::sync::MutexGuard<'_, ()>, u64) {
-        let stripe = (token as u64 % CAS_LOCK_STRIPES as u64) as usize;
-        match self.cas_locks[stripe].try_lock() {
-            Ok(guard) => (guard, 0),
-            Err(_) => (self.cas_locks[stripe].lock().await, 1),
         }
     }
 

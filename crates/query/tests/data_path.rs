@@ -194,3 +194,90 @@ fn an_unknown_table_is_an_error_not_an_empty_answer() {
     .unwrap_err();
     assert!(matches!(err, DataError::UnknownTable(_)), "{err:?}");
 }
+
+/// Applies rows `c` = 1 of partition `k` when the partition is empty,
+/// recording each timestamp it was given.
+struct InsertIfEmpty {
+    rows: Partition,
+    given: std::sync::Mutex<Vec<i64>>,
+}
+
+impl varve_query::data_path::CasDecider for InsertIfEmpty {
+    fn decide(
+        &self,
+        current: &Partition,
+        timestamp: i64,
+    ) -> Result<varve_query::data_path::CasDecision, DataError> {
+        self.given.lock().expect("lock").push(timestamp);
+        let applied = current.rows.is_empty();
+        let update = applied.then(|| {
+            let mut u = self.rows.clone();
+            u.shift_timestamps(timestamp);
+            u
+        });
+        Ok(varve_query::data_path::CasDecision { applied, update })
+    }
+}
+
+fn cas(f: &Fixture, k: i32, decider: Arc<InsertIfEmpty>) -> varve_query::data_path::CasOutcome {
+    let key = key(k);
+    let slices = [Slice::all(&f.cmp)];
+    let command = varve_query::data_path::CasCommand {
+        table: f.table,
+        key: &key,
+        slices: &slices,
+        serial: Consistency::Serial,
+        commit: Consistency::Quorum,
+        now_seconds: NOW,
+        decider,
+    };
+    block_on(f.data.cas(command)).expect("cas")
+}
+
+/// Runs a future that may wait for a lock (a conditional statement).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+#[test]
+fn a_conditional_write_decides_on_the_current_state_and_takes_newer_timestamps() {
+    let f = fixture();
+    let decider = Arc::new(InsertIfEmpty {
+        rows: rows(&f, [1], 0),
+        given: std::sync::Mutex::new(Vec::new()),
+    });
+    let first = cas(&f, 5, Arc::clone(&decider));
+    assert!(first.applied && first.current.rows.is_empty());
+    let second = cas(&f, 5, Arc::clone(&decider));
+    assert!(!second.applied);
+    assert_eq!(
+        second.current.rows.len(),
+        1,
+        "decided on the row the first wrote"
+    );
+    let given = decider.given.lock().expect("lock").clone();
+    assert!(
+        given[1] > given[0],
+        "timestamps only move forward: {given:?}"
+    );
+    // The row carries the timestamp the decider was given, not one of its own.
+    let key = key(5);
+    let slices = [Slice::all(&f.cmp)];
+    let found = common::now(f.data.read(ReadCommand {
+        table: f.table,
+        key: &key,
+        slices: &slices,
+        reversed: false,
+        now_seconds: NOW,
+        row_limit: usize::MAX,
+        consistency: Consistency::One,
+    }))
+    .expect("read")
+    .partition
+    .expect("row");
+    let row = found.rows.values().next().expect("row");
+    assert_eq!(row.liveness.expect("marker").timestamp, given[0]);
+}

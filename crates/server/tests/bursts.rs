@@ -261,6 +261,13 @@ impl varve_query::DataPath for Later {
     fn truncate(&self, table: u128) -> varve_query::data_path::DataFuture<'_, ()> {
         self.after_a_yield(self.inner.truncate(table))
     }
+
+    fn cas<'a>(
+        &'a self,
+        c: varve_query::data_path::CasCommand<'a>,
+    ) -> varve_query::data_path::DataFuture<'a, varve_query::data_path::CasOutcome> {
+        self.after_a_yield(self.inner.cas(c))
+    }
 }
 
 /// Statements whose data path answers later (a cluster's replicas) are

@@ -18,8 +18,8 @@ use varve_cluster::coordinator::{
     BatchWrite, Coordinator, KeyScan, Read, Replication, ReplicationLookup, Speculation, Write,
 };
 use varve_query::data_path::{
-    DataFuture, DataPath, DataResult, KeyScan as QueryKeyScan, PartitionRead, ReadCommand, TableId,
-    WriteCommand, WriteKind,
+    CasCommand, CasOutcome, DataFuture, DataPath, DataResult, KeyScan as QueryKeyScan,
+    PartitionRead, ReadCommand, TableId, WriteCommand, WriteKind,
 };
 use varve_query::local::LocalNode;
 use varve_query::Processor;
@@ -270,6 +270,14 @@ impl DataPath for ClusterPath {
                 sstables: found.sstables,
             })
         }))
+    }
+
+    /// On this node alone, under its partition lock; across replicas
+    /// Paxos runs it (docs/design/paxos.md; until then query refuses
+    /// conditional statements on a cluster of several nodes, see
+    /// `lwt_refusal`).
+    fn cas<'a>(&'a self, c: CasCommand<'a>) -> DataFuture<'a, CasOutcome> {
+        self.local.cas(c)
     }
 
     fn scan_keys<'a>(&'a self, s: QueryKeyScan<'a>) -> DataFuture<'a, Vec<PartitionKey>> {

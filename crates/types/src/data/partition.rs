@@ -55,6 +55,25 @@ impl Partition {
         }
     }
 
+    /// Moves every timestamp of the update (cells, row markers, row,
+    /// collection, range and partition deletions) by `delta` micros, so
+    /// that an update planned at one timestamp carries another while its
+    /// timestamps keep their order (a collection overwrite's tombstone one
+    /// micro before its cells). A conditional write takes its ballot's
+    /// timestamp this way (docs/design/paxos.md, section 2).
+    pub fn shift_timestamps(&mut self, delta: i64) {
+        shift_deletion(&mut self.deletion, delta);
+        if let Some(row) = &mut self.static_row {
+            row.shift_timestamps(delta);
+        }
+        for row in self.rows.values_mut() {
+            row.shift_timestamps(delta);
+        }
+        for rt in &mut self.range_tombstones {
+            shift_deletion(&mut rt.deletion, delta);
+        }
+    }
+
     /// The part of the partition the slices select: the static row, the
     /// partition deletion, rows inside any slice and the range tombstones
     /// that overlap one. Slices must be sorted and disjoint.
@@ -279,6 +298,13 @@ fn merge_range_tombstone(list: &mut Vec<RangeTombstone>, rt: RangeTombstone) {
     list.push(rt);
 }
 
+/// `deletion` moved by `delta` micros (a live one stays live).
+pub(crate) fn shift_deletion(deletion: &mut DeletionTime, delta: i64) {
+    if !deletion.is_live() {
+        deletion.marked_for_delete_at = deletion.marked_for_delete_at.saturating_add(delta);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +326,47 @@ mod tests {
             p.rows.insert(ClusteringKey::row(vec![int(i)], &cmp), row);
         }
         (p, cmp)
+    }
+
+    #[test]
+    fn shifting_timestamps_moves_every_one_and_keeps_their_order() {
+        let (mut p, cmp) = partition_with_rows(2);
+        p.deletion = DeletionTime::new(5, 0);
+        p.range_tombstones.push(RangeTombstone {
+            slice: Slice::all(&cmp),
+            deletion: DeletionTime::new(9, 0),
+        });
+        let key = p.rows.keys().next().cloned().expect("a row");
+        let row = p.rows.get_mut(&key).expect("a row");
+        row.liveness = Some(crate::data::cell::LivenessInfo::new(10, 0, 0));
+        row.deletion = Some(DeletionTime::new(8, 0));
+        row.complex_deletions.insert(2, DeletionTime::new(9, 0));
+        let static_row = Row {
+            cells: {
+                let mut c = crate::data::CellMap::new();
+                c.insert((3, None), Cell::live(10, int(7)));
+                c
+            },
+            ..Row::default()
+        };
+        p.static_row = Some(static_row);
+        p.shift_timestamps(1_000);
+        assert_eq!(p.deletion.marked_for_delete_at, 1_005);
+        assert_eq!(p.range_tombstones[0].deletion.marked_for_delete_at, 1_009);
+        let row = p.rows.get(&key).expect("a row");
+        assert_eq!(row.liveness.expect("marker").timestamp, 1_010);
+        assert_eq!(row.deletion.expect("deleted").marked_for_delete_at, 1_008);
+        assert_eq!(row.complex_deletions[&2].marked_for_delete_at, 1_009);
+        assert!(p
+            .rows
+            .values()
+            .all(|r| r.cells.values().all(|c| c.timestamp == 1_010)));
+        let s = p.static_row.as_ref().expect("static");
+        assert!(s.cells.values().all(|c| c.timestamp == 1_010));
+        // A live deletion stays live.
+        let mut fresh = Partition::default();
+        fresh.shift_timestamps(1_000);
+        assert!(fresh.deletion.is_live());
     }
 
     #[test]

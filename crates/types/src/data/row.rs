@@ -40,6 +40,24 @@ impl Row {
     }
 
     /// Merges `other` into `self` with Cassandra's reconciliation.
+    /// Moves every timestamp of the row by `delta` micros (see
+    /// [`crate::data::Partition::shift_timestamps`]).
+    pub fn shift_timestamps(&mut self, delta: i64) {
+        if let Some(l) = &mut self.liveness {
+            l.timestamp = l.timestamp.saturating_add(delta);
+        }
+        if let Some(d) = &mut self.deletion {
+            crate::data::partition::shift_deletion(d, delta);
+        }
+        for d in self.complex_deletions.values_mut() {
+            crate::data::partition::shift_deletion(d, delta);
+        }
+        self.cells.retain(|_, c| {
+            c.timestamp = c.timestamp.saturating_add(delta);
+            true
+        });
+    }
+
     pub fn merge(&mut self, other: Row) {
         self.liveness = match (self.liveness, other.liveness) {
             (Some(a), Some(b)) => Some(if b.supersedes(&a) { b } else { a }),
