@@ -30,6 +30,7 @@ pub mod hints;
 pub mod membership;
 pub mod metadata;
 pub mod net;
+pub mod paxos;
 pub mod ring;
 #[cfg(test)]
 pub mod sim;

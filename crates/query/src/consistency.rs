@@ -24,12 +24,11 @@ pub fn check_read(p: &Processor, ctx: &Ctx, table: &Table) -> Result<()> {
         ));
     }
     if cl.is_serial() && !table.is_virtual {
-        // A Paxos read: like a conditional write, this node's alone until
-        // Paxos runs across replicas.
+        // A Paxos read: like a conditional write.
         if let Some(why) = p.data_path().lwt_refusal() {
             return Err(QueryError::Invalid(why));
         }
-        return assure_live_here(p, ctx, table, cl);
+        return assure_live(p, ctx, table, cl);
     }
     assure_live(p, ctx, table, cl)
 }
@@ -70,10 +69,9 @@ pub fn check_cas(p: &Processor, ctx: &Ctx, table: &Table) -> Result<()> {
     if commit == Consistency::EachQuorum {
         require_network_topology(ctx, table, commit)?;
     }
-    // The Paxos round runs on this node alone (a cluster of several nodes
-    // refuses it above), so its level is checked against this node even
-    // where the data path checks replicas itself.
-    assure_live_here(p, ctx, table, serial)?;
+    // Both levels are the data path's to check when it checks replicas
+    // (the Paxos round's participants, the commit's replicas).
+    assure_live(p, ctx, table, serial)?;
     assure_live(p, ctx, table, commit)
 }
 

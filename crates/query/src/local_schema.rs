@@ -98,16 +98,17 @@ impl SchemaSource for LocalSchema {
     }
 }
 
-/// The tables storage holds for a schema (those of keyspaces that are not
-/// system ones), by id, with their keyspace's `durable_writes`.
+/// The tables storage holds for a schema (every table that is not
+/// generated when read: user tables and `system.paxos`), by id, with their
+/// keyspace's `durable_writes`.
 pub fn tables(schema: &Schema) -> BTreeMap<u128, (Arc<Table>, bool)> {
     schema
         .keyspaces
         .values()
-        .filter(|k| !k.is_system)
         .flat_map(|k| {
             k.tables
                 .values()
+                .filter(|t| !t.is_virtual)
                 .map(move |t| (t.id, (Arc::clone(t), k.durable_writes)))
         })
         .collect()

@@ -621,6 +621,24 @@ impl Engine {
         Ok(())
     }
 
+    /// [`Engine::apply`], then waits until the commitlog holds the write
+    /// on disk whatever its sync mode (Paxos state: a replica must never
+    /// forget a promise or an acceptance, docs/design/paxos.md, section 4).
+    /// Concurrent callers share one fsync. Blocks: call it where waiting
+    /// is allowed.
+    pub fn apply_synced(&self, id: TableId, key: &PartitionKey, update: Partition) -> Result<()> {
+        self.apply(id, key, update)?;
+        match &self.commitlog {
+            Some(cl) if !self.writes_wait_for_sync() => cl.sync(),
+            _ => Ok(()),
+        }
+    }
+
+    /// A table's `gc_grace_seconds`.
+    pub fn gc_grace_seconds(&self, id: TableId) -> Result<i32> {
+        Ok(self.table(id)?.desc.read().gc_grace_seconds)
+    }
+
     /// Writes the table's memtable to a new sstable.
     pub fn flush(&self, id: TableId) -> Result<()> {
         let table = self.table(id)?;

@@ -75,6 +75,18 @@ fn build_v1(ticks: u64, low: u64) -> [u8; 16] {
     u
 }
 
+/// A version-1 uuid of `micros` since the Unix epoch (ticks of 100 ns, so
+/// the tenth digit is 0) with `low` as its clock sequence and node bytes.
+pub fn timeuuid_for_micros(micros: i64, low: u64) -> [u8; 16] {
+    let ticks = ticks_from_millis(0).wrapping_add((micros as u64).wrapping_mul(10));
+    build_v1(ticks, low)
+}
+
+/// Microseconds since the Unix epoch of a version-1 uuid.
+pub fn timeuuid_micros(u: &[u8; 16]) -> i64 {
+    (timeuuid_ticks(u).wrapping_sub(ticks_from_millis(0)) / 10) as i64
+}
+
 /// The 60-bit tick count of a version-1 uuid.
 pub fn timeuuid_ticks(u: &[u8; 16]) -> u64 {
     let low = u64::from(u32::from_be_bytes([u[0], u[1], u[2], u[3]]));

@@ -21,6 +21,7 @@ use varve_cluster::membership::{GossipKey, Gossiper, Membership, MembershipConfi
 use varve_cluster::metadata::{MetadataLog, MetadataService};
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::net::messaging::{Messaging, MessagingConfig};
+use varve_cluster::paxos::{PaxosReplica, PaxosStore};
 use varve_cluster::ring::Location;
 use varve_cluster::verbs::Replica;
 use varve_protocol::{Event, StatusChangeType};
@@ -85,6 +86,8 @@ impl ClusterNode {
         Replica::new(processor.engine(), processor.writes_wait_for_sync())
             .with_batchlog(Arc::clone(&batchlog))
             .register(&messaging);
+        let paxos = paxos_replica(processor)?;
+        paxos.register(&messaging);
         let own = messaging.local_addr();
         let mut membership = MembershipConfig::new(
             settings
@@ -142,6 +145,7 @@ impl ClusterNode {
         )
         .with_context(|| format!("opening hints_directory {}", settings.hints.dir.display()))?;
         coordinator.set_hints(Arc::clone(&hints));
+        coordinator.set_paxos(paxos);
         coordinator.set_batchlog(batchlog);
         coordinator.set_replication_lookup(ClusterPath::lookup(processor));
         let batch_replay = coordinator.replay_batches_forever();
@@ -227,6 +231,19 @@ impl ClusterNode {
         self.metadata.service.shutdown().await;
         self.messaging.shutdown().await;
     }
+}
+
+/// This node's Paxos acceptor over `system.paxos` in its storage.
+fn paxos_replica(processor: &Processor) -> anyhow::Result<Arc<PaxosReplica>> {
+    let table = processor
+        .schema()
+        .table("system", "paxos")
+        .map(|t| t.id)
+        .context("the system schema has no system.paxos")?;
+    Ok(PaxosReplica::new(PaxosStore::new(
+        processor.engine(),
+        table,
+    )))
 }
 
 /// The keys gossiped from the start besides membership's own.
@@ -471,5 +488,27 @@ mod tests {
         assert_eq!(parse_uuid(&text), Some(u));
         assert_eq!(parse_uuid("not-a-uuid"), None);
         assert_eq!(parse_uuid(&text[..35]), None);
+    }
+
+    use varve_cluster::paxos::store::columns;
+
+    /// The Paxos store writes `system.paxos` by column id: the ids must be
+    /// those of the table's definition.
+    #[test]
+    fn system_paxos_columns_are_where_the_store_writes_them() {
+        let schema = varve_query::system_schema();
+        let table = schema.table("system", "paxos").expect("system.paxos");
+        assert!(!table.is_virtual, "kept in storage");
+        let id = |name: &str| table.column(name).expect(name).id;
+        assert_eq!(id("in_progress_ballot"), columns::IN_PROGRESS_BALLOT);
+        assert_eq!(id("most_recent_commit"), columns::MOST_RECENT_COMMIT);
+        assert_eq!(id("most_recent_commit_at"), columns::MOST_RECENT_COMMIT_AT);
+        assert_eq!(
+            id("most_recent_commit_version"),
+            columns::MOST_RECENT_COMMIT_VERSION
+        );
+        assert_eq!(id("proposal"), columns::PROPOSAL);
+        assert_eq!(id("proposal_ballot"), columns::PROPOSAL_BALLOT);
+        assert_eq!(id("proposal_version"), columns::PROPOSAL_VERSION);
     }
 }

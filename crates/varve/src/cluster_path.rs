@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use varve_cluster::coordinator::{
-    BatchWrite, Coordinator, KeyScan, Read, Replication, ReplicationLookup, Speculation, Write,
+    BatchWrite, Cas, Coordinator, KeyScan, Read, Replication, ReplicationLookup, Speculation, Write,
 };
 use varve_query::data_path::{
     CasCommand, CasOutcome, DataFuture, DataPath, DataResult, KeyScan as QueryKeyScan,
@@ -25,7 +25,7 @@ use varve_query::local::LocalNode;
 use varve_query::Processor;
 use varve_schema::options::{ReadRepair, ReplicationParams, ReplicationStrategy, SpeculativeRetry};
 use varve_schema::Schema;
-use varve_types::data::PartitionKey;
+use varve_types::data::{Partition, PartitionKey};
 use varve_types::data_error::{DataError, WriteType};
 use varve_types::Consistency;
 
@@ -248,6 +248,9 @@ impl DataPath for ClusterPath {
         let Some((coordinator, route)) = self.route_full(r.table) else {
             return self.local.read(r);
         };
+        if r.consistency.is_serial() && coordinator.node_count() > 1 {
+            return serial_read(coordinator, route, r);
+        }
         DataFuture::Boxed(Box::pin(async move {
             let found = coordinator
                 .read(Read {
@@ -272,12 +275,53 @@ impl DataPath for ClusterPath {
         }))
     }
 
-    /// On this node alone, under its partition lock; across replicas
-    /// Paxos runs it (docs/design/paxos.md; until then query refuses
-    /// conditional statements on a cluster of several nodes, see
-    /// `lwt_refusal`).
+    /// On a node alone, under its partition lock; on a cluster of several
+    /// nodes, a Paxos transaction across the partition's replicas
+    /// (docs/design/paxos.md). Every coordinator of a cluster runs Paxos,
+    /// whatever the replication, so no two ways of ordering a partition's
+    /// transactions ever mix.
     fn cas<'a>(&'a self, c: CasCommand<'a>) -> DataFuture<'a, CasOutcome> {
-        self.local.cas(c)
+        let Some((coordinator, replication)) = self.route(c.table) else {
+            return self.local.cas(c);
+        };
+        if coordinator.node_count() <= 1 {
+            // One node: its lock orders the partition's transactions; the
+            // levels still need their replicas (RF 3 on one node cannot
+            // give a quorum).
+            for level in [c.serial, c.commit] {
+                if let Err(e) = coordinator.check_live(c.key.token, &replication, level) {
+                    return DataFuture::ready(Err(DataError::Unavailable(e)));
+                }
+            }
+            return self.local.cas(c);
+        }
+        DataFuture::Boxed(Box::pin(async move {
+            let decider = Arc::clone(&c.decider);
+            let decide = move |current: &Partition, timestamp: i64| {
+                decider
+                    .decide(current, timestamp)
+                    .map(|d| (d.applied, d.update))
+            };
+            let found = coordinator
+                .cas(Cas {
+                    table: c.table,
+                    key: c.key,
+                    slices: c.slices,
+                    replication: &replication,
+                    serial: c.serial,
+                    commit: c.commit,
+                    now_seconds: c.now_seconds,
+                    reversed: false,
+                    row_limit: usize::MAX,
+                    decide: Some(&decide),
+                })
+                .await?;
+            Ok(CasOutcome {
+                current: found.current,
+                applied: found.applied,
+                contention: found.contention,
+            })
+        }))
     }
 
     fn scan_keys<'a>(&'a self, s: QueryKeyScan<'a>) -> DataFuture<'a, Vec<PartitionKey>> {
@@ -317,13 +361,36 @@ impl DataPath for ClusterPath {
             .check_live(token, &replication, consistency)
             .map_err(DataError::Unavailable)
     }
+}
 
-    fn lwt_refusal(&self) -> Option<String> {
-        let nodes = self.bound.get()?.coordinator.node_count();
-        (nodes > 1).then(|| {
-            format!(
-                "lightweight transactions need Paxos, not yet available on a cluster of more than one node (this one has {nodes})"
-            )
+/// A read at SERIAL or LOCAL_SERIAL: a Paxos round without a proposal
+/// (it finishes any round left half-way first).
+fn serial_read<'a>(
+    coordinator: &'a Coordinator,
+    route: Route,
+    r: ReadCommand<'a>,
+) -> DataFuture<'a, PartitionRead> {
+    DataFuture::Boxed(Box::pin(async move {
+        let found = coordinator
+            .cas(Cas {
+                table: r.table,
+                key: r.key,
+                slices: r.slices,
+                replication: &route.replication,
+                serial: r.consistency,
+                commit: r.consistency,
+                now_seconds: r.now_seconds,
+                reversed: r.reversed,
+                row_limit: r.row_limit,
+                decide: None,
+            })
+            .await?;
+        let empty = found.current.is_empty();
+        Ok(PartitionRead {
+            partition: (!empty).then_some(found.current),
+            tombstones: 0,
+            complete: found.complete,
+            sstables: 0,
         })
-    }
+    }))
 }

@@ -75,6 +75,9 @@ pub struct Coordinator {
     /// replays).
     pub(super) replication_lookup: OnceLock<ReplicationLookup>,
     pub(super) batch_counter: AtomicU32,
+    /// This node's Paxos acceptor and its coordinator's ballots (none:
+    /// conditional statements are not coordinated here).
+    pub(super) paxos: OnceLock<super::paxos::PaxosParts>,
     pub(super) local_host: HostId,
     /// Whether the ring comes from the metadata log.
     ring_from_metadata: std::sync::atomic::AtomicBool,
@@ -183,6 +186,7 @@ impl Coordinator {
             batchlog: OnceLock::new(),
             replication_lookup: OnceLock::new(),
             batch_counter: AtomicU32::new(0),
+            paxos: OnceLock::new(),
             local_host,
             ring_from_metadata: std::sync::atomic::AtomicBool::new(false),
             ring_update: parking_lot::Mutex::new(()),

@@ -95,6 +95,7 @@ fn payload_round_trips(payload: &[u8]) {
         );
     }
     crate::metadata::fuzz::fuzz_decode(payload);
+    crate::paxos::codec::fuzz_decode(payload);
 }
 
 #[cfg(test)]

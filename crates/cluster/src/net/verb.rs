@@ -41,12 +41,20 @@ impl Verb {
     pub const RAFT_SNAPSHOT_RSP: Verb = Verb(0x0045);
     pub const METADATA_PROPOSE: Verb = Verb(0x0046);
     pub const METADATA_PROPOSE_RSP: Verb = Verb(0x0047);
-    /// First and last codes reserved for Paxos (not yet defined).
+    /// Paxos (docs/design/paxos.md): a prepare that reads, a proposal, a
+    /// commit. Codes up to 0x005F are kept for Paxos.
+    pub const PAXOS_PREPARE: Verb = Verb(0x0050);
+    pub const PAXOS_PREPARE_RSP: Verb = Verb(0x0051);
+    pub const PAXOS_PROPOSE: Verb = Verb(0x0052);
+    pub const PAXOS_PROPOSE_RSP: Verb = Verb(0x0053);
+    pub const PAXOS_COMMIT: Verb = Verb(0x0054);
+    pub const PAXOS_COMMIT_RSP: Verb = Verb(0x0055);
+    /// First and last codes kept for Paxos (they travel on the urgent lane).
     pub const PAXOS_FIRST: Verb = Verb(0x0050);
     pub const PAXOS_LAST: Verb = Verb(0x005F);
 
     /// Every defined verb with its name, in code order.
-    pub const KNOWN: [(Verb, &'static str); 27] = [
+    pub const KNOWN: [(Verb, &'static str); 33] = [
         (Verb::HELLO, "HELLO"),
         (Verb::HELLO_ACK, "HELLO_ACK"),
         (Verb::HELLO_REJECT, "HELLO_REJECT"),
@@ -74,6 +82,12 @@ impl Verb {
         (Verb::RAFT_SNAPSHOT_RSP, "RAFT_SNAPSHOT_RSP"),
         (Verb::METADATA_PROPOSE, "METADATA_PROPOSE"),
         (Verb::METADATA_PROPOSE_RSP, "METADATA_PROPOSE_RSP"),
+        (Verb::PAXOS_PREPARE, "PAXOS_PREPARE"),
+        (Verb::PAXOS_PREPARE_RSP, "PAXOS_PREPARE_RSP"),
+        (Verb::PAXOS_PROPOSE, "PAXOS_PROPOSE"),
+        (Verb::PAXOS_PROPOSE_RSP, "PAXOS_PROPOSE_RSP"),
+        (Verb::PAXOS_COMMIT, "PAXOS_COMMIT"),
+        (Verb::PAXOS_COMMIT_RSP, "PAXOS_COMMIT_RSP"),
     ];
 
     /// The wire code.
@@ -215,7 +229,7 @@ mod tests {
         assert!(v.is_response());
         assert_eq!(format!("{v:?}"), "Verb(0x0123)");
         assert_eq!(Verb(0x0122).response(), v);
-        assert!(!Verb::PAXOS_FIRST.is_known());
+        assert!(!Verb(0x0056).is_known());
     }
 
     #[test]

@@ -298,6 +298,22 @@ const DEFS: &[Def] = &[
         "settings",
         &[("name", "text", 'p'), ("value", "text", 'r')],
     ),
+    // Paxos state, kept in storage (not generated): see STORED_TABLES.
+    (
+        "system",
+        "paxos",
+        &[
+            ("row_key", "blob", 'p'),
+            ("cf_id", "uuid", 'c'),
+            ("in_progress_ballot", "timeuuid", 'r'),
+            ("most_recent_commit", "blob", 'r'),
+            ("most_recent_commit_at", "timeuuid", 'r'),
+            ("most_recent_commit_version", "int", 'r'),
+            ("proposal", "blob", 'r'),
+            ("proposal_ballot", "timeuuid", 'r'),
+            ("proposal_version", "int", 'r'),
+        ],
+    ),
     // Varve's own: every metric of the registry as rows (Cassandra has no
     // equivalent table).
     (
@@ -311,6 +327,11 @@ const DEFS: &[Def] = &[
         ],
     ),
 ];
+
+/// System tables whose rows storage keeps, as any table's (the rest are
+/// generated when read): a replica's Paxos state
+/// (docs/design/paxos.md, section 4).
+pub const STORED_TABLES: &[(&str, &str)] = &[("system", "paxos")];
 
 /// A stable id for a system table, derived from its name.
 fn table_id(ks: &str, name: &str) -> u128 {
@@ -355,7 +376,7 @@ fn build(def: &Def) -> Table {
     };
     // The definitions above are fixed and valid; a failure is a bug caught by tests.
     let mut t = Table::create(spec).unwrap_or_else(|e| panic!("bad system table {ks}.{name}: {e}"));
-    t.is_virtual = true;
+    t.is_virtual = !STORED_TABLES.contains(&(*ks, *name));
     t
 }
 

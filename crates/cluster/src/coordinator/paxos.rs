@@ -1,0 +1,717 @@
+//! A coordinator's Paxos rounds (docs/design/paxos.md, section 5): a
+//! prepare that reads, the unfinished round of another coordinator
+//! finished first, lagging commits sent to the replicas that miss them,
+//! the decision on the merged state, a proposal, and the commit at the
+//! statement's level. A round that loses to a newer ballot backs off for a
+//! random time that grows with each loss and with the measured round
+//! latency, and gives up after [`CAS_CONTENTION_TIMEOUT`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use varve_types::consistency::Consistency;
+use varve_types::data::{ClusteringComparator, Partition, PartitionKey, Slice};
+use varve_types::data_error::{DataError, ReadTimeout, WriteTimeout, WriteType};
+
+use super::answers::Deadline;
+use super::read::on_local_error;
+use super::replication::Replication;
+use super::service::{Coordinator, Plan};
+use super::write_acks::{Progress, WriteAcks};
+use crate::env::BoxFuture;
+use crate::net::Verb;
+use crate::paxos::codec::{self, Carry, Prepare, PrepareResponse};
+use crate::paxos::{Ballot, BallotClock, PaxosReplica, PrepareAnswer, Proposal};
+
+/// `cas_contention_timeout`: how long a statement goes on trying after its
+/// rounds lose to other coordinators' (Cassandra's default, 1 s).
+pub const CAS_CONTENTION_TIMEOUT: Duration = Duration::from_secs(1);
+/// The longest single backoff.
+pub const MAX_BACKOFF: Duration = Duration::from_millis(100);
+/// The backoff bound before any round was measured.
+const FIRST_BACKOFF: Duration = Duration::from_millis(2);
+
+/// This node's acceptor and the ballots its coordinator makes.
+pub struct PaxosParts {
+    pub replica: Arc<PaxosReplica>,
+    pub clock: BallotClock,
+    /// A moving average of successful rounds' durations, in micros.
+    round_micros: AtomicU64,
+}
+
+/// Decides a conditional statement on the state a round found, given the
+/// timestamp its cells must carry: whether it applies, and its update.
+pub type Decide<'a> =
+    &'a (dyn Fn(&Partition, i64) -> Result<(bool, Option<Partition>), DataError> + Send + Sync);
+
+/// A conditional statement on one partition, or a serial read (no
+/// decision).
+pub struct Cas<'a> {
+    pub table: u128,
+    pub key: &'a PartitionKey,
+    pub slices: &'a [Slice],
+    pub replication: &'a Replication,
+    /// SERIAL or LOCAL_SERIAL.
+    pub serial: Consistency,
+    /// Where the commit must be before the answer.
+    pub commit: Consistency,
+    pub now_seconds: i32,
+    /// A serial read's order and row limit (a conditional statement reads
+    /// every row of its slices in order).
+    pub reversed: bool,
+    pub row_limit: usize,
+    /// `None`: a SERIAL read.
+    pub decide: Option<Decide<'a>>,
+}
+
+/// What the transaction found and whether it applied.
+#[derive(Debug, Clone)]
+pub struct CasResult {
+    /// The live rows under the slices, as of the latest commit.
+    pub current: Partition,
+    pub applied: bool,
+    /// Whether every row of the slices was visited (a serial read's row
+    /// limit may stop it).
+    pub complete: bool,
+    /// Rounds lost to other coordinators.
+    pub contention: u64,
+}
+
+/// How a round ended.
+enum RoundEnd {
+    Done {
+        current: Partition,
+        complete: bool,
+        applied: bool,
+    },
+    /// Progress was made for others (an unfinished round finished, a
+    /// lagging commit sent): prepare again at once.
+    Again,
+    /// Lost to a newer ballot: back off, then prepare again.
+    Contended,
+}
+
+/// One promise of a prepare.
+struct Promise {
+    index: usize,
+    accepted: Option<Proposal>,
+    committed: Option<Proposal>,
+    data: Option<Partition>,
+}
+
+/// How a proposal ended.
+enum ProposeEnd {
+    Accepted,
+    /// Refused, or out of time, with this many acceptances.
+    Refused {
+        accepted: u32,
+    },
+    TimedOut {
+        accepted: u32,
+    },
+}
+
+/// Requests in flight, each with its replica's index.
+struct Asked<T> {
+    waiting: Vec<(usize, BoxFuture<'static, Result<T, String>>)>,
+}
+
+impl<T> Asked<T> {
+    fn new() -> Self {
+        Asked {
+            waiting: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, index: usize, f: BoxFuture<'static, Result<T, String>>) {
+        self.waiting.push((index, f));
+    }
+
+    async fn next(&mut self) -> Option<(usize, Result<T, String>)> {
+        std::future::poll_fn(|cx| {
+            if self.waiting.is_empty() {
+                return std::task::Poll::Ready(None);
+            }
+            for k in 0..self.waiting.len() {
+                if let std::task::Poll::Ready(answer) = self.waiting[k].1.as_mut().poll(cx) {
+                    let (index, _) = self.waiting.swap_remove(k);
+                    return std::task::Poll::Ready(Some((index, answer)));
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await
+    }
+}
+
+impl Coordinator {
+    /// This node coordinates conditional statements with `replica` as its
+    /// own acceptor.
+    pub fn set_paxos(&self, replica: Arc<PaxosReplica>) {
+        let _ = self.paxos.set(PaxosParts {
+            replica,
+            clock: BallotClock::new(self.local_host),
+            round_micros: AtomicU64::new(0),
+        });
+    }
+
+    /// Runs a conditional statement (or a serial read) as one linearizable
+    /// step on its partition.
+    pub async fn cas(&self, c: Cas<'_>) -> Result<CasResult, DataError> {
+        let parts = self
+            .paxos
+            .get()
+            .ok_or_else(|| DataError::Server("Paxos is not set up on this node".into()))?;
+        let started = self.clock.now();
+        let mut contention = 0u64;
+        loop {
+            let round_started = self.clock.now();
+            match self.round(parts, &c).await? {
+                RoundEnd::Done {
+                    current,
+                    complete,
+                    applied,
+                } => {
+                    record(&parts.round_micros, self.clock.now() - round_started);
+                    return Ok(CasResult {
+                        current,
+                        applied,
+                        complete,
+                        contention,
+                    });
+                }
+                RoundEnd::Again if self.clock.now() - started < CAS_CONTENTION_TIMEOUT => {}
+                RoundEnd::Again | RoundEnd::Contended => {
+                    contention += 1;
+                    if self.clock.now() - started >= CAS_CONTENTION_TIMEOUT {
+                        return Err(contention_timeout(&c));
+                    }
+                    let wait = backoff(parts, contention);
+                    self.clock.sleep(wait).await;
+                }
+            }
+        }
+    }
+
+    async fn round(&self, parts: &PaxosParts, c: &Cas<'_>) -> Result<RoundEnd, DataError> {
+        let plan = self.plan(c.key.token, c.replication);
+        self.assure_live(&plan, c.replication, c.serial)
+            .map_err(DataError::Unavailable)?;
+        let participants: Vec<usize> = (0..plan.replicas.len())
+            .filter(|&i| {
+                c.serial != Consistency::LocalSerial || plan.host(i).location.dc == self.local_dc
+            })
+            .collect();
+        let required = participants.len() / 2 + 1;
+        let ballot = parts.clock.next(self.clock.wall_micros());
+        let cmp = self.engine.comparator(c.table).map_err(on_local_error)?;
+        let promises = match self
+            .prepare(parts, c, &plan, &participants, required, ballot, &cmp)
+            .await?
+        {
+            Some(promises) => promises,
+            None => return Ok(RoundEnd::Contended),
+        };
+        let latest = promises
+            .iter()
+            .filter_map(|p| p.committed.as_ref())
+            .max_by_key(|p| p.ballot)
+            .cloned();
+        let latest_ballot = latest.as_ref().map(|p| p.ballot);
+        if let Some(latest) = &latest {
+            parts.clock.observe(&latest.ballot);
+        }
+        let unfinished = promises
+            .iter()
+            .filter_map(|p| p.accepted.as_ref())
+            .filter(|a| latest_ballot.is_none_or(|l| a.ballot > l))
+            .max_by_key(|a| a.ballot)
+            .cloned();
+        if let Some(unfinished) = unfinished {
+            // Another coordinator's round stopped half-way: finish it under
+            // this ballot, then start again.
+            let proposal = Proposal {
+                ballot,
+                update: unfinished.update,
+            };
+            return match self
+                .propose(parts, c, &plan, &participants, required, &proposal)
+                .await
+            {
+                ProposeEnd::Accepted => {
+                    let quorum = serial_quorum(c.serial);
+                    self.commit(parts, c, &plan, &proposal, quorum).await?;
+                    Ok(RoundEnd::Again)
+                }
+                _ => Ok(RoundEnd::Contended),
+            };
+        }
+        if let Some(latest) = latest {
+            let lagging: Vec<usize> = promises
+                .iter()
+                .filter(|p| p.committed.as_ref().map(|x| x.ballot) != Some(latest.ballot))
+                .map(|p| p.index)
+                .collect();
+            if !lagging.is_empty() {
+                // Their data predates the latest commit: bring it to them,
+                // then read again.
+                self.commit_to(parts, c, &plan, &lagging, &latest).await?;
+                return Ok(RoundEnd::Again);
+            }
+        }
+        let mut merged: Option<Partition> = None;
+        for p in promises {
+            if let Some(data) = p.data {
+                match &mut merged {
+                    Some(m) => m.merge(data),
+                    None => merged = Some(data),
+                }
+            }
+        }
+        let (current, complete) = merged.map_or((Partition::default(), true), |p| {
+            let (live, _, complete) =
+                p.resolve_slices(c.slices, c.reversed, c.now_seconds, c.row_limit);
+            (live, complete)
+        });
+        let Some(decide) = c.decide else {
+            return Ok(RoundEnd::Done {
+                current,
+                complete,
+                applied: false,
+            });
+        };
+        let (applied, update) = decide(&current, ballot.micros())?;
+        if !applied {
+            return Ok(RoundEnd::Done {
+                current,
+                complete,
+                applied: false,
+            });
+        }
+        let proposal = Proposal {
+            ballot,
+            update: update.unwrap_or_default(),
+        };
+        match self
+            .propose(parts, c, &plan, &participants, required, &proposal)
+            .await
+        {
+            ProposeEnd::Accepted => {}
+            ProposeEnd::Refused { accepted: 0 } => return Ok(RoundEnd::Contended),
+            ProposeEnd::Refused { accepted } | ProposeEnd::TimedOut { accepted } => {
+                // Some replica holds our proposal: a later round may still
+                // finish it, so the outcome is unknown.
+                return Err(DataError::WriteTimeout(WriteTimeout {
+                    consistency: c.serial,
+                    received: accepted,
+                    block_for: required as u32,
+                    write_type: WriteType::Cas,
+                }));
+            }
+        }
+        self.commit(parts, c, &plan, &proposal, c.commit).await?;
+        Ok(RoundEnd::Done {
+            current,
+            complete,
+            applied: true,
+        })
+    }
+
+    /// Sends the prepare to every UP participant and waits for a quorum of
+    /// promises. `None` when a newer ballot was promised (contention).
+    #[allow(clippy::too_many_arguments)]
+    async fn prepare(
+        &self,
+        parts: &PaxosParts,
+        c: &Cas<'_>,
+        plan: &Plan,
+        participants: &[usize],
+        required: usize,
+        ballot: Ballot,
+        cmp: &Arc<ClusteringComparator>,
+    ) -> Result<Option<Vec<Promise>>, DataError> {
+        let prepare = Prepare {
+            ballot,
+            table: c.table,
+            key: c.key.clone(),
+            now_seconds: c.now_seconds,
+            slices: c.slices.to_vec(),
+        };
+        let payload = codec::encode_prepare(&prepare);
+        let mut asked: Asked<PrepareResponse> = Asked::new();
+        let mut failed = 0usize;
+        let mut last_failure = String::new();
+        for &i in participants.iter().filter(|&&i| plan.up[i]) {
+            if plan.is_local(i) {
+                let replica = Arc::clone(&parts.replica);
+                let p = prepare.clone();
+                asked.push(
+                    i,
+                    Box::pin(async move { replica.prepare(p).await.map_err(|f| f.to_string()) }),
+                );
+                continue;
+            }
+            let sent = self.messaging.request(
+                plan.address(i),
+                Verb::PAXOS_PREPARE,
+                payload.clone(),
+                self.timeouts.write,
+            );
+            match sent {
+                Ok(answer) => {
+                    let cmp = Arc::clone(cmp);
+                    asked.push(
+                        i,
+                        Box::pin(async move {
+                            let response = answer.await.map_err(|e| e.to_string())?;
+                            codec::decode_prepare_response(&response.payload, &cmp)
+                                .map_err(|e| e.to_string())
+                        }),
+                    );
+                }
+                Err(e) => {
+                    failed += 1;
+                    last_failure = e.to_string();
+                }
+            }
+        }
+        let mut expired = Deadline::after(&self.clock, self.timeouts.write);
+        let mut promises = Vec::new();
+        let mut rejected = 0usize;
+        let mut timed_out = false;
+        while promises.len() < required && participants.len() - failed - rejected >= required {
+            let answer = tokio::select! {
+                biased;
+                answer = asked.next() => answer,
+                () = expired.passed() => {
+                    timed_out = true;
+                    None
+                }
+            };
+            let Some((index, answer)) = answer else { break };
+            match answer {
+                Ok(PrepareResponse {
+                    answer:
+                        PrepareAnswer::Promise {
+                            accepted,
+                            committed,
+                        },
+                    data,
+                }) => promises.push(Promise {
+                    index,
+                    accepted,
+                    committed,
+                    data,
+                }),
+                Ok(PrepareResponse {
+                    answer: PrepareAnswer::Reject { promised },
+                    ..
+                }) => {
+                    parts.clock.observe(&promised);
+                    rejected += 1;
+                }
+                Err(e) => {
+                    failed += 1;
+                    last_failure = e;
+                }
+            }
+        }
+        if promises.len() >= required {
+            return Ok(Some(promises));
+        }
+        if rejected > 0 {
+            return Ok(None);
+        }
+        if timed_out || asked.waiting.is_empty() && failed == 0 {
+            return Err(phase_timeout(c, promises.len(), required));
+        }
+        Err(DataError::WriteFailure(format!(
+            "Paxos prepare failed on {failed} replica(s): {last_failure}"
+        )))
+    }
+
+    /// Sends `proposal` to every UP participant and waits for a quorum of
+    /// acceptances.
+    async fn propose(
+        &self,
+        parts: &PaxosParts,
+        c: &Cas<'_>,
+        plan: &Plan,
+        participants: &[usize],
+        required: usize,
+        proposal: &Proposal,
+    ) -> ProposeEnd {
+        let carry = Carry {
+            table: c.table,
+            key: c.key.clone(),
+            proposal: proposal.clone(),
+        };
+        let payload = codec::encode_carry(&carry);
+        let mut asked: Asked<Result<(), Ballot>> = Asked::new();
+        let mut lost = 0usize;
+        for &i in participants.iter().filter(|&&i| plan.up[i]) {
+            if plan.is_local(i) {
+                let replica = Arc::clone(&parts.replica);
+                let carry = carry.clone();
+                asked.push(
+                    i,
+                    Box::pin(
+                        async move { replica.propose(carry).await.map_err(|f| f.to_string()) },
+                    ),
+                );
+                continue;
+            }
+            match self.messaging.request(
+                plan.address(i),
+                Verb::PAXOS_PROPOSE,
+                payload.clone(),
+                self.timeouts.write,
+            ) {
+                Ok(answer) => asked.push(
+                    i,
+                    Box::pin(async move {
+                        let response = answer.await.map_err(|e| e.to_string())?;
+                        codec::decode_propose_response(&response.payload).map_err(|e| e.to_string())
+                    }),
+                ),
+                Err(_) => lost += 1,
+            }
+        }
+        let mut expired = Deadline::after(&self.clock, self.timeouts.write);
+        let mut accepted = 0u32;
+        let mut refused = false;
+        loop {
+            if accepted as usize >= required {
+                return ProposeEnd::Accepted;
+            }
+            if participants.len() - lost < required {
+                return ProposeEnd::Refused { accepted };
+            }
+            let answer = tokio::select! {
+                biased;
+                answer = asked.next() => answer,
+                () = expired.passed() => return ProposeEnd::TimedOut { accepted },
+            };
+            match answer {
+                None => {
+                    return if refused {
+                        ProposeEnd::Refused { accepted }
+                    } else {
+                        ProposeEnd::TimedOut { accepted }
+                    }
+                }
+                Some((_, Ok(Ok(())))) => accepted += 1,
+                Some((_, Ok(Err(promised)))) => {
+                    parts.clock.observe(&promised);
+                    refused = true;
+                    lost += 1;
+                }
+                Some((_, Err(_))) => lost += 1,
+            }
+        }
+    }
+
+    /// Sends the commit to every UP replica and waits for `level`.
+    async fn commit(
+        &self,
+        parts: &PaxosParts,
+        c: &Cas<'_>,
+        plan: &Plan,
+        proposal: &Proposal,
+        level: Consistency,
+    ) -> Result<(), DataError> {
+        let all: Vec<usize> = (0..plan.replicas.len()).filter(|&i| plan.up[i]).collect();
+        let mut asked = self.send_commits(parts, c, plan, &all, proposal);
+        if level == Consistency::Any {
+            // Accepted by a quorum already: the commit goes on by itself.
+            tokio::spawn(async move { while asked.next().await.is_some() {} });
+            return Ok(());
+        }
+        let factors = c.replication.factors();
+        let mut acks = WriteAcks::new(level, &factors, &self.local_dc, &plan.dcs());
+        let mut expired = Deadline::after(&self.clock, self.timeouts.write);
+        loop {
+            match acks.progress() {
+                Progress::Succeeded => {
+                    // The other replicas' commits finish in the background.
+                    tokio::spawn(async move { while asked.next().await.is_some() {} });
+                    return Ok(());
+                }
+                Progress::Failed => {
+                    return Err(DataError::WriteFailure(format!(
+                        "the Paxos commit failed on {} replica(s)",
+                        acks.failures()
+                    )))
+                }
+                Progress::Waiting => {}
+            }
+            let answer = tokio::select! {
+                biased;
+                answer = asked.next() => answer,
+                () = expired.passed() => None,
+            };
+            match answer {
+                Some((i, Ok(()))) => {
+                    acks.ack(i);
+                }
+                Some((i, Err(_))) => {
+                    acks.fail(i);
+                }
+                None => {
+                    return Err(DataError::WriteTimeout(WriteTimeout {
+                        consistency: level,
+                        received: acks.received(),
+                        block_for: acks.block_for(),
+                        write_type: WriteType::Cas,
+                    }))
+                }
+            }
+        }
+    }
+
+    /// Sends the latest commit to the replicas in `targets` that missed it
+    /// and waits for all of them.
+    async fn commit_to(
+        &self,
+        parts: &PaxosParts,
+        c: &Cas<'_>,
+        plan: &Plan,
+        targets: &[usize],
+        proposal: &Proposal,
+    ) -> Result<(), DataError> {
+        let mut asked = self.send_commits(parts, c, plan, targets, proposal);
+        let mut expired = Deadline::after(&self.clock, self.timeouts.write);
+        let mut done = 0;
+        while done < targets.len() {
+            let answer = tokio::select! {
+                biased;
+                answer = asked.next() => answer,
+                () = expired.passed() => None,
+            };
+            match answer {
+                Some((_, Ok(()))) => done += 1,
+                Some((_, Err(e))) => {
+                    return Err(DataError::WriteFailure(format!(
+                        "repairing a Paxos commit failed: {e}"
+                    )))
+                }
+                None => return Err(phase_timeout(c, done, targets.len())),
+            }
+        }
+        Ok(())
+    }
+
+    fn send_commits(
+        &self,
+        parts: &PaxosParts,
+        c: &Cas<'_>,
+        plan: &Plan,
+        targets: &[usize],
+        proposal: &Proposal,
+    ) -> Asked<()> {
+        let carry = Carry {
+            table: c.table,
+            key: c.key.clone(),
+            proposal: proposal.clone(),
+        };
+        let payload: Bytes = codec::encode_carry(&carry);
+        let mut asked: Asked<()> = Asked::new();
+        for &i in targets {
+            if plan.is_local(i) {
+                let replica = Arc::clone(&parts.replica);
+                let carry = carry.clone();
+                asked.push(
+                    i,
+                    Box::pin(async move { replica.commit(carry).await.map_err(|f| f.to_string()) }),
+                );
+                continue;
+            }
+            match self.messaging.request(
+                plan.address(i),
+                Verb::PAXOS_COMMIT,
+                payload.clone(),
+                self.timeouts.write,
+            ) {
+                Ok(answer) => asked.push(
+                    i,
+                    Box::pin(async move { answer.await.map(|_| ()).map_err(|e| e.to_string()) }),
+                ),
+                Err(e) => {
+                    let e = e.to_string();
+                    asked.push(i, Box::pin(async move { Err(e) }));
+                }
+            }
+        }
+        asked
+    }
+}
+
+/// The quorum level of a serial level (a finished round's commit).
+fn serial_quorum(serial: Consistency) -> Consistency {
+    match serial {
+        Consistency::LocalSerial => Consistency::LocalQuorum,
+        _ => Consistency::Quorum,
+    }
+}
+
+/// Out of time in a phase: a write's or a serial read's timeout.
+fn phase_timeout(c: &Cas<'_>, received: usize, block_for: usize) -> DataError {
+    if c.decide.is_none() {
+        return DataError::ReadTimeout(ReadTimeout {
+            consistency: c.serial,
+            received: received as u32,
+            block_for: block_for as u32,
+            data_present: false,
+        });
+    }
+    DataError::WriteTimeout(WriteTimeout {
+        consistency: c.serial,
+        received: received as u32,
+        block_for: block_for as u32,
+        write_type: WriteType::Cas,
+    })
+}
+
+/// Rounds kept losing for `cas_contention_timeout`.
+fn contention_timeout(c: &Cas<'_>) -> DataError {
+    phase_timeout(c, 0, c.replication.factors().total() as usize / 2 + 1)
+}
+
+/// Folds a successful round's duration into the moving average.
+fn record(average: &AtomicU64, took: Duration) {
+    let took = took.as_micros().min(u128::from(u32::MAX)) as u64;
+    let _ = average.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+        Some(if old == 0 { took } else { (old * 7 + took) / 8 })
+    });
+}
+
+/// A random wait before the next try: up to the measured round time,
+/// doubled with each loss, within [`MAX_BACKOFF`].
+fn backoff(parts: &PaxosParts, losses: u64) -> Duration {
+    let measured = parts.round_micros.load(Ordering::Relaxed);
+    let base = if measured == 0 {
+        FIRST_BACKOFF
+    } else {
+        Duration::from_micros(measured)
+    };
+    let bound = base
+        .saturating_mul(1 << losses.min(6))
+        .min(MAX_BACKOFF)
+        .as_micros()
+        .max(1) as u64;
+    // A draw from this coordinator's next ballot: distinct per node and
+    // per try, and the simulation's clock makes it replayable.
+    let ballot = parts.clock.next(0);
+    let seed = u64::from_be_bytes(ballot.0[8..16].try_into().unwrap_or_default())
+        ^ (ballot.micros() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    Duration::from_micros(splitmix(seed) % bound)
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}

@@ -1,0 +1,17 @@
+//! Lightweight transactions across replicas: Paxos in the shape of
+//! Cassandra's v2 (docs/design/paxos.md). [`ballot`] makes the ballots,
+//! [`state`] holds an acceptor's rules, [`store`] keeps its state durably in
+//! `system.paxos`, [`replica`] answers the three verbs, [`codec`] is their
+//! payloads, and the coordinator's rounds live in
+//! `crate::coordinator::paxos`.
+
+pub mod ballot;
+pub mod codec;
+pub mod replica;
+pub mod state;
+pub mod store;
+
+pub use ballot::{Ballot, BallotClock};
+pub use replica::PaxosReplica;
+pub use state::{PaxosState, PrepareAnswer, Proposal};
+pub use store::PaxosStore;

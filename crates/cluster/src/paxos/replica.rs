@@ -1,0 +1,155 @@
+//! What a replica does with PAXOS_PREPARE, PAXOS_PROPOSE and PAXOS_COMMIT
+//! (docs/design/paxos.md, sections 4 and 5): under the partition's lock, it
+//! loads the state, applies the message's rule ([`super::state`]), saves
+//! the state durably and only then answers. A prepare that promises also
+//! reads the partition's data under the slices, after the latest commit
+//! was applied; a commit writes the update to the data first. Each runs on
+//! tokio's blocking pool (it waits for an fsync). A coordinator reaches its
+//! own replica through the same functions, without the network.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use varve_storage::{Error as StorageError, ReadCost};
+
+use super::ballot::Ballot;
+use super::codec::{self, Carry, Prepare, PrepareResponse};
+use super::state::PrepareAnswer;
+use super::store::PaxosStore;
+use crate::net::{Failure, FailureReason, Messaging, Reply, Request, Verb};
+use crate::verbs::replica::failure;
+
+/// Stripes of the per-partition locks of a replica's Paxos state.
+pub const PAXOS_LOCK_STRIPES: usize = 1024;
+
+/// This node as a Paxos acceptor.
+pub struct PaxosReplica {
+    store: PaxosStore,
+    locks: Vec<parking_lot::Mutex<()>>,
+}
+
+impl PaxosReplica {
+    pub fn new(store: PaxosStore) -> Arc<PaxosReplica> {
+        Arc::new(PaxosReplica {
+            store,
+            locks: (0..PAXOS_LOCK_STRIPES)
+                .map(|_| parking_lot::Mutex::new(()))
+                .collect(),
+        })
+    }
+
+    /// Registers the three verbs' handlers.
+    pub fn register(self: &Arc<Self>, messaging: &Messaging) {
+        let me = Arc::clone(self);
+        messaging.register(Verb::PAXOS_PREPARE, move |req: Request| {
+            let me = Arc::clone(&me);
+            async move { Some(me.handle_prepare(req.payload).await) }
+        });
+        let me = Arc::clone(self);
+        messaging.register(Verb::PAXOS_PROPOSE, move |req: Request| {
+            let me = Arc::clone(&me);
+            async move { Some(me.handle_propose(req.payload).await) }
+        });
+        let me = Arc::clone(self);
+        messaging.register(Verb::PAXOS_COMMIT, move |req: Request| {
+            let me = Arc::clone(&me);
+            async move { Some(me.handle_commit(req.payload).await) }
+        });
+    }
+
+    async fn handle_prepare(self: Arc<Self>, payload: Bytes) -> Reply {
+        let prepare =
+            codec::decode_prepare(&payload, &**self.store.engine()).map_err(|e| e.failure())?;
+        let response = self.prepare(prepare).await?;
+        Ok(codec::encode_prepare_response(&response))
+    }
+
+    async fn handle_propose(self: Arc<Self>, payload: Bytes) -> Reply {
+        let carry =
+            codec::decode_carry(&payload, &**self.store.engine()).map_err(|e| e.failure())?;
+        let answer = self.propose(carry).await?;
+        Ok(codec::encode_propose_response(answer))
+    }
+
+    async fn handle_commit(self: Arc<Self>, payload: Bytes) -> Reply {
+        let carry =
+            codec::decode_carry(&payload, &**self.store.engine()).map_err(|e| e.failure())?;
+        self.commit(carry).await?;
+        Ok(Bytes::new())
+    }
+
+    /// Promises (durably) and reads, or rejects.
+    pub async fn prepare(self: Arc<Self>, p: Prepare) -> Result<PrepareResponse, Failure> {
+        blocking(move || self.prepare_now(&p)).await
+    }
+
+    /// Accepts (durably), or names the newer promise.
+    pub async fn propose(self: Arc<Self>, c: Carry) -> Result<Result<(), Ballot>, Failure> {
+        blocking(move || self.propose_now(c)).await
+    }
+
+    /// Applies a decided update and records it (durably).
+    pub async fn commit(self: Arc<Self>, c: Carry) -> Result<(), Failure> {
+        blocking(move || self.commit_now(c)).await
+    }
+
+    fn lock(&self, token: i64) -> parking_lot::MutexGuard<'_, ()> {
+        self.locks[(token as u64 % PAXOS_LOCK_STRIPES as u64) as usize].lock()
+    }
+
+    fn prepare_now(&self, p: &Prepare) -> Result<PrepareResponse, StorageError> {
+        let _guard = self.lock(p.key.token);
+        let mut state = self.store.load(p.table, &p.key, p.now_seconds)?;
+        let answer = state.prepare(p.ballot);
+        if matches!(answer, PrepareAnswer::Reject { .. }) {
+            return Ok(PrepareResponse { answer, data: None });
+        }
+        self.store.save(p.table, &p.key, &state, p.now_seconds)?;
+        let mut cost = ReadCost::default();
+        let data = self
+            .store
+            .engine()
+            .read_partition_costed(p.table, &p.key, &p.slices, &mut cost)?;
+        Ok(PrepareResponse { answer, data })
+    }
+
+    fn propose_now(&self, c: Carry) -> Result<Result<(), Ballot>, StorageError> {
+        let _guard = self.lock(c.key.token);
+        let now = self.store.engine().now_seconds();
+        let mut state = self.store.load(c.table, &c.key, now)?;
+        let answer = state.propose(c.proposal);
+        if answer.is_ok() {
+            self.store.save(c.table, &c.key, &state, now)?;
+        }
+        Ok(answer)
+    }
+
+    fn commit_now(&self, c: Carry) -> Result<(), StorageError> {
+        let _guard = self.lock(c.key.token);
+        let now = self.store.engine().now_seconds();
+        self.store
+            .engine()
+            .apply(c.table, &c.key, c.proposal.update.clone())?;
+        let mut state = self.store.load(c.table, &c.key, now)?;
+        if state.commit(c.proposal) {
+            self.store.save(c.table, &c.key, &state, now)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `f` on the blocking pool; a storage error becomes the failure a
+/// coordinator gets.
+async fn blocking<T, F>(f: F) -> Result<T, Failure>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, StorageError> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result.map_err(|e| failure(&e)),
+        Err(e) => Err(Failure::new(
+            FailureReason::UNKNOWN,
+            format!("paxos task: {e}"),
+        )),
+    }
+}
