@@ -144,18 +144,6 @@ def test_a_frozen_replica_makes_all_time_out_with_the_counts(three_nodes):
     assert waited < 8, f"write_request_timeout is 2 s, waited {waited:.1f} s"
 
 
-def test_lightweight_transactions_are_refused_on_a_cluster_until_paxos(three_nodes):
-    from cassandra import InvalidRequest
-
-    c, s = session("127.0.0.1")
-    with pytest.raises(InvalidRequest, match="need Paxos"):
-        s.execute("INSERT INTO ks.t (k, v) VALUES (1, 'x') IF NOT EXISTS")
-    from cassandra import ConsistencyLevel as CL
-    with pytest.raises(InvalidRequest, match="need Paxos"):
-        s.execute(statement("SELECT v FROM ks.t WHERE k = 1", CL.SERIAL))
-    c.shutdown()
-
-
 def coordinator_requests(host):
     """{placement: count} of `varve_coordinator_requests_total` on a node."""
     import re

@@ -1,0 +1,163 @@
+"""Lightweight transactions on a cluster of real `varve server` processes:
+Paxos across the three replicas of RF 3 (docs/design/paxos.md).
+Conditional statements answer as on one node, from whichever node
+coordinates them; SERIAL reads see the last commit; clients on three
+coordinators incrementing shared counters by compare-and-set never lose
+or double an increment, also while a node is killed or frozen; too few
+replicas is Unavailable at SERIAL.
+"""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from test_cluster_data import create_schema, freeze, session, statement
+from test_cluster_launcher import PORTS, varve_cluster
+
+
+@pytest.fixture
+def three_nodes(tmp_path):
+    directory = tmp_path / "cluster"
+    varve_cluster(directory, "start", "--nodes", "3", *PORTS)
+    try:
+        create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        c, s = session("127.0.0.1")
+        s.execute("CREATE TABLE ks.counters (k int PRIMARY KEY, v int)")
+        c.shutdown()
+        yield directory
+    finally:
+        varve_cluster(directory, "stop", check=False)
+
+
+def test_conditional_statements_answer_the_same_from_every_coordinator(three_nodes):
+    from cassandra import ConsistencyLevel as CL
+
+    sessions = [session(f"127.0.0.{i}") for i in (1, 2, 3)]
+    (_, s1), (_, s2), (_, s3) = sessions
+    r = s1.execute("INSERT INTO ks.t (k, v) VALUES (1, 'a') IF NOT EXISTS")
+    assert r.was_applied
+    r = s2.execute("INSERT INTO ks.t (k, v) VALUES (1, 'b') IF NOT EXISTS")
+    assert not r.was_applied and r.one().v == "a", "the row that exists comes back"
+    r = s3.execute("UPDATE ks.t SET v = 'c' WHERE k = 1 IF v = 'a'")
+    assert r.was_applied
+    r = s1.execute("UPDATE ks.t SET v = 'd' WHERE k = 1 IF v = 'a'")
+    assert not r.was_applied and r.one().v == "c"
+    for s in (s1, s2, s3):
+        assert s.execute(statement("SELECT v FROM ks.t WHERE k = 1", CL.SERIAL)).one().v == "c"
+        # Committed at QUORUM at least; every replica has it by now.
+        assert s.execute(statement("SELECT v FROM ks.t WHERE k = 1", CL.ALL)).one().v == "c"
+    r = s2.execute("DELETE FROM ks.t WHERE k = 1 IF EXISTS")
+    assert r.was_applied
+    assert s3.execute(statement("SELECT v FROM ks.t WHERE k = 1", CL.SERIAL)).one() is None
+    for c, _ in sessions:
+        c.shutdown()
+
+
+def increment_forever(host, key, stop, history):
+    """Increments `key` by compare-and-set until `stop`, recording each
+    attempt as (old, outcome): 'applied', 'not applied' or 'unknown'."""
+    from cassandra import ConsistencyLevel as CL
+    from cassandra import OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout
+
+    cluster, s = session(host)
+    read = statement("SELECT v FROM ks.counters WHERE k = %s", CL.SERIAL)
+    update = statement("UPDATE ks.counters SET v = %s WHERE k = %s IF v = %s", CL.QUORUM)
+    try:
+        while not stop.is_set():
+            try:
+                old = s.execute(read, (key,)).one().v
+            except (ReadTimeout, Unavailable, OperationTimedOut):
+                time.sleep(0.05)
+                continue
+            except Exception as e:  # a coordinator being killed
+                history.append((None, f"read error {type(e).__name__}"))
+                time.sleep(0.05)
+                continue
+            try:
+                applied = s.execute(update, (old + 1, key, old)).was_applied
+                history.append((old, "applied" if applied else "not applied"))
+            except (WriteTimeout, OperationTimedOut):
+                history.append((old, "unknown"))
+            except Unavailable:
+                time.sleep(0.05)
+            except Exception as e:
+                history.append((old, f"unknown {type(e).__name__}"))
+    finally:
+        cluster.shutdown()
+
+
+def run_increments(three_nodes, disturb, seconds=6.0):
+    from cassandra import ConsistencyLevel as CL
+
+    _, s = session("127.0.0.1")
+    for key in (1, 2):
+        s.execute("INSERT INTO ks.counters (k, v) VALUES (%s, 0)", (key,))
+    stop = threading.Event()
+    histories = {}
+    threads = []
+    for n, host in enumerate(("127.0.0.1", "127.0.0.2", "127.0.0.1", "127.0.0.2")):
+        key = 1 + n % 2
+        history = histories.setdefault((host, n), [])
+        t = threading.Thread(target=increment_forever, args=(host, key, stop, history))
+        t.start()
+        threads.append((key, history, t))
+    time.sleep(seconds / 3)
+    disturb()
+    time.sleep(2 * seconds / 3)
+    stop.set()
+    for _, _, t in threads:
+        t.join(timeout=30)
+    for key in (1, 2):
+        entries = [e for k, h, _ in threads if k == key for e in h]
+        applied = [old for old, outcome in entries if outcome == "applied"]
+        unknown = [old for old, outcome in entries if outcome.startswith("unknown")]
+        # Each old value is incremented at most once: two applied CAS from
+        # the same value would be a lost update.
+        assert len(applied) == len(set(applied)), f"key {key}: {sorted(applied)}"
+        final = s.execute(statement("SELECT v FROM ks.counters WHERE k = %s", CL.SERIAL), (key,)).one().v
+        assert len(applied) <= final <= len(applied) + len(unknown), (key, final, len(applied), len(unknown))
+        assert len(applied) > 5, f"key {key}: only {len(applied)} increments applied"
+    return threads
+
+
+def test_compare_and_set_from_two_coordinators_never_loses_an_increment(three_nodes):
+    run_increments(three_nodes, disturb=lambda: None)
+
+
+def test_increments_go_on_through_a_killed_replica_and_none_is_lost(three_nodes):
+    run_increments(three_nodes, disturb=lambda: varve_cluster(three_nodes, "kill", "3"))
+
+
+def test_increments_go_on_while_a_replica_is_frozen(three_nodes):
+    pid = int((three_nodes / "node3" / "pid").read_text())
+    try:
+        run_increments(three_nodes, disturb=lambda: freeze(pid))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_two_of_three_down_is_unavailable_at_serial(three_nodes):
+    from cassandra import ConsistencyLevel as CL
+    from cassandra import Unavailable
+
+    varve_cluster(three_nodes, "kill", "2")
+    varve_cluster(three_nodes, "kill", "3")
+    c, s = session("127.0.0.1")
+    # The failure detector needs a few seconds to see them DOWN.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            s.execute(statement("INSERT INTO ks.t (k, v) VALUES (9, 'x') IF NOT EXISTS", CL.QUORUM))
+        except Unavailable as e:
+            assert (e.required_replicas, e.alive_replicas) == (2, 1)
+            break
+        except Exception:
+            pass
+        assert time.monotonic() < deadline, "never Unavailable"
+        time.sleep(0.5)
+    with pytest.raises(Unavailable):
+        s.execute(statement("SELECT v FROM ks.t WHERE k = 9", CL.SERIAL))
+    c.shutdown()
