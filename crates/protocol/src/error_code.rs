@@ -132,6 +132,9 @@ impl ErrorBody {
     /// Appends the body for `version`. `extra` should match `code`; it is
     /// written as given.
     pub fn encode(&self, version: u8, out: &mut Vec<u8>) {
+        if let (true, ErrorExtra::CasWriteUnknown { .. }) = (version < 5, &self.extra) {
+            return self.cas_unknown_before_v5().encode(version, out);
+        }
         put_int(out, self.code.0);
         put_string(out, &self.message);
         match &self.extra {
@@ -220,6 +223,30 @@ impl ErrorBody {
                 put_string(out, table);
             }
             ErrorExtra::Unprepared { id } => put_short_bytes(out, id),
+        }
+    }
+
+    /// CAS_WRITE_UNKNOWN as protocol v4 knows it: a WriteTimeout whose
+    /// write type is CAS (as Cassandra sends it to v4 clients).
+    fn cas_unknown_before_v5(&self) -> ErrorBody {
+        let ErrorExtra::CasWriteUnknown {
+            consistency,
+            received,
+            block_for,
+        } = &self.extra
+        else {
+            return self.clone();
+        };
+        ErrorBody {
+            code: ErrorCode::WRITE_TIMEOUT,
+            message: self.message.clone(),
+            extra: ErrorExtra::WriteTimeout {
+                consistency: *consistency,
+                received: *received,
+                block_for: *block_for,
+                write_type: CAS_WRITE_TYPE.into(),
+                contentions: None,
+            },
         }
     }
 

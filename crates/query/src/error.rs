@@ -41,6 +41,10 @@ pub enum QueryError {
     /// write may have been applied on some.
     #[error("{0}")]
     WriteTimeout(varve_types::data_error::WriteTimeout),
+    /// CAS_WRITE_UNKNOWN (0x1700 on v5; a WriteTimeout CAS on v4): a
+    /// lightweight transaction whose outcome cannot be known.
+    #[error("CAS operation result is unknown - proposal accepted by {} but not a quorum.", .0.received)]
+    CasWriteUnknown(varve_types::data_error::WriteTimeout),
     /// ReadTimeout (0x1200): too few replicas answered in time.
     #[error("{0}")]
     ReadTimeout(varve_types::data_error::ReadTimeout),
@@ -93,6 +97,7 @@ impl From<varve_types::data_error::DataError> for QueryError {
         match e {
             D::Unavailable(u) => QueryError::Unavailable(u),
             D::WriteTimeout(t) => QueryError::WriteTimeout(t),
+            D::CasWriteUnknown(t) => QueryError::CasWriteUnknown(t),
             D::ReadTimeout(t) => QueryError::ReadTimeout(t),
             D::ReadFailure(message) => QueryError::ReadFailure { message },
             D::WriteFailure(message) => QueryError::WriteFailure { message },

@@ -104,7 +104,9 @@ pub fn error_class(e: &QueryError) -> Option<ErrorClass> {
             Some(ErrorClass::Failure)
         }
         QueryError::Unavailable(_) => Some(ErrorClass::Unavailable),
-        QueryError::WriteTimeout(_) | QueryError::ReadTimeout(_) => Some(ErrorClass::Timeout),
+        QueryError::WriteTimeout(_)
+        | QueryError::CasWriteUnknown(_)
+        | QueryError::ReadTimeout(_) => Some(ErrorClass::Timeout),
         QueryError::Syntax(_)
         | QueryError::Invalid(_)
         | QueryError::Config(_)

@@ -75,6 +75,16 @@ pub fn query_error(e: &QueryError) -> ErrorBody {
                 contentions: None,
             },
         },
+        // v4 has no such error: the body encodes as a WriteTimeout CAS there.
+        QueryError::CasWriteUnknown(t) => ErrorBody {
+            code: ErrorCode::CAS_WRITE_UNKNOWN,
+            message,
+            extra: ErrorExtra::CasWriteUnknown {
+                consistency: t.consistency,
+                received: t.received as i32,
+                block_for: t.block_for as i32,
+            },
+        },
         QueryError::ReadTimeout(t) => ErrorBody {
             code: ErrorCode::READ_TIMEOUT,
             message,

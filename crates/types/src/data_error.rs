@@ -18,6 +18,12 @@ pub enum DataError {
     /// been applied on some of them: it is not acknowledged, not undone.
     #[error("{0}")]
     WriteTimeout(WriteTimeout),
+    /// A lightweight transaction whose proposal some replicas accepted
+    /// but whose outcome the coordinator cannot know (it may still be
+    /// committed by a later round): CAS_WRITE_UNKNOWN on protocol v5, a
+    /// WriteTimeout with write type CAS before it.
+    #[error("CAS operation result is unknown - proposal accepted by {} but not a quorum.", .0.received)]
+    CasWriteUnknown(WriteTimeout),
     /// Too few replicas answered a read in time.
     #[error("{0}")]
     ReadTimeout(ReadTimeout),

@@ -303,7 +303,7 @@ impl Coordinator {
             ProposeEnd::Refused { accepted } | ProposeEnd::TimedOut { accepted } => {
                 // Some replica holds our proposal: a later round may still
                 // finish it, so the outcome is unknown.
-                return Err(DataError::WriteTimeout(WriteTimeout {
+                return Err(DataError::CasWriteUnknown(WriteTimeout {
                     consistency: c.serial,
                     received: accepted,
                     block_for: required as u32,
