@@ -123,8 +123,24 @@ def run_increments(three_nodes, disturb, seconds=6.0):
     return threads
 
 
+def metric_sum(host, name, selector):
+    """The sum of a metric's series on a node whose labels contain `selector`."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{host}:19180/metrics", timeout=5) as r:
+        text = r.read().decode()
+    pattern = rf"^{name}\{{([^}}]*)\}} (\S+)$"
+    return sum(float(v) for labels, v in re.findall(pattern, text, re.M) if selector in labels)
+
+
 def test_compare_and_set_from_two_coordinators_never_loses_an_increment(three_nodes):
     run_increments(three_nodes, disturb=lambda: None)
+    # The coordinators measured every phase of their rounds.
+    for phase in ("prepare", "propose", "commit"):
+        count = sum(metric_sum(h, "varve_paxos_phase_latency_seconds_count", f'phase="{phase}"')
+                    for h in ("127.0.0.1", "127.0.0.2"))
+        assert count > 10, (phase, count)
 
 
 def test_increments_go_on_through_a_killed_replica_and_none_is_lost(three_nodes):

@@ -32,6 +32,13 @@ pub const CLIENT_REQUEST_FAILURES: &str = "client_request_failures";
 pub const CAS_CONTENTION: &str = "cas_contention";
 pub const CAS_UNFINISHED_COMMITS: &str = "cas_unfinished_commits";
 pub const CAS_CONDITION_NOT_MET: &str = "cas_condition_not_met";
+pub const CAS_UNKNOWN_RESULTS: &str = "cas_unknown_results";
+pub const CAS_BACKOFF: &str = "cas_backoff";
+pub const PAXOS_PHASE_LATENCY: &str = "paxos_phase_latency";
+pub const LABEL_PHASE: &str = "phase";
+pub const PHASE_PREPARE: &str = "prepare";
+pub const PHASE_PROPOSE: &str = "propose";
+pub const PHASE_COMMIT: &str = "commit";
 
 // ---- Compaction (node-wide) ----
 pub const COMPACTION_PENDING_TASKS: &str = "compaction_pending_tasks";
@@ -143,6 +150,15 @@ pub const CATALOG: &[MetricDef] = &[
     def(CAS_CONDITION_NOT_MET, Kind::Counter, OP,
         "Conditional writes whose IF condition was false.",
         "ClientRequest ConditionNotMet (CASWrite)"),
+    def(CAS_UNKNOWN_RESULTS, Kind::Counter, OP,
+        "LWTs whose outcome the coordinator could not know (a proposal accepted by too few).",
+        "ClientRequest UnknownResult (CASWrite)"),
+    def(CAS_BACKOFF, Kind::Latency, OP,
+        "Time an LWT waited after losing a Paxos round, per wait.",
+        ""),
+    def(PAXOS_PHASE_LATENCY, Kind::Latency, &[LABEL_PHASE],
+        "Paxos rounds' phases as the coordinator waited for them (prepare with its read, propose, commit).",
+        ""),
     def(COMPACTION_PENDING_TASKS, Kind::Gauge, &[],
         "Compactions waiting to run, estimated.",
         "Compaction PendingTasks"),

@@ -1,14 +1,16 @@
 //! What the coordinator counts, as the node's metrics
 //! (docs/design/metrics.md): requests by whether this node held a replica
 //! of the key (token-aware drivers keep `not_replica` at zero),
-//! speculative retries, digest mismatches and blocking read repairs.
+//! speculative retries, digest mismatches and blocking read repairs; and
+//! Paxos' unfinished rounds finished, unknown results, backoffs and the
+//! time of each phase.
 //! Unavailables and timeouts are counted per operation by the query layer,
 //! which sees every error the coordinator returns.
 
 use std::sync::Arc;
 
 use varve_metrics::names;
-use varve_metrics::{Counter, Registry};
+use varve_metrics::{Counter, LatencyHistogram, Registry};
 
 /// The coordinator's counters.
 #[derive(Debug, Clone)]
@@ -18,6 +20,13 @@ pub struct CoordinatorMetrics {
     pub speculative_retries: Arc<Counter>,
     pub digest_mismatches: Arc<Counter>,
     pub read_repairs: Arc<Counter>,
+    /// Paxos (docs/design/paxos.md): per operation, SERIAL reads first
+    /// then conditional writes.
+    pub cas_unfinished_commits: [Arc<Counter>; 2],
+    pub cas_unknown_results: Arc<Counter>,
+    pub cas_backoff: [Arc<LatencyHistogram>; 2],
+    /// Prepare (with its read), propose, commit.
+    pub paxos_phases: [Arc<LatencyHistogram>; 3],
 }
 
 impl CoordinatorMetrics {
@@ -25,12 +34,31 @@ impl CoordinatorMetrics {
     pub fn new(registry: &Registry) -> CoordinatorMetrics {
         let placement =
             |p| registry.counter(names::COORDINATOR_REQUESTS, &[(names::LABEL_PLACEMENT, p)]);
+        let cas_ops = [names::OP_CAS_READ, names::OP_CAS_WRITE];
         CoordinatorMetrics {
             replica_requests: placement(names::PLACEMENT_REPLICA),
             not_replica_requests: placement(names::PLACEMENT_NOT_REPLICA),
             speculative_retries: registry.counter(names::SPECULATIVE_RETRIES, &[]),
             digest_mismatches: registry.counter(names::READ_DIGEST_MISMATCHES, &[]),
             read_repairs: registry.counter(names::READ_REPAIRS_BLOCKING, &[]),
+            cas_unfinished_commits: cas_ops.map(|op| {
+                registry.counter(
+                    names::CAS_UNFINISHED_COMMITS,
+                    &[(names::LABEL_OPERATION, op)],
+                )
+            }),
+            cas_unknown_results: registry.counter(
+                names::CAS_UNKNOWN_RESULTS,
+                &[(names::LABEL_OPERATION, names::OP_CAS_WRITE)],
+            ),
+            cas_backoff: cas_ops
+                .map(|op| registry.latency(names::CAS_BACKOFF, &[(names::LABEL_OPERATION, op)])),
+            paxos_phases: [
+                names::PHASE_PREPARE,
+                names::PHASE_PROPOSE,
+                names::PHASE_COMMIT,
+            ]
+            .map(|p| registry.latency(names::PAXOS_PHASE_LATENCY, &[(names::LABEL_PHASE, p)])),
         }
     }
 

@@ -104,12 +104,15 @@ struct Promise {
 /// How a proposal ended.
 enum ProposeEnd {
     Accepted,
-    /// Refused, or out of time, with this many acceptances.
+    /// Refused by enough replicas that no quorum can accept, or out of
+    /// time; `maybe_accepted` counts the replicas that got the proposal
+    /// and did not refuse it (a replica that failed or did not answer may
+    /// have saved it). Only with none is the proposal surely nowhere.
     Refused {
-        accepted: u32,
+        maybe_accepted: u32,
     },
     TimedOut {
-        accepted: u32,
+        maybe_accepted: u32,
     },
 }
 
@@ -189,6 +192,7 @@ impl Coordinator {
                         return Err(contention_timeout(&c));
                     }
                     let wait = backoff(parts, contention);
+                    self.metrics.cas_backoff[op_index(&c)].record(micros(wait));
                     self.clock.sleep(wait).await;
                 }
             }
@@ -207,10 +211,12 @@ impl Coordinator {
         let required = participants.len() / 2 + 1;
         let ballot = parts.clock.next(self.clock.wall_micros());
         let cmp = self.engine.comparator(c.table).map_err(on_local_error)?;
-        let promises = match self
+        let phase = self.clock.now();
+        let prepared = self
             .prepare(parts, c, &plan, &participants, required, ballot, &cmp)
-            .await?
-        {
+            .await;
+        self.metrics.paxos_phases[0].record(micros(self.clock.now() - phase));
+        let promises = match prepared? {
             Some(promises) => promises,
             None => return Ok(RoundEnd::Contended),
         };
@@ -243,6 +249,7 @@ impl Coordinator {
                 ProposeEnd::Accepted => {
                     let quorum = serial_quorum(c.serial);
                     self.commit(parts, c, &plan, &proposal, quorum).await?;
+                    self.metrics.cas_unfinished_commits[op_index(c)].inc();
                     Ok(RoundEnd::Again)
                 }
                 _ => Ok(RoundEnd::Contended),
@@ -294,24 +301,30 @@ impl Coordinator {
             ballot,
             update: update.unwrap_or_default(),
         };
-        match self
+        let phase = self.clock.now();
+        let proposed = self
             .propose(parts, c, &plan, &participants, required, &proposal)
-            .await
-        {
+            .await;
+        self.metrics.paxos_phases[1].record(micros(self.clock.now() - phase));
+        match proposed {
             ProposeEnd::Accepted => {}
-            ProposeEnd::Refused { accepted: 0 } => return Ok(RoundEnd::Contended),
-            ProposeEnd::Refused { accepted } | ProposeEnd::TimedOut { accepted } => {
-                // Some replica holds our proposal: a later round may still
-                // finish it, so the outcome is unknown.
+            ProposeEnd::Refused { maybe_accepted: 0 } => return Ok(RoundEnd::Contended),
+            ProposeEnd::Refused { maybe_accepted } | ProposeEnd::TimedOut { maybe_accepted } => {
+                // Some replica may hold our proposal: a later round may
+                // still finish it, so the outcome is unknown.
+                self.metrics.cas_unknown_results.inc();
                 return Err(DataError::CasWriteUnknown(WriteTimeout {
                     consistency: c.serial,
-                    received: accepted,
+                    received: maybe_accepted,
                     block_for: required as u32,
                     write_type: WriteType::Cas,
                 }));
             }
         }
-        self.commit(parts, c, &plan, &proposal, c.commit).await?;
+        let phase = self.clock.now();
+        let committed = self.commit(parts, c, &plan, &proposal, c.commit).await;
+        self.metrics.paxos_phases[2].record(micros(self.clock.now() - phase));
+        committed?;
         Ok(RoundEnd::Done {
             current,
             complete,
@@ -341,7 +354,8 @@ impl Coordinator {
         };
         let payload = codec::encode_prepare(&prepare);
         let mut asked: Asked<PrepareResponse> = Asked::new();
-        let mut failed = 0usize;
+        // DOWN participants cannot promise.
+        let mut failed = participants.iter().filter(|&&i| !plan.up[i]).count();
         let mut last_failure = String::new();
         for &i in participants.iter().filter(|&&i| plan.up[i]) {
             if plan.is_local(i) {
@@ -450,7 +464,8 @@ impl Coordinator {
         };
         let payload = codec::encode_carry(&carry);
         let mut asked: Asked<Result<(), Ballot>> = Asked::new();
-        let mut lost = 0usize;
+        // DOWN, or refused by messaging: surely without the proposal.
+        let mut not_sent = participants.iter().filter(|&&i| !plan.up[i]).count();
         for &i in participants.iter().filter(|&&i| plan.up[i]) {
             if plan.is_local(i) {
                 let replica = Arc::clone(&parts.replica);
@@ -476,39 +491,33 @@ impl Coordinator {
                         codec::decode_propose_response(&response.payload).map_err(|e| e.to_string())
                     }),
                 ),
-                Err(_) => lost += 1,
+                Err(_) => not_sent += 1,
             }
         }
+        let sent = participants.len() - not_sent;
         let mut expired = Deadline::after(&self.clock, self.timeouts.write);
-        let mut accepted = 0u32;
-        let mut refused = false;
+        let (mut accepted, mut refused, mut failed) = (0usize, 0usize, 0usize);
         loop {
-            if accepted as usize >= required {
+            let maybe_accepted = (sent - refused) as u32;
+            if accepted >= required {
                 return ProposeEnd::Accepted;
             }
-            if participants.len() - lost < required {
-                return ProposeEnd::Refused { accepted };
+            if participants.len() - not_sent - refused - failed < required {
+                return ProposeEnd::Refused { maybe_accepted };
             }
             let answer = tokio::select! {
                 biased;
                 answer = asked.next() => answer,
-                () = expired.passed() => return ProposeEnd::TimedOut { accepted },
+                () = expired.passed() => return ProposeEnd::TimedOut { maybe_accepted },
             };
             match answer {
-                None => {
-                    return if refused {
-                        ProposeEnd::Refused { accepted }
-                    } else {
-                        ProposeEnd::TimedOut { accepted }
-                    }
-                }
+                None => return ProposeEnd::TimedOut { maybe_accepted },
                 Some((_, Ok(Ok(())))) => accepted += 1,
                 Some((_, Ok(Err(promised)))) => {
                     parts.clock.observe(&promised);
-                    refused = true;
-                    lost += 1;
+                    refused += 1;
                 }
-                Some((_, Err(_))) => lost += 1,
+                Some((_, Err(_))) => failed += 1,
             }
         }
     }
@@ -646,6 +655,15 @@ impl Coordinator {
         }
         asked
     }
+}
+
+/// The metrics' index of the operation: 0 a SERIAL read, 1 a write.
+fn op_index(c: &Cas<'_>) -> usize {
+    usize::from(c.decide.is_some())
+}
+
+fn micros(d: Duration) -> u64 {
+    d.as_micros().min(u128::from(u64::MAX)) as u64
 }
 
 /// The quorum level of a serial level (a finished round's commit).

@@ -26,6 +26,10 @@ pub const PAXOS_LOCK_STRIPES: usize = 1024;
 pub struct PaxosReplica {
     store: PaxosStore,
     locks: Vec<parking_lot::Mutex<()>>,
+    /// Run each message on the calling task instead of the blocking pool:
+    /// for an engine that never waits (the simulation's, in memory), where
+    /// a thread would make the run depend on the OS's scheduling.
+    inline: bool,
 }
 
 impl PaxosReplica {
@@ -35,7 +39,18 @@ impl PaxosReplica {
             locks: (0..PAXOS_LOCK_STRIPES)
                 .map(|_| parking_lot::Mutex::new(()))
                 .collect(),
+            inline: false,
         })
+    }
+
+    /// An acceptor that runs each message on the calling task (see
+    /// `inline`).
+    pub fn new_inline(store: PaxosStore) -> Arc<PaxosReplica> {
+        let mut replica = PaxosReplica::new(store);
+        if let Some(r) = Arc::get_mut(&mut replica) {
+            r.inline = true;
+        }
+        replica
     }
 
     /// Registers the three verbs' handlers.
@@ -80,16 +95,25 @@ impl PaxosReplica {
 
     /// Promises (durably) and reads, or rejects.
     pub async fn prepare(self: Arc<Self>, p: Prepare) -> Result<PrepareResponse, Failure> {
+        if self.inline {
+            return self.prepare_now(&p).map_err(|e| failure(&e));
+        }
         blocking(move || self.prepare_now(&p)).await
     }
 
     /// Accepts (durably), or names the newer promise.
     pub async fn propose(self: Arc<Self>, c: Carry) -> Result<Result<(), Ballot>, Failure> {
+        if self.inline {
+            return self.propose_now(c).map_err(|e| failure(&e));
+        }
         blocking(move || self.propose_now(c)).await
     }
 
     /// Applies a decided update and records it (durably).
     pub async fn commit(self: Arc<Self>, c: Carry) -> Result<(), Failure> {
+        if self.inline {
+            return self.commit_now(c).map_err(|e| failure(&e));
+        }
         blocking(move || self.commit_now(c)).await
     }
 
