@@ -17,6 +17,7 @@ pub mod batch_replay;
 pub mod latency;
 pub mod metrics;
 pub mod paxos;
+pub mod paxos_queue;
 pub mod read;
 pub mod read_repair;
 pub mod replication;
@@ -29,7 +30,7 @@ pub mod write_acks;
 
 pub use batch::BatchWrite;
 pub use metrics::CoordinatorMetrics;
-pub use paxos::{Cas, CasResult};
+pub use paxos::{Cas, CasResult, DecideFn};
 pub use read::{Read, ReadResult};
 pub use replication::Replication;
 pub use scan::KeyScan;

@@ -35,6 +35,7 @@ pub const CAS_CONDITION_NOT_MET: &str = "cas_condition_not_met";
 pub const CAS_UNKNOWN_RESULTS: &str = "cas_unknown_results";
 pub const CAS_BACKOFF: &str = "cas_backoff";
 pub const PAXOS_PHASE_LATENCY: &str = "paxos_phase_latency";
+pub const PAXOS_ROUND_STATEMENTS: &str = "paxos_round_statements";
 pub const LABEL_PHASE: &str = "phase";
 pub const PHASE_PREPARE: &str = "prepare";
 pub const PHASE_PROPOSE: &str = "propose";
@@ -155,6 +156,9 @@ pub const CATALOG: &[MetricDef] = &[
         "ClientRequest UnknownResult (CASWrite)"),
     def(CAS_BACKOFF, Kind::Latency, OP,
         "Time an LWT waited after losing a Paxos round, per wait.",
+        ""),
+    def(PAXOS_ROUND_STATEMENTS, Kind::Histogram, &[],
+        "Conditional statements one Paxos round decided (a partition's queue on its coordinator).",
         ""),
     def(PAXOS_PHASE_LATENCY, Kind::Latency, &[LABEL_PHASE],
         "Paxos rounds' phases as the coordinator waited for them (prepare with its read, propose, commit).",

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use varve_cluster::coordinator::{
-    BatchWrite, Cas, Coordinator, KeyScan, Read, Replication, ReplicationLookup, Speculation, Write,
+    BatchWrite, Cas, Coordinator, DecideFn, KeyScan, Read, Replication, ReplicationLookup,
+    Speculation, Write,
 };
 use varve_query::data_path::{
     CasCommand, CasOutcome, DataFuture, DataPath, DataResult, KeyScan as QueryKeyScan,
@@ -297,11 +298,11 @@ impl DataPath for ClusterPath {
         }
         DataFuture::Boxed(Box::pin(async move {
             let decider = Arc::clone(&c.decider);
-            let decide = move |current: &Partition, timestamp: i64| {
+            let decide: DecideFn = Arc::new(move |current: &Partition, timestamp: i64| {
                 decider
                     .decide(current, timestamp)
                     .map(|d| (d.applied, d.update))
-            };
+            });
             let found = coordinator
                 .cas(Cas {
                     table: c.table,
@@ -313,7 +314,7 @@ impl DataPath for ClusterPath {
                     now_seconds: c.now_seconds,
                     reversed: false,
                     row_limit: usize::MAX,
-                    decide: Some(&decide),
+                    decide: Some(decide),
                 })
                 .await?;
             Ok(CasOutcome {

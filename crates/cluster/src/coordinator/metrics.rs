@@ -27,6 +27,8 @@ pub struct CoordinatorMetrics {
     pub cas_backoff: [Arc<LatencyHistogram>; 2],
     /// Prepare (with its read), propose, commit.
     pub paxos_phases: [Arc<LatencyHistogram>; 3],
+    /// Statements per round that decided any.
+    pub paxos_round_statements: Arc<LatencyHistogram>,
 }
 
 impl CoordinatorMetrics {
@@ -59,6 +61,7 @@ impl CoordinatorMetrics {
                 names::PHASE_COMMIT,
             ]
             .map(|p| registry.latency(names::PAXOS_PHASE_LATENCY, &[(names::LABEL_PHASE, p)])),
+            paxos_round_statements: registry.histogram(names::PAXOS_ROUND_STATEMENTS, &[]),
         }
     }
 

@@ -39,12 +39,14 @@ pub struct PaxosParts {
     pub clock: BallotClock,
     /// A moving average of successful rounds' durations, in micros.
     round_micros: AtomicU64,
+    /// Conditional statements waiting for their partition's next round.
+    pub(super) queues: super::paxos_queue::CasQueues,
 }
 
 /// Decides a conditional statement on the state a round found, given the
 /// timestamp its cells must carry: whether it applies, and its update.
-pub type Decide<'a> =
-    &'a (dyn Fn(&Partition, i64) -> Result<(bool, Option<Partition>), DataError> + Send + Sync);
+pub type DecideFn =
+    Arc<dyn Fn(&Partition, i64) -> Result<(bool, Option<Partition>), DataError> + Send + Sync>;
 
 /// A conditional statement on one partition, or a serial read (no
 /// decision).
@@ -63,7 +65,7 @@ pub struct Cas<'a> {
     pub reversed: bool,
     pub row_limit: usize,
     /// `None`: a SERIAL read.
-    pub decide: Option<Decide<'a>>,
+    pub decide: Option<DecideFn>,
 }
 
 /// What the transaction found and whether it applied.
@@ -84,13 +86,32 @@ enum RoundEnd {
     Done {
         current: Partition,
         complete: bool,
-        applied: bool,
+        decided: Vec<Decided>,
     },
     /// Progress was made for others (an unfinished round finished, a
     /// lagging commit sent): prepare again at once.
     Again,
     /// Lost to a newer ballot: back off, then prepare again.
     Contended,
+}
+
+/// One statement of a round, decided: the state it saw (the round's, with
+/// the updates of the statements before it in the same round), and whether
+/// it applied.
+#[derive(Debug, Clone)]
+pub(super) struct Decided {
+    pub seen: Partition,
+    pub applied: Result<bool, DataError>,
+}
+
+/// What the rounds of a batch of statements ended with.
+pub(super) struct Batch {
+    pub current: Partition,
+    pub complete: bool,
+    /// The first statements of the batch, in order (the others had no
+    /// room in the round's timestamps: they wait for the next one).
+    pub decided: Vec<Decided>,
+    pub contention: u64,
 }
 
 /// One promise of a prepare.
@@ -157,31 +178,61 @@ impl Coordinator {
             replica,
             clock: BallotClock::new(self.local_host),
             round_micros: AtomicU64::new(0),
+            queues: super::paxos_queue::CasQueues::default(),
         });
     }
 
     /// Runs a conditional statement (or a serial read) as one linearizable
-    /// step on its partition.
+    /// step on its partition. Conditional statements of one partition that
+    /// reach this coordinator while a round of it runs wait, and the next
+    /// round decides them all (docs/design/paxos.md, section 7).
     pub async fn cas(&self, c: Cas<'_>) -> Result<CasResult, DataError> {
         let parts = self
             .paxos
             .get()
             .ok_or_else(|| DataError::Server("Paxos is not set up on this node".into()))?;
+        match c.decide.clone() {
+            Some(own) => self.cas_in_queue(parts, &c, own).await,
+            None => {
+                let batch = self.rounds(parts, &c, &[]).await?;
+                Ok(CasResult {
+                    current: batch.current,
+                    applied: false,
+                    complete: batch.complete,
+                    contention: batch.contention,
+                })
+            }
+        }
+    }
+
+    /// Rounds until one decides `decides` (or as many of them as fit), with
+    /// backoff while they lose to other coordinators.
+    pub(super) async fn rounds(
+        &self,
+        parts: &PaxosParts,
+        c: &Cas<'_>,
+        decides: &[DecideFn],
+    ) -> Result<Batch, DataError> {
         let started = self.clock.now();
         let mut contention = 0u64;
         loop {
             let round_started = self.clock.now();
-            match self.round(parts, &c).await? {
+            match self.round(parts, c, decides).await? {
                 RoundEnd::Done {
                     current,
                     complete,
-                    applied,
+                    decided,
                 } => {
                     record(&parts.round_micros, self.clock.now() - round_started);
-                    return Ok(CasResult {
+                    if !decided.is_empty() {
+                        self.metrics
+                            .paxos_round_statements
+                            .record(decided.len() as u64);
+                    }
+                    return Ok(Batch {
                         current,
-                        applied,
                         complete,
+                        decided,
                         contention,
                     });
                 }
@@ -189,17 +240,22 @@ impl Coordinator {
                 RoundEnd::Again | RoundEnd::Contended => {
                     contention += 1;
                     if self.clock.now() - started >= CAS_CONTENTION_TIMEOUT {
-                        return Err(contention_timeout(&c));
+                        return Err(contention_timeout(c));
                     }
                     let wait = backoff(parts, contention);
-                    self.metrics.cas_backoff[op_index(&c)].record(micros(wait));
+                    self.metrics.cas_backoff[op_index(c)].record(micros(wait));
                     self.clock.sleep(wait).await;
                 }
             }
         }
     }
 
-    async fn round(&self, parts: &PaxosParts, c: &Cas<'_>) -> Result<RoundEnd, DataError> {
+    async fn round(
+        &self,
+        parts: &PaxosParts,
+        c: &Cas<'_>,
+        decides: &[DecideFn],
+    ) -> Result<RoundEnd, DataError> {
         let plan = self.plan(c.key.token, c.replication);
         self.assure_live(&plan, c.replication, c.serial)
             .map_err(DataError::Unavailable)?;
@@ -228,6 +284,11 @@ impl Coordinator {
         let latest_ballot = latest.as_ref().map(|p| p.ballot);
         if let Some(latest) = &latest {
             parts.clock.observe(&latest.ballot);
+            if latest.ballot.micros() >= ballot.micros() {
+                // Our cells would not be newer than the latest commit's:
+                // again, with a ballot past it.
+                return Ok(RoundEnd::Again);
+            }
         }
         let unfinished = promises
             .iter()
@@ -282,25 +343,15 @@ impl Coordinator {
                 p.resolve_slices(c.slices, c.reversed, c.now_seconds, c.row_limit);
             (live, complete)
         });
-        let Some(decide) = c.decide else {
+        let (decided, update) = decide_in_turn(c, decides, &current, ballot, latest_ballot);
+        let Some(update) = update else {
             return Ok(RoundEnd::Done {
                 current,
                 complete,
-                applied: false,
+                decided,
             });
         };
-        let (applied, update) = decide(&current, ballot.micros())?;
-        if !applied {
-            return Ok(RoundEnd::Done {
-                current,
-                complete,
-                applied: false,
-            });
-        }
-        let proposal = Proposal {
-            ballot,
-            update: update.unwrap_or_default(),
-        };
+        let proposal = Proposal { ballot, update };
         let phase = self.clock.now();
         let proposed = self
             .propose(parts, c, &plan, &participants, required, &proposal)
@@ -328,7 +379,7 @@ impl Coordinator {
         Ok(RoundEnd::Done {
             current,
             complete,
-            applied: true,
+            decided,
         })
     }
 
@@ -655,6 +706,48 @@ impl Coordinator {
         }
         asked
     }
+}
+
+/// Asks each statement in turn, on the state the ones before it left, as
+/// many as the round's timestamps have room for: statement `i` of `n`
+/// writes at the ballot's micros minus `n - 1 - i`, all newer than the
+/// latest commit. What each saw and decided, and their updates merged
+/// (`None` when none applied one).
+fn decide_in_turn(
+    c: &Cas<'_>,
+    decides: &[DecideFn],
+    current: &Partition,
+    ballot: Ballot,
+    latest: Option<Ballot>,
+) -> (Vec<Decided>, Option<Partition>) {
+    let room = latest.map_or(decides.len(), |l| {
+        usize::try_from(ballot.micros() - l.micros()).unwrap_or(1)
+    });
+    let n = decides.len().min(room.max(1));
+    let mut state = current.clone();
+    let mut merged: Option<Partition> = None;
+    let mut decided = Vec::with_capacity(n);
+    for (i, decide) in decides[..n].iter().enumerate() {
+        let timestamp = ballot.micros() - (n - 1 - i) as i64;
+        let seen = state.clone();
+        let applied = match decide(&state, timestamp) {
+            Ok((applied, Some(update))) if applied => {
+                state.merge(update.clone());
+                state = state
+                    .resolve_slices(c.slices, false, c.now_seconds, usize::MAX)
+                    .0;
+                match &mut merged {
+                    Some(m) => m.merge(update),
+                    None => merged = Some(update),
+                }
+                Ok(true)
+            }
+            Ok((applied, _)) => Ok(applied),
+            Err(e) => Err(e),
+        };
+        decided.push(Decided { seen, applied });
+    }
+    (decided, merged)
 }
 
 /// The metrics' index of the operation: 0 a SERIAL read, 1 a write.
