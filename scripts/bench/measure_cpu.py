@@ -1,30 +1,40 @@
 #!/usr/bin/env python3
 """Run one latte command while sampling a server's CPU (utime+stime from /proc/PID/stat).
 
-usage: measure_cpu.py PID MEASURED_SECONDS OUTFILE -- latte run ...
+usage: measure_cpu.py PID[,PID...] MEASURED_SECONDS OUTFILE -- latte run ...
 Server CPU is reported for the last MEASURED_SECONDS before latte exits (latte's measured
 phase comes last, after warm-up), interpolated between samples taken every 0.1 s, and
-also for the whole invocation. RSS (VmRSS) is read when latte exits. The server's I/O over the
+also for the whole invocation; several comma-separated PIDs (a cluster's nodes) are summed. RSS (VmRSS) is read when latte exits. The server's I/O over the
 same measured window comes from /proc/PID/io: wchar (bytes handed to write(), each one copied into
 the page cache) and write_bytes (bytes sent to the disk), in MiB.
 """
 import os, subprocess, sys, time
 TICK = os.sysconf("SC_CLK_TCK")
-pid, measured_s, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+pids, measured_s, out = [int(p) for p in sys.argv[1].split(",")], float(sys.argv[2]), sys.argv[3]
 cmd = sys.argv[sys.argv.index("--") + 1:]
 
 def cpu_s():
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TICK   # utime, stime (fields 14, 15)
+    total = 0
+    for pid in pids:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        total += (int(f[11]) + int(f[12])) / TICK   # utime, stime (fields 14, 15)
+    return total
 
 def rss_mib():
-    for l in open(f"/proc/{pid}/status"):
-        if l.startswith("VmRSS:"):
-            return int(l.split()[1]) / 1024
+    total = 0
+    for pid in pids:
+        for l in open(f"/proc/{pid}/status"):
+            if l.startswith("VmRSS:"):
+                total += int(l.split()[1]) / 1024
+    return total
 
 def io_mib():
-    f = dict(l.split(": ") for l in open(f"/proc/{pid}/io").read().splitlines())
-    return (int(f["wchar"]) / 2**20, int(f["write_bytes"]) / 2**20)
+    wchar = disk = 0
+    for pid in pids:
+        f = dict(l.split(": ") for l in open(f"/proc/{pid}/io").read().splitlines())
+        wchar += int(f["wchar"]) / 2**20
+        disk += int(f["write_bytes"]) / 2**20
+    return (wchar, disk)
 
 samples = [(time.monotonic(), cpu_s())]
 ios = [io_mib()]
