@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
-use varve_types::data_error::DataError;
+use varve_types::data_error::{DataError, WriteTimeout, WriteType};
 
 use super::paxos::{Cas, CasResult, DecideFn, Decided, PaxosParts};
 use super::service::Coordinator;
@@ -139,10 +139,15 @@ impl Coordinator {
             Joined::Wait(waiting) => match waiting.await {
                 Ok(Wake::Answer(answer)) => return answer,
                 Ok(Wake::Lead) => {}
+                // The leader's statement was dropped (its client went)
+                // while its round may have carried this one: unknown.
                 Err(_) => {
-                    return Err(DataError::Server(
-                        "the conditional statement's queue was dropped".into(),
-                    ))
+                    return Err(DataError::CasWriteUnknown(WriteTimeout {
+                        consistency: c.serial,
+                        received: 0,
+                        block_for: c.replication.factors().total() / 2 + 1,
+                        write_type: WriteType::Cas,
+                    }))
                 }
             },
         }
