@@ -22,6 +22,9 @@
 //! - in a run with data: [`data`], each node's engine, replica handlers,
 //!   coordinator and client; [`workload`], the client operations drawn
 //!   from the seed; [`data_checker`], what their outcomes must satisfy;
+//! - [`linearizability`]: whether a history of reads, writes and
+//!   compare-and-sets of registers is linearizable, the judge of
+//!   lightweight transactions;
 //! - `tests` and `data_tests`: the seeds CI runs, one or many more from
 //!   the environment, and the determinism checks; `regressions`: the
 //!   seeds and scenarios kept because they once failed.
@@ -38,6 +41,7 @@ pub mod data_checker;
 pub mod env;
 pub mod harness;
 pub mod history;
+pub mod linearizability;
 mod log;
 pub mod metadata;
 pub mod nemesis;
