@@ -123,12 +123,15 @@ impl PaxosReplica {
 
     fn prepare_now(&self, p: &Prepare) -> Result<PrepareResponse, StorageError> {
         let _guard = self.lock(p.key.token);
-        let mut state = self.store.load(p.table, &p.key, p.now_seconds)?;
+        let now = self.store.now_seconds();
+        let loaded = self.store.load(p.table, &p.key, now)?;
+        let mut state = loaded.state;
         let answer = state.prepare(p.ballot);
         if matches!(answer, PrepareAnswer::Reject { .. }) {
             return Ok(PrepareResponse { answer, data: None });
         }
-        self.store.save(p.table, &p.key, &state, p.now_seconds)?;
+        self.store
+            .save(p.table, &p.key, &state, loaded.version, now)?;
         let mut cost = ReadCost::default();
         let data = self
             .store
@@ -139,24 +142,28 @@ impl PaxosReplica {
 
     fn propose_now(&self, c: Carry) -> Result<Result<(), Ballot>, StorageError> {
         let _guard = self.lock(c.key.token);
-        let now = self.store.engine().now_seconds();
-        let mut state = self.store.load(c.table, &c.key, now)?;
+        let now = self.store.now_seconds();
+        let loaded = self.store.load(c.table, &c.key, now)?;
+        let mut state = loaded.state;
         let answer = state.propose(c.proposal);
         if answer.is_ok() {
-            self.store.save(c.table, &c.key, &state, now)?;
+            self.store
+                .save(c.table, &c.key, &state, loaded.version, now)?;
         }
         Ok(answer)
     }
 
     fn commit_now(&self, c: Carry) -> Result<(), StorageError> {
         let _guard = self.lock(c.key.token);
-        let now = self.store.engine().now_seconds();
+        let now = self.store.now_seconds();
         self.store
             .engine()
             .apply(c.table, &c.key, c.proposal.update.clone())?;
-        let mut state = self.store.load(c.table, &c.key, now)?;
+        let loaded = self.store.load(c.table, &c.key, now)?;
+        let mut state = loaded.state;
         if state.commit(c.proposal) {
-            self.store.save(c.table, &c.key, &state, now)?;
+            self.store
+                .save(c.table, &c.key, &state, loaded.version, now)?;
         }
         Ok(())
     }

@@ -3,9 +3,15 @@
 //! partition's key; clustering `cf_id`, the table's id), one row per
 //! partition with LWT traffic, written through the engine with an fsync
 //! before the replica answers, every cell expiring after the table's
-//! `gc_grace_seconds` (at least [`MIN_STATE_TTL_SECONDS`]) and timestamped
-//! with its ballot's micros. State older than that horizon is ignored when
-//! read (docs/design/paxos.md, section 4).
+//! `gc_grace_seconds` (at least [`MIN_STATE_TTL_SECONDS`]). State older than
+//! that horizon is ignored when read (docs/design/paxos.md, section 4).
+//!
+//! Each save writes the whole state with one timestamp, one more than the
+//! newest timestamp the row holds (tombstones and expired cells included):
+//! the row's own version counter. Not the ballots' micros: two ballots of
+//! one micro (two coordinators in the same microsecond) would give cells of
+//! equal timestamps, and storage would then keep either value, so a replica
+//! could forget a promise (found by the simulation, seed 0).
 
 use std::sync::Arc;
 
@@ -39,20 +45,51 @@ pub mod columns {
     pub const PROPOSAL_VERSION: u32 = 8;
 }
 
+/// A partition's state as loaded, and the newest timestamp its row held
+/// (the next save writes above it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Loaded {
+    pub state: PaxosState,
+    pub version: i64,
+}
+
 /// The Paxos state of every partition of this node.
 pub struct PaxosStore {
     engine: Arc<Engine>,
     /// `system.paxos`'s id.
     table: u128,
+    /// This node's clock, in seconds: the state's expiry and horizon are
+    /// the acceptor's own, never a coordinator's.
+    clock: Arc<dyn Fn() -> i32 + Send + Sync>,
 }
 
 impl PaxosStore {
+    /// The store over `engine`, on the engine's clock.
     pub fn new(engine: Arc<Engine>, table: u128) -> PaxosStore {
-        PaxosStore { engine, table }
+        let on = Arc::clone(&engine);
+        PaxosStore::with_clock(engine, table, Arc::new(move || on.now_seconds()))
+    }
+
+    /// The store over `engine` on `clock` (a simulation's time).
+    pub fn with_clock(
+        engine: Arc<Engine>,
+        table: u128,
+        clock: Arc<dyn Fn() -> i32 + Send + Sync>,
+    ) -> PaxosStore {
+        PaxosStore {
+            engine,
+            table,
+            clock,
+        }
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    /// Now, in seconds, on this node's clock.
+    pub fn now_seconds(&self) -> i32 {
+        (self.clock)()
     }
 
     fn comparator(&self) -> Result<Arc<ClusteringComparator>, StorageError> {
@@ -75,24 +112,34 @@ impl PaxosStore {
     }
 
     /// The state of `key` in `table` at `now_seconds`, without anything
-    /// older than the table's horizon.
+    /// older than the table's horizon, and the row's version.
     pub fn load(
         &self,
         table: u128,
         key: &PartitionKey,
         now_seconds: i32,
-    ) -> Result<PaxosState, StorageError> {
+    ) -> Result<Loaded, StorageError> {
         let user = self.engine.comparator(table)?;
         let row_key = self.clustering(table)?;
         let slice = Slice::prefix(vec![table_id(table)], &self.comparator()?);
+        let mut cost = varve_storage::ReadCost::default();
         let found = self
             .engine
-            .read_live(self.table, key, &[slice], false, now_seconds, 1)?;
-        let Some((partition, _, _)) = found else {
-            return Ok(PaxosState::default());
+            .read_partition_costed(self.table, key, &[slice], &mut cost)?;
+        let Some(raw) = found else {
+            return Ok(Loaded::default());
         };
+        let version = raw
+            .rows
+            .get(&row_key)
+            .and_then(|row| row.cells.values().map(|c| c.timestamp).max())
+            .unwrap_or(0);
+        let (partition, _) = raw.resolve(now_seconds);
         let Some(row) = partition.rows.get(&row_key) else {
-            return Ok(PaxosState::default());
+            return Ok(Loaded {
+                state: PaxosState::default(),
+                version,
+            });
         };
         let state = PaxosState {
             promised: ballot(&row.cells, columns::IN_PROGRESS_BALLOT),
@@ -117,23 +164,29 @@ impl PaxosStore {
         };
         let ttl_micros = i64::from(self.ttl(table)?) * 1_000_000;
         let horizon = i64::from(now_seconds) * 1_000_000 - ttl_micros;
-        Ok(state.without_older_than(horizon))
+        Ok(Loaded {
+            state: state.without_older_than(horizon),
+            version,
+        })
     }
 
-    /// Saves `state` for `key` in `table`, durably, before returning.
+    /// Saves `state` for `key` in `table` over the row `loaded` read,
+    /// durably, before returning.
     pub fn save(
         &self,
         table: u128,
         key: &PartitionKey,
         state: &PaxosState,
+        loaded_version: i64,
         now_seconds: i32,
     ) -> Result<(), StorageError> {
         let ttl = self.ttl(table)?;
+        let timestamp = loaded_version.saturating_add(1);
         let mut cells = CellMap::new();
-        let put = |cells: &mut CellMap, column: u32, at: &Ballot, value: Bytes| {
+        let put = |cells: &mut CellMap, column: u32, _at: &Ballot, value: Bytes| {
             cells.insert(
                 (column, None),
-                Cell::expiring(at.micros(), ttl, now_seconds, value),
+                Cell::expiring(timestamp, ttl, now_seconds, value),
             );
         };
         if let Some(promised) = &state.promised {
@@ -170,13 +223,10 @@ impl PaxosStore {
                     put(&mut cells, v, &p.ballot, version.clone());
                 }
                 None => {
-                    // A proposal settled by a commit: gone, as of that commit.
-                    if let (Some(c), true) = (&state.committed, at == columns::PROPOSAL_BALLOT) {
+                    // A proposal settled by a commit: gone.
+                    if let (Some(_), true) = (&state.committed, at == columns::PROPOSAL_BALLOT) {
                         for column in [at, update, v] {
-                            cells.insert(
-                                (column, None),
-                                Cell::tombstone(c.ballot.micros(), now_seconds),
-                            );
+                            cells.insert((column, None), Cell::tombstone(timestamp, now_seconds));
                         }
                     }
                 }
@@ -244,4 +294,107 @@ fn proposal(
 
 fn corrupt(what: &str) -> StorageError {
     StorageError::corruption("system.paxos", 0, what)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use varve_storage::{Storage, TableDescriptor};
+    use varve_types::CqlType;
+
+    const USER: u128 = 7;
+    const PAXOS: u128 = 9;
+    const NOW: i32 = 1_700_000_000;
+
+    fn descriptor(id: u128, clustering: CqlType) -> TableDescriptor {
+        TableDescriptor {
+            id,
+            keyspace: "ks".into(),
+            name: format!("t{id}"),
+            comparator: ClusteringComparator::new(vec![(clustering, false)]),
+            params: varve_storage::sstable::SstableParams::default(),
+            durable_writes: true,
+            gc_grace_seconds: 864_000,
+            compaction: Default::default(),
+        }
+    }
+
+    fn store() -> (Storage, PaxosStore) {
+        let storage = Storage::new();
+        let engine = storage.engine();
+        engine
+            .create_table(descriptor(USER, CqlType::Int))
+            .expect("user table");
+        engine
+            .create_table(descriptor(PAXOS, CqlType::Uuid))
+            .expect("paxos table");
+        let store = PaxosStore::with_clock(engine, PAXOS, Arc::new(|| NOW));
+        (storage, store)
+    }
+
+    fn update(value: u8) -> Partition {
+        let cmp = ClusteringComparator::new(vec![(CqlType::Int, false)]);
+        let mut p = Partition::default();
+        let mut row = Row::default();
+        row.cells
+            .insert((1, None), Cell::live(1, Bytes::from(vec![value; 4])));
+        p.rows.insert(
+            ClusteringKey::row(vec![Bytes::from_static(&[0, 0, 0, 1])], &cmp),
+            row,
+        );
+        p
+    }
+
+    /// Two proposals of one micro: the second accepted is the one loaded,
+    /// whole (with ballot-micros timestamps the cells tied and storage kept
+    /// the larger bytes of each column, mixing the two).
+    #[test]
+    fn the_last_state_saved_is_loaded_whole_even_at_one_micro() {
+        let (_storage, store) = store();
+        let key = PartitionKey::new(Bytes::from_static(b"k"));
+        let micros = i64::from(NOW) * 1_000_000;
+        let first = Proposal {
+            ballot: Ballot::new(micros, 0x8000_0000_0000_0001),
+            update: update(9),
+        };
+        let second = Proposal {
+            ballot: Ballot::new(micros, 0x8000_0000_0000_0002),
+            update: update(1),
+        };
+        assert!(second.ballot > first.ballot);
+        for p in [&first, &second] {
+            let loaded = store.load(USER, &key, NOW).expect("load");
+            let mut state = loaded.state;
+            state.propose(p.clone()).expect("accepted");
+            store
+                .save(USER, &key, &state, loaded.version, NOW)
+                .expect("saved");
+        }
+        let loaded = store.load(USER, &key, NOW).expect("load");
+        assert_eq!(loaded.state.accepted, Some(second.clone()));
+        assert_eq!(loaded.state.promised, Some(second.ballot));
+        // A commit clears the proposal it covers.
+        let mut state = loaded.state;
+        assert!(state.commit(second.clone()));
+        store
+            .save(USER, &key, &state, loaded.version, NOW)
+            .expect("saved");
+        let loaded = store.load(USER, &key, NOW).expect("load");
+        assert_eq!(loaded.state.accepted, None);
+        assert_eq!(loaded.state.committed, Some(second));
+    }
+
+    #[test]
+    fn state_past_the_tables_grace_is_ignored() {
+        let (_storage, store) = store();
+        let key = PartitionKey::new(Bytes::from_static(b"k"));
+        let old = Ballot::new(i64::from(NOW - 900_000) * 1_000_000, 0x8000_0000_0000_0001);
+        let mut state = PaxosState::default();
+        state.prepare(old);
+        store.save(USER, &key, &state, 0, NOW).expect("saved");
+        assert_eq!(
+            store.load(USER, &key, NOW).expect("load").state,
+            PaxosState::default()
+        );
+    }
 }

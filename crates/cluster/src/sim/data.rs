@@ -44,7 +44,7 @@ use crate::verbs::Replica;
 pub const TABLE: u128 = 0x51_da7a;
 
 /// The `now` reads resolve at (no cell expires).
-const NOW_SECONDS: i32 = 1_700_000_000;
+pub(super) const NOW_SECONDS: i32 = 1_700_000_000;
 
 /// The coordinator's timeouts: short, so a fault's timeouts are over
 /// well within the run.
@@ -56,7 +56,7 @@ pub fn timeouts() -> Timeouts {
     }
 }
 
-fn comparator() -> Arc<ClusteringComparator> {
+pub(super) fn comparator() -> Arc<ClusteringComparator> {
     ClusteringComparator::new(vec![(CqlType::Int, false)])
 }
 
@@ -69,13 +69,18 @@ fn descriptor() -> TableDescriptor {
         params: SstableParams::default(),
         durable_writes: true,
         gc_grace_seconds: 864_000,
-        compaction: CompactionConfig {
-            common: CommonOptions {
-                enabled: false,
-                ..CommonOptions::default()
-            },
-            ..CompactionConfig::default()
+        compaction: no_compaction(),
+    }
+}
+
+/// Compaction off (the simulated engines stay in memory).
+pub(super) fn no_compaction() -> CompactionConfig {
+    CompactionConfig {
+        common: CommonOptions {
+            enabled: false,
+            ..CommonOptions::default()
         },
+        ..CompactionConfig::default()
     }
 }
 
@@ -85,7 +90,7 @@ pub fn key(i: usize) -> PartitionKey {
 }
 
 /// Every write goes to the one cell (row 1, column 1).
-fn row_key() -> ClusteringKey {
+pub(super) fn row_key() -> ClusteringKey {
     ClusteringKey::row(
         vec![Bytes::copy_from_slice(&1i32.to_be_bytes())],
         &comparator(),
@@ -129,6 +134,29 @@ pub struct Shared {
     pub nodes: usize,
     /// The keyspace's replication.
     pub replication: Replication,
+    pub seed: u64,
+    /// Clients run lightweight transactions (`sim/lwt.rs`) instead of the
+    /// planned workload.
+    pub lwt: bool,
+    /// When LWT clients stop.
+    pub workload_end: Duration,
+    /// The last value an LWT client wrote (each writes a new one).
+    pub values: Cell<i64>,
+    /// Node starts so far (each start's clients draw anew).
+    pub starts: Cell<u64>,
+}
+
+impl Shared {
+    /// A value no client wrote before.
+    pub fn next_value(&self) -> i64 {
+        let v = self.values.get() + 1;
+        self.values.set(v);
+        v
+    }
+
+    pub fn starts(&self) -> u64 {
+        self.starts.get()
+    }
 }
 
 /// One node's data side, kept across its restarts.
@@ -137,7 +165,9 @@ pub struct NodeData {
     pub tokens: Vec<i64>,
     engine: Arc<Engine>,
     _storage: Storage,
-    shared: Rc<Shared>,
+    pub(super) shared: Rc<Shared>,
+    /// The Paxos acceptor of an LWT run.
+    paxos: Option<Arc<crate::paxos::PaxosReplica>>,
 }
 
 /// The tasks one start of a node runs for its data; stopped when dropped.
@@ -160,18 +190,26 @@ impl NodeData {
         if let Err(e) = engine.create_table(descriptor()) {
             panic!("the simulated table: {e}");
         }
+        let paxos = shared.lwt.then(|| {
+            super::lwt::create_paxos_table(&engine);
+            super::lwt::acceptor(engine.clone())
+        });
         NodeData {
             index,
             tokens,
             engine,
             _storage: storage,
             shared,
+            paxos,
         }
     }
 
     /// The replica handlers, on each start's messaging.
     pub fn register(&self, messaging: &Messaging) {
         Replica::new(self.engine.clone(), false).register(messaging);
+        if let Some(paxos) = &self.paxos {
+            paxos.register(messaging);
+        }
     }
 
     /// The coordinator of this start (its ring following gossip) and the
@@ -194,7 +232,14 @@ impl NodeData {
             timeouts(),
         );
         let ring = coordinator.follow_membership();
-        let client = tokio::task::spawn_local(client(self.clone(), coordinator, clock));
+        self.shared.starts.set(self.shared.starts.get() + 1);
+        let client = match &self.paxos {
+            Some(paxos) => {
+                coordinator.set_paxos(paxos.clone());
+                tokio::task::spawn_local(super::lwt::clients(self.clone(), coordinator, clock))
+            }
+            None => tokio::task::spawn_local(client(self.clone(), coordinator, clock)),
+        };
         Tasks { ring, client }
     }
 }
@@ -423,6 +468,11 @@ pub fn cluster(
         recorder,
         nodes: config.nodes,
         replication: replication.clone(),
+        seed: config.seed,
+        lwt: config.lwt,
+        workload_end: last_at - Duration::from_secs(3),
+        values: Cell::new(0),
+        starts: Cell::new(0),
     });
     let nodes = tokens
         .iter()

@@ -65,6 +65,9 @@ pub struct SimConfig {
     /// Whether the nodes store data and run the client workload
     /// (`sim/data.rs`).
     pub data: bool,
+    /// With `data`: the clients run lightweight transactions
+    /// (`sim/lwt.rs`) instead of the planned reads and writes.
+    pub lwt: bool,
 }
 
 impl SimConfig {
@@ -90,6 +93,7 @@ impl SimConfig {
             plan: None,
             last_stop: LastStop::for_seed(seed),
             data: false,
+            lwt: false,
         }
     }
 

@@ -4,6 +4,7 @@
 //! the determinism test compares two runs' histories line by line, so
 //! every line is a pure function of the seed.
 
+use super::lwt::LwtEvent;
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
@@ -69,6 +70,8 @@ pub enum Event {
     Final { node: Who, live: Vec<(Who, i64)> },
     /// A client operation of the data workload began or finished.
     Op(OpEvent),
+    /// A lightweight transaction began or finished.
+    Lwt(LwtEvent),
 }
 
 /// A history line with its simulated time.
@@ -109,6 +112,12 @@ impl fmt::Display for Entry {
             Event::ShutDown { node } => write!(f, "{node} shut down"),
             Event::Nemesis(action) => write!(f, "nemesis: {action}"),
             Event::Op(op) => op.fmt(f),
+            Event::Lwt(LwtEvent::Invoke { client, key, op }) => {
+                write!(f, "lwt client {client} calls {op:?} on k{key}")
+            }
+            Event::Lwt(LwtEvent::Done { client, outcome }) => {
+                write!(f, "lwt client {client} gets {outcome:?}")
+            }
             Event::Final { node, live } => {
                 write!(f, "{node} ends with live set [")?;
                 for (i, (peer, generation)) in live.iter().enumerate() {

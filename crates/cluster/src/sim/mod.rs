@@ -22,10 +22,11 @@
 //! - in a run with data: [`data`], each node's engine, replica handlers,
 //!   coordinator and client; [`workload`], the client operations drawn
 //!   from the seed; [`data_checker`], what their outcomes must satisfy;
-//! - [`linearizability`]: whether a history of reads, writes and
-//!   compare-and-sets of registers is linearizable, the judge of
-//!   lightweight transactions;
-//! - `tests` and `data_tests`: the seeds CI runs, one or many more from
+//! - in a run with LWT: [`lwt`], clients doing compare-and-set and SERIAL
+//!   reads through Paxos; [`linearizability`], whether a history of
+//!   reads, writes and compare-and-sets of registers is linearizable, the
+//!   judge of those runs;
+//! - `tests`, `data_tests` and `lwt_tests`: the seeds CI runs, one or many more from
 //!   the environment, and the determinism checks; `regressions`: the
 //!   seeds and scenarios kept because they once failed.
 //!
@@ -43,6 +44,7 @@ pub mod harness;
 pub mod history;
 pub mod linearizability;
 mod log;
+pub mod lwt;
 pub mod metadata;
 pub mod nemesis;
 pub mod node;
@@ -51,5 +53,6 @@ pub mod timeline;
 pub mod workload;
 
 mod data_tests;
+mod lwt_tests;
 mod regressions;
 mod tests;

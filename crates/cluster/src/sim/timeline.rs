@@ -115,7 +115,8 @@ impl Timeline {
                 Event::Final { node, live } => {
                     t.finals.insert(*node, live.clone());
                 }
-                Event::StartFailed { .. } | Event::Lagged { .. } | Event::Op(_) => {}
+                Event::StartFailed { .. } | Event::Lagged { .. } | Event::Op(_) | Event::Lwt(_) => {
+                }
             }
         }
         if let Some(from) = fault_started {

@@ -1,0 +1,290 @@
+//! Lightweight transactions in the simulation (docs/design/paxos.md,
+//! section 8): every node runs the Paxos acceptor over `system.paxos` in
+//! its engine and coordinates conditional statements; clients on every
+//! node read a few registers at SERIAL and compare-and-set them from what
+//! they read (or insert them IF NOT EXISTS), while the nemesis partitions,
+//! delays, crashes and restarts nodes. Each operation's call and return
+//! go into the history; the linearizability checker judges it, key by key.
+//! An operation whose outcome the client could not know (a timeout, an
+//! unknown result, a node stopped under it) may have taken effect at any
+//! point after its call, or never.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use varve_storage::sstable::SstableParams;
+use varve_storage::{Engine, TableDescriptor};
+use varve_types::consistency::Consistency;
+use varve_types::data::{Cell, ClusteringComparator, Partition, Slice};
+use varve_types::data_error::DataError;
+use varve_types::CqlType;
+
+use super::data::{key, NodeData, TABLE};
+use super::history::Event;
+use crate::coordinator::{Cas, Coordinator};
+use crate::env::{Clock, SeededRng};
+use crate::paxos::{PaxosReplica, PaxosStore};
+
+/// `system.paxos`'s id in a simulated engine.
+pub const PAXOS_TABLE: u128 = 0x9a_05;
+/// Registers the clients share (few: contention is the point).
+pub const LWT_KEYS: usize = 3;
+/// Client loops per node.
+pub const CLIENTS_PER_NODE: usize = 2;
+/// The most a client waits between two operations.
+const THINK_MAX_MS: u64 = 40;
+
+/// What a client asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LwtOp {
+    /// A SERIAL read of the register.
+    Read,
+    /// `IF value = expected` (`None`: IF NOT EXISTS), then `new`.
+    Cas { expected: Option<i64>, new: i64 },
+}
+
+/// What it got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LwtOutcome {
+    Read(Option<i64>),
+    Cas(bool),
+    /// Surely without effect (Unavailable: nothing was sent).
+    Failed(String),
+    /// Maybe with effect, maybe not.
+    Unknown(String),
+}
+
+/// A history line of the LWT workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LwtEvent {
+    Invoke { client: u64, key: usize, op: LwtOp },
+    Done { client: u64, outcome: LwtOutcome },
+}
+
+fn paxos_descriptor() -> TableDescriptor {
+    TableDescriptor {
+        id: PAXOS_TABLE,
+        keyspace: "system".into(),
+        name: "paxos".into(),
+        comparator: ClusteringComparator::new(vec![(CqlType::Uuid, false)]),
+        params: SstableParams::default(),
+        durable_writes: true,
+        gc_grace_seconds: 864_000,
+        compaction: super::data::no_compaction(),
+    }
+}
+
+/// Creates `system.paxos` in a node's engine.
+pub fn create_paxos_table(engine: &Engine) {
+    if let Err(e) = engine.create_table(paxos_descriptor()) {
+        panic!("the simulated system.paxos: {e}");
+    }
+}
+
+/// The acceptor of a node, over its engine.
+pub fn acceptor(engine: Arc<Engine>) -> Arc<PaxosReplica> {
+    let clock = Arc::new(|| {
+        let now = turmoil::since_epoch().unwrap_or_default();
+        i32::try_from(now.as_secs()).unwrap_or(i32::MAX)
+    });
+    PaxosReplica::new_inline(PaxosStore::with_clock(engine, PAXOS_TABLE, clock))
+}
+
+/// The register's value in a partition (row 1, column 1: 8 bytes).
+fn value_in(p: &Partition) -> Option<i64> {
+    let cell = p.rows.get(&super::data::row_key())?.cells.get(&(1, None))?;
+    let bytes: [u8; 8] = cell.value.as_ref().try_into().ok()?;
+    Some(i64::from_be_bytes(bytes))
+}
+
+fn setting(value: i64, ts: i64) -> Partition {
+    let mut p = Partition::default();
+    let mut row = varve_types::data::Row::default();
+    row.cells.insert(
+        (1, None),
+        Cell::live(ts, Bytes::copy_from_slice(&value.to_be_bytes())),
+    );
+    p.rows.insert(super::data::row_key(), row);
+    p
+}
+
+/// Runs `CLIENTS_PER_NODE` client loops on this node until the run's end.
+pub async fn clients(data: Rc<NodeData>, coordinator: Arc<Coordinator>, clock: Arc<dyn Clock>) {
+    let mut loops = tokio::task::JoinSet::new();
+    for c in 0..CLIENTS_PER_NODE {
+        let client = (data.index * CLIENTS_PER_NODE + c) as u64;
+        let rng = SeededRng::new(data.shared.seed ^ (client << 32) ^ data.shared.starts());
+        loops.spawn_local(client_loop(
+            data.clone(),
+            coordinator.clone(),
+            clock.clone(),
+            client,
+            rng,
+        ));
+    }
+    while loops.join_next().await.is_some() {}
+}
+
+async fn client_loop(
+    data: Rc<NodeData>,
+    coordinator: Arc<Coordinator>,
+    clock: Arc<dyn Clock>,
+    client: u64,
+    rng: SeededRng,
+) {
+    let end = data.shared.workload_end;
+    let mut last_read: Option<(usize, Option<i64>)> = None;
+    while turmoil::sim_elapsed().unwrap_or_default() < end {
+        let think = Duration::from_millis(rng.below_or_at(THINK_MAX_MS));
+        clock.sleep(think).await;
+        if coordinator.node_count() < data.shared.nodes {
+            continue;
+        }
+        let (k, op) = match last_read.take() {
+            // Compare-and-set from what this client just read.
+            Some((k, seen)) if rng.below_or_at(3) > 0 => (
+                k,
+                LwtOp::Cas {
+                    expected: seen,
+                    new: data.shared.next_value(),
+                },
+            ),
+            _ => (rng.below_or_at(LWT_KEYS as u64 - 1) as usize, LwtOp::Read),
+        };
+        let outcome = run(&data, &coordinator, client, k, op).await;
+        if let (LwtOp::Read, LwtOutcome::Read(v)) = (op, &outcome) {
+            last_read = Some((k, *v));
+        }
+    }
+}
+
+/// Runs one operation and records its call and return.
+async fn run(
+    data: &NodeData,
+    coordinator: &Coordinator,
+    client: u64,
+    k: usize,
+    op: LwtOp,
+) -> LwtOutcome {
+    let recorder = &data.shared.recorder;
+    recorder.record_now(Event::Lwt(LwtEvent::Invoke { client, key: k, op }));
+    let the_key = key(k);
+    let slices = [Slice::all(&super::data::comparator())];
+    let decide: crate::coordinator::DecideFn = Arc::new(
+        move |current: &Partition, ts: i64| -> Result<(bool, Option<Partition>), DataError> {
+            match op {
+                LwtOp::Cas { expected, new } if value_in(current) == expected => {
+                    Ok((true, Some(setting(new, ts))))
+                }
+                _ => Ok((false, None)),
+            }
+        },
+    );
+    let found = coordinator
+        .cas(Cas {
+            table: TABLE,
+            key: &the_key,
+            slices: &slices,
+            replication: &data.shared.replication,
+            serial: Consistency::Serial,
+            commit: Consistency::Quorum,
+            now_seconds: super::data::NOW_SECONDS,
+            reversed: false,
+            row_limit: usize::MAX,
+            decide: match op {
+                LwtOp::Read => None,
+                LwtOp::Cas { .. } => Some(decide),
+            },
+        })
+        .await;
+    let outcome = match (op, found) {
+        (LwtOp::Read, Ok(r)) => LwtOutcome::Read(value_in(&r.current)),
+        (LwtOp::Cas { .. }, Ok(r)) => LwtOutcome::Cas(r.applied),
+        (_, Err(DataError::Unavailable(u))) => LwtOutcome::Failed(u.to_string()),
+        (_, Err(e)) => LwtOutcome::Unknown(e.to_string()),
+    };
+    recorder.record_now(Event::Lwt(LwtEvent::Done {
+        client,
+        outcome: outcome.clone(),
+    }));
+    outcome
+}
+
+/// One operation of the history: its key, client, call and return times
+/// (no return: its outcome is unknown), what it asked and what it got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub key: usize,
+    pub client: u64,
+    pub call: Duration,
+    pub ret: Option<Duration>,
+    pub op: LwtOp,
+    pub outcome: LwtOutcome,
+}
+
+/// The LWT operations of a history, each call with its return (a client
+/// runs one operation at a time; one whose node stopped never returns).
+pub fn recorded(history: &super::history::History) -> Vec<Recorded> {
+    let mut open: std::collections::BTreeMap<u64, Recorded> = std::collections::BTreeMap::new();
+    let mut done = Vec::new();
+    for e in &history.entries {
+        let Event::Lwt(event) = &e.event else {
+            continue;
+        };
+        match event {
+            LwtEvent::Invoke { client, key, op } => {
+                let call = Recorded {
+                    key: *key,
+                    client: *client,
+                    call: e.at,
+                    ret: None,
+                    op: *op,
+                    outcome: LwtOutcome::Unknown("no answer".into()),
+                };
+                if let Some(previous) = open.insert(*client, call) {
+                    done.push(previous);
+                }
+            }
+            LwtEvent::Done { client, outcome } => {
+                if let Some(mut op) = open.remove(client) {
+                    if !matches!(outcome, LwtOutcome::Unknown(_)) {
+                        op.ret = Some(e.at);
+                    }
+                    op.outcome = outcome.clone();
+                    done.push(op);
+                }
+            }
+        }
+    }
+    done.extend(open.into_values());
+    done
+}
+
+/// Whether the history's LWT operations are linearizable, register by
+/// register (`sim/linearizability.rs`); the violation's report if not.
+pub fn check_history(history: &super::history::History) -> Result<(), String> {
+    use super::linearizability::{check, Op, OpResult, Operation};
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let operations: Vec<Operation> = recorded(history)
+        .into_iter()
+        .map(|r| Operation {
+            key: r.key as u64,
+            client: r.client,
+            call: nanos(r.call),
+            ret: r.ret.map_or(u64::MAX, nanos),
+            op: match r.op {
+                LwtOp::Read => Op::Read,
+                LwtOp::Cas { expected, new } => Op::Cas { expected, new },
+            },
+            result: match r.outcome {
+                LwtOutcome::Read(v) => OpResult::Value(v),
+                LwtOutcome::Cas(applied) => OpResult::Applied(applied),
+                LwtOutcome::Failed(_) => OpResult::Failed,
+                LwtOutcome::Unknown(_) => OpResult::Unknown,
+            },
+        })
+        .collect();
+    check(&operations).map_err(|v| v.to_string())
+}
