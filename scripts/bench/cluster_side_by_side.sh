@@ -63,7 +63,7 @@ lwt() { # NAME PIDS HOST
 # Varve
 rm -rf "$out/varve"
 "$V" cluster start --nodes 3 --dir "$out/varve" --native-port 9043 --admin-port 9183 --storage-port 17100
-vpids=$(for i in 1 2 3; do cat "$out/varve/node$i/pid"; done | paste -sd,)
+vpids=$(for i in 1 2 3; do echo "$(cat "$out/varve/node$i/pid")"; done | paste -sd,)
 for p in $phases; do $p varve "$vpids" "$VH"; done
 for i in 1 2 3; do echo "varve node$i RSS: $(grep VmRSS /proc/$(cat "$out/varve/node$i/pid")/status)"; done | tee -a "$out/summary.txt"
 "$V" cluster --dir "$out/varve" stop
@@ -72,5 +72,5 @@ rm -rf "$out/varve"
 # Cassandra
 [ -n "${SKIP_CASSANDRA:-}" ] && exit 0
 if ! "$CASS" status 2>/dev/null | grep -q "c3 up"; then FRESH=1 "$CASS" start 3; fi
-cpids=$(for i in 1 2 3; do cat /tmp/cass-lab/c$i/cassandra.pid; done | paste -sd,)
+cpids=$(for i in 1 2 3; do echo "$(cat /tmp/cass-lab/c$i/cassandra.pid)"; done | paste -sd,)
 for p in $phases; do $p cassandra "$cpids" "$CH"; done
