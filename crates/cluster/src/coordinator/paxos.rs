@@ -404,44 +404,26 @@ impl Coordinator {
             slices: c.slices.to_vec(),
         };
         let payload = codec::encode_prepare(&prepare);
-        let mut asked: Asked<PrepareResponse> = Asked::new();
-        // DOWN participants cannot promise.
-        let mut failed = participants.iter().filter(|&&i| !plan.up[i]).count();
+        let up: Vec<usize> = participants
+            .iter()
+            .copied()
+            .filter(|&i| plan.up[i])
+            .collect();
+        let local = {
+            let replica = Arc::clone(&parts.replica);
+            move || -> BoxFuture<'static, Result<PrepareResponse, String>> {
+                let (replica, p) = (Arc::clone(&replica), prepare.clone());
+                Box::pin(async move { replica.prepare(p).await.map_err(|f| f.to_string()) })
+            }
+        };
+        let cmp = Arc::clone(cmp);
+        let decode =
+            move |b: Bytes| codec::decode_prepare_response(&b, &cmp).map_err(|e| e.to_string());
+        let (mut asked, not_sent) =
+            self.ask_each(plan, &up, Verb::PAXOS_PREPARE, &payload, local, decode);
+        // DOWN participants, and those messaging refused, cannot promise.
+        let mut failed = participants.len() - up.len() + not_sent.len();
         let mut last_failure = String::new();
-        for &i in participants.iter().filter(|&&i| plan.up[i]) {
-            if plan.is_local(i) {
-                let replica = Arc::clone(&parts.replica);
-                let p = prepare.clone();
-                asked.push(
-                    i,
-                    Box::pin(async move { replica.prepare(p).await.map_err(|f| f.to_string()) }),
-                );
-                continue;
-            }
-            let sent = self.messaging.request(
-                plan.address(i),
-                Verb::PAXOS_PREPARE,
-                payload.clone(),
-                self.timeouts.write,
-            );
-            match sent {
-                Ok(answer) => {
-                    let cmp = Arc::clone(cmp);
-                    asked.push(
-                        i,
-                        Box::pin(async move {
-                            let response = answer.await.map_err(|e| e.to_string())?;
-                            codec::decode_prepare_response(&response.payload, &cmp)
-                                .map_err(|e| e.to_string())
-                        }),
-                    );
-                }
-                Err(e) => {
-                    failed += 1;
-                    last_failure = e.to_string();
-                }
-            }
-        }
         let mut expired = Deadline::after(&self.clock, self.timeouts.write);
         let mut promises = Vec::new();
         let mut rejected = 0usize;
@@ -514,37 +496,23 @@ impl Coordinator {
             proposal: proposal.clone(),
         };
         let payload = codec::encode_carry(&carry);
-        let mut asked: Asked<Result<(), Ballot>> = Asked::new();
+        let up: Vec<usize> = participants
+            .iter()
+            .copied()
+            .filter(|&i| plan.up[i])
+            .collect();
+        let local = {
+            let replica = Arc::clone(&parts.replica);
+            move || -> BoxFuture<'static, Result<Result<(), Ballot>, String>> {
+                let (replica, carry) = (Arc::clone(&replica), carry.clone());
+                Box::pin(async move { replica.propose(carry).await.map_err(|f| f.to_string()) })
+            }
+        };
+        let decode = |b: Bytes| codec::decode_propose_response(&b).map_err(|e| e.to_string());
+        let (mut asked, refused_by_messaging) =
+            self.ask_each(plan, &up, Verb::PAXOS_PROPOSE, &payload, local, decode);
         // DOWN, or refused by messaging: surely without the proposal.
-        let mut not_sent = participants.iter().filter(|&&i| !plan.up[i]).count();
-        for &i in participants.iter().filter(|&&i| plan.up[i]) {
-            if plan.is_local(i) {
-                let replica = Arc::clone(&parts.replica);
-                let carry = carry.clone();
-                asked.push(
-                    i,
-                    Box::pin(
-                        async move { replica.propose(carry).await.map_err(|f| f.to_string()) },
-                    ),
-                );
-                continue;
-            }
-            match self.messaging.request(
-                plan.address(i),
-                Verb::PAXOS_PROPOSE,
-                payload.clone(),
-                self.timeouts.write,
-            ) {
-                Ok(answer) => asked.push(
-                    i,
-                    Box::pin(async move {
-                        let response = answer.await.map_err(|e| e.to_string())?;
-                        codec::decode_propose_response(&response.payload).map_err(|e| e.to_string())
-                    }),
-                ),
-                Err(_) => not_sent += 1,
-            }
-        }
+        let not_sent = participants.len() - up.len() + refused_by_messaging.len();
         let sent = participants.len() - not_sent;
         let mut expired = Deadline::after(&self.clock, self.timeouts.write);
         let (mut accepted, mut refused, mut failed) = (0usize, 0usize, 0usize);
@@ -677,34 +645,64 @@ impl Coordinator {
             proposal: proposal.clone(),
         };
         let payload: Bytes = codec::encode_carry(&carry);
-        let mut asked: Asked<()> = Asked::new();
+        let local = {
+            let replica = Arc::clone(&parts.replica);
+            move || -> BoxFuture<'static, Result<(), String>> {
+                let (replica, carry) = (Arc::clone(&replica), carry.clone());
+                Box::pin(async move { replica.commit(carry).await.map_err(|f| f.to_string()) })
+            }
+        };
+        let (mut asked, not_sent) =
+            self.ask_each(plan, targets, Verb::PAXOS_COMMIT, &payload, local, |_| {
+                Ok(())
+            });
+        // A commit messaging refused counts as a failed replica.
+        for i in not_sent {
+            asked.push(i, Box::pin(async { Err("not sent".to_string()) }));
+        }
+        asked
+    }
+
+    /// Sends one message to each of `targets`: this node's own replica
+    /// through `local` (no network), the others as `verb` with `payload`,
+    /// each answer decoded by `decode`. The requests in flight, and the
+    /// targets messaging refused at once (nothing reached them).
+    fn ask_each<T: Send + 'static>(
+        &self,
+        plan: &Plan,
+        targets: &[usize],
+        verb: Verb,
+        payload: &Bytes,
+        local: impl Fn() -> BoxFuture<'static, Result<T, String>>,
+        decode: impl Fn(Bytes) -> Result<T, String> + Clone + Send + 'static,
+    ) -> (Asked<T>, Vec<usize>) {
+        let mut asked = Asked::new();
+        let mut not_sent = Vec::new();
         for &i in targets {
             if plan.is_local(i) {
-                let replica = Arc::clone(&parts.replica);
-                let carry = carry.clone();
-                asked.push(
-                    i,
-                    Box::pin(async move { replica.commit(carry).await.map_err(|f| f.to_string()) }),
-                );
+                asked.push(i, local());
                 continue;
             }
             match self.messaging.request(
                 plan.address(i),
-                Verb::PAXOS_COMMIT,
+                verb,
                 payload.clone(),
                 self.timeouts.write,
             ) {
-                Ok(answer) => asked.push(
-                    i,
-                    Box::pin(async move { answer.await.map(|_| ()).map_err(|e| e.to_string()) }),
-                ),
-                Err(e) => {
-                    let e = e.to_string();
-                    asked.push(i, Box::pin(async move { Err(e) }));
+                Ok(answer) => {
+                    let decode = decode.clone();
+                    asked.push(
+                        i,
+                        Box::pin(async move {
+                            let response = answer.await.map_err(|e| e.to_string())?;
+                            decode(response.payload)
+                        }),
+                    );
                 }
+                Err(_) => not_sent.push(i),
             }
         }
-        asked
+        (asked, not_sent)
     }
 }
 
