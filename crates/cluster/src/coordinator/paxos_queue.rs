@@ -213,3 +213,53 @@ fn answer(
         contention,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn decide() -> DecideFn {
+        Arc::new(|_, _| Ok((false, None)))
+    }
+
+    /// A partition's first statement leads; the next `CAS_QUEUE_MAX` wait;
+    /// one more finds the queue full.
+    #[test]
+    fn the_queue_holds_cas_queue_max_waiters_and_no_more() {
+        let queues = CasQueues::default();
+        let key: QueueKey = (1, Bytes::from_static(b"k"));
+        assert!(matches!(queues.join(&key, &decide()), Joined::Lead));
+        let mut waiting = Vec::new();
+        for _ in 0..CAS_QUEUE_MAX {
+            match queues.join(&key, &decide()) {
+                Joined::Wait(w) => waiting.push(w),
+                _ => panic!("room for {CAS_QUEUE_MAX}"),
+            }
+        }
+        assert!(matches!(queues.join(&key, &decide()), Joined::Full));
+        // Another partition has its own queue.
+        let other: QueueKey = (1, Bytes::from_static(b"j"));
+        assert!(matches!(queues.join(&other, &decide()), Joined::Lead));
+    }
+
+    /// The leader done, the first waiter leads; a waiter that went away is
+    /// passed over; with nobody left the partition has no queue.
+    #[test]
+    fn the_lead_passes_to_the_first_waiter_still_there() {
+        let queues = CasQueues::default();
+        let key: QueueKey = (1, Bytes::from_static(b"k"));
+        assert!(matches!(queues.join(&key, &decide()), Joined::Lead));
+        let Joined::Wait(gone) = queues.join(&key, &decide()) else {
+            panic!("waits")
+        };
+        let Joined::Wait(mut next) = queues.join(&key, &decide()) else {
+            panic!("waits")
+        };
+        drop(gone);
+        queues.hand_off(&key);
+        assert!(matches!(next.try_recv(), Ok(Wake::Lead)));
+        queues.hand_off(&key);
+        assert!(matches!(queues.join(&key, &decide()), Joined::Lead));
+    }
+}
