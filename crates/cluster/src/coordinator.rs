@@ -36,5 +36,5 @@ pub use replication::Replication;
 pub use scan::KeyScan;
 pub use service::{Coordinator, CoordinatorCounts, ReplicationLookup, Timeouts};
 pub use speculate::Speculation;
-pub use topology::{Host, Topology};
+pub use topology::{Host, RangeMove, Topology};
 pub use write::Write;

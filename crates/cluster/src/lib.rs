@@ -34,4 +34,5 @@ pub mod paxos;
 pub mod ring;
 #[cfg(test)]
 pub mod sim;
+pub mod streaming;
 pub mod verbs;

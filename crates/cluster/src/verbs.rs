@@ -2,7 +2,8 @@
 //! 6) and what a replica does with each ([`replica`]).
 //!
 //! [`mutation`] (MUTATION), [`read`] (READ and its data response),
-//! [`range`] (RANGE_READ of keys), and [`codec`], the pieces they share.
+//! [`range`] (RANGE_READ of keys), [`stream`] (STREAM_PULL pages), and
+//! [`codec`], the pieces they share.
 //! TRUNCATE's payload is a table id alone.
 
 pub mod batch;
@@ -11,6 +12,7 @@ pub mod mutation;
 pub mod range;
 pub mod read;
 pub mod replica;
+pub mod stream;
 
 pub use replica::Replica;
 

@@ -28,6 +28,9 @@ pub struct PeerInfo {
     pub up: bool,
     /// Bytes of data it holds on disk, as it last said.
     pub load_bytes: Option<u64>,
+    /// Whether it is bootstrapping: not yet a ring member for reads, so
+    /// not in `system.peers` (drivers take every row for one).
+    pub joining: bool,
 }
 
 /// The other nodes this node knows of.

@@ -211,6 +211,7 @@ impl varve_query::cluster_view::ClusterView for TwoPeers {
                 tokens: vec![i64::from(i) * 100, -i64::from(i)],
                 up: true,
                 load_bytes: None,
+                joining: false,
             })
             .collect()
     }

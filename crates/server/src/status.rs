@@ -67,7 +67,12 @@ pub fn status_text(processor: &Processor) -> String {
 
 fn peer_line(peer: &PeerInfo) -> Line {
     Line {
-        state: if peer.up { "UN" } else { "DN" },
+        state: match (peer.up, peer.joining) {
+            (true, false) => "UN",
+            (false, false) => "DN",
+            (true, true) => "UJ",
+            (false, true) => "DJ",
+        },
         address: peer.listen_address.to_string(),
         load: peer.load_bytes.map_or("?".to_string(), file_size_text),
         tokens: peer.tokens.len(),
@@ -194,6 +199,7 @@ mod tests {
                     tokens: vec![1, 2, 3],
                     up,
                     load_bytes: Some(2048),
+                    joining: false,
                 })
                 .collect()
         }

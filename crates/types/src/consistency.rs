@@ -115,7 +115,22 @@ impl Consistency {
         local_dc: &str,
         live: &LiveReplicas<'_>,
     ) -> Result<(), Unavailable> {
-        let required = self.block_for(factors, local_dc);
+        self.assure_live_with_pending(factors, local_dc, live, &LiveReplicas { per_dc: &[] })
+    }
+
+    /// [`Consistency::assure_live`] for a write that also goes to
+    /// `pending` replicas (a node joining: docs/design/topology.md,
+    /// section 2): the level needs one more acknowledgement for each
+    /// pending replica where its answers count, and `live` counts the
+    /// live pending replicas with the natural ones.
+    pub fn assure_live_with_pending(
+        self,
+        factors: &Factors<'_>,
+        local_dc: &str,
+        live: &LiveReplicas<'_>,
+        pending: &LiveReplicas<'_>,
+    ) -> Result<(), Unavailable> {
+        let required = self.block_for(factors, local_dc) + self.pending_for(pending, local_dc);
         let short = |alive: u32| {
             (alive < required).then_some(Unavailable {
                 consistency: self,
@@ -132,7 +147,8 @@ impl Consistency {
             Consistency::EachQuorum => match factors {
                 Factors::Simple(_) => short(live.total()),
                 Factors::PerDc(dcs) => dcs.iter().find_map(|(dc, rf)| {
-                    let (required, alive) = (quorum(*rf), live.in_dc(dc));
+                    let required = quorum(*rf) + pending.in_dc(dc);
+                    let alive = live.in_dc(dc);
                     (alive < required).then(|| Unavailable {
                         consistency: self,
                         required,
@@ -144,6 +160,19 @@ impl Consistency {
             _ => short(live.total()),
         };
         missing.map_or(Ok(()), Err)
+    }
+
+    /// The extra acknowledgements `pending` replicas add to the level
+    /// (over all data centres; EACH_QUORUM per data centre is the
+    /// caller's).
+    pub fn pending_for(self, pending: &LiveReplicas<'_>, local_dc: &str) -> u32 {
+        match self {
+            Consistency::Any => 0,
+            Consistency::LocalOne | Consistency::LocalQuorum | Consistency::LocalSerial => {
+                pending.in_dc(local_dc)
+            }
+            _ => pending.total(),
+        }
     }
 }
 
@@ -238,6 +267,44 @@ mod tests {
 
     fn live<'a>(dcs: &'a [(&'a str, u32)]) -> LiveReplicas<'a> {
         LiveReplicas { per_dc: dcs }
+    }
+
+    #[test]
+    fn pending_replicas_raise_what_a_write_needs() {
+        use Consistency::*;
+        let simple3 = Factors::Simple(3);
+        let one_pending = live(&[("dc1", 1)]);
+        // Three natural replicas up and the pending one: QUORUM needs 3.
+        assert!(Quorum
+            .assure_live_with_pending(&simple3, "dc1", &live(&[("dc1", 4)]), &one_pending)
+            .is_ok());
+        // One natural replica down: 2 + 1 up of the 3 needed is fine...
+        assert!(Quorum
+            .assure_live_with_pending(&simple3, "dc1", &live(&[("dc1", 3)]), &one_pending)
+            .is_ok());
+        // ... two down is not, though 2 would be a quorum without it.
+        let short = Quorum
+            .assure_live_with_pending(&simple3, "dc1", &live(&[("dc1", 2)]), &one_pending)
+            .unwrap_err();
+        assert_eq!((short.required, short.alive), (3, 2));
+        assert!(Quorum
+            .assure_live(&simple3, "dc1", &live(&[("dc1", 2)]))
+            .is_ok());
+        // Local levels count the local data centre's pending replicas only.
+        let two_dcs = nts(&[("dc1", 3), ("dc2", 3)]);
+        let remote_pending = live(&[("dc2", 1)]);
+        assert_eq!(LocalQuorum.pending_for(&remote_pending, "dc1"), 0);
+        assert_eq!(Quorum.pending_for(&remote_pending, "dc1"), 1);
+        assert_eq!(Any.pending_for(&remote_pending, "dc1"), 0);
+        // EACH_QUORUM: the pending replica's data centre needs one more.
+        let up = live(&[("dc1", 3), ("dc2", 2)]);
+        let each = EachQuorum
+            .assure_live_with_pending(&two_dcs, "dc1", &up, &remote_pending)
+            .unwrap_err();
+        assert_eq!(
+            (each.required, each.alive, each.dc.as_deref()),
+            (3, 2, Some("dc2"))
+        );
     }
 
     #[test]

@@ -213,16 +213,6 @@ impl Joining {
         if let Some(tokens) = self.saved.lock().clone() {
             return Ok(tokens);
         }
-        if self.auto_bootstrap {
-            let tables = user_tables(metadata)?;
-            if tables > 0 {
-                return Err(format!(
-                    "the cluster holds {tables} tables, and a new node would need their data \
-                     streamed to it (bootstrap is not built yet); start it with \
-                     auto_bootstrap: false to join without data, then repair"
-                ));
-            }
-        }
         self.balanced.allocate(metadata, own)
     }
 }
@@ -234,6 +224,17 @@ impl TokenAllocator for Joining {
             *self.refused.lock() = Some(reason.clone());
         }
         chosen
+    }
+
+    /// A new node bootstraps when the cluster holds user tables and
+    /// `auto_bootstrap` is on (docs/design/topology.md, section 3).
+    fn state(&self, metadata: &ClusterMetadata) -> NodeState {
+        let has_tables = user_tables(metadata).is_ok_and(|n| n > 0);
+        if self.auto_bootstrap && has_tables && self.saved.lock().is_none() {
+            NodeState::Joining
+        } else {
+            NodeState::Normal
+        }
     }
 }
 
@@ -251,8 +252,9 @@ fn user_tables(metadata: &ClusterMetadata) -> Result<usize, String> {
         .sum())
 }
 
-/// TOPOLOGY_CHANGE NEW_NODE for every node the metadata lists for the
-/// first time (its CQL address), to this node's registered clients.
+/// TOPOLOGY_CHANGE NEW_NODE for every node the metadata lists as `Normal`
+/// for the first time (its CQL address), to this node's registered
+/// clients: a bootstrapping node is announced once it serves.
 struct TopologyEvents {
     own: HostId,
     known: Mutex<BTreeSet<HostId>>,
@@ -263,7 +265,7 @@ impl TopologyEvents {
     fn on_applied(&self, m: &Arc<ClusterMetadata>) {
         let mut known = self.known.lock();
         for (id, node) in &m.nodes {
-            if *id == self.own || !known.insert(*id) {
+            if *id == self.own || node.state != NodeState::Normal || !known.insert(*id) {
                 continue;
             }
             if let Some(addr) = node.rpc_addr {

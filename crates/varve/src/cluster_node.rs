@@ -18,7 +18,7 @@ use varve_cluster::coordinator::{Coordinator, CoordinatorMetrics, Host, Timeouts
 use varve_cluster::env::Env;
 use varve_cluster::hints::{HintDispatcher, HintStore, HintsMetrics};
 use varve_cluster::membership::{GossipKey, Gossiper, Membership, MembershipConfig};
-use varve_cluster::metadata::{MetadataLog, MetadataService};
+use varve_cluster::metadata::{MetadataLog, MetadataService, NodeState};
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::net::messaging::{Messaging, MessagingConfig};
 use varve_cluster::paxos::{PaxosReplica, PaxosStore};
@@ -53,6 +53,7 @@ pub struct ClusterNode {
     /// this node's join.
     metadata: crate::cluster_metadata::Started,
     events: Option<tokio::task::JoinHandle<()>>,
+    coordinator: Arc<Coordinator>,
 }
 
 impl ClusterNode {
@@ -172,7 +173,7 @@ impl ClusterNode {
             crate::cluster_metadata::Followers {
                 membership: membership.clone(),
                 processor: Arc::clone(processor),
-                coordinator,
+                coordinator: Arc::clone(&coordinator),
                 events,
             },
         )
@@ -196,6 +197,7 @@ impl ClusterNode {
             batch_replay,
             metadata: started,
             events: None,
+            coordinator,
         })
     }
 
@@ -210,6 +212,22 @@ impl ClusterNode {
     /// or joined it), at most `limit`; an error if the join was refused.
     pub async fn wait_joined(&self, limit: Duration) -> anyhow::Result<()> {
         crate::cluster_metadata::wait_joined(&self.metadata, limit).await
+    }
+
+    /// Streams this node's ranges if it joined as `Joining`, and returns
+    /// once it is `Normal` (docs/design/topology.md, section 3).
+    pub async fn finish_joining(
+        &self,
+        processor: &Processor,
+        stream_throughput: u64,
+    ) -> anyhow::Result<()> {
+        crate::bootstrap::finish_joining(
+            &self.metadata.service,
+            &self.coordinator,
+            processor,
+            stream_throughput,
+        )
+        .await
     }
 
     /// Where this node listens for internode messages.
@@ -372,13 +390,14 @@ impl ClusterView for GossipView {
             .into_iter()
             .filter(|p| !p.is_local)
             .filter_map(|p| match &listed {
-                None => Some((p, None)),
+                None => Some((p, None, false)),
                 Some(m) => {
-                    let tokens = m.nodes.get(&p.host_id)?.tokens.clone();
-                    Some((p, Some(tokens)))
+                    let record = m.nodes.get(&p.host_id)?;
+                    let joining = record.state == NodeState::Joining;
+                    Some((p, Some(record.tokens.clone()), joining))
                 }
             })
-            .map(|(p, listed_tokens)| {
+            .map(|(p, listed_tokens, joining)| {
                 let text = |key| {
                     p.values
                         .get(&key)
@@ -405,6 +424,7 @@ impl ClusterView for GossipView {
                     }),
                     up: p.up,
                     load_bytes: text(GossipKey::LOAD).parse().ok(),
+                    joining,
                 }
             })
             .collect()

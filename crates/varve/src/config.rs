@@ -82,6 +82,7 @@ struct FileConfig {
     rack: Option<String>,
     allocate_tokens_for_local_replication_factor: Option<usize>,
     auto_bootstrap: Option<bool>,
+    stream_throughput_outbound: Option<Value>,
     // Hints (crate::hints_config).
     hinted_handoff_enabled: Option<bool>,
     max_hint_window: Option<Value>,
@@ -395,6 +396,7 @@ impl Settings {
                 allocate_tokens_for_local_replication_factor: file
                     .allocate_tokens_for_local_replication_factor,
                 auto_bootstrap: file.auto_bootstrap,
+                stream_throughput_outbound: file.stream_throughput_outbound,
             },
             &crate::topology_config::TopologyFlags {
                 seeds: args.seeds.clone(),

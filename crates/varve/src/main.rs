@@ -9,6 +9,7 @@
 
 mod allocator;
 mod bench_cmd;
+mod bootstrap;
 mod cluster_cmd;
 mod cluster_metadata;
 mod cluster_node;
@@ -244,6 +245,9 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     .await?;
     cluster.send_status_events(server.events());
     cluster.wait_joined(JOIN_WAIT).await?;
+    cluster
+        .finish_joining(&processor, settings.topology.stream_throughput)
+        .await?;
     info!(
         "varve ready: CQL on {}, admin on http://{}, internode on {}",
         server.cql_addr(),

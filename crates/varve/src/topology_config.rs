@@ -68,10 +68,12 @@ pub struct Topology {
     /// `allocate_tokens_for_local_replication_factor`: the replication
     /// factor a joining node balances its tokens for (3).
     pub allocation_rf: usize,
-    /// `auto_bootstrap`: a new node joins a cluster that holds tables only
-    /// when this is true, which needs streaming (not built: such a join is
-    /// refused); false lets it join without data, as Cassandra's `false`.
+    /// `auto_bootstrap`: a new node that joins a cluster holding tables
+    /// streams its ranges before it serves (docs/design/topology.md);
+    /// false lets it join without data, as Cassandra's `false`.
     pub auto_bootstrap: bool,
+    /// `stream_throughput_outbound` in bytes per second (0: no limit).
+    pub stream_throughput: u64,
 }
 
 /// The YAML keys of this module (the rest of the file is parsed elsewhere).
@@ -89,6 +91,23 @@ pub struct TopologyFile {
     pub rack: Option<String>,
     pub allocate_tokens_for_local_replication_factor: Option<usize>,
     pub auto_bootstrap: Option<bool>,
+    /// `24MiB/s`, or a bare number of MiB/s.
+    pub stream_throughput_outbound: Option<serde_yaml::Value>,
+}
+
+/// `stream_throughput_outbound` in bytes per second: a rate like
+/// `24MiB/s` or a bare number of MiB/s; 0 is no limit.
+fn stream_throughput(value: Option<&serde_yaml::Value>) -> anyhow::Result<u64> {
+    const MIB: u64 = 1024 * 1024;
+    let text = match value {
+        None => return Ok(varve_cluster::streaming::STREAM_THROUGHPUT_OUTBOUND_MIB * MIB),
+        Some(serde_yaml::Value::Number(n)) => n.to_string(),
+        Some(serde_yaml::Value::String(s)) => s.clone(),
+        Some(_) => bail!("stream_throughput_outbound must be a rate like 24MiB/s"),
+    };
+    let text = text.trim().trim_end_matches("/s");
+    crate::sizes::parse_size_bytes(text, MIB)
+        .map_err(|e| anyhow::anyhow!("stream_throughput_outbound: {e}"))
 }
 
 /// cassandra.yaml's `seed_provider` entry.
@@ -183,6 +202,7 @@ impl Topology {
             gossip_interval: std::time::Duration::from_millis(gossip_ms),
             allocation_rf,
             auto_bootstrap: file.auto_bootstrap.unwrap_or(true),
+            stream_throughput: stream_throughput(file.stream_throughput_outbound.as_ref())?,
         })
     }
 

@@ -256,7 +256,9 @@ impl Coordinator {
         c: &Cas<'_>,
         decides: &[DecideFn],
     ) -> Result<RoundEnd, DataError> {
-        let plan = self.plan(c.key.token, c.replication);
+        // Pending replicas take part, and each raises the quorum by one
+        // (docs/design/topology.md, section 2).
+        let plan = self.write_plan(c.key.token, c.replication);
         self.assure_live(&plan, c.replication, c.serial)
             .map_err(DataError::Unavailable)?;
         let participants: Vec<usize> = (0..plan.replicas.len())
@@ -264,7 +266,8 @@ impl Coordinator {
                 c.serial != Consistency::LocalSerial || plan.host(i).location.dc == self.local_dc
             })
             .collect();
-        let required = participants.len() / 2 + 1;
+        let natural = participants.iter().filter(|&&i| i < plan.natural).count();
+        let required = natural / 2 + 1 + (participants.len() - natural);
         let ballot = parts.clock.next(self.clock.wall_micros());
         let cmp = self.engine.comparator(c.table).map_err(on_local_error)?;
         let phase = self.clock.now();
@@ -558,7 +561,8 @@ impl Coordinator {
             return Ok(());
         }
         let factors = c.replication.factors();
-        let mut acks = WriteAcks::new(level, &factors, &self.local_dc, &plan.dcs());
+        let mut acks =
+            WriteAcks::new(level, &factors, &self.local_dc, &plan.dcs()).with_pending(plan.natural);
         let mut expired = Deadline::after(&self.clock, self.timeouts.write);
         loop {
             match acks.progress() {

@@ -100,11 +100,14 @@ pub struct CoordinatorCounts {
     pub read_repairs: u64,
 }
 
-/// The replicas of one token for one request, with who is UP.
+/// The replicas of one token for one request, with who is UP: the
+/// natural ones first, then (a write while a node joins) the pending ones.
 pub(super) struct Plan {
     pub topology: Arc<Topology>,
     pub replicas: Vec<NodeId>,
     pub up: Vec<bool>,
+    /// How many of `replicas` are natural; the rest are pending.
+    pub natural: usize,
 }
 
 impl Plan {
@@ -264,6 +267,21 @@ impl Coordinator {
         self.topology.load_full()
     }
 
+    /// Whether `host` is UP now (this node always is).
+    pub fn is_up(&self, host: &Host) -> bool {
+        is_up(host, &self.membership.live())
+    }
+
+    /// The messaging, engine and clock this coordinator uses (streaming
+    /// shares them).
+    pub fn parts(&self) -> (Messaging, Arc<Engine>, Arc<dyn Clock>) {
+        (
+            self.messaging.clone(),
+            Arc::clone(&self.engine),
+            Arc::clone(&self.clock),
+        )
+    }
+
     /// The nodes of the ring.
     pub fn node_count(&self) -> usize {
         self.topology.load().hosts().len()
@@ -277,17 +295,34 @@ impl Coordinator {
         }
     }
 
-    /// The replicas of `token` and which of them are UP (this node always
-    /// is).
+    /// The natural replicas of `token` and which of them are UP (this node
+    /// always is): where reads go.
     pub(super) fn plan(&self, token: i64, replication: &Replication) -> Plan {
         let topology = self.topology.load_full();
         let replicas = topology.replicas(token, replication);
+        self.plan_of(topology, replicas)
+    }
+
+    /// The natural and pending replicas of `token`: where writes go.
+    pub(super) fn write_plan(&self, token: i64, replication: &Replication) -> Plan {
+        let topology = self.topology.load_full();
+        let mut replicas = topology.replicas(token, replication);
+        let natural = replicas.len();
+        replicas.extend(topology.pending(token, replication));
+        Plan {
+            natural,
+            ..self.plan_of(topology, replicas)
+        }
+    }
+
+    fn plan_of(&self, topology: Arc<Topology>, replicas: Vec<NodeId>) -> Plan {
         let live = self.membership.live();
         let up = replicas
             .iter()
             .map(|&n| is_up(topology.host(n), &live))
             .collect();
         Plan {
+            natural: replicas.len(),
             topology,
             replicas,
             up,
@@ -295,14 +330,15 @@ impl Coordinator {
     }
 
     /// Unavailable when the UP replicas of `token` cannot meet
-    /// `consistency` now (a batch checks all its partitions first).
+    /// `consistency` for a write now (a batch checks all its partitions
+    /// first), pending replicas included.
     pub fn check_live(
         &self,
         token: i64,
         replication: &Replication,
         consistency: Consistency,
     ) -> Result<(), Unavailable> {
-        let plan = self.plan(token, replication);
+        let plan = self.write_plan(token, replication);
         self.assure_live(&plan, replication, consistency)
     }
 
@@ -314,11 +350,12 @@ impl Coordinator {
         consistency: Consistency,
     ) -> Result<(), Unavailable> {
         let mut per_dc: Vec<(&str, u32)> = Vec::new();
+        let mut pending: Vec<(&str, u32)> = Vec::new();
         for (i, up) in plan.up.iter().enumerate() {
             let dc = plan.host(i).location.dc.as_str();
-            match per_dc.iter_mut().find(|(d, _)| *d == dc) {
-                Some((_, n)) => *n += u32::from(*up),
-                None => per_dc.push((dc, u32::from(*up))),
+            count_in(&mut per_dc, dc, u32::from(*up));
+            if i >= plan.natural {
+                count_in(&mut pending, dc, 1);
             }
         }
         let factors = replication.factors();
@@ -328,7 +365,12 @@ impl Coordinator {
             Consistency::LocalSerial => Consistency::LocalQuorum,
             other => other,
         };
-        consistency.assure_live(&factors, &self.local_dc, &LiveReplicas { per_dc: &per_dc })?;
+        consistency.assure_live_with_pending(
+            &factors,
+            &self.local_dc,
+            &LiveReplicas { per_dc: &per_dc },
+            &LiveReplicas { per_dc: &pending },
+        )?;
         // ANY is tried even with no replica up, for the hint it stores;
         // with hints off it needs one replica, and says so.
         let hints_on = self.hints.get().is_some_and(|h| h.config().enabled);
@@ -341,6 +383,14 @@ impl Coordinator {
             });
         }
         Ok(())
+    }
+}
+
+/// Adds `n` to `dc`'s count.
+fn count_in<'a>(counts: &mut Vec<(&'a str, u32)>, dc: &'a str, n: u32) {
+    match counts.iter_mut().find(|(d, _)| *d == dc) {
+        Some((_, c)) => *c += n,
+        None => counts.push((dc, n)),
     }
 }
 

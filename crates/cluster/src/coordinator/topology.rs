@@ -29,10 +29,19 @@ pub struct Host {
 }
 
 /// The ring as one request sees it.
+///
+/// Two rings when a node moves ranges (docs/design/topology.md,
+/// section 1): the read ring of the nodes that own their tokens, whose
+/// replicas are a token's natural ones, and the write ring as it will be
+/// once the movement ends, whose extra replicas are pending ones. The
+/// hosts of the read ring come first in `hosts`, so a `NodeId` of either
+/// ring is an index into `hosts`.
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
     hosts: Vec<Host>,
     ring: TokenRing,
+    /// All hosts, joining ones included; `None` when nobody moves.
+    write_ring: Option<TokenRing>,
 }
 
 impl Topology {
@@ -42,6 +51,7 @@ impl Topology {
         Topology {
             hosts: vec![host],
             ring,
+            write_ring: None,
         }
     }
 
@@ -52,14 +62,21 @@ impl Topology {
         records: impl IntoIterator<Item = &'a crate::metadata::NodeRecord>,
         local: HostId,
     ) -> Topology {
-        let mut hosts = Vec::new();
-        let mut nodes = Vec::new();
         let mut taken = BTreeSet::new();
+        let mut listed: Vec<&crate::metadata::NodeRecord> = Vec::new();
         for r in records {
             if r.tokens.is_empty() || r.tokens.iter().any(|t| taken.contains(t)) {
                 continue;
             }
             taken.extend(r.tokens.iter().copied());
+            listed.push(r);
+        }
+        // Owners first: their places are the read ring's node ids.
+        listed.sort_by_key(|r| !r.state.owns_for_reads());
+        let owners = listed.iter().filter(|r| r.state.owns_for_reads()).count();
+        let mut hosts = Vec::new();
+        let mut nodes = Vec::new();
+        for r in listed {
             let location = Location {
                 dc: r.dc.clone(),
                 rack: r.rack.clone(),
@@ -72,8 +89,14 @@ impl Topology {
             });
             nodes.push((location, r.tokens.clone()));
         }
+        let write_ring = (owners < nodes.len()).then(|| TokenRing::new(nodes.clone()));
+        nodes.truncate(owners);
         let ring = TokenRing::new(nodes).unwrap_or_default();
-        Topology { hosts, ring }
+        Topology {
+            hosts,
+            ring,
+            write_ring: write_ring.and_then(Result::ok),
+        }
     }
 
     /// The ring of every node gossip knows that has announced tokens.
@@ -108,7 +131,11 @@ impl Topology {
         }
         // Tokens are distinct by construction.
         let ring = TokenRing::new(nodes).unwrap_or_default();
-        Topology { hosts, ring }
+        Topology {
+            hosts,
+            ring,
+            write_ring: None,
+        }
     }
 
     pub fn hosts(&self) -> &[Host] {
@@ -124,23 +151,75 @@ impl Topology {
         self.ring.tokens().iter().map(|(t, _)| *t).collect()
     }
 
+    /// Whether a node is moving ranges (some writes have pending
+    /// replicas).
+    pub fn is_moving(&self) -> bool {
+        self.write_ring.is_some()
+    }
+
+    /// The pending replicas of `token`: those of the write ring that are
+    /// not natural ones (none when nobody moves).
+    pub fn pending(&self, token: i64, replication: &Replication) -> Vec<NodeId> {
+        let Some(write_ring) = &self.write_ring else {
+            return Vec::new();
+        };
+        let natural = self.replicas(token, replication);
+        replicas_on(write_ring, &self.hosts, token, replication)
+            .into_iter()
+            .filter(|n| !natural.contains(n))
+            .collect()
+    }
+
+    /// The ranges of the write ring, each as its end token with its
+    /// natural replicas (read ring) and its replicas once the movement
+    /// ends (write ring); the read ring's alone when nobody moves.
+    pub fn movements(&self, replication: &Replication) -> Vec<RangeMove> {
+        let ring = self.write_ring.as_ref().unwrap_or(&self.ring);
+        let ends: Vec<i64> = ring.tokens().iter().map(|(t, _)| *t).collect();
+        ends.iter()
+            .enumerate()
+            .map(|(i, &end)| RangeMove {
+                start: ends[(i + ends.len() - 1) % ends.len()],
+                end,
+                natural: self.replicas(end, replication),
+                future: replicas_on(ring, &self.hosts, end, replication),
+            })
+            .collect()
+    }
+
     /// The replicas of `token`, primary first.
     pub fn replicas(&self, token: i64, replication: &Replication) -> Vec<NodeId> {
-        match replication {
-            Replication::Local => self
-                .hosts
+        replicas_on(&self.ring, &self.hosts, token, replication)
+    }
+}
+
+/// One range of the ring, `(start, end]` (the whole ring when `start ==
+/// end`, a single node's), and who replicates it now and once the
+/// movement in progress ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeMove {
+    pub start: i64,
+    pub end: i64,
+    pub natural: Vec<NodeId>,
+    pub future: Vec<NodeId>,
+}
+
+/// The replicas of `token` on `ring` (whose node ids index `hosts`).
+fn replicas_on(
+    ring: &TokenRing,
+    hosts: &[Host],
+    token: i64,
+    replication: &Replication,
+) -> Vec<NodeId> {
+    match replication {
+        Replication::Local => hosts.iter().position(|h| h.is_local).into_iter().collect(),
+        Replication::Simple(rf) => placement::simple(ring, token, *rf as usize),
+        Replication::PerDc(dcs) => {
+            let factors: Vec<(&str, usize)> = dcs
                 .iter()
-                .position(|h| h.is_local)
-                .into_iter()
-                .collect(),
-            Replication::Simple(rf) => placement::simple(&self.ring, token, *rf as usize),
-            Replication::PerDc(dcs) => {
-                let factors: Vec<(&str, usize)> = dcs
-                    .iter()
-                    .map(|(dc, rf)| (dc.as_str(), *rf as usize))
-                    .collect();
-                placement::network_topology(&self.ring, token, &factors)
-            }
+                .map(|(dc, rf)| (dc.as_str(), *rf as usize))
+                .collect();
+            placement::network_topology(ring, token, &factors)
         }
     }
 }
@@ -158,6 +237,66 @@ fn parse_tokens(text: &str) -> Option<Vec<i64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::metadata::{NodeRecord, NodeState};
+
+    fn record(host: u8, tokens: &[i64], state: NodeState) -> NodeRecord {
+        NodeRecord {
+            host_id: HostId([host; 16]),
+            storage_addr: SocketAddr::from(([127, 0, 0, host], 7000)),
+            rpc_addr: None,
+            dc: "dc1".to_string(),
+            rack: "rack1".to_string(),
+            tokens: tokens.to_vec(),
+            state,
+        }
+    }
+
+    fn ids(t: &Topology, nodes: &[NodeId]) -> Vec<u8> {
+        nodes.iter().map(|&n| t.host(n).host_id.0[0]).collect()
+    }
+
+    #[test]
+    fn a_joining_node_is_pending_for_writes_and_absent_for_reads() {
+        let records = [
+            record(1, &[100], NodeState::Normal),
+            record(4, &[150], NodeState::Joining),
+            record(2, &[200], NodeState::Normal),
+            record(3, &[300], NodeState::Normal),
+        ];
+        let t = Topology::from_records(records.iter(), HostId([1; 16]));
+        assert!(t.is_moving());
+        let rf2 = Replication::Simple(2);
+        // (100, 150] is node 4's once it joins: read from 2 and 3 now.
+        assert_eq!(ids(&t, &t.replicas(120, &rf2)), vec![2, 3]);
+        assert_eq!(ids(&t, &t.pending(120, &rf2)), vec![4]);
+        // (300, 100] will be 1 and 4: 4 pending, 2 loses it.
+        assert_eq!(ids(&t, &t.replicas(50, &rf2)), vec![1, 2]);
+        assert_eq!(ids(&t, &t.pending(50, &rf2)), vec![4]);
+        // (150, 200] stays 2 and 3.
+        assert!(t.pending(180, &rf2).is_empty());
+        assert_eq!(t.range_ends(), vec![100, 200, 300]);
+        let moves = t.movements(&rf2);
+        assert_eq!(moves.len(), 4);
+        let first = &moves[0];
+        assert_eq!((first.start, first.end), (300, 100));
+        assert_eq!(ids(&t, &first.natural), vec![1, 2]);
+        assert_eq!(ids(&t, &first.future), vec![1, 4]);
+    }
+
+    #[test]
+    fn without_movement_there_is_nothing_pending() {
+        let records = [
+            record(1, &[100], NodeState::Normal),
+            record(2, &[200], NodeState::Normal),
+        ];
+        let t = Topology::from_records(records.iter(), HostId([2; 16]));
+        assert!(!t.is_moving());
+        assert!(t.pending(150, &Replication::Simple(1)).is_empty());
+        let moves = t.movements(&Replication::Simple(1));
+        assert_eq!(moves.len(), 2);
+        assert!(moves.iter().all(|m| m.natural == m.future));
+    }
 
     #[test]
     fn tokens_parse_or_the_node_is_left_out() {

@@ -42,6 +42,7 @@ impl Coordinator {
     pub fn is_only_here(&self, token: i64, replication: &Replication) -> bool {
         let topology = self.topology();
         matches!(topology.replicas(token, replication)[..], [only] if topology.host(only).is_local)
+            && !topology.is_moving()
     }
 
     /// Stores `w` at once on this node, its only replica
@@ -65,12 +66,13 @@ impl Coordinator {
     /// Stores `w` on its replicas; `Ok` once the level is met.
     pub async fn write(&self, w: Write<'_>) -> Result<(), DataError> {
         let mut expired = Deadline::after(&self.clock, self.timeouts.write);
-        let plan = self.plan(w.key.token, w.replication);
+        let plan = self.write_plan(w.key.token, w.replication);
         self.count_placement(&plan);
         self.assure_live(&plan, w.replication, w.consistency)
             .map_err(DataError::Unavailable)?;
         let factors = w.replication.factors();
-        let mut acks = WriteAcks::new(w.consistency, &factors, &self.local_dc, &plan.dcs());
+        let mut acks = WriteAcks::new(w.consistency, &factors, &self.local_dc, &plan.dcs())
+            .with_pending(plan.natural);
         let mut last_failure = None;
         let remote = (0..plan.replicas.len()).any(|i| !plan.is_local(i));
         let payload = remote.then(|| {

@@ -105,6 +105,23 @@ impl WriteAcks {
         }
     }
 
+    /// The replicas from `first` on are pending ones (a node joining:
+    /// docs/design/topology.md, section 2): each whose answers count
+    /// raises what the level waits for by one (its data centre's quorum,
+    /// at EACH_QUORUM).
+    pub fn with_pending(mut self, first: usize) -> WriteAcks {
+        if self.consistency == Consistency::Any {
+            return self;
+        }
+        for replica in self.replicas.iter().skip(first).filter(|r| r.counts) {
+            if let Some(q) = replica.quorum.and_then(|i| self.per_dc.get_mut(i)) {
+                q.need += 1;
+            }
+            self.block_for += 1;
+        }
+        self
+    }
+
     /// Acknowledgements that counted so far (what a timeout reports).
     pub fn received(&self) -> u32 {
         self.received

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use super::rpc::{MetadataRequest, MetadataResponse, Status};
 use super::service::Inner;
-use super::state::{ClusterMetadata, Command, NodeRecord};
+use super::state::{ClusterMetadata, Command, NodeRecord, NodeState};
 use super::MetadataError;
 use crate::net::handshake::{ClusterId, HostId};
 
@@ -38,11 +38,16 @@ use crate::net::handshake::{ClusterId, HostId};
 const JOIN_STALE_RETRIES: usize = 16;
 
 /// Computes a joining node's tokens on the metadata it has applied, or
-/// refuses the join (the server refuses, for instance, a join into a
-/// cluster that holds user data: that needs streaming). Without one, a
-/// node joins with the tokens of its record.
+/// refuses the join, and says whether the node bootstraps (joins as
+/// `Joining` to have its ranges streamed: docs/design/topology.md).
+/// Without one, a node joins with the tokens of its record, `Normal`.
 pub trait TokenAllocator: Send + Sync + 'static {
     fn allocate(&self, metadata: &ClusterMetadata, own: &NodeRecord) -> Result<Vec<i64>, String>;
+
+    /// The state the node joins in.
+    fn state(&self, _metadata: &ClusterMetadata) -> NodeState {
+        NodeState::Normal
+    }
 }
 
 impl<F> TokenAllocator for F
@@ -214,8 +219,20 @@ fn tokens(inner: &Inner, metadata: &ClusterMetadata) -> Result<Vec<i64>, RoundEr
 async fn propose_join(inner: &Inner) -> Result<(), RoundError> {
     for _ in 0..JOIN_STALE_RETRIES {
         let current = inner.applied.current();
+        let state = inner
+            .allocator
+            .as_ref()
+            .map_or(NodeState::Normal, |a| a.state(&current));
+        if let Some(moving) = moving_node(&current, inner.own.host_id).filter(|_| state.is_moving())
+        {
+            // One movement at a time: wait for it to end.
+            return Err(RoundError::Retry(MetadataError::Other(format!(
+                "waiting for {moving} to finish joining before this node bootstraps"
+            ))));
+        }
         let node = NodeRecord {
             tokens: tokens(inner, &current)?,
+            state,
             ..inner.own.clone()
         };
         let command = Command::Join {
@@ -230,11 +247,26 @@ async fn propose_join(inner: &Inner) -> Result<(), RoundError> {
             Err(MetadataError::Stale { .. }) => continue,
             // Listed meanwhile (a join that applied before a restart).
             Err(MetadataError::Rejected(_)) if is_listed(inner) => return promote(inner).await,
+            // Another node began to move first: wait for it.
+            Err(MetadataError::Rejected(reason))
+                if moving_node(&inner.applied.current(), inner.own.host_id).is_some() =>
+            {
+                return Err(RoundError::Retry(MetadataError::Other(reason)))
+            }
             Err(MetadataError::Rejected(reason)) => return Err(RoundError::Refused(reason)),
             Err(e) => return Err(e.into()),
         }
     }
     Ok(())
+}
+
+/// Another node that moves ranges now, if any.
+fn moving_node(metadata: &ClusterMetadata, own: HostId) -> Option<HostId> {
+    metadata
+        .nodes
+        .values()
+        .find(|n| n.host_id != own && n.state.is_moving())
+        .map(|n| n.host_id)
 }
 
 /// Asks the leader (through the seeds if it is not known) to make this

@@ -17,6 +17,9 @@
 //! 4. No token belongs to two nodes, and a listed node's tokens never
 //!    change (a `Join` of a listed node may change its addresses and
 //!    location only: moving tokens needs streaming).
+//! 5. At most one node moves ranges at a time: a node enters `Joining`
+//!    only while no other node is `Joining`; a `Joining` node may become
+//!    `Normal`, a `Normal` one never goes back (docs/design/topology.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -27,26 +30,40 @@ use md5::{Digest, Md5};
 
 use crate::net::handshake::{ClusterId, HostId};
 
-/// What a node is doing in the ring. Only `Normal` exists until
-/// decommission and replacement come.
+/// What a node is doing in the ring (docs/design/topology.md, section 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NodeState {
     /// Owns its tokens and serves.
     Normal,
+    /// Bootstrapping: receives the writes of the ranges its tokens will
+    /// own (a pending replica), and is read from only once `Normal`.
+    Joining,
 }
 
 impl NodeState {
     pub fn code(self) -> u8 {
         match self {
             NodeState::Normal => 1,
+            NodeState::Joining => 2,
         }
     }
 
     pub fn from_code(code: u8) -> Option<NodeState> {
         match code {
             1 => Some(NodeState::Normal),
+            2 => Some(NodeState::Joining),
             _ => None,
         }
+    }
+
+    /// Whether reads find the node's tokens (the read ring).
+    pub fn owns_for_reads(self) -> bool {
+        self == NodeState::Normal
+    }
+
+    /// Whether the node's tokens move ranges (one movement at a time).
+    pub fn is_moving(self) -> bool {
+        self == NodeState::Joining
     }
 }
 
@@ -267,6 +284,21 @@ fn join(metadata: &mut ClusterMetadata, node: &NodeRecord) -> Outcome {
     if let Some(listed) = metadata.nodes.get(&node.host_id) {
         if listed.tokens != node.tokens {
             return Outcome::Rejected(format!("{} is listed with other tokens", node.host_id));
+        }
+        if listed.state == NodeState::Normal && node.state == NodeState::Joining {
+            return Outcome::Rejected(format!("{} is Normal and cannot join again", node.host_id));
+        }
+    }
+    if node.state.is_moving() {
+        if let Some(other) = metadata
+            .nodes
+            .values()
+            .find(|n| n.host_id != node.host_id && n.state.is_moving())
+        {
+            return Outcome::Rejected(format!(
+                "{} is moving ranges ({:?}); one node moves at a time",
+                other.host_id, other.state
+            ));
         }
     }
     if let Some(reason) = token_conflict(&metadata.nodes, node) {

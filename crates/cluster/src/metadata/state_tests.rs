@@ -136,16 +136,66 @@ fn blank_voters_and_set_voters() {
     assert_eq!(m.voters, voters);
 }
 
+fn join_as(host: u8, tokens: &[i64], state: NodeState, expected_epoch: u64) -> Entry {
+    let mut record = node(host, tokens);
+    record.state = state;
+    Entry::Command(Command::Join {
+        node: record,
+        expected_epoch,
+    })
+}
+
+#[test]
+fn one_node_joins_at_a_time_and_never_joins_again() {
+    let mut m = created();
+    assert_eq!(
+        apply(&mut m, 2, &join_as(2, &[20], NodeState::Joining, 1)),
+        Outcome::Applied
+    );
+    assert_eq!(m.nodes[&HostId([2; 16])].state, NodeState::Joining);
+    // A second node cannot start moving ranges while the first does...
+    let second = apply(&mut m, 3, &join_as(3, &[30], NodeState::Joining, 2));
+    assert!(
+        matches!(&second, Outcome::Rejected(r) if r.contains("one node moves")),
+        "{second:?}"
+    );
+    assert!(!m.nodes.contains_key(&HostId([3; 16])));
+    // ... but may join without moving any (auto_bootstrap: false).
+    assert_eq!(
+        apply(&mut m, 4, &join_as(3, &[30], NodeState::Normal, 3)),
+        Outcome::Applied
+    );
+    // The joining node ends its bootstrap with its own tokens.
+    assert_eq!(
+        apply(&mut m, 5, &join_as(2, &[20], NodeState::Normal, 4)),
+        Outcome::Applied
+    );
+    assert_eq!(m.nodes[&HostId([2; 16])].state, NodeState::Normal);
+    // A Normal node never goes back to Joining.
+    let back = apply(&mut m, 6, &join_as(2, &[20], NodeState::Joining, 5));
+    assert!(
+        matches!(&back, Outcome::Rejected(r) if r.contains("cannot join again")),
+        "{back:?}"
+    );
+    assert_eq!(m.nodes[&HostId([2; 16])].state, NodeState::Normal);
+    // Now another node may bootstrap.
+    assert_eq!(
+        apply(&mut m, 7, &join_as(4, &[40], NodeState::Joining, 6)),
+        Outcome::Applied
+    );
+}
+
+fn arb_state() -> impl Strategy<Value = NodeState> {
+    prop_oneof![Just(NodeState::Normal), Just(NodeState::Joining)]
+}
+
 fn arb_entry() -> impl Strategy<Value = Entry> {
     prop_oneof![
         Just(Entry::Blank),
         (1u8..4).prop_map(create),
-        (1u8..6, 0i64..8, 0u64..12).prop_map(|(host, token, expected_epoch)| {
-            Entry::Command(Command::Join {
-                node: node(host, &[token]),
-                expected_epoch,
-            })
-        }),
+        (1u8..6, 0i64..8, arb_state(), 0u64..12).prop_map(
+            |(host, token, state, expected_epoch)| join_as(host, &[token], state, expected_epoch)
+        ),
         (0u8..4, 0u64..12).prop_map(|(byte, expected_epoch)| {
             Entry::Command(Command::SchemaChange {
                 schema: Bytes::from(vec![byte; usize::from(byte)]),
@@ -183,6 +233,13 @@ proptest! {
                 if *expected_epoch != before.epoch {
                     let stale = matches!(outcome, Outcome::Stale { .. });
                     prop_assert!(stale, "{:?}", outcome);
+                }
+            }
+            let moving = m.nodes.values().filter(|n| n.state.is_moving()).count();
+            prop_assert!(moving <= 1, "{} nodes move ranges", moving);
+            for (id, was) in &before.nodes {
+                if was.state == NodeState::Normal {
+                    prop_assert_eq!(m.nodes[id].state, NodeState::Normal);
                 }
             }
             let mut seen = BTreeSet::new();

@@ -52,9 +52,13 @@ impl Verb {
     /// First and last codes kept for Paxos (they travel on the urgent lane).
     pub const PAXOS_FIRST: Verb = Verb(0x0050);
     pub const PAXOS_LAST: Verb = Verb(0x005F);
+    /// A page of a token range's partitions, pulled by a node that gains
+    /// the range (docs/design/topology.md, section 4).
+    pub const STREAM_PULL: Verb = Verb(0x0060);
+    pub const STREAM_PULL_RSP: Verb = Verb(0x0061);
 
     /// Every defined verb with its name, in code order.
-    pub const KNOWN: [(Verb, &'static str); 33] = [
+    pub const KNOWN: [(Verb, &'static str); 35] = [
         (Verb::HELLO, "HELLO"),
         (Verb::HELLO_ACK, "HELLO_ACK"),
         (Verb::HELLO_REJECT, "HELLO_REJECT"),
@@ -88,6 +92,8 @@ impl Verb {
         (Verb::PAXOS_PROPOSE_RSP, "PAXOS_PROPOSE_RSP"),
         (Verb::PAXOS_COMMIT, "PAXOS_COMMIT"),
         (Verb::PAXOS_COMMIT_RSP, "PAXOS_COMMIT_RSP"),
+        (Verb::STREAM_PULL, "STREAM_PULL"),
+        (Verb::STREAM_PULL_RSP, "STREAM_PULL_RSP"),
     ];
 
     /// The wire code.

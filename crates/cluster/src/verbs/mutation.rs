@@ -70,7 +70,8 @@ pub fn decode(payload: &Bytes, tables: &dyn Comparators) -> Result<Vec<TableUpda
     Ok(out)
 }
 
-fn decode_update(
+/// One table update (table id, key, partition) of `version`'s encoding.
+pub(crate) fn decode_update(
     one: &Bytes,
     version: u8,
     tables: &dyn Comparators,

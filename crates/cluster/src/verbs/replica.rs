@@ -1,5 +1,6 @@
 //! What a replica does with the data verbs: MUTATION, HINT, READ,
-//! RANGE_READ (keys) and TRUNCATE, each over this node's storage engine.
+//! RANGE_READ (keys), STREAM_PULL and TRUNCATE, each over this node's
+//! storage engine.
 //!
 //! A request first runs in a non-blocking scope on the messaging task (a
 //! write that only touches memory, a read served from the caches); one
@@ -13,9 +14,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use varve_storage::io_mode::NonBlocking;
 use varve_storage::{Engine, Error as StorageError, ReadCost};
+use varve_types::data::Slice;
 
 use super::codec::PayloadError;
-use super::{batch, mutation, range, read};
+use super::{batch, mutation, range, read, stream};
 use crate::batchlog::BatchlogStore;
 use crate::net::{Failure, FailureReason, Messaging, Reply, Request, Verb};
 
@@ -84,6 +86,11 @@ impl Replica {
             });
         }
         let me = self.clone();
+        messaging.register(Verb::STREAM_PULL, move |req: Request| {
+            let me = me.clone();
+            async move { Some(me.stream_page(req.payload).await) }
+        });
+        let me = self.clone();
         messaging.register(Verb::TRUNCATE, move |req: Request| {
             let me = me.clone();
             async move { Some(me.truncate(req.payload).await) }
@@ -147,6 +154,20 @@ impl Replica {
         self.first_in_memory(run).await
     }
 
+    /// A STREAM_PULL's page: the range's partitions, whole, in token order,
+    /// until the budget is spent (on the blocking pool: it reads the disk).
+    pub async fn stream_page(&self, payload: Bytes) -> Reply {
+        let req = stream::decode_request(&payload).map_err(|e| e.failure())?;
+        let engine = Arc::clone(&self.engine);
+        match tokio::task::spawn_blocking(move || page_of(&engine, &req)).await {
+            Ok(reply) => reply,
+            Err(e) => Err(Failure::new(
+                FailureReason::UNKNOWN,
+                format!("replica task: {e}"),
+            )),
+        }
+    }
+
     /// Empties a table (always on the blocking pool: it removes files).
     pub async fn truncate(&self, payload: Bytes) -> Reply {
         let mut r = crate::net::wire::Reader::new(&payload);
@@ -165,6 +186,35 @@ impl Replica {
             other => other.map_err(|e| failure(&e)),
         }
     }
+}
+
+/// Fills one STREAM_PULL page from `engine`.
+fn page_of(engine: &Engine, req: &stream::PullRequest) -> Reply {
+    let limit = stream::MAX_PARTITIONS_PER_PAGE;
+    let keys = engine
+        .scan_keys(req.table, &req.start, &req.end, limit + 1)
+        .map_err(|e| failure(&e))?;
+    let cmp = engine.comparator(req.table).map_err(|e| failure(&e))?;
+    let all = [Slice::all(&cmp)];
+    let mut page = stream::PageWriter::new(req.max_bytes);
+    let mut taken = 0;
+    for key in keys.iter().take(limit) {
+        if page.is_full() {
+            break;
+        }
+        taken += 1;
+        let read = engine.read_partition(req.table, key, &all);
+        if let Some(update) = read.map_err(|e| failure(&e))? {
+            let one = mutation::TableUpdate {
+                table: req.table,
+                key: key.clone(),
+                update,
+            };
+            page.push(&one)
+                .map_err(|e| Failure::new(FailureReason::UNKNOWN, e))?;
+        }
+    }
+    Ok(page.finish(taken < keys.len()))
 }
 
 /// Keeps a BATCH_STORE's batch durably before answering.

@@ -54,6 +54,20 @@ fn update() -> Partition {
     p
 }
 
+/// The one table's schema (for other modules' tests).
+pub(crate) fn comparators() -> impl Comparators {
+    One
+}
+
+/// An update of the one table under key `k` (for other modules' tests).
+pub(crate) fn sample_update(k: &[u8]) -> TableUpdate {
+    TableUpdate {
+        table: TABLE,
+        key: PartitionKey::new(Bytes::copy_from_slice(k)),
+        update: update(),
+    }
+}
+
 fn malformed(e: PayloadError) -> bool {
     e.failure().reason == FailureReason::MALFORMED_PAYLOAD
 }

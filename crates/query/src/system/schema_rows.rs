@@ -51,6 +51,7 @@ pub fn local(p: &Processor, schema: &Schema) -> VRow {
 pub fn peers(peers: &[crate::cluster_view::PeerInfo], v2: bool) -> Vec<VRow> {
     peers
         .iter()
+        .filter(|peer| !peer.joining)
         .map(|peer| {
             let mut r = VRow::new();
             r.insert("peer", Value::Inet(peer.listen_address));

@@ -49,6 +49,24 @@ fn the_allocation_factor_is_limited_at_n_and_auto_bootstrap_is_read() {
 }
 
 #[test]
+fn stream_throughput_reads_rates_and_bare_mebibytes() {
+    let rate = |text: &str| {
+        resolve(
+            &format!("stream_throughput_outbound: {text}"),
+            &TopologyFlags::default(),
+            None,
+        )
+        .map(|t| t.stream_throughput)
+    };
+    let default = resolve("", &TopologyFlags::default(), None).expect("parses");
+    assert_eq!(default.stream_throughput, 24 << 20);
+    assert_eq!(rate("8MiB/s").expect("a rate"), 8 << 20);
+    assert_eq!(rate("3").expect("bare MiB/s"), 3 << 20);
+    assert_eq!(rate("0").expect("no limit"), 0);
+    assert!(rate("fast").is_err());
+}
+
+#[test]
 fn the_gossip_interval_is_limited_at_n() {
     let ms = |n: u64| {
         resolve(

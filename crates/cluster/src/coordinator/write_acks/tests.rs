@@ -28,6 +28,47 @@ fn quorum_of_three_succeeds_on_the_second_ack() {
 }
 
 #[test]
+fn a_pending_replica_needs_one_more_ack() {
+    let mut w =
+        WriteAcks::new(Consistency::Quorum, &Factors::Simple(3), DC1, &[DC1; 4]).with_pending(3);
+    assert_eq!(w.block_for(), 3);
+    assert_eq!(w.ack(0), Progress::Waiting);
+    assert_eq!(
+        w.ack(1),
+        Progress::Waiting,
+        "a quorum of natural replicas is not enough"
+    );
+    assert_eq!(w.ack(3), Progress::Succeeded);
+    // Two failures among four leave fewer than three to answer.
+    let mut f =
+        WriteAcks::new(Consistency::Quorum, &Factors::Simple(3), DC1, &[DC1; 4]).with_pending(3);
+    assert_eq!(f.fail(3), Progress::Waiting);
+    assert_eq!(f.fail(0), Progress::Failed);
+    // LOCAL_QUORUM ignores a pending replica of another data centre.
+    let factors = nts(&[(DC1, 3), (DC2, 3)]);
+    let local = WriteAcks::new(
+        Consistency::LocalQuorum,
+        &factors,
+        DC1,
+        &[DC1, DC1, DC1, DC2],
+    )
+    .with_pending(3);
+    assert_eq!(local.block_for(), 2);
+    // EACH_QUORUM: the pending replica's data centre needs three.
+    let mut each = WriteAcks::new(
+        Consistency::EachQuorum,
+        &factors,
+        DC1,
+        &[DC1, DC1, DC1, DC2, DC2, DC2, DC2],
+    )
+    .with_pending(6);
+    for i in [0, 1, 3, 4] {
+        assert_eq!(each.ack(i), Progress::Waiting);
+    }
+    assert_eq!(each.ack(6), Progress::Succeeded);
+}
+
+#[test]
 fn quorum_of_three_fails_on_the_second_failure() {
     let mut w = WriteAcks::new(Consistency::Quorum, &Factors::Simple(3), DC1, &[DC1; 3]);
     assert_eq!(w.fail(0), Progress::Waiting);

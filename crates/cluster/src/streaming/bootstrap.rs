@@ -1,0 +1,133 @@
+//! A joining node fetches every range it gains, table by table
+//! (docs/design/topology.md, section 3), and reports what it moved. The
+//! caller proposes the node `Normal` once this returns `Ok`; on an error
+//! it tries again later (every step is safe to repeat).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::plan::{ranges_to_fetch, RangeSource};
+use super::pull::{PullStats, Puller};
+use crate::coordinator::{Coordinator, Replication};
+use crate::net::Verb;
+
+/// How long the node waits for every UP node to apply its `Joining`
+/// entry before it streams (the attempt fails after that, and is made
+/// again).
+pub const RING_AGREEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long one node has to answer an ECHO.
+const ECHO_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A table to stream, with its keyspace's replication.
+#[derive(Debug, Clone)]
+pub struct StreamTable {
+    pub table: u128,
+    /// `keyspace.table`, for the log.
+    pub name: String,
+    pub replication: Replication,
+}
+
+/// What a bootstrap moved.
+#[derive(Debug, Clone, Default)]
+pub struct BootstrapReport {
+    pub tables: usize,
+    pub ranges: usize,
+    pub moved: PullStats,
+}
+
+/// Fetches, for each of `tables`, the ranges this node gains in the
+/// coordinator's current ring, and `paxos_table`'s rows over every range
+/// any table gains (the state of lightweight transactions lives under the
+/// same keys).
+pub async fn bootstrap(
+    coordinator: &Coordinator,
+    puller: &Puller,
+    tables: &[StreamTable],
+    epoch: u64,
+) -> Result<BootstrapReport, String> {
+    wait_for_epoch(coordinator, puller, epoch).await?;
+    let topology = coordinator.topology();
+    let mut report = BootstrapReport::default();
+    let mut plans: Vec<(&StreamTable, Vec<RangeSource>)> = Vec::new();
+    for t in tables {
+        let ranges = ranges_to_fetch(&topology, &t.replication, |h| coordinator.is_up(h))
+            .map_err(|e| format!("{}: {e}", t.name))?;
+        plans.push((t, ranges));
+    }
+    let total: usize = plans.iter().map(|(_, r)| r.len()).sum();
+    tracing::info!(
+        "bootstrap: {total} ranges of {} tables to stream",
+        plans.len()
+    );
+    let mut seen: BTreeSet<(u128, i64, i64)> = BTreeSet::new();
+    for (t, ranges) in plans {
+        let began = puller.clock.now();
+        let mut moved = PullStats::default();
+        for range in &ranges {
+            if !seen.insert((t.table, range.start, range.end)) {
+                continue;
+            }
+            moved += puller
+                .pull(t.table, range)
+                .await
+                .map_err(|e| format!("{}: {e}", t.name))?;
+            report.ranges += 1;
+        }
+        tracing::info!(
+            "bootstrap: {} streamed: {} ranges, {} partitions, {} bytes in {:.1} s",
+            t.name,
+            ranges.len(),
+            moved.partitions,
+            moved.bytes,
+            (puller.clock.now() - began).as_secs_f64()
+        );
+        report.tables += 1;
+        report.moved += moved;
+    }
+    Ok(report)
+}
+
+/// Waits until every UP node of the ring has applied `epoch` (the entry
+/// that made this node `Joining`), so that each coordinator sends this
+/// node the writes of its ranges before any range is streamed: a write
+/// that reached neither the stream nor this node would be lost here. The
+/// epoch comes on the header of each node's ECHO answer.
+async fn wait_for_epoch(
+    coordinator: &Coordinator,
+    puller: &Puller,
+    epoch: u64,
+) -> Result<(), String> {
+    let (messaging, clock) = (&puller.messaging, &puller.clock);
+    let began = clock.now();
+    loop {
+        let mut behind = Vec::new();
+        let topology = coordinator.topology();
+        for host in topology.hosts().iter().filter(|h| !h.is_local) {
+            if !coordinator.is_up(host) {
+                continue;
+            }
+            let answer =
+                match messaging.request(host.address, Verb::ECHO, Bytes::new(), ECHO_TIMEOUT) {
+                    Ok(pending) => pending.await.ok(),
+                    Err(_) => None,
+                };
+            if answer.is_none_or(|a| a.header.epoch < epoch) {
+                behind.push(host.address.to_string());
+            }
+        }
+        if behind.is_empty() {
+            return Ok(());
+        }
+        if clock.now() - began > RING_AGREEMENT_TIMEOUT {
+            return Err(format!(
+                "{} did not apply epoch {epoch} (this node joining) within {} s",
+                behind.join(", "),
+                RING_AGREEMENT_TIMEOUT.as_secs()
+            ));
+        }
+        clock.sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,154 @@
+//! Which ranges a joining node fetches, and from which replica.
+//!
+//! For each range of the write ring that the joining node will replicate,
+//! the source is the natural replica the write ring drops: the node that
+//! loses the range holds everything a quorum of the old replicas
+//! acknowledged that the others may lack (docs/design/topology.md,
+//! section 3). A losing node that is DOWN stops the bootstrap: another
+//! replica could lack writes only it and a quorum partner acknowledged.
+//! With fewer nodes than the replication factor nobody loses a range, and
+//! any UP natural replica holds all of it.
+
+use std::net::SocketAddr;
+
+use crate::coordinator::{Host, Replication, Topology};
+use crate::net::HostId;
+
+/// One range `(start, end]` to fetch (the whole ring when `start ==
+/// end`), and from where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeSource {
+    pub start: i64,
+    pub end: i64,
+    pub source: HostId,
+    pub address: SocketAddr,
+}
+
+/// The ranges this node (the topology's local host) gains while it joins,
+/// each with its source; an error naming a range whose source is DOWN.
+pub fn ranges_to_fetch(
+    topology: &Topology,
+    replication: &Replication,
+    is_up: impl Fn(&Host) -> bool,
+) -> Result<Vec<RangeSource>, String> {
+    let is_local = |n: &usize| topology.host(*n).is_local;
+    let mut out = Vec::new();
+    for m in topology.movements(replication) {
+        if !m.future.iter().any(is_local) || m.natural.iter().any(is_local) {
+            continue;
+        }
+        let losers: Vec<usize> = m
+            .natural
+            .iter()
+            .copied()
+            .filter(|n| !m.future.contains(n))
+            .collect();
+        let source = if losers.is_empty() {
+            m.natural
+                .iter()
+                .map(|&n| topology.host(n))
+                .find(|h| is_up(h))
+        } else {
+            losers.iter().map(|&n| topology.host(n)).find(|h| is_up(h))
+        };
+        let Some(source) = source else {
+            let who: Vec<String> = (if losers.is_empty() {
+                &m.natural
+            } else {
+                &losers
+            })
+            .iter()
+            .map(|&n| topology.host(n).address.to_string())
+            .collect();
+            return Err(format!(
+                "range ({}, {}] can come only from {} and none of them is UP; start it again, \
+                 or remove this node and retry once it is",
+                m.start,
+                m.end,
+                who.join(", ")
+            ));
+        };
+        out.push(RangeSource {
+            start: m.start,
+            end: m.end,
+            source: source.host_id,
+            address: source.address,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{NodeRecord, NodeState};
+
+    fn record(host: u8, tokens: &[i64], state: NodeState) -> NodeRecord {
+        NodeRecord {
+            host_id: HostId([host; 16]),
+            storage_addr: SocketAddr::from(([127, 0, 0, host], 7000)),
+            rpc_addr: None,
+            dc: "dc1".to_string(),
+            rack: "rack1".to_string(),
+            tokens: tokens.to_vec(),
+            state,
+        }
+    }
+
+    fn four() -> Topology {
+        let records = [
+            record(1, &[100], NodeState::Normal),
+            record(2, &[200], NodeState::Normal),
+            record(3, &[300], NodeState::Normal),
+            record(4, &[150], NodeState::Joining),
+        ];
+        Topology::from_records(records.iter(), HostId([4; 16]))
+    }
+
+    #[test]
+    fn each_gained_range_comes_from_the_node_that_loses_it() {
+        let got = ranges_to_fetch(&four(), &Replication::Simple(2), |_| true).unwrap();
+        let pairs: Vec<(i64, i64, u8)> = got
+            .iter()
+            .map(|r| (r.start, r.end, r.source.0[0]))
+            .collect();
+        // (300, 100]: 1,2 now, 1,4 then: 2 loses it. (100, 150]: 2,3 now,
+        // 4,2 then: 3 loses it.
+        assert_eq!(pairs, vec![(300, 100, 2), (100, 150, 3)]);
+    }
+
+    #[test]
+    fn a_losing_node_that_is_down_stops_the_bootstrap() {
+        let down = HostId([3; 16]);
+        let err =
+            ranges_to_fetch(&four(), &Replication::Simple(2), |h| h.host_id != down).unwrap_err();
+        assert!(
+            err.contains("(100, 150]") && err.contains("127.0.0.3:7000"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn with_fewer_nodes_than_replicas_any_up_replica_gives_the_range() {
+        let records = [
+            record(1, &[100], NodeState::Normal),
+            record(2, &[200], NodeState::Joining),
+        ];
+        let t = Topology::from_records(records.iter(), HostId([2; 16]));
+        let down = HostId([9; 16]);
+        let got = ranges_to_fetch(&t, &Replication::Simple(3), |h| h.host_id != down).unwrap();
+        let pairs: Vec<(i64, i64, u8)> = got
+            .iter()
+            .map(|r| (r.start, r.end, r.source.0[0]))
+            .collect();
+        assert_eq!(pairs, vec![(200, 100, 1), (100, 200, 1)]);
+        // Nothing to fetch for a node that is not joining.
+        let normal = Topology::from_records(
+            [record(1, &[100], NodeState::Normal)].iter(),
+            HostId([1; 16]),
+        );
+        assert!(ranges_to_fetch(&normal, &Replication::Simple(3), |_| true)
+            .unwrap()
+            .is_empty());
+    }
+}

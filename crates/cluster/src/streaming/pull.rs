@@ -1,0 +1,246 @@
+//! Fetching one token range from its source into this node's engine.
+//!
+//! The puller asks for a page (STREAM_PULL), decodes it whole (a page
+//! that does not decode is asked again, never applied in part), applies
+//! its partitions through the engine's normal write path on the blocking
+//! pool, and asks for the next page after the last key. A range that
+//! wraps the ring is two pulls. Pages are paced so the bytes received
+//! stay under `stream_throughput_outbound` (the source's limit in
+//! Cassandra; the receiver paces here, which bounds the same traffic).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use varve_storage::Engine;
+use varve_types::data::TokenBound;
+
+use super::plan::RangeSource;
+use crate::env::Clock;
+use crate::net::{Messaging, Verb};
+use crate::verbs::stream::{self, PullRequest};
+
+/// `stream_throughput_outbound` by default, in MiB/s (Cassandra's 24).
+pub const STREAM_THROUGHPUT_OUTBOUND_MIB: u64 = 24;
+
+/// The byte budget of one page.
+pub const STREAM_PAGE_BYTES: usize = 1024 * 1024;
+
+/// How long one page may take to come.
+pub const STREAM_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many times a page is asked before the range fails.
+pub const STREAM_PAGE_ATTEMPTS: u32 = 3;
+
+/// The pause before a page is asked again.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
+
+/// What a pull moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PullStats {
+    pub partitions: u64,
+    pub bytes: u64,
+    pub pages: u64,
+}
+
+impl std::ops::AddAssign for PullStats {
+    fn add_assign(&mut self, other: PullStats) {
+        self.partitions += other.partitions;
+        self.bytes += other.bytes;
+        self.pages += other.pages;
+    }
+}
+
+/// Fetches ranges into `engine`.
+pub struct Puller {
+    engine: Arc<Engine>,
+    pub(super) messaging: Messaging,
+    pub(super) clock: Arc<dyn Clock>,
+    /// Bytes per second received at most; 0: no limit.
+    throughput: u64,
+    /// When the first page came, and the bytes received since: the pace
+    /// holds over every range this puller fetches.
+    received: parking_lot::Mutex<Option<(tokio::time::Instant, u64)>>,
+}
+
+impl Puller {
+    pub fn new(
+        engine: Arc<Engine>,
+        messaging: Messaging,
+        clock: Arc<dyn Clock>,
+        throughput: u64,
+    ) -> Puller {
+        Puller {
+            engine,
+            messaging,
+            clock,
+            throughput,
+            received: parking_lot::Mutex::new(None),
+        }
+    }
+
+    /// Fetches `range` of `table` from its source.
+    pub async fn pull(&self, table: u128, range: &RangeSource) -> Result<PullStats, String> {
+        let mut stats = PullStats::default();
+        for (start, end) in bounds(range.start, range.end) {
+            stats += self.pull_bounds(table, range, start, end).await?;
+        }
+        Ok(stats)
+    }
+
+    async fn pull_bounds(
+        &self,
+        table: u128,
+        range: &RangeSource,
+        mut start: TokenBound,
+        end: TokenBound,
+    ) -> Result<PullStats, String> {
+        let mut stats = PullStats::default();
+        loop {
+            let req = PullRequest {
+                table,
+                start: start.clone(),
+                end: end.clone(),
+                max_bytes: STREAM_PAGE_BYTES,
+            };
+            let (page, size) = self.page(range, &req).await?;
+            stats.pages += 1;
+            stats.bytes += size as u64;
+            stats.partitions += page.partitions.len() as u64;
+            let last = page.partitions.last().map(|p| p.key.clone());
+            let more = page.more;
+            self.apply(page.partitions).await?;
+            self.pace(size as u64).await;
+            match (more, last) {
+                (true, Some(key)) => start = TokenBound::AfterKey(key),
+                (true, None) => return Err("the source said more but sent nothing".into()),
+                (false, _) => return Ok(stats),
+            }
+        }
+    }
+
+    /// One page, asked up to [`STREAM_PAGE_ATTEMPTS`] times.
+    async fn page(
+        &self,
+        range: &RangeSource,
+        req: &PullRequest,
+    ) -> Result<(stream::Page, usize), String> {
+        let payload = stream::encode_request(req);
+        let mut last_error = String::new();
+        for attempt in 0..STREAM_PAGE_ATTEMPTS {
+            if attempt > 0 {
+                self.clock.sleep(RETRY_PAUSE).await;
+            }
+            match self.ask(range, req.table, payload.clone()).await {
+                Ok(page) => return Ok(page),
+                Err(e) => last_error = e,
+            }
+        }
+        Err(format!(
+            "streaming ({}, {}] from {} failed {STREAM_PAGE_ATTEMPTS} times: {last_error}",
+            range.start, range.end, range.address
+        ))
+    }
+
+    async fn ask(
+        &self,
+        range: &RangeSource,
+        table: u128,
+        payload: Bytes,
+    ) -> Result<(stream::Page, usize), String> {
+        let answer = self
+            .messaging
+            .request(
+                range.address,
+                Verb::STREAM_PULL,
+                payload,
+                STREAM_PAGE_TIMEOUT,
+            )
+            .map_err(|e| e.to_string())?
+            .await
+            .map_err(|e| e.to_string())?;
+        if answer.from_host != range.source {
+            return Err(format!(
+                "{} answered as {}, not {}",
+                range.address, answer.from_host, range.source
+            ));
+        }
+        let payload = answer.payload;
+        let page =
+            stream::decode_page(&payload, table, &*self.engine).map_err(|e| e.to_string())?;
+        Ok((page, payload.len()))
+    }
+
+    async fn apply(
+        &self,
+        partitions: Vec<crate::verbs::mutation::TableUpdate>,
+    ) -> Result<(), String> {
+        if partitions.is_empty() {
+            return Ok(());
+        }
+        let engine = Arc::clone(&self.engine);
+        tokio::task::spawn_blocking(move || {
+            for p in partitions {
+                engine
+                    .apply(p.table, &p.key, p.update)
+                    .map_err(|e| format!("storing a streamed partition: {e}"))?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| format!("streaming task: {e}"))?
+    }
+
+    /// Counts `bytes` received, and waits while everything received runs
+    /// ahead of the limit.
+    async fn pace(&self, bytes: u64) {
+        if self.throughput == 0 {
+            return;
+        }
+        let now = self.clock.now();
+        let (began, total) = {
+            let mut received = self.received.lock();
+            let (began, total) = received.get_or_insert((now, 0));
+            *total += bytes;
+            (*began, *total)
+        };
+        let due = Duration::from_secs_f64(total as f64 / self.throughput as f64);
+        let spent = now.saturating_duration_since(began);
+        if due > spent {
+            self.clock.sleep(due - spent).await;
+        }
+    }
+}
+
+/// The token bounds of `(start, end]`: two when the range wraps the ring
+/// (or is the whole ring, `start == end`).
+pub fn bounds(start: i64, end: i64) -> Vec<(TokenBound, TokenBound)> {
+    if start < end {
+        return vec![(
+            TokenBound::TokenExclusive(start),
+            TokenBound::TokenInclusive(end),
+        )];
+    }
+    vec![
+        (TokenBound::TokenExclusive(start), TokenBound::Unbounded),
+        (TokenBound::Unbounded, TokenBound::TokenInclusive(end)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrapping_range_is_two_pulls() {
+        assert_eq!(
+            bounds(-5, 10),
+            vec![(
+                TokenBound::TokenExclusive(-5),
+                TokenBound::TokenInclusive(10)
+            )]
+        );
+        assert_eq!(bounds(10, -5).len(), 2);
+        assert_eq!(bounds(7, 7).len(), 2, "one token: the whole ring");
+    }
+}

@@ -1,0 +1,259 @@
+//! STREAM_PULL: a node that gains a token range asks a replica of it for
+//! the range's partitions, one page at a time (docs/design/topology.md,
+//! section 4; docs/format/internode.md, section 6).
+//!
+//! Request: table id u128; start and end token bounds (the next page
+//! starts `AfterKey` the last key received); `max_bytes` varint
+//! (1 ..= [`MAX_STREAM_PAGE_BYTES`]). Response: `encoding` u8; `count`
+//! varint (0 ..= [`MAX_PARTITIONS_PER_PAGE`]); `count` × (`len` varint,
+//! table update of `len` bytes, as in MUTATION); `more` u8 (1: the source
+//! stopped at the budget; ask again after the last key).
+//!
+//! Partitions come whole, in token order, tombstones included. The source
+//! stops once the page holds `max_bytes` or more, so a page is at most
+//! one partition over the budget; a partition that alone would not fit a
+//! frame fails the pull with a message saying so.
+
+use bytes::Bytes;
+use varve_storage::encoding::PARTITION_ENCODING_VERSION;
+use varve_types::data::TokenBound;
+
+use super::codec::{
+    count, put_key, put_partition, put_table, put_token_bound, read_encoding, read_table,
+    read_token_bound, Comparators, PayloadError,
+};
+use super::mutation::{decode_update, TableUpdate};
+use crate::net::limits::MAX_FRAME_PAYLOAD_BYTES;
+use crate::net::wire::{put_varint, Reader};
+
+/// Largest byte budget a pull may ask for: a page then stays well inside
+/// a frame (one partition over the budget at most).
+pub const MAX_STREAM_PAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most partitions one page carries.
+pub const MAX_PARTITIONS_PER_PAGE: usize = 10_000;
+
+/// A pull as the source receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PullRequest {
+    pub table: u128,
+    pub start: TokenBound,
+    pub end: TokenBound,
+    pub max_bytes: usize,
+}
+
+pub fn encode_request(req: &PullRequest) -> Bytes {
+    let mut out = Vec::with_capacity(64);
+    put_table(&mut out, req.table);
+    put_token_bound(&mut out, &req.start);
+    put_token_bound(&mut out, &req.end);
+    put_varint(
+        &mut out,
+        req.max_bytes.clamp(1, MAX_STREAM_PAGE_BYTES) as u64,
+    );
+    Bytes::from(out)
+}
+
+pub fn decode_request(payload: &Bytes) -> Result<PullRequest, PayloadError> {
+    let mut r = Reader::new(payload);
+    let table = read_table(&mut r)?;
+    let start = read_token_bound(&mut r, payload)?;
+    let end = read_token_bound(&mut r, payload)?;
+    let max_bytes = count(&mut r, "page bytes", MAX_STREAM_PAGE_BYTES)?;
+    if max_bytes == 0 {
+        return Err(PayloadError::Malformed("a pull of no bytes".into()));
+    }
+    r.finish()?;
+    Ok(PullRequest {
+        table,
+        start,
+        end,
+        max_bytes,
+    })
+}
+
+/// A page being filled by the source.
+#[derive(Debug)]
+pub struct PageWriter {
+    entries: Vec<u8>,
+    count: usize,
+    budget: usize,
+    one: Vec<u8>,
+}
+
+impl PageWriter {
+    pub fn new(budget: usize) -> PageWriter {
+        PageWriter {
+            entries: Vec::with_capacity(budget.min(1 << 20)),
+            count: 0,
+            budget,
+            one: Vec::new(),
+        }
+    }
+
+    /// Whether the page is full (its budget spent, or its count reached).
+    pub fn is_full(&self) -> bool {
+        self.entries.len() >= self.budget || self.count >= MAX_PARTITIONS_PER_PAGE
+    }
+
+    /// Adds one partition; an error when it alone would not fit a frame.
+    pub fn push(&mut self, u: &TableUpdate) -> Result<(), String> {
+        self.one.clear();
+        put_table(&mut self.one, u.table);
+        put_key(&mut self.one, &u.key);
+        put_partition(&mut self.one, &u.update);
+        if self.entries.len() + self.one.len() + 32 > MAX_FRAME_PAYLOAD_BYTES {
+            return Err(format!(
+                "a partition of {} bytes does not fit a stream page (frames carry {} bytes); \
+                 streaming partitions this large is not built yet",
+                self.one.len(),
+                MAX_FRAME_PAYLOAD_BYTES
+            ));
+        }
+        put_varint(&mut self.entries, self.one.len() as u64);
+        self.entries.extend_from_slice(&self.one);
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The response payload.
+    pub fn finish(self, more: bool) -> Bytes {
+        let mut out = Vec::with_capacity(self.entries.len() + 16);
+        out.push(PARTITION_ENCODING_VERSION);
+        put_varint(&mut out, self.count as u64);
+        out.extend_from_slice(&self.entries);
+        out.push(u8::from(more));
+        Bytes::from(out)
+    }
+}
+
+/// A page as the puller receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub partitions: Vec<TableUpdate>,
+    pub more: bool,
+}
+
+/// Decodes a page; every partition must be of `table`, inside the range
+/// asked, and in token order.
+pub fn decode_page(
+    payload: &Bytes,
+    table: u128,
+    tables: &dyn Comparators,
+) -> Result<Page, PayloadError> {
+    let mut r = Reader::new(payload);
+    let version = read_encoding(&mut r)?;
+    let n = count(&mut r, "partitions", MAX_PARTITIONS_PER_PAGE)?;
+    let mut partitions: Vec<TableUpdate> = Vec::with_capacity(n.min(r.remaining()));
+    for _ in 0..n {
+        let len = count(&mut r, "partition bytes", MAX_FRAME_PAYLOAD_BYTES)?;
+        let at = payload.len() - r.remaining();
+        let one = payload.slice(at..at + len.min(r.remaining()));
+        r.take(len)?;
+        let update = decode_update(&one, version, tables)?;
+        if update.table != table {
+            return Err(PayloadError::Malformed(format!(
+                "a page of table {table:032x} holds table {:032x}",
+                update.table
+            )));
+        }
+        if partitions.last().is_some_and(|p| p.key >= update.key) {
+            return Err(PayloadError::Malformed(
+                "a page's partitions are out of order".into(),
+            ));
+        }
+        partitions.push(update);
+    }
+    let more = match r.u8()? {
+        0 => false,
+        1 => true,
+        other => return Err(PayloadError::Malformed(format!("page `more` {other}"))),
+    };
+    r.finish()?;
+    Ok(Page { partitions, more })
+}
+
+/// For the internode fuzz target (`crate::net::fuzz`): a request that
+/// decodes encodes back to itself; a page never panics, and one that
+/// decodes is in order.
+pub fn fuzz_decode(payload: &[u8]) {
+    let bytes = Bytes::copy_from_slice(payload);
+    if let Ok(req) = decode_request(&bytes) {
+        assert_eq!(decode_request(&encode_request(&req)), Ok(req));
+    }
+    if let Ok(page) = decode_page(&bytes, 0, &AnyTable) {
+        assert!(page.partitions.windows(2).all(|w| w[0].key < w[1].key));
+    }
+}
+
+/// Every table id, with one int clustering column (fuzzing).
+struct AnyTable;
+
+impl Comparators for AnyTable {
+    fn comparator(
+        &self,
+        _table: u128,
+    ) -> Option<std::sync::Arc<varve_types::data::ClusteringComparator>> {
+        Some(varve_types::data::ClusteringComparator::new(vec![(
+            varve_types::CqlType::Int,
+            false,
+        )]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verbs::tests::{comparators, sample_update};
+
+    #[test]
+    fn a_request_round_trips_and_its_budget_is_bounded() {
+        let req = PullRequest {
+            table: 7,
+            start: TokenBound::TokenExclusive(-5),
+            end: TokenBound::TokenInclusive(90),
+            max_bytes: MAX_STREAM_PAGE_BYTES,
+        };
+        assert_eq!(decode_request(&encode_request(&req)).unwrap(), req);
+        let mut over = Vec::new();
+        put_table(&mut over, 7);
+        put_token_bound(&mut over, &TokenBound::Unbounded);
+        put_token_bound(&mut over, &TokenBound::Unbounded);
+        put_varint(&mut over, MAX_STREAM_PAGE_BYTES as u64 + 1);
+        assert!(decode_request(&Bytes::from(over)).is_err());
+        let mut zero = encode_request(&req).to_vec();
+        zero.truncate(zero.len() - 4);
+        zero.push(0);
+        assert!(decode_request(&Bytes::from(zero)).is_err());
+    }
+
+    #[test]
+    fn a_page_round_trips_in_order_and_refuses_disorder() {
+        let tables = comparators();
+        let mut a = sample_update(b"a");
+        let mut b = sample_update(b"b");
+        if a.key > b.key {
+            std::mem::swap(&mut a, &mut b);
+        }
+        let mut page = PageWriter::new(1);
+        page.push(&a).unwrap();
+        assert!(page.is_full());
+        page.push(&b).unwrap();
+        let bytes = page.finish(true);
+        let decoded = decode_page(&bytes, a.table, &tables).unwrap();
+        assert_eq!(decoded.partitions, vec![a.clone(), b.clone()]);
+        assert!(decoded.more);
+        let mut wrong = PageWriter::new(100);
+        wrong.push(&b).unwrap();
+        wrong.push(&a).unwrap();
+        assert!(decode_page(&wrong.finish(false), a.table, &tables).is_err());
+        assert!(decode_page(&bytes, a.table + 1, &tables).is_err());
+        let empty = PageWriter::new(100).finish(false);
+        let none = decode_page(&empty, a.table, &tables).unwrap();
+        assert!(none.partitions.is_empty() && !none.more);
+        // Every truncation is refused.
+        for cut in 0..bytes.len() {
+            assert!(decode_page(&bytes.slice(..cut), a.table, &tables).is_err());
+        }
+    }
+}

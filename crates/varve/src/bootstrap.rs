@@ -1,0 +1,123 @@
+//! A node listed as `Joining` fetches its ranges, then becomes `Normal`
+//! (docs/design/topology.md, section 3), before it serves clients.
+//!
+//! Runs after the node is listed in the metadata; a node listed `Normal`
+//! goes on at once. Each attempt streams every range again from the start
+//! (applying a partition twice changes nothing), so an attempt that fails
+//! (a source down, a page refused) is simply made again, every
+//! [`BOOTSTRAP_RETRY`], with the reason in the log.
+
+use std::time::Duration;
+
+use tracing::{info, warn};
+use varve_cluster::coordinator::Coordinator;
+use varve_cluster::metadata::{Command, MetadataError, MetadataLog, MetadataService, NodeState};
+use varve_cluster::streaming::{self, Puller, StreamTable};
+use varve_query::Processor;
+
+use crate::cluster_path::replication;
+
+/// How many stale epochs the proposal to become `Normal` rides out.
+const BECOME_NORMAL_ATTEMPTS: usize = 16;
+
+/// The pause between two bootstrap attempts.
+pub const BOOTSTRAP_RETRY: Duration = Duration::from_secs(5);
+
+/// Streams this node's ranges if it is `Joining`, then proposes it
+/// `Normal`; returns once the metadata lists it `Normal`.
+pub async fn finish_joining(
+    service: &MetadataService,
+    coordinator: &Coordinator,
+    processor: &Processor,
+    throughput: u64,
+) -> anyhow::Result<()> {
+    let own = service.local_host();
+    loop {
+        let current = service.current();
+        let Some(record) = current.nodes.get(&own) else {
+            anyhow::bail!("this node is not listed in the cluster's metadata");
+        };
+        if record.state == NodeState::Normal {
+            return Ok(());
+        }
+        info!("bootstrap: this node is joining; streaming its ranges");
+        match attempt(coordinator, processor, throughput, current.epoch).await {
+            Ok(report) => {
+                info!(
+                    "bootstrap: streamed {} ranges of {} tables ({} partitions, {} bytes)",
+                    report.ranges, report.tables, report.moved.partitions, report.moved.bytes
+                );
+                become_normal(service).await;
+            }
+            Err(e) => {
+                warn!(
+                    "bootstrap failed: {e}; trying again in {} s",
+                    BOOTSTRAP_RETRY.as_secs()
+                );
+                tokio::time::sleep(BOOTSTRAP_RETRY).await;
+            }
+        }
+    }
+}
+
+/// Proposes this node `Normal` with its tokens, again on each stale
+/// epoch (entries that came meanwhile, voter changes among them, change
+/// nothing streamed), until it applies or something else fails.
+async fn become_normal(service: &MetadataService) {
+    let own = service.local_host();
+    for _ in 0..BECOME_NORMAL_ATTEMPTS {
+        let current = service.current();
+        let Some(record) = current
+            .nodes
+            .get(&own)
+            .filter(|r| r.state == NodeState::Joining)
+        else {
+            return;
+        };
+        let mut normal = record.clone();
+        normal.state = NodeState::Normal;
+        let command = Command::Join {
+            node: normal,
+            expected_epoch: current.epoch,
+        };
+        match service.propose(command).await {
+            Ok(epoch) => {
+                info!("bootstrap: done; this node is Normal at epoch {epoch}");
+                return;
+            }
+            Err(MetadataError::Stale { .. }) => continue,
+            Err(e) => {
+                warn!("bootstrap: becoming Normal failed ({e}); streaming again");
+                return;
+            }
+        }
+    }
+}
+
+async fn attempt(
+    coordinator: &Coordinator,
+    processor: &Processor,
+    throughput: u64,
+    epoch: u64,
+) -> Result<streaming::BootstrapReport, String> {
+    let (messaging, engine, clock) = coordinator.parts();
+    let puller = Puller::new(engine, messaging, clock, throughput);
+    streaming::bootstrap(coordinator, &puller, &user_tables(processor), epoch).await
+}
+
+/// Every user table with its keyspace's replication.
+fn user_tables(processor: &Processor) -> Vec<StreamTable> {
+    let schema = processor.schema();
+    let mut out = Vec::new();
+    for ks in schema.keyspaces.values().filter(|k| !k.is_system) {
+        let replication = replication(&ks.replication);
+        for t in ks.tables.values() {
+            out.push(StreamTable {
+                table: t.id,
+                name: format!("{}.{}", ks.name, t.name),
+                replication: replication.clone(),
+            });
+        }
+    }
+    out
+}
