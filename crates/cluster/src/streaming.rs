@@ -4,13 +4,17 @@
 //! [`plan`] decides, from the ring as the metadata gives it, which ranges
 //! a joining node must fetch and from which replica (a pure function);
 //! [`pull`] fetches one range from its source with STREAM_PULL pages and
-//! applies each page to this node's storage engine; [`bootstrap`] runs
-//! both over every table and reports what it moved.
+//! applies each page to this node's storage engine, and [`push`] sends
+//! one the other way; [`bootstrap`] and [`decommission`] run them over
+//! every table and report what they moved.
 
 pub mod bootstrap;
+pub mod decommission;
 pub mod plan;
 pub mod pull;
+pub mod push;
 
 pub use bootstrap::{bootstrap, BootstrapReport, StreamTable};
-pub use plan::{ranges_to_fetch, RangeSource};
+pub use decommission::decommission;
+pub use plan::{ranges_to_fetch, ranges_to_give, RangeSource};
 pub use pull::{PullStats, Puller, STREAM_THROUGHPUT_OUTBOUND_MIB};

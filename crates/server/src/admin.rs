@@ -17,6 +17,9 @@
 //! - `GET /nodetool/describecluster` → name, snitch, partitioner, schema versions
 //! - `GET /nodetool/ring` → every node's tokens in order
 //! - `GET /nodetool/gossipinfo` → what gossip knows of every node
+//! - `POST /nodetool/decommission?force=true|false` → this node gives its
+//!   ranges away and leaves the cluster; answers when done (the node then
+//!   stops)
 //! - `POST /nodetool/pausehandoff`, `resumehandoff`, `truncatehints`,
 //!   `GET /nodetool/statushandoff` → hint delivery
 //!
@@ -240,6 +243,17 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             .cluster_view()
             .gossip_info()
             .unwrap_or_else(|| "gossip is not running on this node\n".to_string())),
+        ("POST", "/nodetool/decommission") => {
+            let name = match get("force").as_deref() {
+                Some("true") => "decommission-force",
+                _ => "decommission",
+            };
+            processor
+                .cluster_view()
+                .command(name)
+                .unwrap_or_else(|| Err("decommission: this node is not in a cluster".to_string()))
+                .map_err(QueryError::Invalid)
+        }
         ("POST", "/nodetool/pausehandoff")
         | ("POST", "/nodetool/resumehandoff")
         | ("POST", "/nodetool/truncatehints")
@@ -266,6 +280,7 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             | "/nodetool/describecluster"
             | "/nodetool/ring"
             | "/nodetool/gossipinfo"
+            | "/nodetool/decommission"
             | "/nodetool/pausehandoff"
             | "/nodetool/resumehandoff"
             | "/nodetool/truncatehints"

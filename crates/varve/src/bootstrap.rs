@@ -106,7 +106,7 @@ async fn attempt(
 }
 
 /// Every user table with its keyspace's replication.
-fn user_tables(processor: &Processor) -> Vec<StreamTable> {
+pub fn user_tables(processor: &Processor) -> Vec<StreamTable> {
     let schema = processor.schema();
     let mut out = Vec::new();
     for ks in schema.keyspaces.values().filter(|k| !k.is_system) {

@@ -7,7 +7,7 @@
 //! (it just created it) proposes its own, so a single node's keyspaces
 //! become the cluster's and every node reports the same version at once.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,7 +95,7 @@ pub async fn start(
     let listener_joining = Arc::clone(&joining);
     let topology = TopologyEvents {
         own: own.host_id,
-        known: Mutex::new(BTreeSet::new()),
+        known: Mutex::new(BTreeMap::new()),
         events,
     };
     let hooks = MetadataHooks {
@@ -253,11 +253,12 @@ fn user_tables(metadata: &ClusterMetadata) -> Result<usize, String> {
 }
 
 /// TOPOLOGY_CHANGE NEW_NODE for every node the metadata lists as `Normal`
-/// for the first time (its CQL address), to this node's registered
-/// clients: a bootstrapping node is announced once it serves.
+/// for the first time (its CQL address), and REMOVED_NODE for one that
+/// left it, to this node's registered clients: a bootstrapping node is
+/// announced once it serves.
 struct TopologyEvents {
     own: HostId,
-    known: Mutex<BTreeSet<HostId>>,
+    known: Mutex<BTreeMap<HostId, Option<SocketAddr>>>,
     events: broadcast::Sender<Event>,
 }
 
@@ -265,12 +266,26 @@ impl TopologyEvents {
     fn on_applied(&self, m: &Arc<ClusterMetadata>) {
         let mut known = self.known.lock();
         for (id, node) in &m.nodes {
-            if *id == self.own || node.state != NodeState::Normal || !known.insert(*id) {
+            if *id == self.own || node.state != NodeState::Normal || known.contains_key(id) {
                 continue;
             }
+            known.insert(*id, node.rpc_addr);
             if let Some(addr) = node.rpc_addr {
                 let _ = self.events.send(Event::TopologyChange {
                     change: TopologyChangeType::NewNode,
+                    addr,
+                });
+            }
+        }
+        let gone: Vec<HostId> = known
+            .keys()
+            .filter(|id| !m.nodes.contains_key(id))
+            .copied()
+            .collect();
+        for id in gone {
+            if let Some(Some(addr)) = known.remove(&id) {
+                let _ = self.events.send(Event::TopologyChange {
+                    change: TopologyChangeType::RemovedNode,
                     addr,
                 });
             }

@@ -54,6 +54,8 @@ pub struct ClusterNode {
     metadata: crate::cluster_metadata::Started,
     events: Option<tokio::task::JoinHandle<()>>,
     coordinator: Arc<Coordinator>,
+    /// `nodetool decommission`, and the signal that this node has left.
+    decommission: Arc<crate::decommission::Decommission>,
 }
 
 impl ClusterNode {
@@ -118,6 +120,7 @@ impl ClusterNode {
             membership: membership.clone(),
             hints: None,
             metadata: None,
+            decommission: None,
         }));
         let here = Host {
             host_id,
@@ -162,6 +165,7 @@ impl ClusterNode {
             membership: membership.clone(),
             hints: Some(hints.clone()),
             metadata: None,
+            decommission: None,
         }));
         data_path.bind(Arc::clone(&coordinator), processor);
         let started = crate::cluster_metadata::start(
@@ -178,10 +182,17 @@ impl ClusterNode {
             },
         )
         .await?;
+        let decommission = Arc::new(crate::decommission::Decommission::new(
+            Arc::clone(&started.service),
+            Arc::clone(&coordinator),
+            Arc::downgrade(processor),
+            settings.topology.stream_throughput,
+        ));
         processor.set_cluster_view(Arc::new(GossipView {
             membership: membership.clone(),
             hints: Some(hints),
             metadata: Some(Arc::clone(&started.service)),
+            decommission: Some(Arc::clone(&decommission)),
         }));
         let announcer = tokio::spawn(announce_changes(
             membership.clone(),
@@ -198,6 +209,7 @@ impl ClusterNode {
             metadata: started,
             events: None,
             coordinator,
+            decommission,
         })
     }
 
@@ -228,6 +240,12 @@ impl ClusterNode {
             stream_throughput,
         )
         .await
+    }
+
+    /// Resolves once this node has left the cluster (a decommission).
+    pub fn left(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let left = Arc::clone(&self.decommission.left);
+        async move { left.notified().await }
     }
 
     /// Where this node listens for internode messages.
@@ -380,6 +398,8 @@ struct GossipView {
     /// gave them (a node gossip knows that never joined, or was refused,
     /// is not one; drivers take every peer row for a ring member).
     metadata: Option<Arc<MetadataService>>,
+    /// `nodetool decommission`, once the metadata log runs.
+    decommission: Option<Arc<crate::decommission::Decommission>>,
 }
 
 impl ClusterView for GossipView {
@@ -448,6 +468,16 @@ impl ClusterView for GossipView {
     }
 
     fn command(&self, name: &str) -> Option<Result<String, String>> {
+        let force = match name {
+            "decommission" => Some(false),
+            "decommission-force" => Some(true),
+            _ => None,
+        };
+        if let Some(force) = force {
+            // The admin port runs nodetool on the blocking pool.
+            let decommission = self.decommission.as_ref()?;
+            return Some(tokio::runtime::Handle::current().block_on(decommission.run(force)));
+        }
         let (store, dispatcher) = self.hints.as_ref()?;
         Some(Ok(match name {
             "pausehandoff" => {

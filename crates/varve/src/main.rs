@@ -16,6 +16,7 @@ mod cluster_node;
 mod cluster_path;
 mod cluster_schema;
 mod config;
+mod decommission;
 mod hints_config;
 mod launcher;
 mod memory_limit;
@@ -254,8 +255,15 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         server.admin_addr(),
         cluster.internode_addr()
     );
+    let left = cluster.left();
+    let stop = async move {
+        tokio::select! {
+            () = shutdown => {}
+            () = left => info!("this node was decommissioned; stopping"),
+        }
+    };
     server
-        .run(processor.clone(), shutdown)
+        .run(processor.clone(), stop)
         .await
         .context("serving")?;
     cluster.shutdown().await;

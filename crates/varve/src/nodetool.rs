@@ -15,9 +15,13 @@ const NODETOOL_TIMEOUT: Duration = Duration::from_secs(600);
 /// than [`NODETOOL_TIMEOUT`]): it then waits without a timeout, as
 /// Cassandra's nodetool does.
 fn waits_for_completion(target: &str) -> bool {
-    ["/nodetool/compact", "/nodetool/garbagecollect"]
-        .iter()
-        .any(|p| target.starts_with(p) && !target.starts_with("/nodetool/compactionstats"))
+    [
+        "/nodetool/compact",
+        "/nodetool/garbagecollect",
+        "/nodetool/decommission",
+    ]
+    .iter()
+    .any(|p| target.starts_with(p) && !target.starts_with("/nodetool/compactionstats"))
 }
 
 /// `-h` is the host, as in nodetool; help is `--help` only.
@@ -46,6 +50,13 @@ pub enum NodetoolCommand {
     },
     /// Flush everything and sync the commitlog (before a restart).
     Drain,
+    /// Give this node's ranges to the nodes that take them over, leave the
+    /// cluster and stop. Refused when a keyspace would keep fewer nodes
+    /// than its replication factor, unless `--force`.
+    Decommission {
+        #[arg(long, short = 'f')]
+        force: bool,
+    },
     /// Major compaction: merge each table's sstables into one, purging what
     /// gc_grace_seconds allows.
     Compact {
@@ -102,6 +113,9 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
             ("POST", t)
         }
         NodetoolCommand::Drain => ("POST", "/nodetool/drain".to_string()),
+        NodetoolCommand::Decommission { force } => {
+            ("POST", format!("/nodetool/decommission?force={force}"))
+        }
         NodetoolCommand::Info => ("GET", "/nodetool/info".to_string()),
         NodetoolCommand::Getcompactionthroughput => {
             ("GET", "/nodetool/compactionthroughput".to_string())
@@ -191,6 +205,7 @@ mod tests {
         assert!(waits_for_completion(
             "/nodetool/garbagecollect?granularity=ROW&jobs=2"
         ));
+        assert!(waits_for_completion("/nodetool/decommission?force=false"));
         assert!(!waits_for_completion("/nodetool/compactionstats"));
         assert!(!waits_for_completion("/nodetool/flush"));
         assert!(!waits_for_completion("/nodetool/info"));

@@ -34,14 +34,32 @@ pub struct Host {
 /// section 1): the read ring of the nodes that own their tokens, whose
 /// replicas are a token's natural ones, and the write ring as it will be
 /// once the movement ends, whose extra replicas are pending ones. The
-/// hosts of the read ring come first in `hosts`, so a `NodeId` of either
-/// ring is an index into `hosts`.
+/// hosts of the read ring come first in `hosts`, so its `NodeId`s are
+/// indexes into `hosts`; the write ring maps its own.
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
     hosts: Vec<Host>,
     ring: TokenRing,
-    /// All hosts, joining ones included; `None` when nobody moves.
-    write_ring: Option<TokenRing>,
+    /// The ring without leaving nodes and with joining ones; `None` when
+    /// nobody moves.
+    write_ring: Option<WriteRing>,
+}
+
+/// The write ring, and the host index of each of its node ids.
+#[derive(Debug, Clone)]
+struct WriteRing {
+    ring: TokenRing,
+    hosts: Vec<NodeId>,
+}
+
+impl WriteRing {
+    fn replicas(&self, all: &[Host], token: i64, replication: &Replication) -> Vec<NodeId> {
+        let mine: Vec<Host> = self.hosts.iter().map(|&h| all[h].clone()).collect();
+        replicas_on(&self.ring, &mine, token, replication)
+            .into_iter()
+            .map(|n| self.hosts[n])
+            .collect()
+    }
 }
 
 impl Topology {
@@ -76,6 +94,7 @@ impl Topology {
         let owners = listed.iter().filter(|r| r.state.owns_for_reads()).count();
         let mut hosts = Vec::new();
         let mut nodes = Vec::new();
+        let states: Vec<crate::metadata::NodeState> = listed.iter().map(|r| r.state).collect();
         for r in listed {
             let location = Location {
                 dc: r.dc.clone(),
@@ -89,13 +108,26 @@ impl Topology {
             });
             nodes.push((location, r.tokens.clone()));
         }
-        let write_ring = (owners < nodes.len()).then(|| TokenRing::new(nodes.clone()));
+        let writers: Vec<NodeId> = (0..states.len())
+            .filter(|&i| states[i].receives_writes())
+            .collect();
+        let moving = writers.len() != owners || states.iter().any(|s| s.is_moving());
+        let write_ring = moving
+            .then(|| {
+                let mine = writers.iter().map(|&i| nodes[i].clone()).collect();
+                TokenRing::new(mine).ok()
+            })
+            .flatten()
+            .map(|ring| WriteRing {
+                ring,
+                hosts: writers,
+            });
         nodes.truncate(owners);
         let ring = TokenRing::new(nodes).unwrap_or_default();
         Topology {
             hosts,
             ring,
-            write_ring: write_ring.and_then(Result::ok),
+            write_ring,
         }
     }
 
@@ -164,7 +196,8 @@ impl Topology {
             return Vec::new();
         };
         let natural = self.replicas(token, replication);
-        replicas_on(write_ring, &self.hosts, token, replication)
+        write_ring
+            .replicas(&self.hosts, token, replication)
             .into_iter()
             .filter(|n| !natural.contains(n))
             .collect()
@@ -174,15 +207,25 @@ impl Topology {
     /// natural replicas (read ring) and its replicas once the movement
     /// ends (write ring); the read ring's alone when nobody moves.
     pub fn movements(&self, replication: &Replication) -> Vec<RangeMove> {
-        let ring = self.write_ring.as_ref().unwrap_or(&self.ring);
-        let ends: Vec<i64> = ring.tokens().iter().map(|(t, _)| *t).collect();
+        // Every token of either ring ends a range, so each range has one
+        // set of replicas in each.
+        let mut ends: Vec<i64> = self.ring.tokens().iter().map(|(t, _)| *t).collect();
+        if let Some(w) = &self.write_ring {
+            ends.extend(w.ring.tokens().iter().map(|(t, _)| *t));
+        }
+        ends.sort_unstable();
+        ends.dedup();
+        let future = |end| match &self.write_ring {
+            Some(w) => w.replicas(&self.hosts, end, replication),
+            None => self.replicas(end, replication),
+        };
         ends.iter()
             .enumerate()
             .map(|(i, &end)| RangeMove {
                 start: ends[(i + ends.len() - 1) % ends.len()],
                 end,
                 natural: self.replicas(end, replication),
-                future: replicas_on(ring, &self.hosts, end, replication),
+                future: future(end),
             })
             .collect()
     }

@@ -24,6 +24,7 @@ const CREATE_CLUSTER: u8 = 1;
 const JOIN: u8 = 2;
 const SCHEMA_CHANGE: u8 = 3;
 const SET_VOTERS: u8 = 4;
+const LEAVE: u8 = 5;
 
 /// Reads a count written by `put_varint`, refusing one above `max`.
 pub fn read_count(r: &mut Reader<'_>, what: &'static str, max: usize) -> Result<usize, WireError> {
@@ -146,6 +147,14 @@ pub fn encode_command(command: &Command) -> Vec<u8> {
             out.push(SET_VOTERS);
             put_hosts(&mut out, voters);
         }
+        Command::Leave {
+            host,
+            expected_epoch,
+        } => {
+            out.push(LEAVE);
+            out.extend_from_slice(&expected_epoch.to_be_bytes());
+            out.extend_from_slice(&host.0);
+        }
     }
     out
 }
@@ -176,6 +185,13 @@ pub fn read_command(r: &mut Reader<'_>) -> Result<Command, WireError> {
         SET_VOTERS => Command::SetVoters {
             voters: read_hosts(r, "voters")?,
         },
+        LEAVE => {
+            let expected_epoch = r.u64()?;
+            Command::Leave {
+                host: HostId(r.array::<16>()?),
+                expected_epoch,
+            }
+        }
         _ => return Err(WireError::BadValue("command")),
     })
 }

@@ -58,6 +58,10 @@ fn every_command_round_trips() {
         Command::SetVoters {
             voters: [HostId([1; 16]), HostId([4; 16])].into(),
         },
+        Command::Leave {
+            host: HostId([7; 16]),
+            expected_epoch: 12,
+        },
     ];
     for command in commands {
         assert_eq!(decode_command(&encode_command(&command)), Ok(command));

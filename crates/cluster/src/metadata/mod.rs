@@ -12,13 +12,15 @@
 //! vote and snapshot files), `raft_glue` (every openraft type: its type
 //! config, storage, network and runtime), [`rpc`] (the METADATA_PROPOSE
 //! payloads), [`fuzz`] (every decoder on arbitrary bytes), `applied`
-//! (what is published, in order), `service` (the running
+//! (what is published, in order), `departed` (the leader takes nodes
+//! that left out of the Raft group), `service` (the running
 //! [`MetadataService`]) and `forming` (a new node finding or creating its
 //! cluster).
 
 mod applied;
 mod balanced;
 pub mod codec;
+mod departed;
 mod forming;
 pub mod fuzz;
 pub mod limits;

@@ -89,6 +89,8 @@ pub(super) struct Inner {
     /// Held by the leader while it adds a node.
     pub join_lock: tokio::sync::Mutex<()>,
     pub allocator: Option<Arc<dyn TokenAllocator>>,
+    /// Takes departed nodes out of the group (`departed.rs`).
+    sweeper: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// What the owner plugs into the log at start.
@@ -132,7 +134,11 @@ impl MetadataService {
         hooks: MetadataHooks,
     ) -> Result<MetadataService, StoreError> {
         check_own_record(messaging, &own, dir)?;
-        let listener = stamp_epoch(messaging, hooks.listener);
+        let departed = Arc::new(super::departed::Departed::default());
+        let listener = super::departed::observing(
+            Arc::clone(&departed),
+            stamp_epoch(messaging, hooks.listener),
+        );
         let applied = Arc::new(AppliedState::new(Some(listener)));
         let timing = config.timing();
         let (raft, empty, committed) = RaftNode::start(
@@ -173,8 +179,11 @@ impl MetadataService {
             forming: Mutex::new(None),
             join_lock: tokio::sync::Mutex::new(()),
             allocator: hooks.allocator,
+            sweeper: Mutex::new(None),
         });
         register_handler(&inner);
+        let sweeper = tokio::spawn(super::departed::sweep(Arc::downgrade(&inner), departed));
+        *inner.sweeper.lock() = Some(sweeper);
         let service = MetadataService { inner };
         if !forming::is_done(&service.inner) {
             let task = tokio::spawn(forming::run(service.inner.clone()));
@@ -213,6 +222,9 @@ impl MetadataService {
     /// stops Raft. The messaging is the caller's to shut down.
     pub async fn shutdown(&self) {
         self.inner.applied.stop.stop();
+        if let Some(sweeper) = self.inner.sweeper.lock().take() {
+            sweeper.abort();
+        }
         let forming = self.inner.forming.lock().take();
         if let Some(task) = forming {
             task.abort();

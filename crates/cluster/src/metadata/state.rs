@@ -18,8 +18,10 @@
 //!    change (a `Join` of a listed node may change its addresses and
 //!    location only: moving tokens needs streaming).
 //! 5. At most one node moves ranges at a time: a node enters `Joining`
-//!    only while no other node is `Joining`; a `Joining` node may become
-//!    `Normal`, a `Normal` one never goes back (docs/design/topology.md).
+//!    or `Leaving` only while no other node is in either; a new node
+//!    enters `Normal` or `Joining`, `Joining` becomes `Normal`, `Normal`
+//!    may become `Leaving`, and a `Leaving` node goes with `Leave`
+//!    (docs/design/topology.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -38,6 +40,9 @@ pub enum NodeState {
     /// Bootstrapping: receives the writes of the ranges its tokens will
     /// own (a pending replica), and is read from only once `Normal`.
     Joining,
+    /// Decommissioning: still owns its tokens and serves, while the nodes
+    /// that take its ranges over receive their writes and its data.
+    Leaving,
 }
 
 impl NodeState {
@@ -45,6 +50,7 @@ impl NodeState {
         match self {
             NodeState::Normal => 1,
             NodeState::Joining => 2,
+            NodeState::Leaving => 3,
         }
     }
 
@@ -52,18 +58,25 @@ impl NodeState {
         match code {
             1 => Some(NodeState::Normal),
             2 => Some(NodeState::Joining),
+            3 => Some(NodeState::Leaving),
             _ => None,
         }
     }
 
     /// Whether reads find the node's tokens (the read ring).
     pub fn owns_for_reads(self) -> bool {
-        self == NodeState::Normal
+        matches!(self, NodeState::Normal | NodeState::Leaving)
+    }
+
+    /// Whether the node's tokens are in the ring once the movement in
+    /// progress ends (the write ring).
+    pub fn receives_writes(self) -> bool {
+        matches!(self, NodeState::Normal | NodeState::Joining)
     }
 
     /// Whether the node's tokens move ranges (one movement at a time).
     pub fn is_moving(self) -> bool {
-        self == NodeState::Joining
+        matches!(self, NodeState::Joining | NodeState::Leaving)
     }
 }
 
@@ -173,6 +186,9 @@ pub enum Command {
     },
     /// Replaces the whole schema.
     SchemaChange { schema: Bytes, expected_epoch: u64 },
+    /// Removes a `Leaving` node whose ranges have moved (the end of a
+    /// decommission).
+    Leave { host: HostId, expected_epoch: u64 },
     /// Makes exactly these nodes voters. Carried by openraft's membership
     /// change, so it reaches the log as [`Entry::Voters`], never as a
     /// command; `apply` refuses it as one.
@@ -233,6 +249,14 @@ fn apply_command(metadata: &mut ClusterMetadata, before: u64, command: &Command)
             node,
         } => create_cluster(metadata, cluster_name, *cluster_id, node),
         Command::Join { node, .. } => join(metadata, node),
+        Command::Leave { host, .. } => match metadata.nodes.get(host).map(|n| n.state) {
+            Some(NodeState::Leaving) => {
+                metadata.nodes.remove(host);
+                Outcome::Applied
+            }
+            Some(state) => Outcome::Rejected(format!("{host} is {state:?}, not Leaving")),
+            None => Outcome::Rejected(format!("{host} is not listed")),
+        },
         Command::SchemaChange { schema, .. } => {
             if !metadata.has_cluster() {
                 return Outcome::Rejected("no cluster yet".to_string());
@@ -249,9 +273,9 @@ fn apply_command(metadata: &mut ClusterMetadata, before: u64, command: &Command)
 
 fn expected_epoch(command: &Command) -> Option<u64> {
     match command {
-        Command::Join { expected_epoch, .. } | Command::SchemaChange { expected_epoch, .. } => {
-            Some(*expected_epoch)
-        }
+        Command::Join { expected_epoch, .. }
+        | Command::SchemaChange { expected_epoch, .. }
+        | Command::Leave { expected_epoch, .. } => Some(*expected_epoch),
         Command::CreateCluster { .. } | Command::SetVoters { .. } => None,
     }
 }
@@ -285,9 +309,14 @@ fn join(metadata: &mut ClusterMetadata, node: &NodeRecord) -> Outcome {
         if listed.tokens != node.tokens {
             return Outcome::Rejected(format!("{} is listed with other tokens", node.host_id));
         }
-        if listed.state == NodeState::Normal && node.state == NodeState::Joining {
-            return Outcome::Rejected(format!("{} is Normal and cannot join again", node.host_id));
+        if !may_become(Some(listed.state), node.state) {
+            return Outcome::Rejected(format!(
+                "{} is {:?} and cannot become {:?}",
+                node.host_id, listed.state, node.state
+            ));
         }
+    } else if !may_become(None, node.state) {
+        return Outcome::Rejected(format!("a new node cannot be {:?}", node.state));
     }
     if node.state.is_moving() {
         if let Some(other) = metadata
@@ -306,6 +335,20 @@ fn join(metadata: &mut ClusterMetadata, node: &NodeRecord) -> Outcome {
     }
     metadata.nodes.insert(node.host_id, node.clone());
     Outcome::Applied
+}
+
+/// Whether a node in state `from` (`None`: not listed) may be listed in
+/// state `to`: a new node enters `Normal` or `Joining`; `Joining` ends
+/// `Normal`; `Normal` may start `Leaving`, which ends with `Leave`.
+fn may_become(from: Option<NodeState>, to: NodeState) -> bool {
+    use NodeState::*;
+    matches!(
+        (from, to),
+        (None, Normal | Joining)
+            | (Some(Normal), Normal | Leaving)
+            | (Some(Joining), Joining | Normal)
+            | (Some(Leaving), Leaving)
+    )
 }
 
 /// Why `node`'s tokens cannot join `nodes`: a token repeated in its own

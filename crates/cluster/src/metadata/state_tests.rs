@@ -174,7 +174,7 @@ fn one_node_joins_at_a_time_and_never_joins_again() {
     // A Normal node never goes back to Joining.
     let back = apply(&mut m, 6, &join_as(2, &[20], NodeState::Joining, 5));
     assert!(
-        matches!(&back, Outcome::Rejected(r) if r.contains("cannot join again")),
+        matches!(&back, Outcome::Rejected(r) if r.contains("cannot become")),
         "{back:?}"
     );
     assert_eq!(m.nodes[&HostId([2; 16])].state, NodeState::Normal);
@@ -185,8 +185,50 @@ fn one_node_joins_at_a_time_and_never_joins_again() {
     );
 }
 
+#[test]
+fn a_leaving_node_goes_with_leave_and_only_then() {
+    let mut m = created();
+    assert_eq!(
+        apply(&mut m, 2, &join_as(2, &[20], NodeState::Normal, 1)),
+        Outcome::Applied
+    );
+    let leave = |epoch| {
+        Entry::Command(Command::Leave {
+            host: HostId([2; 16]),
+            expected_epoch: epoch,
+        })
+    };
+    // A Normal node cannot just go.
+    assert!(matches!(apply(&mut m, 3, &leave(2)), Outcome::Rejected(_)));
+    assert_eq!(
+        apply(&mut m, 4, &join_as(2, &[20], NodeState::Leaving, 3)),
+        Outcome::Applied
+    );
+    // While it leaves, nobody joins, and it cannot turn back.
+    let joining = apply(&mut m, 5, &join_as(3, &[30], NodeState::Joining, 4));
+    assert!(
+        matches!(&joining, Outcome::Rejected(r) if r.contains("one node moves")),
+        "{joining:?}"
+    );
+    let back = apply(&mut m, 6, &join_as(2, &[20], NodeState::Normal, 5));
+    assert!(matches!(back, Outcome::Rejected(_)), "{back:?}");
+    // A new node cannot enter Leaving.
+    let new_leaving = apply(&mut m, 7, &join_as(4, &[40], NodeState::Leaving, 6));
+    assert!(
+        matches!(new_leaving, Outcome::Rejected(_)),
+        "{new_leaving:?}"
+    );
+    assert_eq!(apply(&mut m, 8, &leave(7)), Outcome::Applied);
+    assert!(!m.nodes.contains_key(&HostId([2; 16])));
+    assert!(matches!(apply(&mut m, 9, &leave(8)), Outcome::Rejected(_)));
+}
+
 fn arb_state() -> impl Strategy<Value = NodeState> {
-    prop_oneof![Just(NodeState::Normal), Just(NodeState::Joining)]
+    prop_oneof![
+        Just(NodeState::Normal),
+        Just(NodeState::Joining),
+        Just(NodeState::Leaving)
+    ]
 }
 
 fn arb_entry() -> impl Strategy<Value = Entry> {
@@ -199,6 +241,12 @@ fn arb_entry() -> impl Strategy<Value = Entry> {
         (0u8..4, 0u64..12).prop_map(|(byte, expected_epoch)| {
             Entry::Command(Command::SchemaChange {
                 schema: Bytes::from(vec![byte; usize::from(byte)]),
+                expected_epoch,
+            })
+        }),
+        (1u8..6, 0u64..12).prop_map(|(host, expected_epoch)| {
+            Entry::Command(Command::Leave {
+                host: HostId([host; 16]),
                 expected_epoch,
             })
         }),
@@ -228,7 +276,8 @@ proptest! {
                 prop_assert_eq!(current_epoch, index);
             }
             if let Entry::Command(Command::Join { expected_epoch, .. })
-            | Entry::Command(Command::SchemaChange { expected_epoch, .. }) = entry
+            | Entry::Command(Command::SchemaChange { expected_epoch, .. })
+            | Entry::Command(Command::Leave { expected_epoch, .. }) = entry
             {
                 if *expected_epoch != before.epoch {
                     let stale = matches!(outcome, Outcome::Stale { .. });
@@ -238,9 +287,13 @@ proptest! {
             let moving = m.nodes.values().filter(|n| n.state.is_moving()).count();
             prop_assert!(moving <= 1, "{} nodes move ranges", moving);
             for (id, was) in &before.nodes {
-                if was.state == NodeState::Normal {
-                    prop_assert_eq!(m.nodes[id].state, NodeState::Normal);
-                }
+                let now = m.nodes.get(id).map(|n| n.state);
+                let allowed = match was.state {
+                    NodeState::Normal => [Some(NodeState::Normal), Some(NodeState::Leaving)],
+                    NodeState::Joining => [Some(NodeState::Joining), Some(NodeState::Normal)],
+                    NodeState::Leaving => [Some(NodeState::Leaving), None],
+                };
+                prop_assert!(allowed.contains(&now), "{:?} became {:?}", was.state, now);
             }
             let mut seen = BTreeSet::new();
             for token in m.nodes.values().flat_map(|n| n.tokens.iter()) {

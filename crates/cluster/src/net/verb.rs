@@ -56,9 +56,13 @@ impl Verb {
     /// the range (docs/design/topology.md, section 4).
     pub const STREAM_PULL: Verb = Verb(0x0060);
     pub const STREAM_PULL_RSP: Verb = Verb(0x0061);
+    /// A page of a range's partitions sent by a leaving node to one that
+    /// takes the range over.
+    pub const STREAM_PUSH: Verb = Verb(0x0062);
+    pub const STREAM_PUSH_RSP: Verb = Verb(0x0063);
 
     /// Every defined verb with its name, in code order.
-    pub const KNOWN: [(Verb, &'static str); 35] = [
+    pub const KNOWN: [(Verb, &'static str); 37] = [
         (Verb::HELLO, "HELLO"),
         (Verb::HELLO_ACK, "HELLO_ACK"),
         (Verb::HELLO_REJECT, "HELLO_REJECT"),
@@ -94,6 +98,8 @@ impl Verb {
         (Verb::PAXOS_COMMIT_RSP, "PAXOS_COMMIT_RSP"),
         (Verb::STREAM_PULL, "STREAM_PULL"),
         (Verb::STREAM_PULL_RSP, "STREAM_PULL_RSP"),
+        (Verb::STREAM_PUSH, "STREAM_PUSH"),
+        (Verb::STREAM_PUSH_RSP, "STREAM_PUSH_RSP"),
     ];
 
     /// The wire code.

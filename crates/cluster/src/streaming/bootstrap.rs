@@ -95,7 +95,7 @@ pub async fn bootstrap(
 /// node the writes of its ranges before any range is streamed: a write
 /// that reached neither the stream nor this node would be lost here. The
 /// epoch comes on the header of each node's ECHO answer.
-async fn wait_for_epoch(
+pub(super) async fn wait_for_epoch(
     coordinator: &Coordinator,
     puller: &Puller,
     epoch: u64,

@@ -15,7 +15,7 @@ use crate::coordinator::{Host, Replication, Topology};
 use crate::net::HostId;
 
 /// One range `(start, end]` to fetch (the whole ring when `start ==
-/// end`), and from where.
+/// end`), and from where (or, when giving ranges away, to where).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RangeSource {
     pub start: i64,
@@ -78,6 +78,40 @@ pub fn ranges_to_fetch(
     Ok(out)
 }
 
+/// The ranges this node (the topology's local host, `Leaving`) gives
+/// away, each with a node that takes it over (several nodes for one range
+/// when more than one gains it); an error naming a range whose new
+/// replica is DOWN.
+pub fn ranges_to_give(
+    topology: &Topology,
+    replication: &Replication,
+    is_up: impl Fn(&Host) -> bool,
+) -> Result<Vec<RangeSource>, String> {
+    let is_local = |n: &usize| topology.host(*n).is_local;
+    let mut out = Vec::new();
+    for m in topology.movements(replication) {
+        if !m.natural.iter().any(is_local) || m.future.iter().any(is_local) {
+            continue;
+        }
+        for gainer in m.future.iter().filter(|n| !m.natural.contains(n)) {
+            let host = topology.host(*gainer);
+            if !is_up(host) {
+                return Err(format!(
+                    "range ({}, {}] goes to {}, which is DOWN; start it, or remove it first",
+                    m.start, m.end, host.address
+                ));
+            }
+            out.push(RangeSource {
+                start: m.start,
+                end: m.end,
+                source: host.host_id,
+                address: host.address,
+            });
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +160,28 @@ mod tests {
             err.contains("(100, 150]") && err.contains("127.0.0.3:7000"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_leaving_node_gives_each_range_to_the_node_that_gains_it() {
+        let records = [
+            record(1, &[100], NodeState::Normal),
+            record(2, &[200], NodeState::Leaving),
+            record(3, &[300], NodeState::Normal),
+            record(4, &[400], NodeState::Normal),
+        ];
+        let t = Topology::from_records(records.iter(), HostId([2; 16]));
+        let got = ranges_to_give(&t, &Replication::Simple(2), |_| true).unwrap();
+        let pairs: Vec<(i64, i64, u8)> = got
+            .iter()
+            .map(|r| (r.start, r.end, r.source.0[0]))
+            .collect();
+        // (100, 200]: 2,3 now, 3,4 then. (400, 100]: 1,2 now, 1,3 then.
+        // (300, 400]... not 2's. (200, 300]: 3,4 unchanged.
+        assert_eq!(pairs, vec![(400, 100, 3), (100, 200, 4)]);
+        let down = HostId([4; 16]);
+        let err = ranges_to_give(&t, &Replication::Simple(2), |h| h.host_id != down).unwrap_err();
+        assert!(err.contains("127.0.0.4:7000"), "{err}");
     }
 
     #[test]

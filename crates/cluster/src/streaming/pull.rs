@@ -191,9 +191,13 @@ impl Puller {
         .map_err(|e| format!("streaming task: {e}"))?
     }
 
-    /// Counts `bytes` received, and waits while everything received runs
-    /// ahead of the limit.
-    async fn pace(&self, bytes: u64) {
+    pub(super) fn engine(&self) -> Arc<Engine> {
+        Arc::clone(&self.engine)
+    }
+
+    /// Counts `bytes` moved, and waits while everything moved runs ahead
+    /// of the limit.
+    pub(super) async fn pace(&self, bytes: u64) {
         if self.throughput == 0 {
             return;
         }

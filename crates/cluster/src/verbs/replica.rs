@@ -1,5 +1,5 @@
 //! What a replica does with the data verbs: MUTATION, HINT, READ,
-//! RANGE_READ (keys), STREAM_PULL and TRUNCATE, each over this node's
+//! RANGE_READ (keys), STREAM_PULL, STREAM_PUSH and TRUNCATE, each over this node's
 //! storage engine.
 //!
 //! A request first runs in a non-blocking scope on the messaging task (a
@@ -14,7 +14,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use varve_storage::io_mode::NonBlocking;
 use varve_storage::{Engine, Error as StorageError, ReadCost};
-use varve_types::data::Slice;
 
 use super::codec::PayloadError;
 use super::{batch, mutation, range, read, stream};
@@ -89,6 +88,11 @@ impl Replica {
         messaging.register(Verb::STREAM_PULL, move |req: Request| {
             let me = me.clone();
             async move { Some(me.stream_page(req.payload).await) }
+        });
+        let engine = Arc::clone(&self.engine);
+        messaging.register(Verb::STREAM_PUSH, move |req: Request| {
+            let engine = Arc::clone(&engine);
+            async move { Some(store_pushed(engine, req.payload).await) }
         });
         let me = self.clone();
         messaging.register(Verb::TRUNCATE, move |req: Request| {
@@ -190,31 +194,23 @@ impl Replica {
 
 /// Fills one STREAM_PULL page from `engine`.
 fn page_of(engine: &Engine, req: &stream::PullRequest) -> Reply {
-    let limit = stream::MAX_PARTITIONS_PER_PAGE;
-    let keys = engine
-        .scan_keys(req.table, &req.start, &req.end, limit + 1)
-        .map_err(|e| failure(&e))?;
-    let cmp = engine.comparator(req.table).map_err(|e| failure(&e))?;
-    let all = [Slice::all(&cmp)];
-    let mut page = stream::PageWriter::new(req.max_bytes);
-    let mut taken = 0;
-    for key in keys.iter().take(limit) {
-        if page.is_full() {
-            break;
-        }
-        taken += 1;
-        let read = engine.read_partition(req.table, key, &all);
-        if let Some(update) = read.map_err(|e| failure(&e))? {
-            let one = mutation::TableUpdate {
-                table: req.table,
-                key: key.clone(),
-                update,
-            };
-            page.push(&one)
-                .map_err(|e| Failure::new(FailureReason::UNKNOWN, e))?;
-        }
+    match stream::read_page(engine, req) {
+        Ok(page) => Ok(page.bytes),
+        Err(stream::PageError::Storage(e)) => Err(failure(&e)),
+        Err(stream::PageError::TooLarge(e)) => Err(Failure::new(FailureReason::UNKNOWN, e)),
     }
-    Ok(page.finish(taken < keys.len()))
+}
+
+/// Stores a STREAM_PUSH page (on the blocking pool).
+async fn store_pushed(engine: Arc<Engine>, payload: Bytes) -> Reply {
+    let updates = stream::decode_push(&payload, &*engine).map_err(|e| e.failure())?;
+    blocking(move || {
+        for u in updates {
+            engine.apply(u.table, &u.key, u.update)?;
+        }
+        Ok(Bytes::new())
+    })
+    .await
 }
 
 /// Keeps a BATCH_STORE's batch durably before answering.

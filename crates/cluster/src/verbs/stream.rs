@@ -1,6 +1,8 @@
 //! STREAM_PULL: a node that gains a token range asks a replica of it for
 //! the range's partitions, one page at a time (docs/design/topology.md,
-//! section 4; docs/format/internode.md, section 6).
+//! section 4; docs/format/internode.md, section 6). STREAM_PUSH sends the
+//! same pages the other way (a leaving node to the nodes that take its
+//! ranges): table id u128, then a page; the response is empty.
 //!
 //! Request: table id u128; start and end token bounds (the next page
 //! starts `AfterKey` the last key received); `max_bytes` varint
@@ -16,7 +18,8 @@
 
 use bytes::Bytes;
 use varve_storage::encoding::PARTITION_ENCODING_VERSION;
-use varve_types::data::TokenBound;
+use varve_storage::Engine;
+use varve_types::data::{PartitionKey, Slice, TokenBound};
 
 use super::codec::{
     count, put_key, put_partition, put_table, put_token_bound, read_encoding, read_table,
@@ -127,6 +130,82 @@ impl PageWriter {
     }
 }
 
+/// A page read from this node's engine, ready to send.
+#[derive(Debug)]
+pub struct BuiltPage {
+    pub bytes: Bytes,
+    /// The last key the page holds (the next page starts after it).
+    pub last: Option<PartitionKey>,
+    pub more: bool,
+}
+
+/// Why a page could not be read.
+#[derive(Debug)]
+pub enum PageError {
+    Storage(varve_storage::Error),
+    /// A partition too large for a frame.
+    TooLarge(String),
+}
+
+/// Reads the page `req` asks for from `engine`: the range's partitions,
+/// whole, in token order, until the budget is spent.
+pub fn read_page(engine: &Engine, req: &PullRequest) -> Result<BuiltPage, PageError> {
+    let limit = MAX_PARTITIONS_PER_PAGE;
+    let keys = engine
+        .scan_keys(req.table, &req.start, &req.end, limit + 1)
+        .map_err(PageError::Storage)?;
+    let cmp = engine.comparator(req.table).map_err(PageError::Storage)?;
+    let all = [Slice::all(&cmp)];
+    let mut page = PageWriter::new(req.max_bytes);
+    let mut taken = 0;
+    let mut last = None;
+    for key in keys.iter().take(limit) {
+        if page.is_full() {
+            break;
+        }
+        taken += 1;
+        let read = engine.read_partition(req.table, key, &all);
+        if let Some(update) = read.map_err(PageError::Storage)? {
+            let one = TableUpdate {
+                table: req.table,
+                key: key.clone(),
+                update,
+            };
+            page.push(&one).map_err(PageError::TooLarge)?;
+            last = Some(key.clone());
+        }
+    }
+    let more = taken < keys.len();
+    // A page that skipped only vanished keys goes on after the last seen.
+    if more && last.is_none() {
+        last = keys.get(taken.saturating_sub(1)).cloned();
+    }
+    Ok(BuiltPage {
+        bytes: page.finish(more),
+        last,
+        more,
+    })
+}
+
+/// A STREAM_PUSH payload: the table id, then a page.
+pub fn encode_push(table: u128, page: &Bytes) -> Bytes {
+    let mut out = Vec::with_capacity(page.len() + 16);
+    put_table(&mut out, table);
+    out.extend_from_slice(page);
+    Bytes::from(out)
+}
+
+/// The partitions of a STREAM_PUSH payload.
+pub fn decode_push(
+    payload: &Bytes,
+    tables: &dyn Comparators,
+) -> Result<Vec<TableUpdate>, PayloadError> {
+    let mut r = Reader::new(payload);
+    let table = read_table(&mut r)?;
+    let at = payload.len() - r.remaining();
+    Ok(decode_page(&payload.slice(at..), table, tables)?.partitions)
+}
+
 /// A page as the puller receives it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
@@ -184,6 +263,7 @@ pub fn fuzz_decode(payload: &[u8]) {
     if let Ok(page) = decode_page(&bytes, 0, &AnyTable) {
         assert!(page.partitions.windows(2).all(|w| w[0].key < w[1].key));
     }
+    let _ = decode_push(&bytes, &AnyTable);
 }
 
 /// Every table id, with one int clustering column (fuzzing).

@@ -141,6 +141,16 @@ impl RaftNode {
         Ok(response.log_id.index)
     }
 
+    /// Takes `host`, a learner, out of the group.
+    pub async fn remove_learner(&self, host: HostId) -> Result<u64, WriteError> {
+        let response = self
+            .raft
+            .change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([host])), false)
+            .await
+            .map_err(write_error)?;
+        Ok(response.log_id.index)
+    }
+
     /// Makes the learner `host` a voter too.
     pub async fn add_voter(&self, host: HostId) -> Result<u64, WriteError> {
         let response = self

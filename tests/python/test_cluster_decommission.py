@@ -1,0 +1,108 @@
+"""`nodetool decommission`: a node gives every range it replicates to the
+node that takes it over, leaves the cluster's metadata and stops, while
+clients go on writing at QUORUM (docs/design/topology.md, section 5). A
+decommission that would leave a keyspace with fewer nodes than its
+replication factor is refused, as Cassandra refuses it.
+
+Real `varve server` processes on 127.0.0.x (same ports on each) and the
+Python driver.
+"""
+
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import VarveNode, connect, varve_bin
+from test_cluster_bootstrap import Writer, missing_rows, pinned
+
+NATIVE, ADMIN, STORAGE = 19342, 19480, 17300
+
+
+def start_node(tmp_path, index):
+    node = VarveNode(tmp_path / f"node{index}", ["--seeds", "127.0.0.1"],
+                     listen=f"127.0.0.{index}", storage_port=STORAGE)
+    return node.start(port=NATIVE, admin_port=ADMIN)
+
+
+def nodetool(index, *args):
+    return subprocess.run([varve_bin(), "nodetool", "-h", f"127.0.0.{index}", "-p", str(ADMIN),
+                           *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def nodes():
+    started = []
+    yield started
+    for node in started:
+        if node.running:
+            node.stop(signal.SIGKILL)
+
+
+def cluster_with_rows(tmp_path, nodes, count, rows):
+    for index in range(1, count + 1):
+        nodes.append(start_node(tmp_path, index))
+    cluster = connect("127.0.0.1", NATIVE, 5)
+    session = cluster.connect()
+    session.execute("CREATE KEYSPACE ks WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+    session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+    from cassandra import ConsistencyLevel
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+    insert.consistency_level = ConsistencyLevel.QUORUM
+    results = execute_concurrent_with_args(session, insert, [(k, "x" * 100) for k in range(rows)],
+                                           concurrency=64)
+    assert all(ok for ok, _ in results)
+    return cluster, session
+
+
+def test_a_decommissioned_node_hands_its_ranges_over_and_leaves(tmp_path, nodes):
+    rows = 2000
+    cluster, session = cluster_with_rows(tmp_path, nodes, 4, rows)
+    writer = Writer(first_key=rows)
+    writer.start()
+    time.sleep(0.5)
+    try:
+        out = nodetool(4, "decommission")
+        time.sleep(0.5)
+    finally:
+        writer.stop()
+    assert out.returncode == 0, out.stderr
+    assert "Decommissioned" in out.stdout, out.stdout
+    leaving = nodes[3]
+    assert leaving.proc.wait(timeout=30) == 0, leaving.log_tail()
+    assert "this node left the cluster" in leaving.log()
+    assert len(writer.acked) > 50, f"the writer got {len(writer.acked)} writes through"
+    # The cluster no longer lists it.
+    deadline = time.monotonic() + 10
+    while True:
+        peers = sorted(str(p.peer) for p in session.execute("SELECT peer FROM system.peers"))
+        if peers == ["127.0.0.2", "127.0.0.3"]:
+            break
+        assert time.monotonic() < deadline, peers
+        time.sleep(0.2)
+    keys = list(range(rows)) + writer.acked
+    assert missing_rows(session, keys, "QUORUM") == []
+    # Three nodes at RF 3: each now holds every row itself (read at ONE
+    # through each, whose coordinator reads its own replica first).
+    for index in range(1, 4):
+        one_cluster, one_session = pinned(f"127.0.0.{index}")
+        try:
+            assert missing_rows(one_session, keys, "ONE") == [], f"node {index}"
+        finally:
+            one_cluster.shutdown()
+    cluster.shutdown()
+
+
+def test_a_decommission_that_would_leave_too_few_replicas_is_refused(tmp_path, nodes):
+    cluster, session = cluster_with_rows(tmp_path, nodes, 3, 10)
+    out = nodetool(3, "decommission")
+    assert out.returncode != 0
+    assert "keeps 3 replicas" in out.stderr + out.stdout, out.stderr
+    assert nodes[2].running
+    status = nodetool(1, "status").stdout
+    assert status.count("UN") == 3, status
+    cluster.shutdown()
