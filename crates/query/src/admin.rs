@@ -11,7 +11,11 @@ use varve_storage::Granularity;
 impl Processor {
     /// The user tables a nodetool command names: all of them, one
     /// keyspace's, or some tables of one keyspace.
-    fn tables_for(&self, keyspace: Option<&str>, tables: &[String]) -> Result<Vec<Arc<Table>>> {
+    pub(crate) fn tables_for(
+        &self,
+        keyspace: Option<&str>,
+        tables: &[String],
+    ) -> Result<Vec<Arc<Table>>> {
         let schema = self.schema();
         let mut out = Vec::new();
         for ks in schema.keyspaces.values().filter(|k| !k.is_system) {

@@ -11,6 +11,7 @@
 //! ([`QueryError`]) so the server maps them to codes in one place.
 
 pub mod admin;
+pub mod admin_snapshots;
 pub mod api;
 mod cas;
 pub mod cluster_view;

@@ -31,8 +31,12 @@ pub struct LocalSchema {
 }
 
 impl LocalSchema {
-    /// `schema` as the current one; its tables already exist in `engine`.
+    /// `schema` as the current one; its tables already exist in `engine`
+    /// (which is told their CQL, for snapshots).
     pub fn new(schema: Schema, store: Option<SchemaStore>, engine: Arc<Engine>) -> Self {
+        for (id, (t, _)) in tables(&schema) {
+            engine.set_table_schema_cql(id, &crate::describe::table_cql(&t));
+        }
         LocalSchema {
             schema: RwLock::new(Arc::new(schema)),
             store,
@@ -66,14 +70,22 @@ impl LocalSchema {
         let before = tables(base);
         let after = tables(&next);
         for (id, (t, durable)) in &after {
-            match before.get(id) {
-                None => self.engine.create_table(descriptor(t, *durable)),
-                Some((old, old_durable)) if !Arc::ptr_eq(old, t) || old_durable != durable => {
-                    self.engine.update_table(descriptor(t, *durable))
-                }
-                Some(_) => Ok(()),
+            let changed = match before.get(id) {
+                None => self
+                    .engine
+                    .create_table(descriptor(t, *durable))
+                    .map(|()| true),
+                Some((old, old_durable)) if !Arc::ptr_eq(old, t) || old_durable != durable => self
+                    .engine
+                    .update_table(descriptor(t, *durable))
+                    .map(|()| true),
+                Some(_) => Ok(false),
             }
             .map_err(on_read)?;
+            if changed {
+                self.engine
+                    .set_table_schema_cql(*id, &crate::describe::table_cql(t));
+            }
         }
         if let Some(store) = &self.store {
             store

@@ -22,8 +22,16 @@
 //!   stops)
 //! - `POST /nodetool/pausehandoff`, `resumehandoff`, `truncatehints`,
 //!   `GET /nodetool/statushandoff` → hint delivery
+//! - `POST /nodetool/snapshot?tag=T&keyspaces=a,b&table=X` → flushes and
+//!   snapshots (hard links) the tables; `tag` defaults to the time in ms
+//! - `GET /nodetool/listsnapshots` → every snapshot on this node's disk
+//! - `POST /nodetool/clearsnapshot?tag=T|all=true&keyspaces=a,b` → removes them
+//! - `POST /nodetool/import?keyspace=K&table=T&dir=D&copy_data=true` →
+//!   checks the sstables of `D` and makes them live in the table
+//!   ([`crate::admin_snapshots`])
 //!
-//! Errors of nodetool operations come back as 400 with the message.
+//! Query parameters are percent-decoded. Errors of nodetool operations
+//! come back as 400 with the message.
 //! - any other path → 404; any other method → 405; a malformed or too
 //!   large request head → 400.
 
@@ -162,7 +170,10 @@ fn params(target: &str) -> Vec<(String, String)> {
     query
         .split('&')
         .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| {
+            use crate::admin_snapshots::percent_decode;
+            (percent_decode(k), percent_decode(v))
+        })
         .collect()
 }
 
@@ -180,6 +191,9 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             .map(|(_, v)| v.clone())
             .filter(|v| !v.is_empty())
     };
+    if let Some(answer) = crate::admin_snapshots::route(method, path, &get, processor) {
+        return answer;
+    }
     let result = match (method, path) {
         ("POST", "/nodetool/flush") => {
             let tables: Vec<String> = get("tables")

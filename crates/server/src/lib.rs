@@ -18,6 +18,7 @@
 //! ServerError and the node keeps serving.
 
 mod admin;
+mod admin_snapshots;
 mod compaction_control;
 mod connection;
 mod convert;

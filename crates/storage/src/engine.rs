@@ -197,6 +197,9 @@ pub struct Engine {
     /// compacted window by window; the row index block size (tests lower
     /// them); see [`Engine::set_large_partition_bytes`].
     large_partition_bytes: parking_lot::Mutex<(u64, u64, u64)>,
+    /// Snapshots: auto_snapshot, the tables' CQL, one snapshot at a time
+    /// (see [`crate::engine_snapshot`]).
+    pub(crate) snapshots: crate::engine_snapshot::SnapshotState,
 }
 
 /// The node's storage engine: the [`Engine`] plus the thread that flushes
@@ -319,6 +322,7 @@ impl Engine {
                 crate::sstable::LARGE_ENTRY_BYTES,
                 crate::sstable::row_index::ROW_INDEX_BLOCK_BYTES,
             )),
+            snapshots: Default::default(),
         }
     }
 
@@ -354,6 +358,7 @@ impl Engine {
                 crate::sstable::LARGE_ENTRY_BYTES,
                 crate::sstable::row_index::ROW_INDEX_BLOCK_BYTES,
             )),
+            snapshots: Default::default(),
         };
         for desc in tables {
             storage.open_table(desc)?;
@@ -511,8 +516,16 @@ impl Engine {
         Ok(())
     }
 
-    /// Forgets a table and deletes its files.
+    /// Forgets a table and deletes its files, after its auto_snapshot
+    /// (`dropped-<millis>-<table>`, unless auto_snapshot is off). Its
+    /// snapshots stay: the directory `snapshots/` is never deleted here.
+    /// A failed auto_snapshot keeps every file of the table (the drop
+    /// itself is done: the schema no longer has the table).
     pub fn drop_table(&self, id: TableId) -> Result<()> {
+        if !self.tables.read().contains_key(&id) {
+            return Ok(());
+        }
+        let keep_files = !self.auto_snapshot_before_drop(id);
         let Some(table) = self.tables.write().remove(&id) else {
             return Ok(());
         };
@@ -525,10 +538,8 @@ impl Engine {
                 .min(self.memtable_bytes.load(Ordering::Relaxed)),
             Ordering::Relaxed,
         );
-        if let Some(dir) = &table.dir {
-            for path in self.fs.list(dir).map_err(|e| Error::io(dir, e))? {
-                self.fs.remove(&path).map_err(|e| Error::io(&path, e))?;
-            }
+        if let (Some(dir), false) = (&table.dir, keep_files) {
+            self.remove_table_files(dir)?;
         }
         if let Some(cl) = &self.commitlog {
             cl.mark_flushed(id, Position::MAX)?;
@@ -536,9 +547,12 @@ impl Engine {
         Ok(())
     }
 
-    /// Removes every partition of the table.
+    /// Removes every partition of the table, after its auto_snapshot
+    /// (`truncated-<millis>-<table>`, unless auto_snapshot is off; if it
+    /// fails, nothing is removed).
     pub fn truncate(&self, id: TableId) -> Result<()> {
         let table = self.table(id)?;
+        self.auto_snapshot_before(id, crate::snapshot_manifest::TRUNCATED_PREFIX)?;
         let _flush = table.flush_lock.lock();
         let mut state = table.state.write();
         let old = std::mem::replace(&mut state.memtable, Arc::new(Memtable::new()));

@@ -33,6 +33,11 @@ pub enum Error {
     /// runs the operation again where it may block.
     #[error("{what} is not in memory and this thread may not wait for the disk")]
     WouldBlock { what: &'static str },
+    /// An operator's request that storage will not do as asked (a bad
+    /// snapshot tag, a tag already taken, an sstable that does not fit
+    /// the table it is imported into). Nothing was changed.
+    #[error("{0}")]
+    Refused(String),
     /// An I/O error from the file system (including a full disk).
     #[error("I/O error on {file}: {source}")]
     Io {
@@ -88,6 +93,7 @@ impl Error {
         match self {
             Error::UnknownTable(_) => D::UnknownTable(format!("{self} (the table was dropped)")),
             Error::Corruption { .. } => D::ReadFailure(self.to_string()),
+            Error::Refused(m) => D::Server(m),
             Error::Io { .. } => D::Server(self.to_string()),
             // Flushes are behind: nothing was applied; the client may retry.
             Error::MemtablesFull { .. } => D::Overloaded(self.to_string()),

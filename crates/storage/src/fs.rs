@@ -170,6 +170,42 @@ pub trait Fs: Send + Sync {
     /// Makes the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     fn exists(&self, path: &Path) -> bool;
+    /// A second name for the file `from` (a hard link: the same bytes, no
+    /// copy), for snapshots and imports. `Unsupported` unless overridden;
+    /// callers then copy (see `engine_snapshot::link_or_copy`).
+    fn hard_link(&self, _from: &Path, _to: &Path) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system has no hard links",
+        ))
+    }
+    /// Removes an empty directory. `Unsupported` unless overridden.
+    fn remove_dir(&self, _dir: &Path) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system cannot remove directories",
+        ))
+    }
+    /// What a directory entry is: its length, whether it is a directory,
+    /// and which file it names (two names of one file share it). For
+    /// snapshot sizes. `Unsupported` unless overridden.
+    fn metadata(&self, _path: &Path) -> io::Result<FileMeta> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system keeps no metadata",
+        ))
+    }
+}
+
+/// What [`Fs::metadata`] tells of a directory entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Bytes of a file (0 for a directory).
+    pub len: u64,
+    pub is_dir: bool,
+    /// The file behind the name (device and inode on a real file system):
+    /// equal for hard links of one file.
+    pub identity: (u64, u64),
 }
 
 /// The operating system's file system; sstables are read as `access`
@@ -298,6 +334,24 @@ impl Fs for RealFs {
 
     fn exists(&self, path: &Path) -> bool {
         path.exists()
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::remove_dir(dir)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMeta> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(path)?;
+        Ok(FileMeta {
+            len: if m.is_dir() { 0 } else { m.len() },
+            is_dir: m.is_dir(),
+            identity: (m.dev(), m.ino()),
+        })
     }
 }
 

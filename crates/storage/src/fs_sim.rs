@@ -443,6 +443,62 @@ impl Fs for SimFs {
         let s = self.state.lock();
         s.entries.contains_key(path) || s.dirs.contains(path)
     }
+
+    /// A new name for the inode (pending until the directory's sync, as
+    /// any other name).
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.state.lock();
+        s.check(self.generation)?;
+        let inode = *s.entries.get(from).ok_or_else(|| not_found(from))?;
+        let parent = to.parent().unwrap_or(Path::new(""));
+        if !s.dir_exists(parent) {
+            return Err(not_found(parent));
+        }
+        if s.entries.contains_key(to) || s.dirs.contains(to) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{}: already exists", to.display()),
+            ));
+        }
+        s.entries.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.state.lock();
+        s.check(self.generation)?;
+        if !s.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let inside = |p: &PathBuf| p.parent() == Some(dir);
+        if s.entries.keys().any(inside) || s.dirs.iter().any(inside) {
+            return Err(io::Error::other(format!(
+                "{}: directory not empty",
+                dir.display()
+            )));
+        }
+        s.dirs.remove(dir);
+        Ok(())
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<crate::fs::FileMeta> {
+        let s = self.state.lock();
+        s.check(self.generation)?;
+        if s.dirs.contains(path) {
+            return Ok(crate::fs::FileMeta {
+                len: 0,
+                is_dir: true,
+                identity: (1, 0),
+            });
+        }
+        let inode = *s.entries.get(path).ok_or_else(|| not_found(path))?;
+        let len = s.inodes.get(&inode).map_or(0, |f| f.data.len() as u64);
+        Ok(crate::fs::FileMeta {
+            len,
+            is_dir: false,
+            identity: (0, inode),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -152,3 +152,38 @@ fn lengths_report_durable_and_current() {
     fs.truncate(&a, 2).unwrap();
     assert_eq!(fs.lengths(&a), Some((2, 2)));
 }
+
+/// A hard link names the same inode (same identity, and the bytes outlive
+/// the first name's removal); like any name, it is lost on a power loss
+/// until its directory is synced.
+#[test]
+fn hard_links_share_the_file_and_wait_for_the_directory_sync() {
+    let (fs, dir) = setup();
+    let snap = dir.join("snap");
+    fs.create_dir_all(&snap).unwrap();
+    let a = dir.join("a");
+    write(&fs, &a, b"bytes", true);
+    fs.sync_dir(&dir).unwrap();
+    let b = snap.join("a");
+    fs.hard_link(&a, &b).unwrap();
+    assert_eq!(
+        fs.metadata(&a).unwrap().identity,
+        fs.metadata(&b).unwrap().identity
+    );
+    assert!(fs.hard_link(&a, &b).is_err(), "the name is taken");
+    let lost = fs.kill().power_loss();
+    assert!(!lost.exists(&b), "not synced: gone");
+    let fs = lost;
+    fs.hard_link(&a, &b).unwrap();
+    fs.sync_dir(&snap).unwrap();
+    fs.remove(&a).unwrap();
+    fs.sync_dir(&dir).unwrap();
+    let fs = fs.power_loss();
+    assert_eq!(fs.read_all(&b).unwrap(), b"bytes");
+    assert_eq!(fs.metadata(&b).unwrap().len, 5);
+    assert!(fs.metadata(&snap).unwrap().is_dir);
+    assert!(fs.remove_dir(&snap).is_err(), "not empty");
+    fs.remove(&b).unwrap();
+    fs.remove_dir(&snap).unwrap();
+    assert!(!fs.exists(&snap));
+}

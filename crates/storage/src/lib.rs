@@ -30,7 +30,9 @@
 //! [`Storage`] API sits over memtables, the commitlog ([`commitlog`]),
 //! sstables ([`sstable`]) and compaction ([`compaction`] chooses,
 //! [`engine_compact`] runs, [`engine_concurrency`] schedules, [`engine_gc`]
-//! runs `nodetool garbagecollect`); docs/design/storage-model.md walks through it.
+//! runs `nodetool garbagecollect`, [`engine_snapshot`] takes, lists and
+//! clears snapshots, [`engine_import`] loads sstables into a live table);
+//! docs/design/storage-model.md walks through it.
 
 pub mod commitlog;
 pub mod compaction;
@@ -39,8 +41,10 @@ pub mod engine;
 pub mod engine_compact;
 pub mod engine_concurrency;
 pub mod engine_gc;
+pub mod engine_import;
 pub mod engine_memory;
 pub mod engine_read;
+pub mod engine_snapshot;
 pub mod engine_summary;
 pub mod error;
 pub mod fs;
@@ -54,6 +58,7 @@ pub mod io_mode;
 pub mod manifest;
 pub mod memtable;
 pub mod read_stats;
+pub mod snapshot_manifest;
 pub mod sstable;
 pub mod striped;
 pub mod thread_priority;
@@ -68,6 +73,8 @@ pub use engine::{
     TokenBound,
 };
 pub use engine_gc::{GcResult, Granularity};
+pub use engine_import::{ImportOptions, ImportResult};
+pub use engine_snapshot::SnapshotInfo;
 pub use error::{Error, Result};
 pub use partition::{Partition, RangeTombstone};
 pub use read_stats::ReadCost;

@@ -70,6 +70,7 @@ struct FileConfig {
     compaction_write_disk_access_mode: Option<String>,
     commitlog_segment_size: Option<Value>,
     commitlog_sync_group_window: Option<Value>,
+    auto_snapshot: Option<bool>,
     /// Varve's own key: the admin HTTP port.
     admin_port: Option<u16>,
     // The node's place in a cluster (crate::topology_config).
@@ -144,6 +145,9 @@ pub struct Settings {
     pub max_frame_body_bytes: usize,
     pub max_connections: usize,
     pub num_tokens: usize,
+    /// `auto_snapshot`: DROP TABLE, DROP KEYSPACE and TRUNCATE snapshot
+    /// the table first (default true, as in Cassandra).
+    pub auto_snapshot: bool,
     /// Seeds, storage port, snitch, data centre and rack.
     pub topology: crate::topology_config::Topology,
     /// Hinted handoff (crate::hints_config).
@@ -446,6 +450,7 @@ impl Settings {
             max_frame_body_bytes: usize::try_from(max_frame).unwrap_or(usize::MAX),
             max_connections,
             num_tokens,
+            auto_snapshot: file.auto_snapshot.unwrap_or(true),
         })
     }
 
@@ -489,6 +494,15 @@ mod tests {
 
     fn resolve(yaml: &str, args: &ServerArgs) -> anyhow::Result<Settings> {
         Settings::from_file_and_flags(parse_file(yaml)?, args, NodeMemory::default(), None)
+    }
+
+    #[test]
+    fn auto_snapshot_is_on_unless_the_file_turns_it_off() {
+        let on = |yaml: &str| resolve(yaml, &ServerArgs::default()).unwrap().auto_snapshot;
+        assert!(on(""));
+        assert!(on("auto_snapshot: true"));
+        assert!(!on("auto_snapshot: false"));
+        assert!(resolve("auto_snapshot: maybe", &ServerArgs::default()).is_err());
     }
 
     #[test]

@@ -232,6 +232,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     processor.set_index_summary_capacity(settings.index_summary_capacity_bytes);
     processor.set_key_cache_size(settings.key_cache_bytes);
     processor.set_file_cache_size(settings.file_cache_bytes);
+    processor.set_auto_snapshot(settings.auto_snapshot);
     processor
         .metrics()
         .set_settings(node_metrics::settings_rows(&settings));

@@ -72,6 +72,7 @@ pub fn settings_rows(s: &Settings) -> Vec<(String, String)> {
             s.max_connections.to_string(),
         ),
         ("num_tokens", s.num_tokens.to_string()),
+        ("auto_snapshot", s.auto_snapshot.to_string()),
     ];
     let mut rows: Vec<(String, String)> =
         rows.into_iter().map(|(k, v)| (k.to_string(), v)).collect();

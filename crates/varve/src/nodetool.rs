@@ -19,6 +19,7 @@ fn waits_for_completion(target: &str) -> bool {
         "/nodetool/compact",
         "/nodetool/garbagecollect",
         "/nodetool/decommission",
+        "/nodetool/import",
     ]
     .iter()
     .any(|p| target.starts_with(p) && !target.starts_with("/nodetool/compactionstats"))
@@ -101,10 +102,126 @@ pub enum NodetoolCommand {
     Truncatehints,
     /// Whether hints are delivered, and how many bytes wait.
     Statushandoff,
+    /// Flush, then snapshot tables (hard links of their sstables, under
+    /// each table's `snapshots/<tag>/`): every user keyspace's, the
+    /// keyspaces named, or one table.
+    Snapshot {
+        /// The snapshot's name (default: the time in milliseconds).
+        #[arg(short = 't', long = "tag")]
+        tag: Option<String>,
+        /// Only this table (of the one keyspace named).
+        #[arg(long = "table", visible_alias = "column-family")]
+        table: Option<String>,
+        keyspaces: Vec<String>,
+    },
+    /// Every snapshot on the node's disk, with its true size (bytes that no
+    /// live sstable shares) and its size on disk.
+    Listsnapshots,
+    /// Remove the snapshots called TAG, or all of them with --all, of every
+    /// keyspace or of those named.
+    Clearsnapshot {
+        /// The snapshot to remove.
+        #[arg(short = 't', long = "tag")]
+        tag: Option<String>,
+        /// Remove every snapshot.
+        #[arg(long = "all")]
+        all: bool,
+        keyspaces: Vec<String>,
+    },
+    /// Load the sstables of a directory (on the node's machine) into a live
+    /// table: each is checked whole first, and they are moved into the
+    /// table unless --copy-data.
+    Import {
+        /// Leave the source files where they are.
+        #[arg(long = "copy-data")]
+        copy_data: bool,
+        keyspace: String,
+        table: String,
+        directory: std::path::PathBuf,
+    },
+}
+
+/// A query parameter value with every byte but `A-Za-z0-9-._~/,`
+/// percent-encoded (the admin port decodes it).
+fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/,".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The request of a snapshot command, or `None` for another command.
+fn snapshot_request(command: &NodetoolCommand) -> anyhow::Result<Option<(&'static str, String)>> {
+    Ok(Some(match command {
+        NodetoolCommand::Snapshot {
+            tag,
+            table,
+            keyspaces,
+        } => {
+            let mut t = format!(
+                "/nodetool/snapshot?keyspaces={}",
+                encode(&keyspaces.join(","))
+            );
+            if let Some(tag) = tag {
+                t.push_str(&format!("&tag={}", encode(tag)));
+            }
+            if let Some(table) = table {
+                t.push_str(&format!("&table={}", encode(table)));
+            }
+            ("POST", t)
+        }
+        NodetoolCommand::Listsnapshots => ("GET", "/nodetool/listsnapshots".to_string()),
+        NodetoolCommand::Clearsnapshot {
+            tag,
+            all,
+            keyspaces,
+        } => {
+            let mut t = format!(
+                "/nodetool/clearsnapshot?all={all}&keyspaces={}",
+                encode(&keyspaces.join(","))
+            );
+            if let Some(tag) = tag {
+                t.push_str(&format!("&tag={}", encode(tag)));
+            }
+            ("POST", t)
+        }
+        NodetoolCommand::Import {
+            copy_data,
+            keyspace,
+            table,
+            directory,
+        } => {
+            // The node resolves the path in its own working directory.
+            let dir = std::path::absolute(directory)
+                .with_context(|| format!("resolving {}", directory.display()))?;
+            let Some(dir) = dir.to_str() else {
+                bail!("{} is not UTF-8", dir.display());
+            };
+            let t = format!(
+                "/nodetool/import?keyspace={}&table={}&dir={}&copy_data={copy_data}",
+                encode(keyspace),
+                encode(table),
+                encode(dir)
+            );
+            ("POST", t)
+        }
+        _ => return Ok(None),
+    }))
 }
 
 pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
     let (method, target) = match &args.command {
+        c @ (NodetoolCommand::Snapshot { .. }
+        | NodetoolCommand::Listsnapshots
+        | NodetoolCommand::Clearsnapshot { .. }
+        | NodetoolCommand::Import { .. }) => {
+            snapshot_request(c)?.context("a snapshot command without its request")?
+        }
         NodetoolCommand::Flush { keyspace, tables } => {
             let mut t = String::from("/nodetool/flush?");
             if let Some(k) = keyspace {
@@ -209,5 +326,56 @@ mod tests {
         assert!(!waits_for_completion("/nodetool/compactionstats"));
         assert!(!waits_for_completion("/nodetool/flush"));
         assert!(!waits_for_completion("/nodetool/info"));
+        assert!(waits_for_completion("/nodetool/import?keyspace=ks"));
+        assert!(!waits_for_completion("/nodetool/snapshot"));
+    }
+
+    #[test]
+    fn parameters_are_percent_encoded() {
+        assert_eq!(encode("/tmp/a b,c%&d=é"), "/tmp/a%20b,c%25%26d%3D%C3%A9");
+        assert_eq!(encode("ks_1.t-2~"), "ks_1.t-2~");
+    }
+
+    #[test]
+    fn snapshot_commands_become_their_requests() {
+        let request = |c: NodetoolCommand| snapshot_request(&c).unwrap().unwrap();
+        let snapshot = NodetoolCommand::Snapshot {
+            tag: Some("t1".into()),
+            table: None,
+            keyspaces: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(
+            request(snapshot),
+            (
+                "POST",
+                "/nodetool/snapshot?keyspaces=a,b&tag=t1".to_string()
+            )
+        );
+        let clear = NodetoolCommand::Clearsnapshot {
+            tag: None,
+            all: true,
+            keyspaces: vec![],
+        };
+        assert_eq!(
+            request(clear),
+            (
+                "POST",
+                "/nodetool/clearsnapshot?all=true&keyspaces=".to_string()
+            )
+        );
+        let import = NodetoolCommand::Import {
+            copy_data: false,
+            keyspace: "ks".into(),
+            table: "t".into(),
+            directory: "/x y".into(),
+        };
+        assert_eq!(
+            request(import),
+            (
+                "POST",
+                "/nodetool/import?keyspace=ks&table=t&dir=/x%20y&copy_data=false".to_string()
+            )
+        );
+        assert!(snapshot_request(&NodetoolCommand::Info).unwrap().is_none());
     }
 }
