@@ -45,10 +45,11 @@ pub trait ClusterView: Send + Sync {
     }
 
     /// Runs a nodetool operation of the cluster layer (`pausehandoff`,
-    /// `resumehandoff`, `truncatehints`, `statushandoff`): its output, or
-    /// why it failed; `None` when this view does not know it.
-    fn command(&self, name: &str) -> Option<Result<String, String>> {
-        let _ = name;
+    /// `resumehandoff`, `truncatehints`, `statushandoff`, `decommission`,
+    /// `cleanup`) with its arguments: its output, or why it failed; `None`
+    /// when this view does not know it. Called where it may block.
+    fn command(&self, name: &str, args: &[String]) -> Option<Result<String, String>> {
+        let _ = (name, args);
         None
     }
 }

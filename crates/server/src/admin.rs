@@ -20,6 +20,8 @@
 //! - `POST /nodetool/decommission?force=true|false` → this node gives its
 //!   ranges away and leaves the cluster; answers when done (the node then
 //!   stops)
+//! - `POST /nodetool/cleanup?keyspace=K&tables=a,b` → drops what this node
+//!   no longer replicates; answers when done
 //! - `POST /nodetool/pausehandoff`, `resumehandoff`, `truncatehints`,
 //!   `GET /nodetool/statushandoff` → hint delivery
 //! - `POST /nodetool/snapshot?tag=T&keyspaces=a,b&table=X` → flushes and
@@ -264,8 +266,21 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             };
             processor
                 .cluster_view()
-                .command(name)
+                .command(name, &[])
                 .unwrap_or_else(|| Err("decommission: this node is not in a cluster".to_string()))
+                .map_err(QueryError::Invalid)
+        }
+        ("POST", "/nodetool/cleanup") => {
+            let mut args: Vec<String> = get("keyspace").into_iter().collect();
+            args.extend(
+                get("tables")
+                    .into_iter()
+                    .flat_map(|t| t.split(',').map(str::to_string).collect::<Vec<_>>()),
+            );
+            processor
+                .cluster_view()
+                .command("cleanup", &args)
+                .unwrap_or_else(|| Err("cleanup: this node is not in a cluster".to_string()))
                 .map_err(QueryError::Invalid)
         }
         ("POST", "/nodetool/pausehandoff")
@@ -275,7 +290,7 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             let name = path.trim_start_matches("/nodetool/");
             processor
                 .cluster_view()
-                .command(name)
+                .command(name, &[])
                 .unwrap_or_else(|| Err(format!("{name}: no hints on a node without a cluster")))
                 .map_err(QueryError::Invalid)
         }
@@ -295,6 +310,7 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             | "/nodetool/ring"
             | "/nodetool/gossipinfo"
             | "/nodetool/decommission"
+            | "/nodetool/cleanup"
             | "/nodetool/pausehandoff"
             | "/nodetool/resumehandoff"
             | "/nodetool/truncatehints"

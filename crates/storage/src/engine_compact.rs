@@ -57,6 +57,9 @@ pub(crate) struct Job<'a> {
     pub(crate) kind: CompactionKind,
     /// `None`: the table's `provide_overlapping_tombstones`.
     pub(crate) shadow: Option<ShadowMode>,
+    /// Partitions whose token this says no to are left out (`nodetool
+    /// cleanup`); `None` keeps every partition.
+    pub(crate) keep: Option<&'a (dyn Fn(i64) -> bool + Sync)>,
 }
 
 impl Engine {
@@ -93,6 +96,7 @@ impl Engine {
             now_seconds,
             kind: CompactionKind::Major,
             shadow: None,
+            keep: None,
         };
         self.run_claimed(&table, &job)
     }
@@ -126,6 +130,7 @@ impl Engine {
             now_seconds,
             kind: CompactionKind::Compaction,
             shadow: None,
+            keep: None,
         };
         self.run_claimed(&table, &job)
     }
@@ -180,6 +185,7 @@ impl Engine {
             now_seconds,
             kind: CompactionKind::Compaction,
             shadow: None,
+            keep: None,
         };
         match &task {
             Task::Compact {

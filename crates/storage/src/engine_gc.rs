@@ -114,6 +114,7 @@ impl Engine {
                     now_seconds,
                     kind: CompactionKind::GarbageCollection,
                     shadow: Some(granularity.shadow_mode()),
+                    keep: None,
                 };
                 match self.run_claimed(&table, &job) {
                     Ok(r) => {

@@ -38,6 +38,7 @@ pub mod commitlog;
 pub mod compaction;
 pub mod encoding;
 pub mod engine;
+pub mod engine_cleanup;
 pub mod engine_compact;
 pub mod engine_concurrency;
 pub mod engine_gc;

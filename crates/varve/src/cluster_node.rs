@@ -467,7 +467,11 @@ impl ClusterView for GossipView {
         Some(out)
     }
 
-    fn command(&self, name: &str) -> Option<Result<String, String>> {
+    fn command(&self, name: &str, args: &[String]) -> Option<Result<String, String>> {
+        if name == "cleanup" {
+            let ops = self.decommission.as_ref()?;
+            return Some(crate::cleanup::run(ops, args));
+        }
         let force = match name {
             "decommission" => Some(false),
             "decommission-force" => Some(true),

@@ -10,6 +10,7 @@
 mod allocator;
 mod bench_cmd;
 mod bootstrap;
+mod cleanup;
 mod cluster_cmd;
 mod cluster_metadata;
 mod cluster_node;

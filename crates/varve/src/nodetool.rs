@@ -19,6 +19,7 @@ fn waits_for_completion(target: &str) -> bool {
         "/nodetool/compact",
         "/nodetool/garbagecollect",
         "/nodetool/decommission",
+        "/nodetool/cleanup",
         "/nodetool/import",
     ]
     .iter()
@@ -51,6 +52,12 @@ pub enum NodetoolCommand {
     },
     /// Flush everything and sync the commitlog (before a restart).
     Drain,
+    /// Drop the partitions this node no longer replicates (after nodes
+    /// joined): every table, a keyspace's, or some tables.
+    Cleanup {
+        keyspace: Option<String>,
+        tables: Vec<String>,
+    },
     /// Give this node's ranges to the nodes that take them over, leave the
     /// cluster and stop. Refused when a keyspace would keep fewer nodes
     /// than its replication factor, unless `--force`.
@@ -230,6 +237,14 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
             ("POST", t)
         }
         NodetoolCommand::Drain => ("POST", "/nodetool/drain".to_string()),
+        NodetoolCommand::Cleanup { keyspace, tables } => (
+            "POST",
+            format!(
+                "/nodetool/cleanup?keyspace={}&tables={}",
+                keyspace.clone().unwrap_or_default(),
+                tables.join(",")
+            ),
+        ),
         NodetoolCommand::Decommission { force } => {
             ("POST", format!("/nodetool/decommission?force={force}"))
         }

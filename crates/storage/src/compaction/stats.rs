@@ -22,6 +22,9 @@ pub enum CompactionKind {
     Major,
     /// A single-sstable tombstone compaction.
     Tombstone,
+    /// `nodetool cleanup`: each sstable without what the node no longer
+    /// replicates.
+    Cleanup,
 }
 
 impl CompactionKind {
@@ -41,6 +44,7 @@ impl CompactionKind {
             CompactionKind::GarbageCollection => "Garbage collection",
             CompactionKind::Major => "Major compaction",
             CompactionKind::Tombstone => "Tombstone compaction",
+            CompactionKind::Cleanup => "Cleanup",
         }
     }
 }

@@ -122,6 +122,12 @@ impl Engine {
             while let Some(next) = merge.next_partition()? {
                 self.check_compactions_stopped(&dir)?;
                 running.progress.set_done(merge.done_estimate());
+                let token = match &next {
+                    Merged::Whole(key, _) | Merged::Large(key, _) => key.token,
+                };
+                if job.keep.is_some_and(|keep| !keep(token)) {
+                    continue;
+                }
                 let (key, mut merged) = match next {
                     Merged::Whole(key, merged) => (key, merged),
                     Merged::Large(key, entries) => {
