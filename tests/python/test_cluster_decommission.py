@@ -74,7 +74,7 @@ def test_a_decommissioned_node_hands_its_ranges_over_and_leaves(tmp_path, nodes)
     assert "Decommissioned" in out.stdout, out.stdout
     leaving = nodes[3]
     assert leaving.proc.wait(timeout=30) == 0, leaving.log_tail()
-    assert "this node left the cluster" in leaving.log()
+    assert "left the cluster at epoch" in leaving.log()
     assert len(writer.acked) > 50, f"the writer got {len(writer.acked)} writes through"
     # The cluster no longer lists it.
     deadline = time.monotonic() + 10
@@ -105,4 +105,34 @@ def test_a_decommission_that_would_leave_too_few_replicas_is_refused(tmp_path, n
     assert nodes[2].running
     status = nodetool(1, "status").stdout
     assert status.count("UN") == 3, status
+    cluster.shutdown()
+
+
+def test_removenode_restores_a_dead_nodes_ranges_from_the_survivors(tmp_path, nodes):
+    rows = 2000
+    cluster, session = cluster_with_rows(tmp_path, nodes, 4, rows)
+    peers = {str(p.peer): str(p.host_id) for p in session.execute("SELECT peer, host_id FROM system.peers")}
+    dead_id = peers["127.0.0.4"]
+    # A node that is up is refused: it should be decommissioned.
+    refused = nodetool(1, "removenode", peers["127.0.0.3"])
+    assert refused.returncode != 0 and "is alive" in refused.stderr + refused.stdout, refused
+    nodes[3].stop(signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while "DN  127.0.0.4" not in nodetool(1, "status").stdout:
+        assert time.monotonic() < deadline, nodetool(1, "status").stdout
+        time.sleep(0.2)
+    out = nodetool(1, "removenode", dead_id)
+    assert out.returncode == 0, out.stderr
+    assert f"Removed {dead_id}" in out.stdout, out.stdout
+    status = nodetool(1, "status").stdout
+    assert "127.0.0.4" not in status and status.count("UN") == 3, status
+    # Three nodes at RF 3: each holds every row again, those the dead node
+    # replicated included.
+    keys = list(range(rows))
+    for index in range(1, 4):
+        one_cluster, one_session = pinned(f"127.0.0.{index}")
+        try:
+            assert missing_rows(one_session, keys, "ONE") == [], f"node {index}"
+        finally:
+            one_cluster.shutdown()
     cluster.shutdown()

@@ -5,14 +5,15 @@
 //! a joining node must fetch and from which replica (a pure function);
 //! [`pull`] fetches one range from its source with STREAM_PULL pages and
 //! applies each page to this node's storage engine, and [`push`] sends
-//! one the other way; [`bootstrap`] and [`decommission`] run them over
-//! every table and report what they moved.
+//! one the other way; [`bootstrap`], [`decommission`] and [`removenode`]
+//! run them over every table and report what they moved.
 
 pub mod bootstrap;
 pub mod decommission;
 pub mod plan;
 pub mod pull;
 pub mod push;
+pub mod removenode;
 
 pub use bootstrap::{bootstrap, BootstrapReport, StreamTable};
 pub use decommission::decommission;

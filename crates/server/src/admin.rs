@@ -22,6 +22,8 @@
 //!   stops)
 //! - `POST /nodetool/cleanup?keyspace=K&tables=a,b` → drops what this node
 //!   no longer replicates; answers when done
+//! - `POST /nodetool/removenode?host=ID` → a dead node's ranges restored
+//!   from the survivors, then it leaves; answers when done
 //! - `POST /nodetool/pausehandoff`, `resumehandoff`, `truncatehints`,
 //!   `GET /nodetool/statushandoff` → hint delivery
 //! - `POST /nodetool/snapshot?tag=T&keyspaces=a,b&table=X` → flushes and
@@ -283,6 +285,11 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
                 .unwrap_or_else(|| Err("cleanup: this node is not in a cluster".to_string()))
                 .map_err(QueryError::Invalid)
         }
+        ("POST", "/nodetool/removenode") => processor
+            .cluster_view()
+            .command("removenode", &get("host").into_iter().collect::<Vec<_>>())
+            .unwrap_or_else(|| Err("removenode: this node is not in a cluster".to_string()))
+            .map_err(QueryError::Invalid),
         ("POST", "/nodetool/pausehandoff")
         | ("POST", "/nodetool/resumehandoff")
         | ("POST", "/nodetool/truncatehints")
@@ -311,6 +318,7 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             | "/nodetool/gossipinfo"
             | "/nodetool/decommission"
             | "/nodetool/cleanup"
+            | "/nodetool/removenode"
             | "/nodetool/pausehandoff"
             | "/nodetool/resumehandoff"
             | "/nodetool/truncatehints"

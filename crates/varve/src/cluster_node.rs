@@ -182,6 +182,16 @@ impl ClusterNode {
             },
         )
         .await?;
+        let (fetch_messaging, fetch_engine, fetch_clock) = coordinator.parts();
+        varve_cluster::streaming::removenode::serve_fetches(
+            &messaging,
+            Arc::new(varve_cluster::streaming::Puller::new(
+                fetch_engine,
+                fetch_messaging,
+                fetch_clock,
+                settings.topology.stream_throughput,
+            )),
+        );
         let decommission = Arc::new(crate::decommission::Decommission::new(
             Arc::clone(&started.service),
             Arc::clone(&coordinator),
@@ -471,6 +481,12 @@ impl ClusterView for GossipView {
         if name == "cleanup" {
             let ops = self.decommission.as_ref()?;
             return Some(crate::cleanup::run(ops, args));
+        }
+        if name == "removenode" {
+            let ops = self.decommission.as_ref()?;
+            let target = args.first().map(String::as_str).unwrap_or_default();
+            let removal = crate::removenode::run(ops, target);
+            return Some(tokio::runtime::Handle::current().block_on(removal));
         }
         let force = match name {
             "decommission" => Some(false),

@@ -27,7 +27,7 @@ use crate::bootstrap::user_tables;
 use crate::cluster_path::replication;
 
 /// How many stale epochs each proposal rides out.
-const PROPOSE_ATTEMPTS: usize = 16;
+pub(crate) const PROPOSE_ATTEMPTS: usize = 16;
 
 /// How long the process waits, once done, before it stops (the nodetool
 /// call gets its answer first).
@@ -101,7 +101,7 @@ impl Decommission {
 
     /// Hands this node's vote on the metadata log to a node that has none
     /// (the voters stay as many, and none of them is leaving).
-    async fn give_up_vote(&self, own: HostId) -> Result<(), String> {
+    pub(crate) async fn give_up_vote(&self, own: HostId) -> Result<(), String> {
         let current = self.service.current();
         if !current.voters.contains(&own) {
             return Ok(());
@@ -125,7 +125,7 @@ impl Decommission {
             .map_err(|e| format!("handing the vote over failed: {e}"))
     }
 
-    async fn set_state(&self, own: HostId, state: NodeState) -> Result<(), String> {
+    pub(crate) async fn set_state(&self, own: HostId, state: NodeState) -> Result<(), String> {
         for _ in 0..PROPOSE_ATTEMPTS {
             let current = self.service.current();
             let mut record = current
@@ -140,7 +140,7 @@ impl Decommission {
             };
             match self.service.propose(command).await {
                 Ok(epoch) => {
-                    info!("decommission: this node is {state:?} at epoch {epoch}");
+                    info!("{own} is {state:?} at epoch {epoch}");
                     return Ok(());
                 }
                 Err(MetadataError::Stale { .. }) => continue,
@@ -152,7 +152,7 @@ impl Decommission {
         ))
     }
 
-    async fn leave(&self, own: HostId) -> Result<(), String> {
+    pub(crate) async fn leave(&self, own: HostId) -> Result<(), String> {
         for _ in 0..PROPOSE_ATTEMPTS {
             let command = Command::Leave {
                 host: own,
@@ -160,7 +160,7 @@ impl Decommission {
             };
             match self.service.propose(command).await {
                 Ok(epoch) => {
-                    info!("decommission: done; this node left the cluster at epoch {epoch}");
+                    info!("{own} left the cluster at epoch {epoch}");
                     return Ok(());
                 }
                 Err(MetadataError::Stale { .. }) => continue,

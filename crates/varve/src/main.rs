@@ -24,6 +24,7 @@ mod memory_limit;
 mod node;
 mod node_metrics;
 mod nodetool;
+mod removenode;
 mod report_cmd;
 mod sizes;
 mod stress_cmd;

@@ -20,6 +20,7 @@ fn waits_for_completion(target: &str) -> bool {
         "/nodetool/garbagecollect",
         "/nodetool/decommission",
         "/nodetool/cleanup",
+        "/nodetool/removenode",
         "/nodetool/import",
     ]
     .iter()
@@ -58,6 +59,9 @@ pub enum NodetoolCommand {
         keyspace: Option<String>,
         tables: Vec<String>,
     },
+    /// Restore a dead node's ranges from the surviving replicas and remove
+    /// it from the cluster (its host id, as `status` shows it).
+    Removenode { host_id: String },
     /// Give this node's ranges to the nodes that take them over, leave the
     /// cluster and stop. Refused when a keyspace would keep fewer nodes
     /// than its replication factor, unless `--force`.
@@ -245,6 +249,9 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
                 tables.join(",")
             ),
         ),
+        NodetoolCommand::Removenode { host_id } => {
+            ("POST", format!("/nodetool/removenode?host={host_id}"))
+        }
         NodetoolCommand::Decommission { force } => {
             ("POST", format!("/nodetool/decommission?force={force}"))
         }

@@ -60,9 +60,13 @@ impl Verb {
     /// takes the range over.
     pub const STREAM_PUSH: Verb = Verb(0x0062);
     pub const STREAM_PUSH_RSP: Verb = Verb(0x0063);
+    /// Asks a node to pull one range of a table from a given source (a
+    /// removenode: the node gaining the range fetches it).
+    pub const STREAM_REQUEST: Verb = Verb(0x0064);
+    pub const STREAM_REQUEST_RSP: Verb = Verb(0x0065);
 
     /// Every defined verb with its name, in code order.
-    pub const KNOWN: [(Verb, &'static str); 37] = [
+    pub const KNOWN: [(Verb, &'static str); 39] = [
         (Verb::HELLO, "HELLO"),
         (Verb::HELLO_ACK, "HELLO_ACK"),
         (Verb::HELLO_REJECT, "HELLO_REJECT"),
@@ -100,6 +104,8 @@ impl Verb {
         (Verb::STREAM_PULL_RSP, "STREAM_PULL_RSP"),
         (Verb::STREAM_PUSH, "STREAM_PUSH"),
         (Verb::STREAM_PUSH_RSP, "STREAM_PUSH_RSP"),
+        (Verb::STREAM_REQUEST, "STREAM_REQUEST"),
+        (Verb::STREAM_REQUEST_RSP, "STREAM_REQUEST_RSP"),
     ];
 
     /// The wire code.

@@ -54,7 +54,7 @@ impl std::ops::AddAssign for PullStats {
 /// Fetches ranges into `engine`.
 pub struct Puller {
     engine: Arc<Engine>,
-    pub(super) messaging: Messaging,
+    pub(crate) messaging: Messaging,
     pub(super) clock: Arc<dyn Clock>,
     /// Bytes per second received at most; 0: no limit.
     throughput: u64,

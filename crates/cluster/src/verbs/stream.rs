@@ -206,6 +206,43 @@ pub fn decode_push(
     Ok(decode_page(&payload.slice(at..), table, tables)?.partitions)
 }
 
+/// A STREAM_REQUEST: pull range `(start, end]` of `table` from `source`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRequest {
+    pub table: u128,
+    pub start: i64,
+    pub end: i64,
+    pub source: crate::net::HostId,
+    pub address: std::net::SocketAddr,
+}
+
+pub fn encode_fetch(req: &FetchRequest) -> Bytes {
+    let mut out = Vec::with_capacity(64);
+    put_table(&mut out, req.table);
+    out.extend_from_slice(&req.start.to_be_bytes());
+    out.extend_from_slice(&req.end.to_be_bytes());
+    out.extend_from_slice(&req.source.0);
+    crate::net::wire::put_address(&mut out, req.address);
+    Bytes::from(out)
+}
+
+pub fn decode_fetch(payload: &Bytes) -> Result<FetchRequest, PayloadError> {
+    let mut r = Reader::new(payload);
+    let table = read_table(&mut r)?;
+    let start = r.i64()?;
+    let end = r.i64()?;
+    let source = crate::net::HostId(r.array::<16>()?);
+    let address = crate::net::wire::read_address(&mut r)?;
+    r.finish()?;
+    Ok(FetchRequest {
+        table,
+        start,
+        end,
+        source,
+        address,
+    })
+}
+
 /// A page as the puller receives it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
@@ -264,6 +301,9 @@ pub fn fuzz_decode(payload: &[u8]) {
         assert!(page.partitions.windows(2).all(|w| w[0].key < w[1].key));
     }
     let _ = decode_push(&bytes, &AnyTable);
+    if let Ok(fetch) = decode_fetch(&bytes) {
+        assert_eq!(decode_fetch(&encode_fetch(&fetch)), Ok(fetch));
+    }
 }
 
 /// Every table id, with one int clustering column (fuzzing).
@@ -305,6 +345,22 @@ mod tests {
         zero.truncate(zero.len() - 4);
         zero.push(0);
         assert!(decode_request(&Bytes::from(zero)).is_err());
+    }
+
+    #[test]
+    fn a_fetch_request_round_trips_and_truncations_are_refused() {
+        let req = FetchRequest {
+            table: 9,
+            start: i64::MIN + 1,
+            end: 77,
+            source: crate::net::HostId([5; 16]),
+            address: ([127, 0, 0, 3], 7000).into(),
+        };
+        let bytes = encode_fetch(&req);
+        assert_eq!(decode_fetch(&bytes), Ok(req));
+        for cut in 0..bytes.len() {
+            assert!(decode_fetch(&bytes.slice(..cut)).is_err());
+        }
     }
 
     #[test]
