@@ -202,3 +202,60 @@ def _start_quietly(node):
         node.start(port=NATIVE, admin_port=ADMIN)
     except RuntimeError:
         pass  # killed before ready: what the test does
+
+
+def test_a_dead_node_is_replaced_by_a_new_one_with_its_tokens(tmp_path, nodes):
+    rows = 2000
+    cluster, session = three_nodes_with_rows(tmp_path, nodes, rows)
+    nodes.append(start_node(tmp_path, 4))
+    deadline = time.monotonic() + 10
+    while True:
+        tokens = {str(p.peer): sorted(p.tokens or [])
+                  for p in session.execute("SELECT peer, tokens FROM system.peers")}
+        if tokens.get("127.0.0.4"):
+            break
+        assert time.monotonic() < deadline, tokens
+        time.sleep(0.2)
+    # Replacing a node that is alive is refused at start.
+    config = tmp_path / "replace-live.yaml"
+    config.write_text("replace_address_first_boot: 127.0.0.3\n")
+    live = VarveNode(tmp_path / "node6", ["--seeds", "127.0.0.1", "--config", str(config)],
+                     listen="127.0.0.6", storage_port=STORAGE)
+    nodes.append(live)
+    with pytest.raises(RuntimeError, match="exited"):
+        live.start(port=NATIVE, admin_port=ADMIN)
+    assert "only a dead node can be replaced" in live.log(), live.log_tail()
+    nodes[3].stop(signal.SIGKILL)
+    config = tmp_path / "replace.yaml"
+    config.write_text("replace_address_first_boot: 127.0.0.4\n")
+    writer = Writer(first_key=rows)
+    writer.start()
+    try:
+        replacement = VarveNode(tmp_path / "node5", ["--seeds", "127.0.0.1", "--config", str(config)],
+                                listen="127.0.0.5", storage_port=STORAGE)
+        nodes.append(replacement.start(port=NATIVE, admin_port=ADMIN))
+        time.sleep(0.5)
+    finally:
+        writer.stop()
+    assert "bootstrap: this node replaces" in replacement.log(), replacement.log_tail()
+    deadline = time.monotonic() + 10
+    while True:
+        now = {str(p.peer): sorted(p.tokens) for p in session.execute("SELECT peer, tokens FROM system.peers")}
+        if "127.0.0.4" not in now and "127.0.0.5" in now:
+            break
+        assert time.monotonic() < deadline, now
+        time.sleep(0.2)
+    assert now["127.0.0.5"] == tokens["127.0.0.4"]
+    # The dead node, which voted on the metadata log, is taken out of it.
+    deadline = time.monotonic() + 15
+    while not any("a departed node left the group" in n.log() for n in nodes[:3]):
+        assert time.monotonic() < deadline, "the replaced voter stayed in the metadata group"
+        time.sleep(0.2)
+    live_keys = [k for k in range(rows) if k % 10 != 0] + writer.acked
+    assert missing_rows(session, live_keys, "QUORUM") == []
+    new_cluster, new_session = pinned("127.0.0.5")
+    try:
+        assert missing_rows(new_session, live_keys, "ONE") == []
+    finally:
+        new_cluster.shutdown()
+        cluster.shutdown()

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 use varve_cluster::coordinator::Coordinator;
 use varve_cluster::metadata::{Command, MetadataError, MetadataLog, MetadataService, NodeState};
+use varve_cluster::net::handshake::HostId;
 use varve_cluster::streaming::{self, Puller, StreamTable};
 use varve_query::Processor;
 
@@ -40,8 +41,19 @@ pub async fn finish_joining(
         if record.state == NodeState::Normal {
             return Ok(());
         }
-        info!("bootstrap: this node is joining; streaming its ranges");
-        match attempt(coordinator, processor, throughput, current.epoch).await {
+        // A node that replaces a dead one shares its tokens with it.
+        let replacing = current
+            .nodes
+            .values()
+            .find(|n| {
+                n.host_id != own && n.tokens == record.tokens && n.state == NodeState::Leaving
+            })
+            .map(|n| n.host_id);
+        match replacing {
+            Some(dead) => info!("bootstrap: this node replaces {dead}; streaming its ranges"),
+            None => info!("bootstrap: this node is joining; streaming its ranges"),
+        }
+        match attempt(coordinator, processor, throughput, current.epoch, replacing).await {
             Ok(report) => {
                 info!(
                     "bootstrap: streamed {} ranges of {} tables ({} partitions, {} bytes)",
@@ -99,10 +111,18 @@ async fn attempt(
     processor: &Processor,
     throughput: u64,
     epoch: u64,
+    replacing: Option<HostId>,
 ) -> Result<streaming::BootstrapReport, String> {
     let (messaging, engine, clock) = coordinator.parts();
     let puller = Puller::new(engine, messaging, clock, throughput);
-    streaming::bootstrap(coordinator, &puller, &user_tables(processor), epoch).await
+    streaming::bootstrap(
+        coordinator,
+        &puller,
+        &user_tables(processor),
+        epoch,
+        replacing,
+    )
+    .await
 }
 
 /// Every user table with its keyspace's replication.
@@ -121,3 +141,27 @@ pub fn user_tables(processor: &Processor) -> Vec<StreamTable> {
     }
     out
 }
+
+/// With `replace_address_first_boot` on a node that never joined: refuses
+/// to start while a node answers on the replaced address's storage port
+/// (only a dead node is replaced, as Cassandra checks it).
+pub fn check_replaced_is_dead(settings: &crate::config::Settings) -> anyhow::Result<()> {
+    let Some(ip) = settings.topology.replace_address else {
+        return Ok(());
+    };
+    if crate::node::saved_tokens(&settings.data_dir)?.is_some() {
+        info!("replace_address_first_boot is ignored: this node joined before");
+        return Ok(());
+    }
+    let addr = std::net::SocketAddr::new(ip, settings.topology.storage_port);
+    if std::net::TcpStream::connect_timeout(&addr, REPLACED_PROBE_TIMEOUT).is_ok() {
+        anyhow::bail!(
+            "replace_address_first_boot: a node answers at {addr}; only a dead node can be \
+             replaced (stop it, or decommission it instead)"
+        );
+    }
+    Ok(())
+}
+
+/// How long the start waits for the replaced address to answer.
+const REPLACED_PROBE_TIMEOUT: Duration = Duration::from_secs(1);

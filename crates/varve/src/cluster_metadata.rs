@@ -164,6 +164,9 @@ pub struct Joining {
     saved: Mutex<Option<Vec<i64>>>,
     balanced: BalancedTokens,
     auto_bootstrap: bool,
+    /// `replace_address_first_boot`: the dead node whose tokens this one
+    /// takes over.
+    replace: Option<std::net::IpAddr>,
     /// Why the allocator refused the join, for the start to report.
     refused: Mutex<Option<String>>,
 }
@@ -178,6 +181,7 @@ impl Joining {
                 rf: settings.topology.allocation_rf,
             },
             auto_bootstrap: settings.topology.auto_bootstrap,
+            replace: settings.topology.replace_address,
             refused: Mutex::new(None),
         })
     }
@@ -213,6 +217,9 @@ impl Joining {
         if let Some(tokens) = self.saved.lock().clone() {
             return Ok(tokens);
         }
+        if let Some(ip) = self.replace {
+            return replaced_tokens(metadata, ip);
+        }
         self.balanced.allocate(metadata, own)
     }
 }
@@ -230,11 +237,31 @@ impl TokenAllocator for Joining {
     /// `auto_bootstrap` is on (docs/design/topology.md, section 3).
     fn state(&self, metadata: &ClusterMetadata) -> NodeState {
         let has_tables = user_tables(metadata).is_ok_and(|n| n > 0);
-        if self.auto_bootstrap && has_tables && self.saved.lock().is_none() {
+        let fresh = self.saved.lock().is_none();
+        if fresh && self.replace.is_some() {
+            return NodeState::Joining;
+        }
+        if self.auto_bootstrap && has_tables && fresh {
             NodeState::Joining
         } else {
             NodeState::Normal
         }
+    }
+}
+
+/// The tokens of the `Normal` node listening at `ip`, for a node that
+/// replaces it.
+fn replaced_tokens(metadata: &ClusterMetadata, ip: std::net::IpAddr) -> Result<Vec<i64>, String> {
+    let found = metadata.nodes.values().find(|n| n.storage_addr.ip() == ip);
+    match found {
+        Some(n) if n.state == NodeState::Normal => Ok(n.tokens.clone()),
+        Some(n) => Err(format!(
+            "the node at {ip} to replace is {:?}, not Normal",
+            n.state
+        )),
+        None => Err(format!(
+            "replace_address_first_boot: no node of the cluster listens at {ip}"
+        )),
     }
 }
 

@@ -84,6 +84,7 @@ struct FileConfig {
     allocate_tokens_for_local_replication_factor: Option<usize>,
     auto_bootstrap: Option<bool>,
     stream_throughput_outbound: Option<Value>,
+    replace_address_first_boot: Option<String>,
     // Hints (crate::hints_config).
     hinted_handoff_enabled: Option<bool>,
     max_hint_window: Option<Value>,
@@ -401,6 +402,7 @@ impl Settings {
                     .allocate_tokens_for_local_replication_factor,
                 auto_bootstrap: file.auto_bootstrap,
                 stream_throughput_outbound: file.stream_throughput_outbound,
+                replace_address_first_boot: file.replace_address_first_boot,
             },
             &crate::topology_config::TopologyFlags {
                 seeds: args.seeds.clone(),

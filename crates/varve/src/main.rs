@@ -238,6 +238,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     processor
         .metrics()
         .set_settings(node_metrics::settings_rows(&settings));
+    bootstrap::check_replaced_is_dead(&settings)?;
     let mut cluster = cluster_node::ClusterNode::start(
         &settings,
         &node,

@@ -74,6 +74,9 @@ pub struct Topology {
     pub auto_bootstrap: bool,
     /// `stream_throughput_outbound` in bytes per second (0: no limit).
     pub stream_throughput: u64,
+    /// `replace_address_first_boot`: a new node takes over the tokens of
+    /// the dead node at this address (docs/design/topology.md, section 5).
+    pub replace_address: Option<IpAddr>,
 }
 
 /// The YAML keys of this module (the rest of the file is parsed elsewhere).
@@ -93,6 +96,7 @@ pub struct TopologyFile {
     pub auto_bootstrap: Option<bool>,
     /// `24MiB/s`, or a bare number of MiB/s.
     pub stream_throughput_outbound: Option<serde_yaml::Value>,
+    pub replace_address_first_boot: Option<String>,
 }
 
 /// `stream_throughput_outbound` in bytes per second: a rate like
@@ -203,6 +207,12 @@ impl Topology {
             allocation_rf,
             auto_bootstrap: file.auto_bootstrap.unwrap_or(true),
             stream_throughput: stream_throughput(file.stream_throughput_outbound.as_ref())?,
+            replace_address: match &file.replace_address_first_boot {
+                None => None,
+                Some(text) => Some(text.trim().parse().with_context(|| {
+                    format!("replace_address_first_boot: '{text}' is not an IP address")
+                })?),
+            },
         })
     }
 

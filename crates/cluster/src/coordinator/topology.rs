@@ -80,13 +80,26 @@ impl Topology {
         records: impl IntoIterator<Item = &'a crate::metadata::NodeRecord>,
         local: HostId,
     ) -> Topology {
-        let mut taken = BTreeSet::new();
+        // A token has one owner in each ring: a leaving node and the node
+        // that replaces it share tokens, one in each.
+        let (mut read_taken, mut write_taken) = (BTreeSet::new(), BTreeSet::new());
         let mut listed: Vec<&crate::metadata::NodeRecord> = Vec::new();
         for r in records {
-            if r.tokens.is_empty() || r.tokens.iter().any(|t| taken.contains(t)) {
+            let reads = r.state.owns_for_reads();
+            let writes = r.state.receives_writes();
+            let collides = r
+                .tokens
+                .iter()
+                .any(|t| (reads && read_taken.contains(t)) || (writes && write_taken.contains(t)));
+            if r.tokens.is_empty() || collides {
                 continue;
             }
-            taken.extend(r.tokens.iter().copied());
+            if reads {
+                read_taken.extend(r.tokens.iter().copied());
+            }
+            if writes {
+                write_taken.extend(r.tokens.iter().copied());
+            }
             listed.push(r);
         }
         // Owners first: their places are the read ring's node ids.
@@ -325,6 +338,29 @@ mod tests {
         assert_eq!((first.start, first.end), (300, 100));
         assert_eq!(ids(&t, &first.natural), vec![1, 2]);
         assert_eq!(ids(&t, &first.future), vec![1, 4]);
+    }
+
+    #[test]
+    fn a_replacing_node_is_pending_exactly_where_the_replaced_one_is_natural() {
+        let records = [
+            record(1, &[100], NodeState::Normal),
+            record(2, &[200], NodeState::Leaving),
+            record(3, &[300], NodeState::Normal),
+            record(4, &[200], NodeState::Joining),
+        ];
+        let t = Topology::from_records(records.iter(), HostId([1; 16]));
+        let rf2 = Replication::Simple(2);
+        for token in [50, 150, 250, 350] {
+            let natural = ids(&t, &t.replicas(token, &rf2));
+            let pending = ids(&t, &t.pending(token, &rf2));
+            let expected: Vec<u8> = if natural.contains(&2) {
+                vec![4]
+            } else {
+                vec![]
+            };
+            assert_eq!(pending, expected, "token {token}: natural {natural:?}");
+        }
+        assert_eq!(t.range_ends(), vec![100, 200, 300]);
     }
 
     #[test]

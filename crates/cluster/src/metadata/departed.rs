@@ -3,7 +3,8 @@
 //! stops sending the log to a process that has stopped.
 //!
 //! A leaving node gives up its vote before it leaves, so what is left of
-//! it in the group is a learner. It cannot go from the group before its
+//! it in the group is a learner; a node replaced while it voted still
+//! votes, and the sweep first hands its vote to a member without one. It cannot go from the group before its
 //! `Leave` applies everywhere (it waits to apply its own proposal), so
 //! the leader sweeps afterwards: every applied metadata is compared with
 //! the one before, and a node listed before and not now is departed.
@@ -79,7 +80,15 @@ pub(super) async fn sweep(inner: Weak<Inner>, departed: Arc<Departed>) {
             let voter = inner.raft.voters().iter().any(|(v, _)| *v == id);
             if !inner.raft.has_member(id) {
                 departed.forget(id);
-            } else if !voter {
+            } else if voter {
+                // A node removed or replaced while it voted: its vote goes
+                // to a listed member that has none (the next sweep takes
+                // the learner it becomes out).
+                let voters = voters_without(&inner, id);
+                if let Err(e) = inner.raft.set_voters(voters).await {
+                    tracing::debug!(%id, "metadata log: taking a departed voter's vote: {e:?}");
+                }
+            } else {
                 match inner.raft.remove_learner(id).await {
                     Ok(_) => {
                         tracing::info!(%id, "metadata log: a departed node left the group");
@@ -90,6 +99,27 @@ pub(super) async fn sweep(inner: Weak<Inner>, departed: Arc<Departed>) {
             }
         }
     }
+}
+
+/// The voters without `id`, with a listed non-voting member in its place
+/// when there is one.
+fn voters_without(inner: &Inner, id: HostId) -> BTreeSet<HostId> {
+    let mut voters: BTreeSet<HostId> = inner
+        .raft
+        .voters()
+        .into_iter()
+        .map(|(v, _)| v)
+        .filter(|v| *v != id)
+        .collect();
+    let current = inner.applied.current();
+    if let Some(next) = current.nodes.values().find(|n| {
+        n.state == super::NodeState::Normal
+            && !voters.contains(&n.host_id)
+            && inner.raft.has_member(n.host_id)
+    }) {
+        voters.insert(next.host_id);
+    }
+    voters
 }
 
 #[cfg(test)]

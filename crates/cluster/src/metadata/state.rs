@@ -14,14 +14,18 @@
 //! 3. `schema_version` is the MD5 of `schema` as a name-based (version 3)
 //!    UUID, computed at apply: equal bytes give equal versions on every
 //!    node, and it changes only when the bytes do.
-//! 4. No token belongs to two nodes, and a listed node's tokens never
+//! 4. No token belongs to two nodes (but for a replacement's pair, see
+//!    5), and a listed node's tokens never
 //!    change (a `Join` of a listed node may change its addresses and
 //!    location only: moving tokens needs streaming).
 //! 5. At most one node moves ranges at a time: a node enters `Joining`
 //!    or `Leaving` only while no other node is in either; a new node
 //!    enters `Normal` or `Joining`, `Joining` becomes `Normal`, `Normal`
 //!    may become `Leaving`, and a `Leaving` node goes with `Leave`
-//!    (docs/design/topology.md).
+//!    (docs/design/topology.md). A replacement is the one exception: a
+//!    new `Joining` node with exactly a `Normal` node's tokens makes that
+//!    node `Leaving` in the same entry (the two share their tokens, and
+//!    move together), and becoming `Normal` removes it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -305,35 +309,65 @@ fn join(metadata: &mut ClusterMetadata, node: &NodeRecord) -> Outcome {
     if !metadata.has_cluster() {
         return Outcome::Rejected("no cluster yet".to_string());
     }
-    if let Some(listed) = metadata.nodes.get(&node.host_id) {
-        if listed.tokens != node.tokens {
+    let listed = metadata.nodes.get(&node.host_id).map(|n| n.state);
+    if let Some(state) = listed {
+        if metadata.nodes[&node.host_id].tokens != node.tokens {
             return Outcome::Rejected(format!("{} is listed with other tokens", node.host_id));
         }
-        if !may_become(Some(listed.state), node.state) {
+        if !may_become(Some(state), node.state) {
             return Outcome::Rejected(format!(
                 "{} is {:?} and cannot become {:?}",
-                node.host_id, listed.state, node.state
+                node.host_id, state, node.state
             ));
         }
     } else if !may_become(None, node.state) {
         return Outcome::Rejected(format!("a new node cannot be {:?}", node.state));
     }
+    // A new joining node with exactly a Normal node's tokens replaces it;
+    // a listed one shares them with the node it replaces, now Leaving.
+    let partner = metadata
+        .nodes
+        .values()
+        .find(|n| n.host_id != node.host_id && !node.tokens.is_empty() && n.tokens == node.tokens)
+        .map(|n| (n.host_id, n.state));
+    let replaces = match (listed, node.state, partner) {
+        (None, NodeState::Joining, Some((id, NodeState::Normal))) => Some(id),
+        (Some(_), _, Some((id, NodeState::Leaving))) => Some(id),
+        _ => None,
+    };
     if node.state.is_moving() {
-        if let Some(other) = metadata
-            .nodes
-            .values()
-            .find(|n| n.host_id != node.host_id && n.state.is_moving())
-        {
+        if let Some(other) = metadata.nodes.values().find(|n| {
+            n.host_id != node.host_id && Some(n.host_id) != replaces && n.state.is_moving()
+        }) {
             return Outcome::Rejected(format!(
                 "{} is moving ranges ({:?}); one node moves at a time",
                 other.host_id, other.state
             ));
         }
     }
-    if let Some(reason) = token_conflict(&metadata.nodes, node) {
+    let others: BTreeMap<HostId, NodeRecord> = metadata
+        .nodes
+        .iter()
+        .filter(|(id, _)| Some(**id) != replaces)
+        .map(|(id, n)| (*id, n.clone()))
+        .collect();
+    if let Some(reason) = token_conflict(&others, node) {
         return Outcome::Rejected(reason);
     }
     metadata.nodes.insert(node.host_id, node.clone());
+    if let Some(replaced) = replaces {
+        match node.state {
+            // The replacement serves: the replaced node goes.
+            NodeState::Normal => {
+                metadata.nodes.remove(&replaced);
+            }
+            _ => {
+                if let Some(r) = metadata.nodes.get_mut(&replaced) {
+                    r.state = NodeState::Leaving;
+                }
+            }
+        }
+    }
     Outcome::Applied
 }
 

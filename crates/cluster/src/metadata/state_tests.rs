@@ -223,6 +223,42 @@ fn a_leaving_node_goes_with_leave_and_only_then() {
     assert!(matches!(apply(&mut m, 9, &leave(8)), Outcome::Rejected(_)));
 }
 
+#[test]
+fn a_joining_node_with_a_normal_nodes_tokens_replaces_it() {
+    let mut m = created();
+    assert_eq!(
+        apply(&mut m, 2, &join_as(2, &[20, 21], NodeState::Normal, 1)),
+        Outcome::Applied
+    );
+    // Some of its tokens only: a conflict, not a replacement.
+    let partial = apply(&mut m, 3, &join_as(3, &[20], NodeState::Joining, 2));
+    assert!(matches!(partial, Outcome::Rejected(_)), "{partial:?}");
+    // All of them, joining: node 2 is Leaving in the same entry.
+    assert_eq!(
+        apply(&mut m, 4, &join_as(3, &[20, 21], NodeState::Joining, 3)),
+        Outcome::Applied
+    );
+    assert_eq!(m.nodes[&HostId([2; 16])].state, NodeState::Leaving);
+    assert_eq!(m.nodes[&HostId([3; 16])].state, NodeState::Joining);
+    // Nobody else moves meanwhile.
+    let other = apply(&mut m, 5, &join_as(4, &[40], NodeState::Joining, 4));
+    assert!(matches!(other, Outcome::Rejected(_)), "{other:?}");
+    // Saying Joining again changes nothing; Normal removes node 2.
+    assert_eq!(
+        apply(&mut m, 6, &join_as(3, &[20, 21], NodeState::Joining, 5)),
+        Outcome::Applied
+    );
+    assert_eq!(
+        apply(&mut m, 7, &join_as(3, &[20, 21], NodeState::Normal, 6)),
+        Outcome::Applied
+    );
+    assert!(!m.nodes.contains_key(&HostId([2; 16])));
+    assert_eq!(m.nodes[&HostId([3; 16])].state, NodeState::Normal);
+    // A Normal node's tokens asked by a new Normal node: a conflict.
+    let normal = apply(&mut m, 8, &join_as(5, &[20, 21], NodeState::Normal, 7));
+    assert!(matches!(normal, Outcome::Rejected(_)), "{normal:?}");
+}
+
 fn arb_state() -> impl Strategy<Value = NodeState> {
     prop_oneof![
         Just(NodeState::Normal),
@@ -284,8 +320,18 @@ proptest! {
                     prop_assert!(stale, "{:?}", outcome);
                 }
             }
-            let moving = m.nodes.values().filter(|n| n.state.is_moving()).count();
-            prop_assert!(moving <= 1, "{} nodes move ranges", moving);
+            let moving: Vec<&NodeRecord> = m.nodes.values().filter(|n| n.state.is_moving()).collect();
+            let pair = |a: &NodeRecord, b: &NodeRecord| {
+                a.tokens == b.tokens
+                    && matches!(
+                        (a.state, b.state),
+                        (NodeState::Leaving, NodeState::Joining) | (NodeState::Joining, NodeState::Leaving)
+                    )
+            };
+            prop_assert!(
+                moving.len() <= 1 || (moving.len() == 2 && pair(moving[0], moving[1])),
+                "{:?} move ranges", moving
+            );
             for (id, was) in &before.nodes {
                 let now = m.nodes.get(id).map(|n| n.state);
                 let allowed = match was.state {
@@ -296,7 +342,12 @@ proptest! {
                 prop_assert!(allowed.contains(&now), "{:?} became {:?}", was.state, now);
             }
             let mut seen = BTreeSet::new();
-            for token in m.nodes.values().flat_map(|n| n.tokens.iter()) {
+            for token in m
+                .nodes
+                .values()
+                .filter(|n| n.state != NodeState::Leaving || !moving.iter().any(|o| o.host_id != n.host_id && pair(o, n)))
+                .flat_map(|n| n.tokens.iter())
+            {
                 prop_assert!(seen.insert(*token), "token {} owned twice", token);
             }
         }

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use super::plan::{ranges_to_fetch, RangeSource};
 use super::pull::{PullStats, Puller};
 use crate::coordinator::{Coordinator, Replication};
-use crate::net::Verb;
+use crate::net::{HostId, Verb};
 
 /// How long the node waits for every UP node to apply its `Joining`
 /// entry before it streams (the attempt fails after that, and is made
@@ -39,22 +39,24 @@ pub struct BootstrapReport {
 }
 
 /// Fetches, for each of `tables`, the ranges this node gains in the
-/// coordinator's current ring, and `paxos_table`'s rows over every range
-/// any table gains (the state of lightweight transactions lives under the
-/// same keys).
+/// coordinator's current ring; `replacing` names the dead node this one
+/// replaces, whose ranges come from the surviving replicas.
 pub async fn bootstrap(
     coordinator: &Coordinator,
     puller: &Puller,
     tables: &[StreamTable],
     epoch: u64,
+    replacing: Option<HostId>,
 ) -> Result<BootstrapReport, String> {
     wait_for_epoch(coordinator, puller, epoch).await?;
     let topology = coordinator.topology();
     let mut report = BootstrapReport::default();
     let mut plans: Vec<(&StreamTable, Vec<RangeSource>)> = Vec::new();
     for t in tables {
-        let ranges = ranges_to_fetch(&topology, &t.replication, |h| coordinator.is_up(h))
-            .map_err(|e| format!("{}: {e}", t.name))?;
+        let ranges = ranges_to_fetch(&topology, &t.replication, replacing, |h| {
+            coordinator.is_up(h)
+        })
+        .map_err(|e| format!("{}: {e}", t.name))?;
         plans.push((t, ranges));
     }
     let total: usize = plans.iter().map(|(_, r)| r.len()).sum();

@@ -7,7 +7,8 @@
 //! section 3). A losing node that is DOWN stops the bootstrap: another
 //! replica could lack writes only it and a quorum partner acknowledged.
 //! With fewer nodes than the replication factor nobody loses a range, and
-//! any UP natural replica holds all of it.
+//! any UP natural replica holds all of it; the same goes for a node that
+//! replaces a dead one, whose ranges come from the surviving replicas.
 
 use std::net::SocketAddr;
 
@@ -29,6 +30,7 @@ pub struct RangeSource {
 pub fn ranges_to_fetch(
     topology: &Topology,
     replication: &Replication,
+    replacing: Option<HostId>,
     is_up: impl Fn(&Host) -> bool,
 ) -> Result<Vec<RangeSource>, String> {
     let is_local = |n: &usize| topology.host(*n).is_local;
@@ -37,17 +39,19 @@ pub fn ranges_to_fetch(
         if !m.future.iter().any(is_local) || m.natural.iter().any(is_local) {
             continue;
         }
+        // A replaced node is dead: its ranges come from the survivors.
         let losers: Vec<usize> = m
             .natural
             .iter()
             .copied()
             .filter(|n| !m.future.contains(n))
+            .filter(|n| Some(topology.host(*n).host_id) != replacing)
             .collect();
         let source = if losers.is_empty() {
             m.natural
                 .iter()
                 .map(|&n| topology.host(n))
-                .find(|h| is_up(h))
+                .find(|h| is_up(h) && Some(h.host_id) != replacing)
         } else {
             losers.iter().map(|&n| topology.host(n)).find(|h| is_up(h))
         };
@@ -141,7 +145,7 @@ mod tests {
 
     #[test]
     fn each_gained_range_comes_from_the_node_that_loses_it() {
-        let got = ranges_to_fetch(&four(), &Replication::Simple(2), |_| true).unwrap();
+        let got = ranges_to_fetch(&four(), &Replication::Simple(2), None, |_| true).unwrap();
         let pairs: Vec<(i64, i64, u8)> = got
             .iter()
             .map(|r| (r.start, r.end, r.source.0[0]))
@@ -154,12 +158,32 @@ mod tests {
     #[test]
     fn a_losing_node_that_is_down_stops_the_bootstrap() {
         let down = HostId([3; 16]);
-        let err =
-            ranges_to_fetch(&four(), &Replication::Simple(2), |h| h.host_id != down).unwrap_err();
+        let err = ranges_to_fetch(&four(), &Replication::Simple(2), None, |h| {
+            h.host_id != down
+        })
+        .unwrap_err();
         assert!(
             err.contains("(100, 150]") && err.contains("127.0.0.3:7000"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_replacement_fetches_each_range_from_a_live_survivor() {
+        let records = [
+            record(1, &[100], NodeState::Normal),
+            record(2, &[200], NodeState::Leaving),
+            record(3, &[300], NodeState::Normal),
+            record(4, &[200], NodeState::Joining),
+        ];
+        let t = Topology::from_records(records.iter(), HostId([4; 16]));
+        let dead = HostId([2; 16]);
+        let up = |h: &Host| h.host_id != dead;
+        let got = ranges_to_fetch(&t, &Replication::Simple(2), Some(dead), up).unwrap();
+        let sources: Vec<u8> = got.iter().map(|r| r.source.0[0]).collect();
+        assert!(!sources.is_empty() && !sources.contains(&2), "{sources:?}");
+        // Without naming the replaced node, its death stops the join.
+        assert!(ranges_to_fetch(&t, &Replication::Simple(2), None, up).is_err());
     }
 
     #[test]
@@ -192,7 +216,8 @@ mod tests {
         ];
         let t = Topology::from_records(records.iter(), HostId([2; 16]));
         let down = HostId([9; 16]);
-        let got = ranges_to_fetch(&t, &Replication::Simple(3), |h| h.host_id != down).unwrap();
+        let got =
+            ranges_to_fetch(&t, &Replication::Simple(3), None, |h| h.host_id != down).unwrap();
         let pairs: Vec<(i64, i64, u8)> = got
             .iter()
             .map(|r| (r.start, r.end, r.source.0[0]))
@@ -203,8 +228,10 @@ mod tests {
             [record(1, &[100], NodeState::Normal)].iter(),
             HostId([1; 16]),
         );
-        assert!(ranges_to_fetch(&normal, &Replication::Simple(3), |_| true)
-            .unwrap()
-            .is_empty());
+        assert!(
+            ranges_to_fetch(&normal, &Replication::Simple(3), None, |_| true)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -67,6 +67,25 @@ fn stream_throughput_reads_rates_and_bare_mebibytes() {
 }
 
 #[test]
+fn replace_address_first_boot_must_be_an_address() {
+    let replace = |text: &str| {
+        resolve(
+            &format!("replace_address_first_boot: {text}"),
+            &TopologyFlags::default(),
+            None,
+        )
+        .map(|t| t.replace_address)
+    };
+    assert_eq!(
+        replace("127.0.0.4").expect("an address"),
+        Some([127, 0, 0, 4].into())
+    );
+    assert!(replace("node4").is_err());
+    let default = resolve("", &TopologyFlags::default(), None).expect("parses");
+    assert_eq!(default.replace_address, None);
+}
+
+#[test]
 fn the_gossip_interval_is_limited_at_n() {
     let ms = |n: u64| {
         resolve(
