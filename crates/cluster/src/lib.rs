@@ -31,6 +31,7 @@ pub mod membership;
 pub mod metadata;
 pub mod net;
 pub mod paxos;
+pub mod repair;
 pub mod ring;
 #[cfg(test)]
 pub mod sim;

@@ -22,6 +22,9 @@
 //!   stops)
 //! - `POST /nodetool/cleanup?keyspace=K&tables=a,b` → drops what this node
 //!   no longer replicates; answers when done
+//! - `POST /nodetool/repair?pr=B&full=B&keyspace=K&tables=a,b` → Merkle
+//!   comparison of this node's ranges with their replicas, differences
+//!   exchanged; answers when done
 //! - `POST /nodetool/removenode?host=ID` → a dead node's ranges restored
 //!   from the survivors, then it leaves; answers when done
 //! - `POST /nodetool/pausehandoff`, `resumehandoff`, `truncatehints`,
@@ -285,6 +288,30 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
                 .unwrap_or_else(|| Err("cleanup: this node is not in a cluster".to_string()))
                 .map_err(QueryError::Invalid)
         }
+        ("POST", "/nodetool/repair") => {
+            let flag = |name: &str, yes: &str, no: &str| {
+                match get(name).as_deref() {
+                    Some("true") => yes,
+                    _ => no,
+                }
+                .to_string()
+            };
+            let mut args = vec![
+                flag("pr", "pr", "all"),
+                flag("full", "full", "incremental"),
+                get("keyspace").unwrap_or_default(),
+            ];
+            args.extend(
+                get("tables")
+                    .into_iter()
+                    .flat_map(|t| t.split(',').map(str::to_string).collect::<Vec<_>>()),
+            );
+            processor
+                .cluster_view()
+                .command("repair", &args)
+                .unwrap_or_else(|| Err("repair: this node is not in a cluster".to_string()))
+                .map_err(QueryError::Invalid)
+        }
         ("POST", "/nodetool/removenode") => processor
             .cluster_view()
             .command("removenode", &get("host").into_iter().collect::<Vec<_>>())
@@ -319,6 +346,7 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             | "/nodetool/decommission"
             | "/nodetool/cleanup"
             | "/nodetool/removenode"
+            | "/nodetool/repair"
             | "/nodetool/pausehandoff"
             | "/nodetool/resumehandoff"
             | "/nodetool/truncatehints"

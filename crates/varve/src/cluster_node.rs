@@ -192,6 +192,7 @@ impl ClusterNode {
                 settings.topology.stream_throughput,
             )),
         );
+        varve_cluster::repair::validate::serve(&messaging, processor.engine());
         let decommission = Arc::new(crate::decommission::Decommission::new(
             Arc::clone(&started.service),
             Arc::clone(&coordinator),
@@ -481,6 +482,10 @@ impl ClusterView for GossipView {
         if name == "cleanup" {
             let ops = self.decommission.as_ref()?;
             return Some(crate::cleanup::run(ops, args));
+        }
+        if name == "repair" {
+            let ops = self.decommission.as_ref()?;
+            return Some(tokio::runtime::Handle::current().block_on(crate::repair::run(ops, args)));
         }
         if name == "removenode" {
             let ops = self.decommission.as_ref()?;

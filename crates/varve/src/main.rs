@@ -25,6 +25,7 @@ mod node;
 mod node_metrics;
 mod nodetool;
 mod removenode;
+mod repair;
 mod report_cmd;
 mod sizes;
 mod stress_cmd;
@@ -104,7 +105,7 @@ pub struct ServerArgs {
 
 fn main() -> std::process::ExitCode {
     allocator::tune(memory_limit::cgroup_memory_limit().is_some());
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(nodetool::cassandra_flags(std::env::args()));
     init_logging();
     // A server's failure goes to its log; a client command's is printed once.
     let logs_failure = matches!(cli.command, Command::Server(_));

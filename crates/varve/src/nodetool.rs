@@ -21,6 +21,7 @@ fn waits_for_completion(target: &str) -> bool {
         "/nodetool/decommission",
         "/nodetool/cleanup",
         "/nodetool/removenode",
+        "/nodetool/repair",
         "/nodetool/import",
     ]
     .iter()
@@ -56,6 +57,19 @@ pub enum NodetoolCommand {
     /// Drop the partitions this node no longer replicates (after nodes
     /// joined): every table, a keyspace's, or some tables.
     Cleanup {
+        keyspace: Option<String>,
+        tables: Vec<String>,
+    },
+    /// Compare this node's ranges with their other replicas (Merkle trees)
+    /// and exchange what differs: every table, a keyspace's, or some.
+    Repair {
+        /// Only the ranges this node is the first replica of (`-pr`).
+        #[arg(long = "pr")]
+        primary: bool,
+        /// A full repair (`-full`; the only kind built: incremental is
+        /// not yet).
+        #[arg(long = "full")]
+        full: bool,
         keyspace: Option<String>,
         tables: Vec<String>,
     },
@@ -249,6 +263,19 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
                 tables.join(",")
             ),
         ),
+        NodetoolCommand::Repair {
+            primary,
+            full,
+            keyspace,
+            tables,
+        } => (
+            "POST",
+            format!(
+                "/nodetool/repair?pr={primary}&full={full}&keyspace={}&tables={}",
+                keyspace.clone().unwrap_or_default(),
+                tables.join(",")
+            ),
+        ),
         NodetoolCommand::Removenode { host_id } => {
             ("POST", format!("/nodetool/removenode?host={host_id}"))
         }
@@ -314,6 +341,21 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// nodetool's single-dash long flags (`repair -pr -full`) as clap reads
+/// them (`--pr --full`), after the `nodetool` word only.
+pub fn cassandra_flags(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut after_nodetool = false;
+    args.map(|a| {
+        let mapped = match a.as_str() {
+            "-pr" | "-full" if after_nodetool => format!("-{a}"),
+            _ => a,
+        };
+        after_nodetool |= mapped == "nodetool";
+        mapped
+    })
+    .collect()
+}
+
 /// One HTTP/1.1 request; returns the status and the body.
 fn request(host: &str, port: u16, method: &str, target: &str) -> anyhow::Result<(u16, String)> {
     let mut stream =
@@ -337,6 +379,20 @@ fn request(host: &str, port: u16, method: &str, target: &str) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn single_dash_long_flags_are_read_after_nodetool() {
+        let args = ["varve", "nodetool", "repair", "-pr", "-full", "ks"].map(String::from);
+        assert_eq!(
+            cassandra_flags(args.into_iter()),
+            ["varve", "nodetool", "repair", "--pr", "--full", "ks"]
+        );
+        let server = ["varve", "server", "-full"].map(String::from);
+        assert_eq!(
+            cassandra_flags(server.into_iter()),
+            ["varve", "server", "-full"]
+        );
+    }
 
     #[test]
     fn compactions_wait_for_completion_and_the_rest_time_out() {

@@ -64,9 +64,12 @@ impl Verb {
     /// removenode: the node gaining the range fetches it).
     pub const STREAM_REQUEST: Verb = Verb(0x0064);
     pub const STREAM_REQUEST_RSP: Verb = Verb(0x0065);
+    /// A repair asks a replica for its Merkle leaves of a range.
+    pub const REPAIR_VALIDATE: Verb = Verb(0x0066);
+    pub const REPAIR_VALIDATE_RSP: Verb = Verb(0x0067);
 
     /// Every defined verb with its name, in code order.
-    pub const KNOWN: [(Verb, &'static str); 39] = [
+    pub const KNOWN: [(Verb, &'static str); 41] = [
         (Verb::HELLO, "HELLO"),
         (Verb::HELLO_ACK, "HELLO_ACK"),
         (Verb::HELLO_REJECT, "HELLO_REJECT"),
@@ -106,6 +109,8 @@ impl Verb {
         (Verb::STREAM_PUSH_RSP, "STREAM_PUSH_RSP"),
         (Verb::STREAM_REQUEST, "STREAM_REQUEST"),
         (Verb::STREAM_REQUEST_RSP, "STREAM_REQUEST_RSP"),
+        (Verb::REPAIR_VALIDATE, "REPAIR_VALIDATE"),
+        (Verb::REPAIR_VALIDATE_RSP, "REPAIR_VALIDATE_RSP"),
     ];
 
     /// The wire code.

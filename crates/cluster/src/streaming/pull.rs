@@ -191,7 +191,7 @@ impl Puller {
         .map_err(|e| format!("streaming task: {e}"))?
     }
 
-    pub(super) fn engine(&self) -> Arc<Engine> {
+    pub(crate) fn engine(&self) -> Arc<Engine> {
         Arc::clone(&self.engine)
     }
 
