@@ -11,6 +11,7 @@
 pub mod bootstrap;
 pub mod decommission;
 pub mod plan;
+pub mod progress;
 pub mod pull;
 pub mod push;
 pub mod removenode;
@@ -18,4 +19,5 @@ pub mod removenode;
 pub use bootstrap::{bootstrap, BootstrapReport, StreamTable};
 pub use decommission::decommission;
 pub use plan::{ranges_to_fetch, ranges_to_give, RangeSource};
+pub use progress::{Stream, Streams};
 pub use pull::{PullStats, Puller, STREAM_THROUGHPUT_OUTBOUND_MIB};

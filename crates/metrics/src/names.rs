@@ -92,6 +92,16 @@ pub const READ_REPAIRS_BLOCKING: &str = "read_repairs_blocking";
 pub const HINTS_CREATED: &str = "hints_created";
 pub const HINTS_REPLAYED: &str = "hints_replayed";
 pub const HINTS_DROPPED: &str = "hints_dropped";
+pub const STREAMING_BYTES: &str = "streaming_bytes";
+pub const STREAMS_ACTIVE: &str = "streams_active";
+pub const REPAIR_RANGES_OUT_OF_SYNC: &str = "repair_ranges_out_of_sync";
+pub const REPAIR_BYTES: &str = "repair_bytes";
+/// `direction` of streamed bytes.
+pub const LABEL_DIRECTION: &str = "direction";
+pub const DIRECTION_IN: &str = "in";
+pub const DIRECTION_OUT: &str = "out";
+/// `operation` of a stream in flight.
+pub const LABEL_STREAM_OPERATION: &str = "stream_operation";
 
 // ---- The library itself ----
 pub const METRICS_REGISTRATION_CONFLICTS: &str = "metrics_registration_conflicts_total";
@@ -277,6 +287,18 @@ pub const CATALOG: &[MetricDef] = &[
     def(HINTS_DROPPED, Kind::Counter, &[],
         "Hints not stored: over max_hints_size_per_host or hints_space_total, or the disk failed.",
         "HintedHandOffManager Hints_not_stored"),
+    def(STREAMING_BYTES, Kind::Counter, &[LABEL_DIRECTION],
+        "Bytes of partitions streamed in (pulled, or pushed to this node) and out.",
+        "Streaming TotalIncomingBytes / TotalOutgoingBytes"),
+    def(STREAMS_ACTIVE, Kind::Gauge, &[LABEL_STREAM_OPERATION],
+        "Streaming operations in flight (bootstrap, decommission, removenode, repair).",
+        "Streaming ActiveInboundStreams / ActiveOutboundStreams"),
+    def(REPAIR_RANGES_OUT_OF_SYNC, Kind::Counter, &[],
+        "Ranges a repair found different among their replicas.",
+        "Repair RangesOutOfSync (nodetool repair output)"),
+    def(REPAIR_BYTES, Kind::Counter, &[],
+        "Bytes a repair streamed to bring replicas together.",
+        "Repair BytesRepaired"),
 ];
 
 /// The HELP text of `name`, if it is in the catalog.

@@ -25,6 +25,7 @@
 //! - `POST /nodetool/repair?pr=B&full=B&keyspace=K&tables=a,b` → Merkle
 //!   comparison of this node's ranges with their replicas, differences
 //!   exchanged; answers when done
+//! - `GET /nodetool/netstats` → streams in flight, bytes in and out
 //! - `POST /nodetool/removenode?host=ID` → a dead node's ranges restored
 //!   from the survivors, then it leaves; answers when done
 //! - `POST /nodetool/pausehandoff`, `resumehandoff`, `truncatehints`,
@@ -312,6 +313,11 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
                 .unwrap_or_else(|| Err("repair: this node is not in a cluster".to_string()))
                 .map_err(QueryError::Invalid)
         }
+        ("GET", "/nodetool/netstats") => processor
+            .cluster_view()
+            .command("netstats", &[])
+            .unwrap_or_else(|| Ok("Not sending or receiving any streams.\n".to_string()))
+            .map_err(QueryError::Invalid),
         ("POST", "/nodetool/removenode") => processor
             .cluster_view()
             .command("removenode", &get("host").into_iter().collect::<Vec<_>>())
@@ -347,6 +353,7 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             | "/nodetool/cleanup"
             | "/nodetool/removenode"
             | "/nodetool/repair"
+            | "/nodetool/netstats"
             | "/nodetool/pausehandoff"
             | "/nodetool/resumehandoff"
             | "/nodetool/truncatehints"

@@ -96,7 +96,11 @@ pub(crate) struct Shared {
 pub struct Server {
     config: ServerConfig,
     cql: TcpListener,
-    admin: TcpListener,
+    /// Taken by [`Server::serve_admin_early`].
+    admin: Option<TcpListener>,
+    /// Once the admin port serves ahead of the CQL port: what stops it.
+    admin_early: Option<(tokio::task::JoinHandle<()>, watch::Sender<bool>)>,
+    admin_addr: SocketAddr,
     metrics: Arc<Metrics>,
     events: broadcast::Sender<varve_protocol::Event>,
 }
@@ -116,11 +120,14 @@ impl Server {
     ) -> std::io::Result<Server> {
         let cql = TcpListener::bind(config.cql_addr).await?;
         let admin = TcpListener::bind(config.admin_addr).await?;
+        let admin_addr = admin.local_addr().unwrap_or(config.admin_addr);
         let (events, _) = broadcast::channel(limits::EVENT_QUEUE_DEPTH);
         Ok(Server {
             config,
             cql,
-            admin,
+            admin: Some(admin),
+            admin_early: None,
+            admin_addr,
             metrics: Arc::new(Metrics::new(registry)),
             events,
         })
@@ -140,7 +147,24 @@ impl Server {
 
     /// The bound admin address.
     pub fn admin_addr(&self) -> SocketAddr {
-        self.admin.local_addr().unwrap_or(self.config.admin_addr)
+        self.admin_addr
+    }
+
+    /// Serves the admin port at once, before [`Server::run`] serves CQL (a
+    /// bootstrapping node answers `nodetool netstats` and `/metrics`
+    /// while it streams). The listener moves to the task; `run` stops it.
+    pub fn serve_admin_early(&mut self, processor: Arc<Processor>) {
+        let Some(listener) = self.admin.take() else {
+            return;
+        };
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(admin::serve(
+            listener,
+            Arc::clone(&self.metrics),
+            processor,
+            stop_rx,
+        ));
+        self.admin_early = Some((task, stop_tx));
     }
 
     /// The node's counters.
@@ -185,12 +209,25 @@ impl Server {
                 .gauge(varve_metrics::names::COMPACTION_THROUGHPUT_SHARE, &[]),
             stop_rx.clone(),
         ));
-        let admin = tokio::spawn(admin::serve(
-            self.admin,
-            Arc::clone(&self.metrics),
-            Arc::clone(&shared.processor),
-            stop_rx,
-        ));
+        let admin = match (self.admin_early, self.admin) {
+            (Some((task, early_stop)), _) => {
+                // Stopped with the rest: the early task's own channel.
+                let mut stop = stop_rx.clone();
+                tokio::spawn(async move {
+                    let _ = stop.changed().await;
+                    let _ = early_stop.send(true);
+                    let _ = task.await;
+                })
+            }
+            (None, Some(listener)) => tokio::spawn(admin::serve(
+                listener,
+                Arc::clone(&self.metrics),
+                Arc::clone(&shared.processor),
+                stop_rx.clone(),
+            )),
+            (None, None) => tokio::spawn(async {}),
+        };
+        drop(stop_rx);
         shutdown.await;
         tracing::info!("shutting down: no new connections, draining in-flight requests");
         let _ = stop_tx.send(true);

@@ -30,7 +30,7 @@ pub async fn finish_joining(
     service: &MetadataService,
     coordinator: &Coordinator,
     processor: &Processor,
-    throughput: u64,
+    puller: &Puller,
 ) -> anyhow::Result<()> {
     let own = service.local_host();
     loop {
@@ -53,7 +53,7 @@ pub async fn finish_joining(
             Some(dead) => info!("bootstrap: this node replaces {dead}; streaming its ranges"),
             None => info!("bootstrap: this node is joining; streaming its ranges"),
         }
-        match attempt(coordinator, processor, throughput, current.epoch, replacing).await {
+        match attempt(coordinator, processor, puller, current.epoch, replacing).await {
             Ok(report) => {
                 info!(
                     "bootstrap: streamed {} ranges of {} tables ({} partitions, {} bytes)",
@@ -109,15 +109,13 @@ async fn become_normal(service: &MetadataService) {
 async fn attempt(
     coordinator: &Coordinator,
     processor: &Processor,
-    throughput: u64,
+    puller: &Puller,
     epoch: u64,
     replacing: Option<HostId>,
 ) -> Result<streaming::BootstrapReport, String> {
-    let (messaging, engine, clock) = coordinator.parts();
-    let puller = Puller::new(engine, messaging, clock, throughput);
     streaming::bootstrap(
         coordinator,
-        &puller,
+        puller,
         &user_tables(processor),
         epoch,
         replacing,

@@ -86,8 +86,10 @@ impl ClusterNode {
             BatchlogStore::open(batchlog_dir.clone())
                 .with_context(|| format!("opening {}", batchlog_dir.display()))?,
         );
+        let streams = Arc::new(varve_cluster::streaming::Streams::new(processor.registry()));
         Replica::new(processor.engine(), processor.writes_wait_for_sync())
             .with_batchlog(Arc::clone(&batchlog))
+            .with_streams(Arc::clone(&streams))
             .register(&messaging);
         let paxos = paxos_replica(processor)?;
         paxos.register(&messaging);
@@ -182,23 +184,18 @@ impl ClusterNode {
             },
         )
         .await?;
-        let (fetch_messaging, fetch_engine, fetch_clock) = coordinator.parts();
-        varve_cluster::streaming::removenode::serve_fetches(
-            &messaging,
-            Arc::new(varve_cluster::streaming::Puller::new(
-                fetch_engine,
-                fetch_messaging,
-                fetch_clock,
-                settings.topology.stream_throughput,
-            )),
-        );
         varve_cluster::repair::validate::serve(&messaging, processor.engine());
         let decommission = Arc::new(crate::decommission::Decommission::new(
             Arc::clone(&started.service),
             Arc::clone(&coordinator),
             Arc::downgrade(processor),
             settings.topology.stream_throughput,
+            streams,
         ));
+        varve_cluster::streaming::removenode::serve_fetches(
+            &messaging,
+            Arc::new(decommission.puller()),
+        );
         processor.set_cluster_view(Arc::new(GossipView {
             membership: membership.clone(),
             hints: Some(hints),
@@ -239,16 +236,12 @@ impl ClusterNode {
 
     /// Streams this node's ranges if it joined as `Joining`, and returns
     /// once it is `Normal` (docs/design/topology.md, section 3).
-    pub async fn finish_joining(
-        &self,
-        processor: &Processor,
-        stream_throughput: u64,
-    ) -> anyhow::Result<()> {
+    pub async fn finish_joining(&self, processor: &Processor) -> anyhow::Result<()> {
         crate::bootstrap::finish_joining(
             &self.metadata.service,
             &self.coordinator,
             processor,
-            stream_throughput,
+            &self.decommission.puller(),
         )
         .await
     }
@@ -482,6 +475,10 @@ impl ClusterView for GossipView {
         if name == "cleanup" {
             let ops = self.decommission.as_ref()?;
             return Some(crate::cleanup::run(ops, args));
+        }
+        if name == "netstats" {
+            let ops = self.decommission.as_ref()?;
+            return Some(Ok(ops.streams.netstats_text()));
         }
         if name == "repair" {
             let ops = self.decommission.as_ref()?;

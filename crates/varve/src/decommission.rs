@@ -20,7 +20,7 @@ use varve_cluster::metadata::{
     ClusterMetadata, Command, MetadataError, MetadataLog, MetadataService, NodeState,
 };
 use varve_cluster::net::handshake::HostId;
-use varve_cluster::streaming::{self, Puller};
+use varve_cluster::streaming::{self, Puller, Streams};
 use varve_query::Processor;
 
 use crate::bootstrap::user_tables;
@@ -39,6 +39,8 @@ pub struct Decommission {
     pub coordinator: Arc<Coordinator>,
     pub processor: Weak<Processor>,
     pub throughput: u64,
+    /// What this node streams (metrics, `nodetool netstats`).
+    pub streams: Arc<Streams>,
     /// Notified once this node has left.
     pub left: Arc<Notify>,
     running: tokio::sync::Mutex<()>,
@@ -50,12 +52,14 @@ impl Decommission {
         coordinator: Arc<Coordinator>,
         processor: Weak<Processor>,
         throughput: u64,
+        streams: Arc<Streams>,
     ) -> Decommission {
         Decommission {
             service,
             coordinator,
             processor,
             throughput,
+            streams,
             left: Arc::new(Notify::new()),
             running: tokio::sync::Mutex::new(()),
         }
@@ -79,8 +83,7 @@ impl Decommission {
             NodeState::Leaving => info!("decommission: already leaving; sending the ranges again"),
             NodeState::Joining => return Err("this node is still joining".into()),
         }
-        let (messaging, engine, clock) = self.coordinator.parts();
-        let streamer = Puller::new(engine, messaging, clock, self.throughput);
+        let streamer = self.puller();
         let epoch = self.service.current().epoch;
         let tables = user_tables(&processor);
         let report = streaming::decommission(&self.coordinator, &streamer, &tables, epoch)
@@ -97,6 +100,13 @@ impl Decommission {
              cluster and stops\n",
             report.ranges, report.tables, report.moved.bytes
         ))
+    }
+
+    /// A puller that counts what it moves in this node's streams.
+    pub fn puller(&self) -> Puller {
+        let (messaging, engine, clock) = self.coordinator.parts();
+        Puller::new(engine, messaging, clock, self.throughput)
+            .with_streams(Arc::clone(&self.streams))
     }
 
     /// Hands this node's vote on the metadata log to a node that has none

@@ -181,7 +181,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
     let (registry, _ticker) = node_metrics::start_registry().context("starting metrics")?;
-    let server =
+    let mut server =
         varve_server::Server::bind_with_registry(settings.server_config(), registry.clone())
             .await
             .context("binding the CQL and admin ports")?;
@@ -251,9 +251,9 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     .await?;
     cluster.send_status_events(server.events());
     cluster.wait_joined(JOIN_WAIT).await?;
-    cluster
-        .finish_joining(&processor, settings.topology.stream_throughput)
-        .await?;
+    // A bootstrapping node answers nodetool (netstats) and /metrics.
+    server.serve_admin_early(processor.clone());
+    cluster.finish_joining(&processor).await?;
     info!(
         "varve ready: CQL on {}, admin on http://{}, internode on {}",
         server.cql_addr(),

@@ -73,6 +73,9 @@ pub enum NodetoolCommand {
         keyspace: Option<String>,
         tables: Vec<String>,
     },
+    /// Streams in flight (bootstrap, decommission, removenode, repair):
+    /// ranges done and bytes moved; bytes received and sent.
+    Netstats,
     /// Restore a dead node's ranges from the surviving replicas and remove
     /// it from the cluster (its host id, as `status` shows it).
     Removenode { host_id: String },
@@ -276,6 +279,7 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
                 tables.join(",")
             ),
         ),
+        NodetoolCommand::Netstats => ("GET", "/nodetool/netstats".to_string()),
         NodetoolCommand::Removenode { host_id } => {
             ("POST", format!("/nodetool/removenode?host={host_id}"))
         }

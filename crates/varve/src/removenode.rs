@@ -13,7 +13,7 @@
 use tracing::info;
 use varve_cluster::metadata::{ClusterMetadata, MetadataLog, NodeState};
 use varve_cluster::net::handshake::HostId;
-use varve_cluster::streaming::{removenode, Puller};
+use varve_cluster::streaming::removenode;
 
 use crate::bootstrap::user_tables;
 use crate::decommission::Decommission;
@@ -60,8 +60,7 @@ pub async fn run(ops: &Decommission, target: &str) -> Result<String, String> {
             ))
         }
     }
-    let (messaging, engine, clock) = ops.coordinator.parts();
-    let puller = Puller::new(engine, messaging, clock, ops.throughput);
+    let puller = ops.puller();
     let epoch = ops.service.current().epoch;
     let report = removenode::restore(
         &ops.coordinator,

@@ -6,7 +6,7 @@
 //! asked for with `-full`.
 
 use varve_cluster::repair::{local_ranges, repair_table};
-use varve_cluster::streaming::{Puller, StreamTable};
+use varve_cluster::streaming::StreamTable;
 
 use crate::bootstrap::user_tables;
 use crate::decommission::Decommission;
@@ -27,8 +27,7 @@ pub async fn run(ops: &Decommission, args: &[String]) -> Result<String, String> 
     if let Some(ks) = keyspace.filter(|_| chosen.is_empty()) {
         return Err(format!("no user table in keyspace {ks} matches"));
     }
-    let (messaging, engine, clock) = ops.coordinator.parts();
-    let puller = Puller::new(engine, messaging, clock, ops.throughput);
+    let puller = ops.puller();
     let mut out = String::new();
     if !full {
         out.push_str("incremental repair is not built yet: running a full repair\n");

@@ -62,59 +62,93 @@ pub async fn repair_table(
         return Err("a node is joining or leaving: repair waits until it is done".into());
     }
     let mut report = TableRepair::default();
+    let shown = puller.begin("repair", &table.name, ranges.len());
     for &(start, end) in ranges {
-        let replicas: Vec<Host> = topology
-            .replicas(end, &table.replication)
-            .into_iter()
-            .map(|n| topology.host(n).clone())
-            .collect();
-        if let Some(down) = replicas.iter().find(|h| !coordinator.is_up(h)) {
-            return Err(format!(
-                "{}: range ({start}, {end}] has a replica that is DOWN ({}); repair needs them all",
-                table.name, down.address
-            ));
+        let before = report.moved.bytes;
+        let done = repair_range(coordinator, puller, table, (start, end), &mut report).await;
+        if let Some(s) = &shown {
+            s.range_done(report.moved.bytes - before);
         }
-        let req = ValidateRequest {
-            table: table.table,
-            start,
-            end,
-            depth: MERKLE_DEPTH,
-        };
-        let mut all = Vec::with_capacity(replicas.len());
-        for host in &replicas {
-            all.push(
-                leaves_of(puller, host, &req)
-                    .await
-                    .map_err(|e| format!("{}: {e}", table.name))?,
-            );
-        }
-        let leaves = mismatched(&all);
-        report.ranges += 1;
-        if leaves.is_empty() {
-            continue;
-        }
-        report.ranges_out_of_sync += 1;
-        report.leaves_out_of_sync += leaves.len();
-        let others: Vec<&Host> = replicas.iter().filter(|h| !h.is_local).collect();
-        for leaf in leaves {
-            let Some((lo, hi)) = leaf_range(leaf, start, end, MERKLE_DEPTH) else {
-                continue;
-            };
-            let sub = |h: &Host| RangeSource {
-                start: lo,
-                end: hi,
-                source: h.host_id,
-                address: h.address,
-            };
-            for h in &others {
-                report.moved += puller.pull(table.table, &sub(h)).await?;
-            }
-            for h in &others {
-                report.moved += puller.push(table.table, &sub(h)).await?;
-            }
-        }
+        done?;
+    }
+    if let Some(streams) = &puller.streams {
+        streams
+            .ranges_out_of_sync
+            .add(report.ranges_out_of_sync as u64);
+        streams.repair_bytes.add(report.moved.bytes);
     }
     Ok(report)
+}
+
+/// Repairs one range of `table`, adding to `report`.
+async fn repair_range(
+    coordinator: &Coordinator,
+    puller: &Puller,
+    table: &StreamTable,
+    (start, end): (i64, i64),
+    report: &mut TableRepair,
+) -> Result<(), String> {
+    let topology = coordinator.topology();
+    let replicas: Vec<Host> = topology
+        .replicas(end, &table.replication)
+        .into_iter()
+        .map(|n| topology.host(n).clone())
+        .collect();
+    if let Some(down) = replicas.iter().find(|h| !coordinator.is_up(h)) {
+        return Err(format!(
+            "{}: range ({start}, {end}] has a replica that is DOWN ({}); repair needs them all",
+            table.name, down.address
+        ));
+    }
+    let req = ValidateRequest {
+        table: table.table,
+        start,
+        end,
+        depth: MERKLE_DEPTH,
+    };
+    let mut all = Vec::with_capacity(replicas.len());
+    for host in &replicas {
+        let leaves = leaves_of(puller, host, &req).await;
+        all.push(leaves.map_err(|e| format!("{}: {e}", table.name))?);
+    }
+    let leaves = mismatched(&all);
+    report.ranges += 1;
+    if leaves.is_empty() {
+        return Ok(());
+    }
+    report.ranges_out_of_sync += 1;
+    report.leaves_out_of_sync += leaves.len();
+    let others: Vec<&Host> = replicas.iter().filter(|h| !h.is_local).collect();
+    for leaf in leaves {
+        if let Some(sub) = leaf_range(leaf, start, end, MERKLE_DEPTH) {
+            report.moved += sync_leaf(puller, table.table, sub, &others).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Pulls leaf `(lo, hi]` from each of `others`, then pushes the merged
+/// leaf back to each.
+async fn sync_leaf(
+    puller: &Puller,
+    table: u128,
+    (lo, hi): (i64, i64),
+    others: &[&Host],
+) -> Result<PullStats, String> {
+    let sub = |h: &Host| RangeSource {
+        start: lo,
+        end: hi,
+        source: h.host_id,
+        address: h.address,
+    };
+    let mut moved = PullStats::default();
+    for h in others {
+        moved += puller.pull(table, &sub(h)).await?;
+    }
+    for h in others {
+        moved += puller.push(table, &sub(h)).await?;
+    }
+    Ok(moved)
 }
 
 /// `host`'s leaves of `req`'s range.

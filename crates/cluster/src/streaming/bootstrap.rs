@@ -68,14 +68,19 @@ pub async fn bootstrap(
     for (t, ranges) in plans {
         let began = puller.clock.now();
         let mut moved = PullStats::default();
+        let shown = puller.begin("bootstrap", &t.name, ranges.len());
         for range in &ranges {
             if !seen.insert((t.table, range.start, range.end)) {
                 continue;
             }
-            moved += puller
+            let one = puller
                 .pull(t.table, range)
                 .await
                 .map_err(|e| format!("{}: {e}", t.name))?;
+            if let Some(s) = &shown {
+                s.range_done(one.bytes);
+            }
+            moved += one;
             report.ranges += 1;
         }
         tracing::info!(

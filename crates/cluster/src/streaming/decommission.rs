@@ -34,11 +34,16 @@ pub async fn decommission(
     let mut report = BootstrapReport::default();
     for (t, ranges) in plans {
         let mut moved = PullStats::default();
+        let shown = streamer.begin("decommission", &t.name, ranges.len());
         for range in &ranges {
-            moved += streamer
+            let one = streamer
                 .push(t.table, range)
                 .await
                 .map_err(|e| format!("{}: {e}", t.name))?;
+            if let Some(s) = &shown {
+                s.range_done(one.bytes);
+            }
+            moved += one;
             report.ranges += 1;
         }
         tracing::info!(

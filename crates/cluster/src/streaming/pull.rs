@@ -61,6 +61,8 @@ pub struct Puller {
     /// When the first page came, and the bytes received since: the pace
     /// holds over every range this puller fetches.
     received: parking_lot::Mutex<Option<(tokio::time::Instant, u64)>>,
+    /// Where the bytes moved are counted (none: not counted).
+    pub(crate) streams: Option<Arc<super::Streams>>,
 }
 
 impl Puller {
@@ -76,7 +78,27 @@ impl Puller {
             clock,
             throughput,
             received: parking_lot::Mutex::new(None),
+            streams: None,
         }
+    }
+
+    /// Counts what this puller moves in `streams` (and shows its
+    /// operations in `nodetool netstats`).
+    pub fn with_streams(mut self, streams: Arc<super::Streams>) -> Puller {
+        self.streams = Some(streams);
+        self
+    }
+
+    /// Starts showing `operation` on `table` (nothing without streams).
+    pub fn begin(
+        &self,
+        operation: &'static str,
+        table: &str,
+        ranges: usize,
+    ) -> Option<super::Stream> {
+        self.streams
+            .as_ref()
+            .map(|s| s.begin(operation, table, ranges))
     }
 
     /// Fetches `range` of `table` from its source.
@@ -106,6 +128,9 @@ impl Puller {
             let (page, size) = self.page(range, &req).await?;
             stats.pages += 1;
             stats.bytes += size as u64;
+            if let Some(s) = &self.streams {
+                s.bytes_in.add(size as u64);
+            }
             stats.partitions += page.partitions.len() as u64;
             let last = page.partitions.last().map(|p| p.key.clone());
             let more = page.more;

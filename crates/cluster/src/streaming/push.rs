@@ -52,6 +52,9 @@ impl Puller {
                 .map_err(|e| format!("reading a page to stream: {e:?}"))?;
             stats.pages += 1;
             stats.bytes += page.bytes.len() as u64;
+            if let Some(s) = &self.streams {
+                s.bytes_out.add(page.bytes.len() as u64);
+            }
             self.send(range, stream::encode_push(table, &page.bytes))
                 .await?;
             self.pace(page.bytes.len() as u64).await;

@@ -118,11 +118,18 @@ pub async fn restore(
     for t in tables {
         let todo = restores(&topology, t, removed, |h| coordinator.is_up(h))?;
         tracing::info!("removenode: {}: {} ranges to restore", t.name, todo.len());
+        let shown = puller.begin("removenode", &t.name, todo.len());
         for r in &todo {
+            let mut bytes = 0;
             if r.gainer_is_local {
-                report.moved += puller.pull(r.table, &r.from).await?;
+                let one = puller.pull(r.table, &r.from).await?;
+                bytes = one.bytes;
+                report.moved += one;
             } else {
                 ask(&puller.messaging, r).await?;
+            }
+            if let Some(s) = &shown {
+                s.range_done(bytes);
             }
             report.ranges += 1;
         }

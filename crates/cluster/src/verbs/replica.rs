@@ -29,6 +29,8 @@ pub struct Replica {
     /// Whether a write waits for an fsync (commitlog batch or group mode):
     /// such writes go straight to the blocking pool.
     writes_wait_for_sync: bool,
+    /// Where streamed bytes are counted (pages served out, pushes in).
+    streams: Option<Arc<crate::streaming::Streams>>,
 }
 
 impl Replica {
@@ -37,7 +39,15 @@ impl Replica {
             engine,
             batchlog: None,
             writes_wait_for_sync,
+            streams: None,
         }
+    }
+
+    /// Counts the bytes of the stream pages this replica serves and
+    /// receives in `streams`.
+    pub fn with_streams(mut self, streams: Arc<crate::streaming::Streams>) -> Replica {
+        self.streams = Some(streams);
+        self
     }
 
     /// This replica keeps logged batches in `store` (BATCH_STORE and
@@ -90,8 +100,12 @@ impl Replica {
             async move { Some(me.stream_page(req.payload).await) }
         });
         let engine = Arc::clone(&self.engine);
+        let streams = self.streams.clone();
         messaging.register(Verb::STREAM_PUSH, move |req: Request| {
             let engine = Arc::clone(&engine);
+            if let Some(s) = &streams {
+                s.bytes_in.add(req.payload.len() as u64);
+            }
             async move { Some(store_pushed(engine, req.payload).await) }
         });
         let me = self.clone();
@@ -164,6 +178,12 @@ impl Replica {
         let req = stream::decode_request(&payload).map_err(|e| e.failure())?;
         let engine = Arc::clone(&self.engine);
         match tokio::task::spawn_blocking(move || page_of(&engine, &req)).await {
+            Ok(Ok(page)) => {
+                if let Some(s) = &self.streams {
+                    s.bytes_out.add(page.len() as u64);
+                }
+                Ok(page)
+            }
             Ok(reply) => reply,
             Err(e) => Err(Failure::new(
                 FailureReason::UNKNOWN,
