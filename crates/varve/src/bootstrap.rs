@@ -116,11 +116,34 @@ async fn attempt(
     streaming::bootstrap(
         coordinator,
         puller,
-        &user_tables(processor),
+        &tables_to_move(processor),
         epoch,
         replacing,
     )
     .await
+}
+
+/// What moves with a node's ranges: every user table, and `system.paxos`
+/// once per distinct replication of the user keyspaces (its rows live
+/// under the user partitions' keys; they merge by ballot where they land).
+pub fn tables_to_move(processor: &Processor) -> Vec<StreamTable> {
+    let mut tables = user_tables(processor);
+    let schema = processor.schema();
+    let Some(paxos) = schema.table("system", "paxos").map(|t| t.id) else {
+        return tables;
+    };
+    let mut replications: Vec<_> = Vec::new();
+    for t in &tables {
+        if !replications.contains(&t.replication) {
+            replications.push(t.replication.clone());
+        }
+    }
+    tables.extend(replications.into_iter().map(|replication| StreamTable {
+        table: paxos,
+        name: "system.paxos".to_string(),
+        replication,
+    }));
+    tables
 }
 
 /// Every user table with its keyspace's replication.

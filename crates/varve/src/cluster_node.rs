@@ -87,12 +87,13 @@ impl ClusterNode {
                 .with_context(|| format!("opening {}", batchlog_dir.display()))?,
         );
         let streams = Arc::new(varve_cluster::streaming::Streams::new(processor.registry()));
+        let paxos = paxos_replica(processor)?;
+        paxos.register(&messaging);
         Replica::new(processor.engine(), processor.writes_wait_for_sync())
             .with_batchlog(Arc::clone(&batchlog))
             .with_streams(Arc::clone(&streams))
+            .with_paxos(Arc::clone(&paxos))
             .register(&messaging);
-        let paxos = paxos_replica(processor)?;
-        paxos.register(&messaging);
         let own = messaging.local_addr();
         let mut membership = MembershipConfig::new(
             settings
@@ -151,7 +152,7 @@ impl ClusterNode {
         )
         .with_context(|| format!("opening hints_directory {}", settings.hints.dir.display()))?;
         coordinator.set_hints(Arc::clone(&hints));
-        coordinator.set_paxos(paxos);
+        coordinator.set_paxos(Arc::clone(&paxos));
         coordinator.set_batchlog(batchlog);
         coordinator.set_replication_lookup(ClusterPath::lookup(processor));
         let batch_replay = coordinator.replay_batches_forever();
@@ -191,6 +192,7 @@ impl ClusterNode {
             Arc::downgrade(processor),
             settings.topology.stream_throughput,
             streams,
+            paxos,
         ));
         varve_cluster::streaming::removenode::serve_fetches(
             &messaging,

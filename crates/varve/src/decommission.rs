@@ -20,10 +20,11 @@ use varve_cluster::metadata::{
     ClusterMetadata, Command, MetadataError, MetadataLog, MetadataService, NodeState,
 };
 use varve_cluster::net::handshake::HostId;
+use varve_cluster::paxos::PaxosReplica;
 use varve_cluster::streaming::{self, Puller, Streams};
 use varve_query::Processor;
 
-use crate::bootstrap::user_tables;
+use crate::bootstrap::tables_to_move;
 use crate::cluster_path::replication;
 
 /// How many stale epochs each proposal rides out.
@@ -41,6 +42,8 @@ pub struct Decommission {
     pub throughput: u64,
     /// What this node streams (metrics, `nodetool netstats`).
     pub streams: Arc<Streams>,
+    /// This node's Paxos acceptor (streamed Paxos state merges into it).
+    pub paxos: Arc<PaxosReplica>,
     /// Notified once this node has left.
     pub left: Arc<Notify>,
     running: tokio::sync::Mutex<()>,
@@ -53,6 +56,7 @@ impl Decommission {
         processor: Weak<Processor>,
         throughput: u64,
         streams: Arc<Streams>,
+        paxos: Arc<PaxosReplica>,
     ) -> Decommission {
         Decommission {
             service,
@@ -60,6 +64,7 @@ impl Decommission {
             processor,
             throughput,
             streams,
+            paxos,
             left: Arc::new(Notify::new()),
             running: tokio::sync::Mutex::new(()),
         }
@@ -85,7 +90,7 @@ impl Decommission {
         }
         let streamer = self.puller();
         let epoch = self.service.current().epoch;
-        let tables = user_tables(&processor);
+        let tables = tables_to_move(&processor);
         let report = streaming::decommission(&self.coordinator, &streamer, &tables, epoch)
             .await
             .map_err(|e| format!("decommission failed (this node stays Leaving): {e}"))?;
@@ -107,6 +112,7 @@ impl Decommission {
         let (messaging, engine, clock) = self.coordinator.parts();
         Puller::new(engine, messaging, clock, self.throughput)
             .with_streams(Arc::clone(&self.streams))
+            .with_paxos(Arc::clone(&self.paxos))
     }
 
     /// Hands this node's vote on the metadata log to a node that has none

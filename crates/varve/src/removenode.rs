@@ -15,7 +15,7 @@ use varve_cluster::metadata::{ClusterMetadata, MetadataLog, NodeState};
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::streaming::removenode;
 
-use crate::bootstrap::user_tables;
+use crate::bootstrap::tables_to_move;
 use crate::decommission::Decommission;
 
 /// Removes the node `target` names (its host id, or its address).
@@ -65,7 +65,7 @@ pub async fn run(ops: &Decommission, target: &str) -> Result<String, String> {
     let report = removenode::restore(
         &ops.coordinator,
         &puller,
-        &user_tables(&processor),
+        &tables_to_move(&processor),
         removed,
         epoch,
     )

@@ -117,6 +117,38 @@ impl PaxosReplica {
         blocking(move || self.commit_now(c)).await
     }
 
+    /// Merges another replica's `system.paxos` partition of `key`, streamed
+    /// here (a node joining, leaving or replaced), into this node's state,
+    /// by ballot: a plain write would compare each replica's own cell
+    /// timestamps, which say nothing across replicas
+    /// (docs/design/topology.md, section 3).
+    pub fn merge_streamed(
+        &self,
+        key: &varve_types::data::PartitionKey,
+        streamed: &varve_types::data::Partition,
+    ) -> Result<(), StorageError> {
+        let _guard = self.lock(key.token);
+        let now = self.store.now_seconds();
+        for (table, theirs) in self.store.decode_streamed(streamed, now)? {
+            let loaded = self.store.load(table, key, now)?;
+            let merged = loaded.state.clone().merge(theirs);
+            if merged != loaded.state {
+                self.store.save(table, key, &merged, loaded.version, now)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `system.paxos`' id.
+    pub fn table(&self) -> u128 {
+        self.store.table()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn store_for_tests(&self) -> &PaxosStore {
+        &self.store
+    }
+
     fn lock(&self, token: i64) -> parking_lot::MutexGuard<'_, ()> {
         self.locks[(token as u64 % PAXOS_LOCK_STRIPES as u64) as usize].lock()
     }

@@ -40,6 +40,22 @@ pub enum PrepareAnswer {
 }
 
 impl PaxosState {
+    /// The state that knows everything `self` and `other` know (another
+    /// replica's state streamed here): the newest promise, the newest
+    /// accepted proposal and the newest commit, each by ballot. Promises
+    /// only move forward, so nothing this replica promised is forgotten.
+    pub fn merge(self, other: PaxosState) -> PaxosState {
+        let newest = |a: Option<Proposal>, b: Option<Proposal>| match (a, b) {
+            (Some(a), Some(b)) => Some(if b.ballot > a.ballot { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        PaxosState {
+            promised: self.promised.max(other.promised),
+            accepted: newest(self.accepted, other.accepted),
+            committed: newest(self.committed, other.committed),
+        }
+    }
+
     /// The state without anything older than `horizon_micros` (the table's
     /// `gc_grace_seconds` ago): an update that old may predate a tombstone
     /// compaction purged since, and must never be replayed

@@ -87,6 +87,11 @@ impl PaxosStore {
         &self.engine
     }
 
+    /// `system.paxos`' id.
+    pub fn table(&self) -> u128 {
+        self.table
+    }
+
     /// Now, in seconds, on this node's clock.
     pub fn now_seconds(&self) -> i32 {
         (self.clock)()
@@ -141,33 +146,40 @@ impl PaxosStore {
                 version,
             });
         };
-        let state = PaxosState {
-            promised: ballot(&row.cells, columns::IN_PROGRESS_BALLOT),
-            accepted: proposal(
-                &row.cells,
-                [
-                    columns::PROPOSAL_BALLOT,
-                    columns::PROPOSAL,
-                    columns::PROPOSAL_VERSION,
-                ],
-                &user,
-            )?,
-            committed: proposal(
-                &row.cells,
-                [
-                    columns::MOST_RECENT_COMMIT_AT,
-                    columns::MOST_RECENT_COMMIT,
-                    columns::MOST_RECENT_COMMIT_VERSION,
-                ],
-                &user,
-            )?,
-        };
+        let state = decode_state(&row.cells, &user)?;
         let ttl_micros = i64::from(self.ttl(table)?) * 1_000_000;
         let horizon = i64::from(now_seconds) * 1_000_000 - ttl_micros;
         Ok(Loaded {
             state: state.without_older_than(horizon),
             version,
         })
+    }
+
+    /// The states another replica's `system.paxos` partition of `key`
+    /// holds (streamed here), by user table; tables this node does not
+    /// know are left out.
+    pub fn decode_streamed(
+        &self,
+        streamed: &Partition,
+        now_seconds: i32,
+    ) -> Result<Vec<(u128, PaxosState)>, StorageError> {
+        let (resolved, _) = streamed.clone().resolve(now_seconds);
+        let mut out = Vec::new();
+        for (clustering, row) in &resolved.rows {
+            let Some(table) = clustering
+                .values
+                .first()
+                .and_then(|v| <[u8; 16]>::try_from(v.as_ref()).ok())
+                .map(u128::from_be_bytes)
+            else {
+                continue;
+            };
+            let Ok(user) = self.engine.comparator(table) else {
+                continue;
+            };
+            out.push((table, decode_state(&row.cells, &user)?));
+        }
+        Ok(out)
     }
 
     /// Saves `state` for `key` in `table` over the row `loaded` read,
@@ -242,6 +254,35 @@ impl PaxosStore {
         );
         self.engine.apply_synced(self.table, key, update)
     }
+}
+
+/// The state a row's cells hold, updates decoded with the user table's
+/// comparator.
+fn decode_state(
+    cells: &CellMap,
+    user: &Arc<ClusteringComparator>,
+) -> Result<PaxosState, StorageError> {
+    Ok(PaxosState {
+        promised: ballot(cells, columns::IN_PROGRESS_BALLOT),
+        accepted: proposal(
+            cells,
+            [
+                columns::PROPOSAL_BALLOT,
+                columns::PROPOSAL,
+                columns::PROPOSAL_VERSION,
+            ],
+            user,
+        )?,
+        committed: proposal(
+            cells,
+            [
+                columns::MOST_RECENT_COMMIT_AT,
+                columns::MOST_RECENT_COMMIT,
+                columns::MOST_RECENT_COMMIT_VERSION,
+            ],
+            user,
+        )?,
+    })
 }
 
 fn table_id(table: u128) -> Bytes {
@@ -382,6 +423,54 @@ mod tests {
         let loaded = store.load(USER, &key, NOW).expect("load");
         assert_eq!(loaded.state.accepted, None);
         assert_eq!(loaded.state.committed, Some(second));
+    }
+
+    /// Another replica's state streamed here merges by ballot, though its
+    /// cells carry higher timestamps (each replica counts its own): the
+    /// promise made here survives, the proposal accepted there arrives.
+    #[test]
+    fn streamed_state_merges_by_ballot_not_by_cell_timestamp() {
+        let (_here_storage, here) = store();
+        let (_there_storage, there) = store();
+        let key = PartitionKey::new(Bytes::from_static(b"k"));
+        let micros = i64::from(NOW) * 1_000_000;
+        let low = Ballot::new(micros, 0x8000_0000_0000_0001);
+        let high = Ballot::new(micros + 5, 0x8000_0000_0000_0001);
+        let mut promised = PaxosState::default();
+        promised.prepare(high);
+        here.save(USER, &key, &promised, 0, NOW).expect("saved");
+        // There: many saves (high cell timestamps), a lower ballot accepted.
+        let accepted = Proposal {
+            ballot: low,
+            update: update(3),
+        };
+        let mut state = PaxosState::default();
+        state.prepare(low);
+        state.propose(accepted.clone()).expect("accepted");
+        for _ in 0..5 {
+            let loaded = there.load(USER, &key, NOW).expect("load");
+            there
+                .save(USER, &key, &state, loaded.version, NOW)
+                .expect("saved");
+        }
+        let all = Slice::all(&there.comparator().expect("cmp"));
+        let streamed = there
+            .engine()
+            .read_partition(PAXOS, &key, &[all])
+            .expect("read")
+            .expect("state there");
+        let replica = crate::paxos::PaxosReplica::new_inline(here);
+        replica.merge_streamed(&key, &streamed).expect("merged");
+        let merged = replica
+            .store_for_tests()
+            .load(USER, &key, NOW)
+            .expect("load");
+        assert_eq!(
+            merged.state.promised,
+            Some(high),
+            "the promise made here holds"
+        );
+        assert_eq!(merged.state.accepted, Some(accepted));
     }
 
     #[test]

@@ -63,6 +63,9 @@ pub struct Puller {
     received: parking_lot::Mutex<Option<(tokio::time::Instant, u64)>>,
     /// Where the bytes moved are counted (none: not counted).
     pub(crate) streams: Option<Arc<super::Streams>>,
+    /// This node's Paxos acceptor: streamed `system.paxos` partitions
+    /// merge into its state by ballot (none: applied as any table's).
+    paxos: Option<Arc<crate::paxos::PaxosReplica>>,
 }
 
 impl Puller {
@@ -79,7 +82,14 @@ impl Puller {
             throughput,
             received: parking_lot::Mutex::new(None),
             streams: None,
+            paxos: None,
         }
+    }
+
+    /// Merges streamed `system.paxos` partitions through `paxos`.
+    pub fn with_paxos(mut self, paxos: Arc<crate::paxos::PaxosReplica>) -> Puller {
+        self.paxos = Some(paxos);
+        self
     }
 
     /// Counts what this puller moves in `streams` (and shows its
@@ -204,10 +214,10 @@ impl Puller {
             return Ok(());
         }
         let engine = Arc::clone(&self.engine);
+        let paxos = self.paxos.clone();
         tokio::task::spawn_blocking(move || {
             for p in partitions {
-                engine
-                    .apply(p.table, &p.key, p.update)
+                store_streamed(&engine, paxos.as_deref(), p)
                     .map_err(|e| format!("storing a streamed partition: {e}"))?;
             }
             Ok(())
@@ -238,6 +248,19 @@ impl Puller {
         if due > spent {
             self.clock.sleep(due - spent).await;
         }
+    }
+}
+
+/// Stores one streamed partition: merged by ballot into the Paxos state
+/// when it is `system.paxos`', applied as any write otherwise.
+pub fn store_streamed(
+    engine: &Engine,
+    paxos: Option<&crate::paxos::PaxosReplica>,
+    p: crate::verbs::mutation::TableUpdate,
+) -> Result<(), varve_storage::Error> {
+    match paxos {
+        Some(paxos) if paxos.table() == p.table => paxos.merge_streamed(&p.key, &p.update),
+        _ => engine.apply(p.table, &p.key, p.update),
     }
 }
 

@@ -31,6 +31,8 @@ pub struct Replica {
     writes_wait_for_sync: bool,
     /// Where streamed bytes are counted (pages served out, pushes in).
     streams: Option<Arc<crate::streaming::Streams>>,
+    /// Pushed `system.paxos` partitions merge into this acceptor's state.
+    paxos: Option<Arc<crate::paxos::PaxosReplica>>,
 }
 
 impl Replica {
@@ -40,7 +42,14 @@ impl Replica {
             batchlog: None,
             writes_wait_for_sync,
             streams: None,
+            paxos: None,
         }
+    }
+
+    /// Merges pushed `system.paxos` partitions through `paxos`, by ballot.
+    pub fn with_paxos(mut self, paxos: Arc<crate::paxos::PaxosReplica>) -> Replica {
+        self.paxos = Some(paxos);
+        self
     }
 
     /// Counts the bytes of the stream pages this replica serves and
@@ -101,12 +110,14 @@ impl Replica {
         });
         let engine = Arc::clone(&self.engine);
         let streams = self.streams.clone();
+        let paxos = self.paxos.clone();
         messaging.register(Verb::STREAM_PUSH, move |req: Request| {
             let engine = Arc::clone(&engine);
+            let paxos = paxos.clone();
             if let Some(s) = &streams {
                 s.bytes_in.add(req.payload.len() as u64);
             }
-            async move { Some(store_pushed(engine, req.payload).await) }
+            async move { Some(store_pushed(engine, paxos, req.payload).await) }
         });
         let me = self.clone();
         messaging.register(Verb::TRUNCATE, move |req: Request| {
@@ -222,11 +233,15 @@ fn page_of(engine: &Engine, req: &stream::PullRequest) -> Reply {
 }
 
 /// Stores a STREAM_PUSH page (on the blocking pool).
-async fn store_pushed(engine: Arc<Engine>, payload: Bytes) -> Reply {
+async fn store_pushed(
+    engine: Arc<Engine>,
+    paxos: Option<Arc<crate::paxos::PaxosReplica>>,
+    payload: Bytes,
+) -> Reply {
     let updates = stream::decode_push(&payload, &*engine).map_err(|e| e.failure())?;
     blocking(move || {
         for u in updates {
-            engine.apply(u.table, &u.key, u.update)?;
+            crate::streaming::pull::store_streamed(&engine, paxos.as_deref(), u)?;
         }
         Ok(Bytes::new())
     })
