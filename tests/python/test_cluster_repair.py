@@ -106,3 +106,38 @@ def test_one_repair_brings_diverged_replicas_together(tmp_path, nodes):
     finally:
         third_cluster.shutdown()
         cluster.shutdown()
+
+
+def test_raising_the_replication_factor_then_repairing_puts_every_row_on_its_new_replicas(tmp_path, nodes):
+    from cassandra import ConsistencyLevel
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    for index in range(1, 4):
+        nodes.append(start_node(tmp_path, index))
+    cluster = connect("127.0.0.1", NATIVE, 5)
+    session = cluster.connect()
+    session.execute("CREATE KEYSPACE ks WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+    insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+    insert.consistency_level = ConsistencyLevel.ONE
+    assert all(ok for ok, _ in execute_concurrent_with_args(
+        session, insert, [(k, "v") for k in range(900)], concurrency=64))
+    session.execute("ALTER KEYSPACE ks WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+    keys = list(range(900))
+    # Before a repair, each row is on its one old replica only.
+    one_cluster, one = pinned("127.0.0.1")
+    try:
+        assert len(missing_rows(one, keys, "ONE")) > 300
+    finally:
+        one_cluster.shutdown()
+    for index in range(1, 4):
+        nodetool(index, "repair", "-full", "-pr", "ks")
+    for index in range(1, 4):
+        one_cluster, one = pinned(f"127.0.0.{index}")
+        try:
+            assert missing_rows(one, keys, "ONE") == [], f"node {index}"
+        finally:
+            one_cluster.shutdown()
+    cluster.shutdown()
