@@ -155,17 +155,28 @@ impl Replica {
     }
 
     /// A STREAM_PULL's page: the range's partitions, whole, in token order,
-    /// until the budget is spent (on the blocking pool: it reads the disk).
+    /// until the budget is spent. Read in memory first, as the other
+    /// verbs; a page that would wait on the disk is read again on the
+    /// blocking pool. (A task on the pool ends at a moment of real time:
+    /// a page always read there made the simulation's runs of one seed
+    /// differ.)
     pub async fn stream_page(&self, payload: Bytes) -> Reply {
         let req = stream::decode_request(&payload).map_err(|e| e.failure())?;
         let engine = Arc::clone(&self.engine);
-        match tokio::task::spawn_blocking(move || page_of(&engine, &req)).await {
-            Ok(reply) => reply,
-            Err(e) => Err(Failure::new(
-                FailureReason::UNKNOWN,
-                format!("replica task: {e}"),
-            )),
-        }
+        let run = move || page_of(&engine, &req);
+        let page = match in_memory(&run) {
+            Err(e) if is_would_block(&e) => match tokio::task::spawn_blocking(run).await {
+                Ok(page) => page,
+                Err(e) => {
+                    return Err(Failure::new(
+                        FailureReason::UNKNOWN,
+                        format!("replica task: {e}"),
+                    ))
+                }
+            },
+            other => other,
+        };
+        page.unwrap_or_else(|e| Err(failure(&e)))
     }
 
     /// Empties a table (always on the blocking pool: it removes files).
@@ -188,13 +199,12 @@ impl Replica {
     }
 }
 
-/// Fills one STREAM_PULL page from `engine`.
-fn page_of(engine: &Engine, req: &stream::PullRequest) -> Reply {
+/// Fills one STREAM_PULL page from `engine`: the answer, or the storage
+/// error that stopped it (`WouldBlock` among them).
+fn page_of(engine: &Engine, req: &stream::PullRequest) -> Result<Reply, StorageError> {
     let limit = stream::MAX_PARTITIONS_PER_PAGE;
-    let keys = engine
-        .scan_keys(req.table, &req.start, &req.end, limit + 1)
-        .map_err(|e| failure(&e))?;
-    let cmp = engine.comparator(req.table).map_err(|e| failure(&e))?;
+    let keys = engine.scan_keys(req.table, &req.start, &req.end, limit + 1)?;
+    let cmp = engine.comparator(req.table)?;
     let all = [Slice::all(&cmp)];
     let mut page = stream::PageWriter::new(req.max_bytes);
     let mut taken = 0;
@@ -203,18 +213,18 @@ fn page_of(engine: &Engine, req: &stream::PullRequest) -> Reply {
             break;
         }
         taken += 1;
-        let read = engine.read_partition(req.table, key, &all);
-        if let Some(update) = read.map_err(|e| failure(&e))? {
+        if let Some(update) = engine.read_partition(req.table, key, &all)? {
             let one = mutation::TableUpdate {
                 table: req.table,
                 key: key.clone(),
                 update,
             };
-            page.push(&one)
-                .map_err(|e| Failure::new(FailureReason::UNKNOWN, e))?;
+            if let Err(e) = page.push(&one) {
+                return Ok(Err(Failure::new(FailureReason::UNKNOWN, e)));
+            }
         }
     }
-    Ok(page.finish(taken < keys.len()))
+    Ok(Ok(page.finish(taken < keys.len())))
 }
 
 /// Keeps a BATCH_STORE's batch durably before answering.
@@ -270,4 +280,81 @@ pub fn failure(e: &StorageError) -> Failure {
 
 fn is_disk_full(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOSPC)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::future::Future;
+    use std::time::Duration;
+
+    use varve_storage::sstable::SstableParams;
+    use varve_storage::{Storage, TableDescriptor};
+    use varve_types::data::{ClusteringComparator, TokenBound};
+    use varve_types::CqlType;
+
+    use super::*;
+    use crate::env::SystemClock;
+    pub(crate) use crate::verbs::tests::sample_update;
+
+    /// Runs `f` on a runtime whose one blocking thread is busy until `f`
+    /// has finished; `None` if `f` took 10 s (it waited for the pool).
+    pub(crate) fn while_the_blocking_pool_is_busy<F: Future>(f: F) -> Option<F::Output> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .max_blocking_threads(1)
+            .build()
+            .expect("a runtime");
+        let (release, busy) = std::sync::mpsc::channel::<()>();
+        let occupied = rt.spawn_blocking(move || {
+            let _ = busy.recv();
+        });
+        let limit = Duration::from_secs(10);
+        let out = rt
+            .block_on(crate::env::timeout(&SystemClock, limit, f))
+            .ok();
+        let _ = release.send(());
+        let _ = rt.block_on(occupied);
+        out
+    }
+
+    /// An in-memory engine with table `id` (an int clustering column, as
+    /// `sample_update`'s).
+    pub(crate) fn engine_with_table(id: u128) -> (Storage, Arc<Engine>) {
+        let storage = Storage::new();
+        let engine = storage.engine();
+        let table = TableDescriptor {
+            id,
+            keyspace: "ks".into(),
+            name: "t".into(),
+            comparator: ClusteringComparator::new(vec![(CqlType::Int, false)]),
+            params: SstableParams::default(),
+            durable_writes: true,
+            gc_grace_seconds: 864_000,
+            compaction: Default::default(),
+        };
+        engine.create_table(table).expect("the table");
+        (storage, engine)
+    }
+
+    #[test]
+    fn a_page_in_memory_is_read_without_the_blocking_pool() {
+        let update = sample_update(b"k");
+        let (_storage, engine) = engine_with_table(update.table);
+        engine
+            .apply(update.table, &update.key, update.update.clone())
+            .unwrap();
+        let replica = Replica::new(engine.clone(), false);
+        let payload = stream::encode_request(&stream::PullRequest {
+            table: update.table,
+            start: TokenBound::Unbounded,
+            end: TokenBound::Unbounded,
+            max_bytes: 1 << 20,
+        });
+        let reply = while_the_blocking_pool_is_busy(replica.stream_page(payload))
+            .expect("the page waited for the blocking pool");
+        let page = stream::decode_page(&reply.unwrap(), update.table, &*engine).unwrap();
+        assert_eq!(page.partitions.len(), 1);
+        assert_eq!(page.partitions[0].key, update.key);
+        assert!(!page.more);
+    }
 }
