@@ -125,7 +125,7 @@ fn same_data_seed_same_history() {
     }
 }
 
-fn same_history(seed: u64, a: &str, b: &str) {
+pub(super) fn same_history(seed: u64, a: &str, b: &str) {
     if a != b {
         let diff = a
             .lines()
