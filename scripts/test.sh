@@ -55,4 +55,5 @@ case "$target_dir" in
     *) target_dir="$(pwd)/$target_dir" ;;
 esac
 export VARVE_BIN="${VARVE_BIN:-$target_dir/debug/varve}"
-.venv/bin/python -m pytest tests/python "$@"
+# The slowest tests are listed: the whole run must stay under 30 minutes.
+.venv/bin/python -m pytest tests/python --durations=15 "$@"

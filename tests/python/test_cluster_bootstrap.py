@@ -111,11 +111,11 @@ class Writer(threading.Thread):
         self.join(30)
 
 
-def missing_rows(session, keys, consistency):
+def missing_rows(session, keys, consistency, query="SELECT k FROM ks.t WHERE k = ?"):
     from cassandra import ConsistencyLevel
     from cassandra.concurrent import execute_concurrent_with_args
 
-    select = session.prepare("SELECT k FROM ks.t WHERE k = ?")
+    select = session.prepare(query)
     select.consistency_level = getattr(ConsistencyLevel, consistency)
     results = execute_concurrent_with_args(session, select, [(k,) for k in keys], concurrency=64)
     return [k for k, (ok, rows) in zip(keys, results) if not ok or not list(rows)]

@@ -1,7 +1,9 @@
 """`nodetool repair`: replicas made to diverge on purpose (a node down
 while writes go at ONE, its hints truncated) agree after one repair,
 shown by reading every row at ONE through each replica and by a second
-repair that finds nothing out of sync (equal Merkle leaves everywhere).
+repair that finds nothing out of sync (equal Merkle leaves everywhere);
+and after ALTER KEYSPACE raises a replication factor, one repair puts
+every row on its new replicas.
 
 Real `varve server` processes on 127.0.0.x and the Python driver.
 """
@@ -103,41 +105,41 @@ def test_one_repair_brings_diverged_replicas_together(tmp_path, nodes):
         ranges = int(re.search(r"ks\.t: (\d+) ranges", primary).group(1))
         every = int(re.search(r"ks\.t: (\d+) ranges", again).group(1))
         assert 0 < ranges < every, (primary, again)
+        raise_replication_then_repair(session)
     finally:
         third_cluster.shutdown()
         cluster.shutdown()
 
 
-def test_raising_the_replication_factor_then_repairing_puts_every_row_on_its_new_replicas(tmp_path, nodes):
+def raise_replication_then_repair(session):
+    """ALTER KEYSPACE from RF 1 to 3, then `repair -pr` on each node: every
+    row is on its new replicas."""
     from cassandra import ConsistencyLevel
     from cassandra.concurrent import execute_concurrent_with_args
 
-    for index in range(1, 4):
-        nodes.append(start_node(tmp_path, index))
-    cluster = connect("127.0.0.1", NATIVE, 5)
-    session = cluster.connect()
-    session.execute("CREATE KEYSPACE ks WITH replication = "
+    session.execute("CREATE KEYSPACE ks1 WITH replication = "
                     "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
-    insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+    session.execute("CREATE TABLE ks1.t (k int PRIMARY KEY, v text)")
+    insert = session.prepare("INSERT INTO ks1.t (k, v) VALUES (?, ?)")
     insert.consistency_level = ConsistencyLevel.ONE
     assert all(ok for ok, _ in execute_concurrent_with_args(
         session, insert, [(k, "v") for k in range(900)], concurrency=64))
-    session.execute("ALTER KEYSPACE ks WITH replication = "
+    session.execute("ALTER KEYSPACE ks1 WITH replication = "
                     "{'class': 'SimpleStrategy', 'replication_factor': 3}")
     keys = list(range(900))
+    select = "SELECT k FROM ks1.t WHERE k = ?"
     # Before a repair, each row is on its one old replica only.
     one_cluster, one = pinned("127.0.0.1")
     try:
-        assert len(missing_rows(one, keys, "ONE")) > 300
+        assert len(missing_rows(one, keys, "ONE", select)) > 300
     finally:
         one_cluster.shutdown()
     for index in range(1, 4):
-        nodetool(index, "repair", "-full", "-pr", "ks")
+        nodetool(index, "repair", "-full", "-pr", "ks1")
     for index in range(1, 4):
         one_cluster, one = pinned(f"127.0.0.{index}")
         try:
-            assert missing_rows(one, keys, "ONE") == [], f"node {index}"
+            assert missing_rows(one, keys, "ONE", select) == [], f"node {index}"
         finally:
             one_cluster.shutdown()
-    cluster.shutdown()
+

@@ -267,6 +267,11 @@ impl Coordinator {
         self.topology.load_full()
     }
 
+    /// How long a write waits for its replicas (`write_request_timeout`).
+    pub fn write_timeout(&self) -> Duration {
+        self.timeouts.write
+    }
+
     /// Whether `host` is UP now (this node always is).
     pub fn is_up(&self, host: &Host) -> bool {
         is_up(host, &self.membership.live())

@@ -445,7 +445,12 @@ fn for_each_stop(run: &Run, t: &Timeline, window: Duration, mut f: impl FnMut(&S
 /// the history around each, and the run's outline.
 pub fn report(run: &Run, violations: &[Violation]) -> String {
     let seed = run.config.seed;
-    let replay = if run.config.plan.is_some() {
+    let replay = if run.config.bootstrap {
+        format!(
+            "VARVE_SIM_BOOTSTRAP_SEED={seed} cargo test -p varve-cluster --lib \
+             sim::bootstrap_tests::replay_bootstrap -- --nocapture"
+        )
+    } else if run.config.plan.is_some() {
         "rerun this test: its plan is pinned, not drawn from the seed".to_string()
     } else {
         let test = if run.config.data {

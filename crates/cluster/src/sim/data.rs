@@ -144,6 +144,9 @@ pub struct Shared {
     pub values: Cell<i64>,
     /// Node starts so far (each start's clients draw anew).
     pub starts: Cell<u64>,
+    /// In a run where a node joins (`sim/bootstrap.rs`): the metadata's
+    /// epochs, the joiner's bootstrap, and clients of their own.
+    pub join: Option<Rc<super::bootstrap::Join>>,
 }
 
 impl Shared {
@@ -163,7 +166,7 @@ impl Shared {
 pub struct NodeData {
     pub index: NodeIndex,
     pub tokens: Vec<i64>,
-    engine: Arc<Engine>,
+    pub(super) engine: Arc<Engine>,
     _storage: Storage,
     pub(super) shared: Rc<Shared>,
     /// The Paxos acceptor of an LWT run.
@@ -233,12 +236,17 @@ impl NodeData {
         );
         let ring = coordinator.follow_membership();
         self.shared.starts.set(self.shared.starts.get() + 1);
-        let client = match &self.paxos {
-            Some(paxos) => {
+        let client = match (&self.paxos, &self.shared.join) {
+            (Some(paxos), _) => {
                 coordinator.set_paxos(paxos.clone());
                 tokio::task::spawn_local(super::lwt::clients(self.clone(), coordinator, clock))
             }
-            None => tokio::task::spawn_local(client(self.clone(), coordinator, clock)),
+            (None, Some(join)) => tokio::task::spawn_local(super::bootstrap::node(
+                join.clone(),
+                self.clone(),
+                coordinator,
+            )),
+            (None, None) => tokio::task::spawn_local(client(self.clone(), coordinator, clock)),
         };
         Tasks { ring, client }
     }
@@ -272,7 +280,7 @@ async fn client(data: Rc<NodeData>, coordinator: Arc<Coordinator>, clock: Arc<dy
 }
 
 /// Runs operation `id` and records it.
-async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
+pub(super) async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id: usize) {
     let shared = &data.shared;
     let op = shared.workload.ops[id].clone();
     let write_ts = matches!(op.kind, OpKind::Write | OpKind::Delete).then(|| {
@@ -383,18 +391,56 @@ impl Layout {
 const TOKENS_PER_NODE: usize = 4;
 
 /// The data side of every node of a run of `config`: tokens drawn from
-/// `rng`, the workload, one engine per node; in one run of two, the
-/// nodes alternate between two data centres and the keyspace has up to
-/// two replicas in each (NetworkTopologyStrategy), else it is RF 3
-/// SimpleStrategy in one. The nodes and the layout.
+/// `rng` ([`layout`]), the workload, one engine per node. The nodes and
+/// the layout.
 pub fn cluster(
     rng: &crate::env::SeededRng,
     config: &super::harness::SimConfig,
     location: &Location,
     recorder: Recorder,
 ) -> (Vec<Rc<NodeData>>, Layout) {
+    let layout = layout(rng, config.nodes, location, KEYS);
+    let last_at = config.nemesis_end() + config.settle;
+    let shared = Rc::new(Shared {
+        workload: workload(
+            rng,
+            config.nodes,
+            Duration::from_secs(5),
+            last_at - Duration::from_secs(3),
+            last_at,
+        ),
+        counter: Cell::new(0),
+        recorder,
+        nodes: config.nodes,
+        replication: layout.replication.clone(),
+        seed: config.seed,
+        lwt: config.lwt,
+        workload_end: last_at - Duration::from_secs(3),
+        values: Cell::new(0),
+        starts: Cell::new(0),
+        join: None,
+    });
+    let nodes = layout
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Rc::new(NodeData::new(i, t.clone(), shared.clone())))
+        .collect();
+    (nodes, layout)
+}
+
+/// Where `keys` keys live on `nodes` nodes with tokens drawn from `rng`:
+/// in one run of two, the nodes alternate between two data centres and
+/// the keyspace has up to two replicas in each (NetworkTopologyStrategy),
+/// else it is RF 3 SimpleStrategy in one.
+pub(super) fn layout(
+    rng: &crate::env::SeededRng,
+    nodes: usize,
+    location: &Location,
+    keys: usize,
+) -> Layout {
     let two_dcs = rng.below_or_at(1) == 1;
-    let dcs: Vec<String> = (0..config.nodes)
+    let dcs: Vec<String> = (0..nodes)
         .map(|i| match two_dcs {
             true => format!("dc{}", 1 + i % 2),
             false => location.dc.clone(),
@@ -413,7 +459,7 @@ pub fn cluster(
         false => Replication::Simple(RF),
     };
     let mut taken = std::collections::BTreeSet::new();
-    let tokens: Vec<Vec<i64>> = (0..config.nodes)
+    let tokens: Vec<Vec<i64>> = (0..nodes)
         .map(|_| {
             let mut mine = Vec::new();
             while mine.len() < TOKENS_PER_NODE {
@@ -440,7 +486,7 @@ pub fn cluster(
             .collect(),
     )
     .unwrap_or_else(|e| panic!("the simulated ring: {e:?}"));
-    let replicas = (0..KEYS)
+    let replicas = (0..keys)
         .map(|k| {
             let token = key(k).token;
             match &replication {
@@ -455,37 +501,12 @@ pub fn cluster(
             }
         })
         .collect();
-    let last_at = config.nemesis_end() + config.settle;
-    let shared = Rc::new(Shared {
-        workload: workload(
-            rng,
-            config.nodes,
-            Duration::from_secs(5),
-            last_at - Duration::from_secs(3),
-            last_at,
-        ),
-        counter: Cell::new(0),
-        recorder,
-        nodes: config.nodes,
-        replication: replication.clone(),
-        seed: config.seed,
-        lwt: config.lwt,
-        workload_end: last_at - Duration::from_secs(3),
-        values: Cell::new(0),
-        starts: Cell::new(0),
-    });
-    let nodes = tokens
-        .iter()
-        .enumerate()
-        .map(|(i, t)| Rc::new(NodeData::new(i, t.clone(), shared.clone())))
-        .collect();
-    let layout = Layout {
+    Layout {
         tokens,
         dcs,
         replication,
         replicas,
-    };
-    (nodes, layout)
+    }
 }
 
 /// The tokens as gossip carries them.

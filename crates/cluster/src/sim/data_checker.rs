@@ -86,17 +86,17 @@ type Found = Option<(i64, String)>;
 
 /// One operation as the history has it.
 #[derive(Debug, Clone)]
-struct Op {
-    id: usize,
-    op: PlannedOp,
-    write_ts: Option<i64>,
+pub(super) struct Op {
+    pub id: usize,
+    pub op: PlannedOp,
+    pub write_ts: Option<i64>,
     /// History position and time of the invocation.
-    invoked: (usize, Duration),
-    done: Option<(usize, Duration, Outcome)>,
+    pub invoked: (usize, Duration),
+    pub done: Option<(usize, Duration, Outcome)>,
 }
 
 impl Op {
-    fn outcome(&self) -> Option<&Outcome> {
+    pub fn outcome(&self) -> Option<&Outcome> {
         self.done.as_ref().map(|(_, _, o)| o)
     }
 
@@ -141,7 +141,7 @@ pub fn check(run: &Run) -> (Vec<Violation>, DataCoverage) {
     (out, coverage)
 }
 
-fn operations(run: &Run) -> BTreeMap<usize, Op> {
+pub(super) fn operations(run: &Run) -> BTreeMap<usize, Op> {
     let mut ops = BTreeMap::new();
     for (n, entry) in run.history.entries.iter().enumerate() {
         match &entry.event {
@@ -187,7 +187,11 @@ fn stored(op: &Op) -> Option<i64> {
 }
 
 /// (a) and (a'); how many pairs they compared.
-fn writes_are_seen(layout: &Layout, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) -> u64 {
+pub(super) fn writes_are_seen(
+    layout: &Layout,
+    ops: &BTreeMap<usize, Op>,
+    out: &mut Vec<Violation>,
+) -> u64 {
     let mut pairs = 0;
     for read in ops.values() {
         let Some(found) = read.read() else { continue };
@@ -260,7 +264,7 @@ fn must_meet(layout: &Layout, write: &PlannedOp, read: &PlannedOp) -> bool {
 }
 
 /// (c).
-fn no_value_from_nowhere(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
+pub(super) fn no_value_from_nowhere(ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
     for read in ops.values() {
         let Some(Some((ts, value))) = read.read() else {
             continue;
@@ -416,7 +420,7 @@ fn up_counts(
 
 /// (d): every node read every key at ALL successfully in some round,
 /// and every successful final read of a key returned the same.
-fn the_end_agrees(run: &Run, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
+pub(super) fn the_end_agrees(run: &Run, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
     let end = run.config.end();
     let mut per_key: BTreeMap<usize, Vec<(usize, Found)>> = BTreeMap::new();
     let mut succeeded = std::collections::BTreeSet::new();
@@ -455,7 +459,12 @@ fn the_end_agrees(run: &Run, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>
 }
 
 /// (e); how many operations their node's stop cut off.
-fn no_hang(run: &Run, t: &Timeline, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) -> u64 {
+pub(super) fn no_hang(
+    run: &Run,
+    t: &Timeline,
+    ops: &BTreeMap<usize, Op>,
+    out: &mut Vec<Violation>,
+) -> u64 {
     let limits = timeouts();
     let mut cut = 0;
     for op in ops.values() {

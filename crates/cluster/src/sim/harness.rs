@@ -68,6 +68,9 @@ pub struct SimConfig {
     /// With `data`: the clients run lightweight transactions
     /// (`sim/lwt.rs`) instead of the planned reads and writes.
     pub lwt: bool,
+    /// With `data`: the last node joins the others by bootstrap
+    /// (`sim/bootstrap.rs`), under clients and a plan of their own.
+    pub bootstrap: bool,
 }
 
 impl SimConfig {
@@ -94,6 +97,7 @@ impl SimConfig {
             last_stop: LastStop::for_seed(seed),
             data: false,
             lwt: false,
+            bootstrap: false,
         }
     }
 
@@ -171,12 +175,17 @@ pub fn run(config: &SimConfig) -> Run {
                 dc: location.dc,
                 rack: location.rack,
             };
-            let (nodes, layout) = data::cluster(
-                &SeededRng::new(mix(seed, 4)),
-                config,
-                &location,
-                recorder.clone(),
-            );
+            let rng = SeededRng::new(mix(seed, 4));
+            let (nodes, layout) = match config.bootstrap {
+                true => super::bootstrap::cluster(
+                    &rng,
+                    config,
+                    &location,
+                    recorder.clone(),
+                    (&host_ids, &addresses),
+                ),
+                false => data::cluster(&rng, config, &location, recorder.clone()),
+            };
             (nodes, Some(layout))
         }
         false => (Vec::new(), None),

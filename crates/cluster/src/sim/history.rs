@@ -4,6 +4,7 @@
 //! the determinism test compares two runs' histories line by line, so
 //! every line is a pure function of the seed.
 
+use super::bootstrap::JoinEvent;
 use super::lwt::LwtEvent;
 use std::cell::RefCell;
 use std::fmt;
@@ -72,6 +73,8 @@ pub enum Event {
     Op(OpEvent),
     /// A lightweight transaction began or finished.
     Lwt(LwtEvent),
+    /// A step of a node's join (`sim/bootstrap.rs`).
+    Join(JoinEvent),
 }
 
 /// A history line with its simulated time.
@@ -112,6 +115,7 @@ impl fmt::Display for Entry {
             Event::ShutDown { node } => write!(f, "{node} shut down"),
             Event::Nemesis(action) => write!(f, "nemesis: {action}"),
             Event::Op(op) => op.fmt(f),
+            Event::Join(step) => step.fmt(f),
             Event::Lwt(LwtEvent::Invoke { client, key, op }) => {
                 write!(f, "lwt client {client} calls {op:?} on k{key}")
             }

@@ -26,16 +26,28 @@
 //!   reads through Paxos; [`linearizability`], whether a history of
 //!   reads, writes and compare-and-sets of registers is linearizable, the
 //!   judge of those runs;
-//! - `tests`, `data_tests` and `lwt_tests`: the seeds CI runs, one or many more from
-//!   the environment, and the determinism checks; `regressions`: the
-//!   seeds and scenarios kept because they once failed.
+//! - in a run where a node joins: [`bootstrap`], the metadata's epochs
+//!   applied node by node, the joiner's bootstrap, clients writing
+//!   throughout and the final reads; [`bootstrap_workload`], what such a
+//!   run draws from its seed; [`bootstrap_checker`], no acknowledged
+//!   write lost across the join;
+//! - `tests`, `data_tests`, `lwt_tests` and `bootstrap_tests`: the seeds
+//!   CI runs, one or many more from the environment, and the determinism
+//!   checks; `regressions`: the seeds and scenarios kept because they
+//!   once failed.
 //!
 //! What makes a seed replay: every random choice comes from the seed
 //! (nodes' `SeededRng`s, turmoil's RNG, the plan); the epoch is fixed;
 //! every `select!` of the crate is `biased` (tokio's unbiased choice is
 //! seeded only under `--cfg tokio_unstable`); cluster code keeps no hash
-//! maps; all hosts run on one thread.
+//! maps; all hosts run on one thread; and cluster code goes to tokio's
+//! blocking pool only when the storage engine's non-blocking scope
+//! refuses, which the simulation's in-memory engines never do (a task on
+//! the pool ends at a moment of real time).
 
+pub mod bootstrap;
+pub mod bootstrap_checker;
+pub mod bootstrap_workload;
 pub mod checker;
 pub mod data;
 pub mod data_checker;
@@ -52,6 +64,7 @@ mod panics;
 pub mod timeline;
 pub mod workload;
 
+mod bootstrap_tests;
 mod data_tests;
 mod lwt_tests;
 mod regressions;

@@ -260,17 +260,17 @@ fn node_track(rng: &SeededRng, nodes: usize, start: Duration, end: Duration) -> 
     steps
 }
 
-fn ms(ms: u64) -> Duration {
+pub(super) fn ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
 
 /// A value in `low..=high`.
-fn between(rng: &SeededRng, low: u64, high: u64) -> u64 {
+pub(super) fn between(rng: &SeededRng, low: u64, high: u64) -> u64 {
     low + rng.below_or_at(high - low)
 }
 
 /// An index below `len` (which must not be 0).
-fn pick(rng: &SeededRng, len: usize) -> usize {
+pub(super) fn pick(rng: &SeededRng, len: usize) -> usize {
     let max = u64::try_from(len.saturating_sub(1)).unwrap_or(0);
     usize::try_from(rng.below_or_at(max)).unwrap_or(0)
 }

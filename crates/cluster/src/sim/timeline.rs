@@ -115,8 +115,11 @@ impl Timeline {
                 Event::Final { node, live } => {
                     t.finals.insert(*node, live.clone());
                 }
-                Event::StartFailed { .. } | Event::Lagged { .. } | Event::Op(_) | Event::Lwt(_) => {
-                }
+                Event::StartFailed { .. }
+                | Event::Lagged { .. }
+                | Event::Op(_)
+                | Event::Lwt(_)
+                | Event::Join(_) => {}
             }
         }
         if let Some(from) = fault_started {

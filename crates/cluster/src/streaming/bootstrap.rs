@@ -112,20 +112,28 @@ pub(super) async fn wait_for_epoch(
     loop {
         let mut behind = Vec::new();
         let topology = coordinator.topology();
+        // Every listed node is asked, not only those gossip says are UP:
+        // a node just restarted sees none UP yet.
         for host in topology.hosts().iter().filter(|h| !h.is_local) {
-            if !coordinator.is_up(host) {
-                continue;
-            }
             let answer =
                 match messaging.request(host.address, Verb::ECHO, Bytes::new(), ECHO_TIMEOUT) {
                     Ok(pending) => pending.await.ok(),
                     Err(_) => None,
                 };
-            if answer.is_none_or(|a| a.header.epoch < epoch) {
+            let lagging = match answer {
+                Some(a) => a.header.epoch < epoch,
+                // Silent and DOWN: it coordinates nothing now.
+                None => coordinator.is_up(host),
+            };
+            if lagging {
                 behind.push(host.address.to_string());
             }
         }
         if behind.is_empty() {
+            // A write a coordinator planned at the old epoch may still be
+            // on its way to the node that loses a range: it is over
+            // (acknowledged or timed out) one write timeout from now.
+            clock.sleep(coordinator.write_timeout()).await;
             return Ok(());
         }
         if clock.now() - began > RING_AGREEMENT_TIMEOUT {

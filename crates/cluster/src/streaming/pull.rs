@@ -2,8 +2,9 @@
 //!
 //! The puller asks for a page (STREAM_PULL), decodes it whole (a page
 //! that does not decode is asked again, never applied in part), applies
-//! its partitions through the engine's normal write path on the blocking
-//! pool, and asks for the next page after the last key. A range that
+//! its partitions through the engine's normal write path (in memory
+//! first, on the blocking pool if they would wait), and asks for the next
+//! page after the last key. A range that
 //! wraps the ring is two pulls. Pages are paced so the bytes received
 //! stay under `stream_throughput_outbound` (the source's limit in
 //! Cassandra; the receiver paces here, which bounds the same traffic).
@@ -12,12 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use varve_storage::io_mode::NonBlocking;
 use varve_storage::Engine;
 use varve_types::data::TokenBound;
 
 use super::plan::RangeSource;
 use crate::env::Clock;
 use crate::net::{Messaging, Verb};
+use crate::verbs::mutation::TableUpdate;
 use crate::verbs::stream::{self, PullRequest};
 
 /// `stream_throughput_outbound` by default, in MiB/s (Cassandra's 24).
@@ -206,24 +209,11 @@ impl Puller {
         Ok((page, payload.len()))
     }
 
-    async fn apply(
-        &self,
-        partitions: Vec<crate::verbs::mutation::TableUpdate>,
-    ) -> Result<(), String> {
+    async fn apply(&self, partitions: Vec<TableUpdate>) -> Result<(), String> {
         if partitions.is_empty() {
             return Ok(());
         }
-        let engine = Arc::clone(&self.engine);
-        let paxos = self.paxos.clone();
-        tokio::task::spawn_blocking(move || {
-            for p in partitions {
-                store_streamed(&engine, paxos.as_deref(), p)
-                    .map_err(|e| format!("storing a streamed partition: {e}"))?;
-            }
-            Ok(())
-        })
-        .await
-        .map_err(|e| format!("streaming task: {e}"))?
+        store(Arc::clone(&self.engine), self.paxos.clone(), partitions).await
     }
 
     pub(crate) fn engine(&self) -> Arc<Engine> {
@@ -256,12 +246,42 @@ impl Puller {
 pub fn store_streamed(
     engine: &Engine,
     paxos: Option<&crate::paxos::PaxosReplica>,
-    p: crate::verbs::mutation::TableUpdate,
+    p: TableUpdate,
 ) -> Result<(), varve_storage::Error> {
     match paxos {
         Some(paxos) if paxos.table() == p.table => paxos.merge_streamed(&p.key, &p.update),
         _ => engine.apply(p.table, &p.key, p.update),
     }
+}
+
+/// Stores streamed partitions ([`store_streamed`]): in memory first, as
+/// a replica stores a MUTATION; if one would wait (a full memtable, a
+/// commitlog sync, a Paxos state's fsync), all of them again on the
+/// blocking pool (storing a partition twice changes nothing). A task on
+/// the pool ends at a moment of real time: pages always stored there made
+/// the simulation's runs of one seed differ.
+async fn store(
+    engine: Arc<Engine>,
+    paxos: Option<Arc<crate::paxos::PaxosReplica>>,
+    partitions: Vec<TableUpdate>,
+) -> Result<(), String> {
+    let apply = move || -> Result<(), varve_storage::Error> {
+        for p in &partitions {
+            store_streamed(&engine, paxos.as_deref(), p.clone())?;
+        }
+        Ok(())
+    };
+    let in_memory = {
+        let _scope = NonBlocking::enter();
+        apply()
+    };
+    let stored = match in_memory {
+        Err(varve_storage::Error::WouldBlock { .. }) => tokio::task::spawn_blocking(apply)
+            .await
+            .map_err(|e| format!("streaming task: {e}"))?,
+        other => other,
+    };
+    stored.map_err(|e| format!("storing a streamed partition: {e}"))
 }
 
 /// The token bounds of `(start, end]`: two when the range wraps the ring
@@ -282,6 +302,23 @@ pub fn bounds(start: i64, end: i64) -> Vec<(TokenBound, TokenBound)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verbs::replica::tests::{
+        engine_with_table, sample_update, while_the_blocking_pool_is_busy,
+    };
+    use varve_types::data::Slice;
+
+    #[test]
+    fn a_page_is_stored_in_memory_without_the_blocking_pool() {
+        let update = sample_update(b"k");
+        let (_storage, engine) = engine_with_table(update.table);
+        let stored =
+            while_the_blocking_pool_is_busy(store(engine.clone(), None, vec![update.clone()]))
+                .expect("storing the page waited for the blocking pool");
+        assert_eq!(stored, Ok(()));
+        let cmp = engine.comparator(update.table).unwrap();
+        let read = engine.read_partition(update.table, &update.key, &[Slice::all(&cmp)]);
+        assert!(read.unwrap().is_some());
+    }
 
     #[test]
     fn a_wrapping_range_is_two_pulls() {

@@ -184,23 +184,32 @@ impl Replica {
     }
 
     /// A STREAM_PULL's page: the range's partitions, whole, in token order,
-    /// until the budget is spent (on the blocking pool: it reads the disk).
+    /// until the budget is spent. Read in memory first, as the other
+    /// verbs; a page that would wait on the disk is read again on the
+    /// blocking pool. (A task on the pool ends at a moment of real time:
+    /// a page always read there made the simulation's runs of one seed
+    /// differ.)
     pub async fn stream_page(&self, payload: Bytes) -> Reply {
         let req = stream::decode_request(&payload).map_err(|e| e.failure())?;
         let engine = Arc::clone(&self.engine);
-        match tokio::task::spawn_blocking(move || page_of(&engine, &req)).await {
-            Ok(Ok(page)) => {
-                if let Some(s) = &self.streams {
-                    s.bytes_out.add(page.len() as u64);
+        let run = move || page_of(&engine, &req);
+        let page = match in_memory(&run) {
+            Err(e) if is_would_block(&e) => match tokio::task::spawn_blocking(run).await {
+                Ok(page) => page,
+                Err(e) => {
+                    return Err(Failure::new(
+                        FailureReason::UNKNOWN,
+                        format!("replica task: {e}"),
+                    ))
                 }
-                Ok(page)
-            }
-            Ok(reply) => reply,
-            Err(e) => Err(Failure::new(
-                FailureReason::UNKNOWN,
-                format!("replica task: {e}"),
-            )),
+            },
+            other => other,
+        };
+        let reply = page.unwrap_or_else(|e| Err(failure(&e)));
+        if let (Ok(bytes), Some(s)) = (&reply, &self.streams) {
+            s.bytes_out.add(bytes.len() as u64);
         }
+        reply
     }
 
     /// Empties a table (always on the blocking pool: it removes files).
@@ -223,29 +232,34 @@ impl Replica {
     }
 }
 
-/// Fills one STREAM_PULL page from `engine`.
-fn page_of(engine: &Engine, req: &stream::PullRequest) -> Reply {
+/// Fills one STREAM_PULL page from `engine`: the answer, or the storage
+/// error that stopped it (`WouldBlock` among them).
+fn page_of(engine: &Engine, req: &stream::PullRequest) -> Result<Reply, StorageError> {
     match stream::read_page(engine, req) {
-        Ok(page) => Ok(page.bytes),
-        Err(stream::PageError::Storage(e)) => Err(failure(&e)),
-        Err(stream::PageError::TooLarge(e)) => Err(Failure::new(FailureReason::UNKNOWN, e)),
+        Ok(page) => Ok(Ok(page.bytes)),
+        Err(stream::PageError::Storage(e)) => Err(e),
+        Err(stream::PageError::TooLarge(e)) => Ok(Err(Failure::new(FailureReason::UNKNOWN, e))),
     }
 }
 
-/// Stores a STREAM_PUSH page (on the blocking pool).
+/// Stores a STREAM_PUSH page: in memory first, on the blocking pool if
+/// it would wait (as a MUTATION).
 async fn store_pushed(
     engine: Arc<Engine>,
     paxos: Option<Arc<crate::paxos::PaxosReplica>>,
     payload: Bytes,
 ) -> Reply {
     let updates = stream::decode_push(&payload, &*engine).map_err(|e| e.failure())?;
-    blocking(move || {
-        for u in updates {
-            crate::streaming::pull::store_streamed(&engine, paxos.as_deref(), u)?;
+    let store = move || -> Result<Bytes, StorageError> {
+        for u in &updates {
+            crate::streaming::pull::store_streamed(&engine, paxos.as_deref(), u.clone())?;
         }
         Ok(Bytes::new())
-    })
-    .await
+    };
+    match in_memory(&store) {
+        Err(e) if is_would_block(&e) => blocking(store).await,
+        other => other.map_err(|e| failure(&e)),
+    }
 }
 
 /// Keeps a BATCH_STORE's batch durably before answering.
@@ -301,4 +315,81 @@ pub fn failure(e: &StorageError) -> Failure {
 
 fn is_disk_full(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOSPC)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::future::Future;
+    use std::time::Duration;
+
+    use varve_storage::sstable::SstableParams;
+    use varve_storage::{Storage, TableDescriptor};
+    use varve_types::data::{ClusteringComparator, TokenBound};
+    use varve_types::CqlType;
+
+    use super::*;
+    use crate::env::SystemClock;
+    pub(crate) use crate::verbs::tests::sample_update;
+
+    /// Runs `f` on a runtime whose one blocking thread is busy until `f`
+    /// has finished; `None` if `f` took 10 s (it waited for the pool).
+    pub(crate) fn while_the_blocking_pool_is_busy<F: Future>(f: F) -> Option<F::Output> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .max_blocking_threads(1)
+            .build()
+            .expect("a runtime");
+        let (release, busy) = std::sync::mpsc::channel::<()>();
+        let occupied = rt.spawn_blocking(move || {
+            let _ = busy.recv();
+        });
+        let limit = Duration::from_secs(10);
+        let out = rt
+            .block_on(crate::env::timeout(&SystemClock, limit, f))
+            .ok();
+        let _ = release.send(());
+        let _ = rt.block_on(occupied);
+        out
+    }
+
+    /// An in-memory engine with table `id` (an int clustering column, as
+    /// `sample_update`'s).
+    pub(crate) fn engine_with_table(id: u128) -> (Storage, Arc<Engine>) {
+        let storage = Storage::new();
+        let engine = storage.engine();
+        let table = TableDescriptor {
+            id,
+            keyspace: "ks".into(),
+            name: "t".into(),
+            comparator: ClusteringComparator::new(vec![(CqlType::Int, false)]),
+            params: SstableParams::default(),
+            durable_writes: true,
+            gc_grace_seconds: 864_000,
+            compaction: Default::default(),
+        };
+        engine.create_table(table).expect("the table");
+        (storage, engine)
+    }
+
+    #[test]
+    fn a_page_in_memory_is_read_without_the_blocking_pool() {
+        let update = sample_update(b"k");
+        let (_storage, engine) = engine_with_table(update.table);
+        engine
+            .apply(update.table, &update.key, update.update.clone())
+            .unwrap();
+        let replica = Replica::new(engine.clone(), false);
+        let payload = stream::encode_request(&stream::PullRequest {
+            table: update.table,
+            start: TokenBound::Unbounded,
+            end: TokenBound::Unbounded,
+            max_bytes: 1 << 20,
+        });
+        let reply = while_the_blocking_pool_is_busy(replica.stream_page(payload))
+            .expect("the page waited for the blocking pool");
+        let page = stream::decode_page(&reply.unwrap(), update.table, &*engine).unwrap();
+        assert_eq!(page.partitions.len(), 1);
+        assert_eq!(page.partitions[0].key, update.key);
+        assert!(!page.more);
+    }
 }
