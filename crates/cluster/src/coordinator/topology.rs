@@ -294,19 +294,9 @@ fn parse_tokens(text: &str) -> Option<Vec<i64>> {
 mod tests {
     use super::*;
 
-    use crate::metadata::{NodeRecord, NodeState};
+    use crate::metadata::NodeState;
 
-    fn record(host: u8, tokens: &[i64], state: NodeState) -> NodeRecord {
-        NodeRecord {
-            host_id: HostId([host; 16]),
-            storage_addr: SocketAddr::from(([127, 0, 0, host], 7000)),
-            rpc_addr: None,
-            dc: "dc1".to_string(),
-            rack: "rack1".to_string(),
-            tokens: tokens.to_vec(),
-            state,
-        }
-    }
+    use crate::metadata::state::tests::record;
 
     fn ids(t: &Topology, nodes: &[NodeId]) -> Vec<u8> {
         nodes.iter().map(|&n| t.host(n).host_id.0[0]).collect()

@@ -17,6 +17,15 @@ pub(crate) fn node(host: u8, tokens: &[i64]) -> NodeRecord {
     }
 }
 
+/// Node `host` at 127.0.0.`host` with `tokens`, in `state` (for other
+/// modules' tests of placement and streaming).
+pub(crate) fn record(host: u8, tokens: &[i64], state: NodeState) -> NodeRecord {
+    NodeRecord {
+        state,
+        ..node(host, tokens)
+    }
+}
+
 fn create(host: u8) -> Entry {
     Entry::Command(Command::CreateCluster {
         cluster_name: "Test Cluster".to_string(),

@@ -119,19 +119,9 @@ pub fn ranges_to_give(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metadata::{NodeRecord, NodeState};
+    use crate::metadata::NodeState;
 
-    fn record(host: u8, tokens: &[i64], state: NodeState) -> NodeRecord {
-        NodeRecord {
-            host_id: HostId([host; 16]),
-            storage_addr: SocketAddr::from(([127, 0, 0, host], 7000)),
-            rpc_addr: None,
-            dc: "dc1".to_string(),
-            rack: "rack1".to_string(),
-            tokens: tokens.to_vec(),
-            state,
-        }
-    }
+    use crate::metadata::state::tests::record;
 
     fn four() -> Topology {
         let records = [

@@ -175,20 +175,9 @@ async fn ask(messaging: &Messaging, r: &Restore) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::coordinator::Replication;
-    use crate::metadata::{NodeRecord, NodeState};
-    use std::net::SocketAddr;
+    use crate::metadata::NodeState;
 
-    fn record(host: u8, tokens: &[i64], state: NodeState) -> NodeRecord {
-        NodeRecord {
-            host_id: HostId([host; 16]),
-            storage_addr: SocketAddr::from(([127, 0, 0, host], 7000)),
-            rpc_addr: None,
-            dc: "dc1".to_string(),
-            rack: "rack1".to_string(),
-            tokens: tokens.to_vec(),
-            state,
-        }
-    }
+    use crate::metadata::state::tests::record;
 
     #[test]
     fn each_range_of_the_removed_node_goes_to_its_gainer_from_a_survivor() {
