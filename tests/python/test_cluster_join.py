@@ -121,3 +121,16 @@ def test_auto_bootstrap_false_joins_a_cluster_with_tables_without_streaming(tmp_
     nodes.append(joined)
     assert sorted(settled_tokens("127.0.0.1", ["127.0.0.1", "127.0.0.3"])) == ["127.0.0.1", "127.0.0.3"]
     assert "bootstrap: this node is joining" not in joined.log()
+
+
+def test_a_node_of_another_cluster_name_stops_at_once_saying_why(tmp_path, nodes):
+    nodes.append(start_node(tmp_path, 1))
+    stranger = VarveNode(tmp_path / "node2", ["--seeds", "127.0.0.1", "--cluster-name", "Other Cluster"],
+                         listen="127.0.0.2", storage_port=STORAGE)
+    nodes.append(stranger)
+    began = time.monotonic()
+    with pytest.raises(RuntimeError, match="exited"):
+        stranger.start(port=NATIVE, admin_port=ADMIN)
+    assert time.monotonic() - began < 20, "it waited the whole join limit"
+    assert "seeds belong to a cluster with another name" in stranger.log(), stranger.log_tail()
+    assert list(tokens_by_node("127.0.0.1")) == ["127.0.0.1"]

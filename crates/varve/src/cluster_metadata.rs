@@ -35,6 +35,10 @@ use crate::config::Settings;
 /// Beside the schema file: the metadata epoch of the installed schema.
 pub const SCHEMA_EPOCH_FILE: &str = "schema.epoch";
 
+/// How long [`wait_joined`] lets seeds refuse this node's cluster name
+/// before it gives up (one refusal may come from a stray node).
+const NAME_REFUSAL_GRACE: Duration = Duration::from_secs(3);
+
 /// How often [`wait_joined`] looks for a refusal while it waits.
 const JOIN_POLL: Duration = Duration::from_millis(200);
 
@@ -136,11 +140,28 @@ pub struct Started {
 /// serves clients only with its own tokens and the cluster's ring (a node
 /// that served before would own every key of a ring of itself alone).
 /// An error when the join was refused, or after `limit` (no seed answered).
-pub async fn wait_joined(started: &Started, limit: Duration) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + limit;
+pub async fn wait_joined(
+    started: &Started,
+    messaging: &Messaging,
+    cluster_name: &str,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let began = tokio::time::Instant::now();
+    let deadline = began + limit;
     loop {
         if let Some(reason) = started.joining.refusal() {
             anyhow::bail!("this node cannot join the cluster: {reason}");
+        }
+        // Seeds of another cluster refuse every connection: no point
+        // waiting the whole limit for them.
+        let refused = messaging
+            .counters()
+            .rejected_by_peer(varve_cluster::net::handshake::RejectReason::CLUSTER_NAME_DIFFERS);
+        if refused > 0 && began.elapsed() >= NAME_REFUSAL_GRACE {
+            anyhow::bail!(
+                "this node cannot join the cluster: its seeds belong to a cluster with another \
+                 name than \"{cluster_name}\" (cluster_name); set the cluster's name"
+            );
         }
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         if left.is_zero() {

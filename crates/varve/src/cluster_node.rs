@@ -56,6 +56,7 @@ pub struct ClusterNode {
     coordinator: Arc<Coordinator>,
     /// `nodetool decommission`, and the signal that this node has left.
     decommission: Arc<crate::decommission::Decommission>,
+    cluster_name: String,
 }
 
 impl ClusterNode {
@@ -220,6 +221,7 @@ impl ClusterNode {
             events: None,
             coordinator,
             decommission,
+            cluster_name: settings.cluster_name.clone(),
         })
     }
 
@@ -233,7 +235,13 @@ impl ClusterNode {
     /// Waits until this node is listed in the cluster's metadata (created
     /// or joined it), at most `limit`; an error if the join was refused.
     pub async fn wait_joined(&self, limit: Duration) -> anyhow::Result<()> {
-        crate::cluster_metadata::wait_joined(&self.metadata, limit).await
+        crate::cluster_metadata::wait_joined(
+            &self.metadata,
+            &self.messaging,
+            &self.cluster_name,
+            limit,
+        )
+        .await
     }
 
     /// Streams this node's ranges if it joined as `Joining`, and returns
