@@ -101,6 +101,10 @@ impl ClusterSchema {
         // node's schema becomes the cluster's).
         let installed = metadata.schema.is_empty() || base.version == metadata.schema_version.0;
         if !Arc::ptr_eq(base, &self.local.current()) || !installed {
+            // This node's installed schema may lag the log for a moment:
+            // the statement is analysed again after a short pause, not at
+            // once (fifty immediate retries could all fall in that moment).
+            conflict_pause().await;
             return Err(DataError::Conflict(
                 "the schema changed while this schema change was prepared".into(),
             ));
@@ -113,10 +117,7 @@ impl ClusterSchema {
             Ok(_) => {}
             Err(MetadataError::Stale { current_epoch }) => {
                 let _ = b.log.wait_applied(current_epoch).await;
-                // Nodes that lost the same race should not meet again at
-                // once: a few milliseconds, different on each try.
-                let jitter = varve_types::time::now_micros().rem_euclid(CONFLICT_JITTER_MICROS);
-                tokio::time::sleep(Duration::from_micros(jitter as u64)).await;
+                conflict_pause().await;
                 return Err(DataError::Conflict(
                     "another schema change came first".into(),
                 ));
@@ -352,4 +353,11 @@ fn table_target(keyspace: &str, name: &str) -> SchemaChangeTarget {
         keyspace: keyspace.to_string(),
         name: name.to_string(),
     }
+}
+
+/// Nodes that lost the same race should not meet again at once: a few
+/// milliseconds, different on each try.
+async fn conflict_pause() {
+    let jitter = varve_types::time::now_micros().rem_euclid(CONFLICT_JITTER_MICROS);
+    tokio::time::sleep(Duration::from_micros(jitter as u64)).await;
 }
