@@ -348,6 +348,29 @@ mod tests {
     }
 
     #[test]
+    fn a_page_holds_at_most_max_partitions() {
+        let tables = comparators();
+        let one = sample_update(b"a");
+        let mut page = PageWriter::new(MAX_STREAM_PAGE_BYTES);
+        for _ in 0..MAX_PARTITIONS_PER_PAGE - 1 {
+            page.count += 1;
+        }
+        assert!(!page.is_full(), "N - 1 partitions: room for one more");
+        page.push(&one).unwrap();
+        assert!(page.is_full(), "N partitions: full");
+        // A count of N + 1 is refused before anything is read.
+        let mut over = vec![PARTITION_ENCODING_VERSION];
+        put_varint(&mut over, MAX_PARTITIONS_PER_PAGE as u64 + 1);
+        let err = decode_page(&Bytes::from(over), one.table, &tables).unwrap_err();
+        assert!(err.to_string().contains("partitions"), "{err}");
+        // N is a count the decoder takes (then finds the bytes missing).
+        let mut at = vec![PARTITION_ENCODING_VERSION];
+        put_varint(&mut at, MAX_PARTITIONS_PER_PAGE as u64);
+        let err = decode_page(&Bytes::from(at), one.table, &tables).unwrap_err();
+        assert!(!err.to_string().contains("partitions"), "{err}");
+    }
+
+    #[test]
     fn a_fetch_request_round_trips_and_truncations_are_refused() {
         let req = FetchRequest {
             table: 9,
