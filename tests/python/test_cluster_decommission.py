@@ -14,32 +14,14 @@ import signal
 import subprocess
 import time
 
-import pytest
 
-from conftest import VarveNode, connect, varve_bin
-from test_cluster_bootstrap import Writer, missing_rows, pinned
-
-NATIVE, ADMIN, STORAGE = 19342, 19480, 17300
-
-
-def start_node(tmp_path, index):
-    node = VarveNode(tmp_path / f"node{index}", ["--seeds", "127.0.0.1"],
-                     listen=f"127.0.0.{index}", storage_port=STORAGE)
-    return node.start(port=NATIVE, admin_port=ADMIN)
+from conftest import connect, varve_bin
+from test_cluster_bootstrap import ADMIN, NATIVE, Writer, missing_rows, nodes, pinned, start_node  # noqa: F401 (nodes: a fixture)
 
 
 def nodetool(index, *args):
     return subprocess.run([varve_bin(), "nodetool", "-h", f"127.0.0.{index}", "-p", str(ADMIN),
                            *args], capture_output=True, text=True, timeout=300)
-
-
-@pytest.fixture
-def nodes():
-    started = []
-    yield started
-    for node in started:
-        if node.running:
-            node.stop(signal.SIGKILL)
 
 
 def cluster_with_rows(tmp_path, nodes, count, rows):
