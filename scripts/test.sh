@@ -55,5 +55,7 @@ case "$target_dir" in
     *) target_dir="$(pwd)/$target_dir" ;;
 esac
 export VARVE_BIN="${VARVE_BIN:-$target_dir/debug/varve}"
-# The slowest tests are listed: the whole run must stay under 30 minutes.
-.venv/bin/python -m pytest tests/python --durations=15 "$@"
+# Two workers: the multi-node modules (fixed ports) run in order on one, the
+# single-node tests on the other (conftest.py). The slowest tests are
+# listed: the whole run must stay under 30 minutes.
+.venv/bin/python -m pytest tests/python -n 2 --dist loadgroup --durations=15 "$@"

@@ -13,6 +13,11 @@
   session's keyspace; `make_keyspace(session)` makes more.
 
 The binary is `$VARVE_BIN`, else target/debug/varve of this repo.
+
+Runs under pytest-xdist (`-n 2 --dist loadgroup`, scripts/test.sh): every
+test of a `test_cluster_*` module goes to one worker, in order, because those
+modules run nodes on fixed addresses and ports (127.0.0.x:19042 and the
+like); the single-node tests, on free ports, go to the other.
 """
 
 import os
@@ -27,10 +32,20 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+# The xdist group of the tests that own the fixed cluster ports.
+FIXED_PORTS_GROUP = "fixed-ports"
 READY_TIMEOUT_S = 30
 STOP_TIMEOUT_S = 15
 PROTOCOL_VERSIONS = [4, 5]
 READY_RE = re.compile(r"varve ready: CQL on (?P<host>[^\s:]+):(?P<port>\d+), admin on http://[^\s:]+:(?P<admin>\d+)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the markers
+def pytest_collection_modifyitems(config, items):
+    """Puts every test of a multi-node module in one xdist group (see above)."""
+    for item in items:
+        if item.module.__name__.startswith("test_cluster_"):
+            item.add_marker(pytest.mark.xdist_group(FIXED_PORTS_GROUP))
 
 
 def varve_bin():

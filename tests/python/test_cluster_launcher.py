@@ -178,6 +178,29 @@ def test_commands_on_a_directory_without_a_cluster_say_so(tmp_path):
     assert done.returncode != 0 and "between 1 and 32" in done.stderr
 
 
+def test_a_start_that_fails_names_the_node_and_leaves_nothing_running(tmp_path):
+    """Node 2's CQL port is taken: the start fails within seconds naming
+    node2 and its log (not after the 60 s ready wait), and stops the nodes it
+    started, so that nothing holds the cluster's ports afterwards."""
+    import socket
+
+    taken = socket.socket()
+    taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    taken.bind(("127.0.0.2", 19042))
+    taken.listen()
+    directory = tmp_path / "cluster"
+    try:
+        started = time.monotonic()
+        done = varve_cluster(directory, "start", "--nodes", "3", *PORTS, check=False)
+        elapsed = time.monotonic() - started
+    finally:
+        taken.close()
+    assert done.returncode != 0
+    assert "node2 exited while starting" in done.stderr and "node2/varve.log" in done.stderr, done.stderr
+    assert elapsed < 20, f"the failure took {elapsed:.1f} s"
+    assert all(state == "down" for _, _, state in status(directory).values()), status(directory)
+
+
 def string_list(items):
     import struct
     out = struct.pack(">H", len(items))

@@ -119,20 +119,27 @@ fn start(dir: &Path, only: Option<usize>, new: anyhow::Result<Layout>) -> anyhow
     };
     let binary = std::env::current_exe().context("finding the varve binary")?;
     let started = Instant::now();
+    let mut spawned = Vec::new();
     for node in &targets {
         if let Some(pid) = launcher::running_pid(dir, node.index) {
             println!("node{} already runs (pid {pid})", node.index);
             continue;
         }
         launcher::spawn(&binary, dir, &layout, node)?;
+        spawned.push(node.index);
     }
-    let running = layout
+    let running: Vec<usize> = layout
         .all()
         .iter()
-        .filter(|n| launcher::running_pid(dir, n.index).is_some())
-        .count();
+        .map(|n| n.index)
+        .filter(|&i| launcher::running_pid(dir, i).is_some())
+        .collect();
     for node in &targets {
-        wait_ready(dir, node, layout.ports, running)?;
+        if let Err(e) = wait_ready(dir, node, layout.ports, &running) {
+            // A start that fails leaves nothing of its own running.
+            stop_nodes(dir, &spawned)?;
+            return Err(e);
+        }
     }
     println!(
         "ready in {:.2} s; contact points: {}",
@@ -146,23 +153,25 @@ fn start(dir: &Path, only: Option<usize>, new: anyhow::Result<Layout>) -> anyhow
     Ok(())
 }
 
-/// Waits until `node` answers, counts `running` nodes UP (itself
-/// included) and sees one schema version everywhere, or fails naming its
-/// log.
-fn wait_ready(dir: &Path, node: &Node, ports: Ports, running: usize) -> anyhow::Result<()> {
+/// Waits until `node` answers, counts every `running` node UP (itself
+/// included) and sees one schema version everywhere, or fails naming the
+/// log of the node that exited (any of `running`) or did not get ready.
+fn wait_ready(dir: &Path, node: &Node, ports: Ports, running: &[usize]) -> anyhow::Result<()> {
     let until = Instant::now() + launcher::READY_TIMEOUT;
-    let log = launcher::node_dir(dir, node.index).join("varve.log");
+    let log = |index| launcher::node_dir(dir, index).join("varve.log");
     while Instant::now() < until {
-        if launcher::nodes_up(node, ports).is_some_and(|up| up >= running)
+        if launcher::nodes_up(node, ports).is_some_and(|up| up >= running.len())
             && launcher::schema_versions(node, ports) == Some(1)
         {
             return Ok(());
         }
-        if launcher::running_pid(dir, node.index).is_none() {
+        if let Some(&gone) = running
+            .iter()
+            .find(|&&i| launcher::running_pid(dir, i).is_none())
+        {
             bail!(
-                "node{} exited while starting; see {}",
-                node.index,
-                log.display()
+                "node{gone} exited while starting; see {}",
+                log(gone).display()
             );
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -171,17 +180,23 @@ fn wait_ready(dir: &Path, node: &Node, ports: Ports, running: usize) -> anyhow::
         "node{} not ready within {:?}; see {}",
         node.index,
         launcher::READY_TIMEOUT,
-        log.display()
+        log(node.index).display()
     )
 }
 
 fn stop(dir: &Path) -> anyhow::Result<()> {
-    let layout = layout(dir)?;
+    let indexes: Vec<usize> = layout(dir)?.all().iter().map(|n| n.index).collect();
+    stop_nodes(dir, &indexes)
+}
+
+/// Stops the listed nodes that run: SIGTERM, then SIGKILL after
+/// `STOP_TIMEOUT`.
+fn stop_nodes(dir: &Path, indexes: &[usize]) -> anyhow::Result<()> {
     let mut stopping = Vec::new();
-    for node in layout.all() {
-        if let Some(pid) = launcher::running_pid(dir, node.index) {
+    for &index in indexes {
+        if let Some(pid) = launcher::running_pid(dir, index) {
             launcher::signal(pid, libc::SIGTERM)?;
-            stopping.push((node.index, pid));
+            stopping.push((index, pid));
         }
     }
     for (index, pid) in stopping {

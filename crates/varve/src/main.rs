@@ -177,7 +177,7 @@ fn server_runtime() -> std::io::Result<tokio::runtime::Runtime> {
 const JOIN_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
-    let shutdown = shutdown_signal()?;
+    let shutdown = shutdown_flag(shutdown_signal()?);
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
     let (registry, _ticker) = node_metrics::start_registry().context("starting metrics")?;
@@ -250,10 +250,24 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     )
     .await?;
     cluster.send_status_events(server.events());
-    cluster.wait_joined(JOIN_WAIT).await?;
-    // A bootstrapping node answers nodetool (netstats) and /metrics.
-    server.serve_admin_early(processor.clone());
-    cluster.finish_joining(&processor).await?;
+    let joining = async {
+        cluster.wait_joined(JOIN_WAIT).await?;
+        // A bootstrapping node answers nodetool (netstats) and /metrics.
+        server.serve_admin_early(processor.clone());
+        cluster.finish_joining(&processor).await
+    };
+    // SIGTERM while the node waits to join or streams its ranges stops it
+    // (a restart starts the join over), as at any other time.
+    let joined = tokio::select! {
+        biased;
+        () = signalled(shutdown.clone()) => None,
+        joined = joining => Some(joined),
+    };
+    let Some(joined) = joined else {
+        info!("stopping before this node joined its cluster");
+        return stop_node(cluster, processor).await;
+    };
+    joined?;
     info!(
         "varve ready: CQL on {}, admin on http://{}, internode on {}",
         server.cql_addr(),
@@ -263,7 +277,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let left = cluster.left();
     let stop = async move {
         tokio::select! {
-            () = shutdown => {}
+            () = signalled(shutdown) => {}
             () = left => info!("this node was decommissioned; stopping"),
         }
     };
@@ -271,10 +285,18 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         .run(processor.clone(), stop)
         .await
         .context("serving")?;
+    stop_node(cluster, processor).await
+}
+
+/// Leaves the cluster's gossip and drains storage, as Cassandra does on
+/// shutdown: stop compactions (a running one would hold the exit until it
+/// finished: a minute for a few GB at the default throttle), flush
+/// memtables, sync the commitlog.
+async fn stop_node(
+    cluster: cluster_node::ClusterNode,
+    processor: Arc<varve_query::Processor>,
+) -> anyhow::Result<()> {
     cluster.shutdown().await;
-    // As Cassandra does on shutdown: stop compactions (a running one would
-    // hold the exit until it finished: a minute for a few GB at the
-    // default throttle), flush memtables, sync the commitlog.
     tokio::task::spawn_blocking(move || {
         processor.stop_compactions();
         processor.drain()
@@ -330,6 +352,26 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
             _ = term.recv() => info!("SIGTERM received, shutting down"),
         }
     })
+}
+
+/// The shutdown signal as a flag that every phase of the node's life can
+/// wait on (joining, then serving).
+fn shutdown_flag(
+    signal: impl std::future::Future<Output = ()> + Send + 'static,
+) -> tokio::sync::watch::Receiver<bool> {
+    let (set, flag) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        signal.await;
+        let _ = set.send(true);
+        // Held until the process exits, so the flag never reads as closed.
+        std::future::pending::<()>().await;
+    });
+    flag
+}
+
+/// Resolves once the shutdown flag is set.
+async fn signalled(mut flag: tokio::sync::watch::Receiver<bool>) {
+    let _ = flag.wait_for(|set| *set).await;
 }
 
 #[cfg(test)]
