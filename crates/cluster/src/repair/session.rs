@@ -6,10 +6,8 @@
 //! all hold the same data (reconciled as reads reconcile: newest
 //! timestamp wins, tombstones included).
 
-use std::sync::Arc;
-
 use super::merkle::{leaf_range, mismatched, Leaves, MERKLE_DEPTH};
-use super::validate::{decode_leaves, encode_request, validate, ValidateRequest};
+use super::validate::{decode_leaves, encode_request, validate_here, ValidateRequest};
 use crate::coordinator::{Coordinator, Host};
 use crate::net::Verb;
 use crate::streaming::{PullStats, Puller, RangeSource, StreamTable};
@@ -154,11 +152,8 @@ async fn sync_leaf(
 /// `host`'s leaves of `req`'s range.
 async fn leaves_of(puller: &Puller, host: &Host, req: &ValidateRequest) -> Result<Leaves, String> {
     if host.is_local {
-        let engine: Arc<varve_storage::Engine> = puller.engine();
-        let req = *req;
-        return tokio::task::spawn_blocking(move || validate(&engine, &req))
-            .await
-            .map_err(|e| format!("validation task: {e}"))?
+        return validate_here(puller.engine(), *req)
+            .await?
             .map_err(|e| format!("validating here: {e}"));
     }
     let answer = puller
