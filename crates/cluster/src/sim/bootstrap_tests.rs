@@ -10,63 +10,21 @@
 //!
 //! A join run is checked for the membership properties too.
 
-use super::bootstrap_checker::{self, JoinCoverage};
-use super::checker::{check, report, Violation};
-use super::harness::{run, Run, SimConfig};
-use super::{log, panics};
+use super::checker::report;
+use super::harness::{run, SimConfig};
+use super::log;
+use super::movement_tests::{check_seeds, env_u64, run_and_check};
 
 /// The seeds CI runs: `CI_BOOTSTRAP_SEEDS` of them, from 0.
 const CI_BOOTSTRAP_SEEDS: u64 = 6;
 
-/// Runs the join seed `seed`; every violation of the membership and
-/// join checks.
-fn run_and_check(seed: u64) -> (Run, Vec<Violation>, JoinCoverage) {
-    panics::install();
-    let before = panics::count();
-    let run = run(&SimConfig::with_bootstrap(seed));
-    let (mut violations, _) = check(&run, panics::count() - before);
-    let (join, coverage) = bootstrap_checker::check(&run);
-    violations.extend(join);
-    (run, violations, coverage)
-}
-
-/// Runs every seed of `seeds`; fails with the first failure's report and
-/// the list of every failing seed.
-fn check_seeds(seeds: impl Iterator<Item = u64>) -> JoinCoverage {
-    let mut failed = Vec::new();
-    let mut first = None;
-    let mut coverage = JoinCoverage::default();
-    for seed in seeds {
-        let (run, violations, covered) = run_and_check(seed);
-        match violations.first() {
-            None => coverage += covered,
-            Some(v) => {
-                failed.push(format!("seed {seed}: {v}"));
-                first.get_or_insert_with(|| report(&run, &violations));
-            }
-        }
-    }
-    if let Some(report) = first {
-        panic!("{report}\nfailing seeds:\n{}", failed.join("\n"));
-    }
-    coverage
-}
-
 /// The CI seeds `seeds`: the checks must have had something to judge.
 fn check_ci_seeds(seeds: std::ops::Range<u64>) {
-    let c = check_seeds(seeds.clone());
+    let c = check_seeds(seeds.clone(), SimConfig::with_bootstrap);
     assert!(
-        c.writes_ok_while_joining > 0 && c.held > 0 && c.partitions_streamed > 0,
+        c.writes_ok_while_moving > 0 && c.held > 0 && c.partitions_streamed > 0,
         "the join seeds {seeds:?} left a check without material: {c:?}"
     );
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    let value = std::env::var(name).ok()?;
-    match value.parse() {
-        Ok(n) => Some(n),
-        Err(_) => panic!("{name}={value} is not a number"),
-    }
 }
 
 #[test]
@@ -85,7 +43,7 @@ fn ci_bootstrap_seeds_second_half() {
 fn replay_bootstrap() {
     log::init_from_env();
     if let Some(seed) = env_u64("VARVE_SIM_BOOTSTRAP_SEED") {
-        let (run, violations, coverage) = run_and_check(seed);
+        let (run, violations, coverage) = run_and_check(&SimConfig::with_bootstrap(seed));
         println!("{}\n{:?}\n{coverage:?}", run.history, run.layout);
         if !violations.is_empty() {
             panic!("{}", report(&run, &violations));
@@ -93,7 +51,7 @@ fn replay_bootstrap() {
     }
     if let Some(count) = env_u64("VARVE_SIM_BOOTSTRAP_SEEDS") {
         let first = env_u64("VARVE_SIM_BOOTSTRAP_FIRST_SEED").unwrap_or(0);
-        let coverage = check_seeds(first..first + count);
+        let coverage = check_seeds(first..first + count, SimConfig::with_bootstrap);
         println!("{coverage:?}");
     }
 }
@@ -115,7 +73,7 @@ fn same_bootstrap_seed_same_history() {
         let joined = a.history.entries.iter().any(|e| {
             matches!(
                 e.event,
-                super::history::Event::Join(super::bootstrap::JoinEvent::Streamed { .. })
+                super::history::Event::Movement(super::movement::MovementEvent::Streamed { .. })
             )
         });
         assert!(joined, "seed {seed} never joined");

@@ -1,13 +1,17 @@
-//! What a join run (`sim/bootstrap.rs`) draws from its seed before it
-//! starts: its settings and the nemesis' plan (faults the design says a
-//! join survives), when phase B begins, the clients' writes and final
-//! reads, and until when each key is written ([`KeyGroup`]).
+//! What a join run (`sim/movement.rs` with a bootstrap) draws from its
+//! seed before it starts: its settings and the nemesis' plan (faults the
+//! design says a join survives), when the join begins, the clients'
+//! writes and final reads, and until when each key is written
+//! ([`KeyGroup`]). The other movements draw these too, and more
+//! (`sim/movement_workload.rs`).
 
 use std::time::Duration;
 
 use varve_types::consistency::Consistency;
 
 use super::harness::{mix, SimConfig};
+use super::history::NodeIndex;
+use super::movement_workload::Roles;
 use super::nemesis::{between, ms, pick, Action, NetFault, Plan, Step};
 use super::workload::{OpKind, PlannedOp};
 use crate::coordinator::Speculation;
@@ -63,7 +67,6 @@ impl SimConfig {
     pub fn with_bootstrap(seed: u64) -> SimConfig {
         let rng = SeededRng::new(mix(seed, 6));
         let mut config = SimConfig::with_data(seed);
-        config.bootstrap = true;
         config.nodes = 4 + usize::from(rng.below_or_at(1) == 1);
         config.warmup = Duration::from_secs(3);
         config.nemesis = Duration::from_secs(35);
@@ -72,6 +75,7 @@ impl SimConfig {
         let (start, end) = (config.nemesis_start(), config.nemesis_end());
         let joining = joining_at(seed);
         config.plan = Some(plan(&rng, config.nodes, (start, joining, end)));
+        config.movement = Some(Roles::bootstrap(config.nodes, joining));
         config
     }
 }
@@ -91,7 +95,8 @@ fn plan(
     (start, joining, end): (Duration, Duration, Duration),
 ) -> Plan {
     let mut steps = network_faults(rng, nodes, start, end);
-    steps.extend(restarts(rng, nodes, joining, end));
+    let others: Vec<NodeIndex> = (0..nodes - 1).collect();
+    steps.extend(restarts(rng, &others, nodes - 1, joining, end));
     steps.push(Step {
         at: end,
         action: Action::Quiet,
@@ -105,7 +110,12 @@ fn plan(
 
 /// One fault at a time: a slow node (messages delayed up to 1.5 s), or a
 /// node partitioned from the rest or frozen for at most 3 s.
-fn network_faults(rng: &SeededRng, nodes: usize, start: Duration, end: Duration) -> Vec<Step> {
+pub(super) fn network_faults(
+    rng: &SeededRng,
+    nodes: usize,
+    start: Duration,
+    end: Duration,
+) -> Vec<Step> {
     let mut steps = Vec::new();
     let mut t = start;
     loop {
@@ -139,13 +149,20 @@ fn network_faults(rng: &SeededRng, nodes: usize, start: Duration, end: Duration)
 }
 
 /// Nodes stopped (crashed or shut down) and started again 3 to 8 s
-/// later, one at a time: none to two of them, the joiner one time in
-/// three; and one seed in two, first, a `Normal` node down from shortly
-/// before phase B begins (`joining`) until some time in it. That one
-/// misses the last writes of the keys written in phase A only, so the
-/// replicas of some ranges differ when the joiner streams them, and
-/// streaming from the wrong one loses them.
-fn restarts(rng: &SeededRng, nodes: usize, joining: Duration, end: Duration) -> Vec<Step> {
+/// later, one at a time: none to two of them, the `mover` one time in
+/// three, else one of `others`; and one seed in two, first, one of
+/// `others` down from shortly before the movement begins (`joining`)
+/// until some time in it. That one misses the last writes of the keys
+/// written before the movement only, so the replicas of some ranges
+/// differ when the mover streams them, and streaming from the wrong one
+/// loses them.
+pub(super) fn restarts(
+    rng: &SeededRng,
+    others: &[NodeIndex],
+    mover: NodeIndex,
+    joining: Duration,
+    end: Duration,
+) -> Vec<Step> {
     let mut steps = Vec::new();
     let across = rng.below_or_at(1) == 0;
     let mut t = match across {
@@ -157,8 +174,8 @@ fn restarts(rng: &SeededRng, nodes: usize, joining: Duration, end: Duration) -> 
             break;
         }
         let node = match rng.below_or_at(2) {
-            0 if !(across && episode == 0) => nodes - 1,
-            _ => pick(rng, nodes - 1),
+            0 if !(across && episode == 0) => mover,
+            _ => others[pick(rng, others.len())],
         };
         let action = match rng.below_or_at(1) {
             0 => Action::Shutdown(node),
@@ -176,14 +193,16 @@ fn restarts(rng: &SeededRng, nodes: usize, joining: Duration, end: Duration) -> 
 }
 
 /// Writes and deletions from `from` until `until`, about 15 a second,
-/// through the other nodes and one in eight through the joiner (run
-/// once it is `Normal`): at QUORUM, at ALL (which the joiner must hold
-/// whatever the faults) and at ONE.
+/// through the other nodes and one in eight through the last one (a
+/// joiner's run once it is `Normal`): at QUORUM, at ALL (which a joiner
+/// must hold whatever the faults) and, if `one`, at ONE (else at QUORUM
+/// instead).
 pub(super) fn writes(
     rng: &SeededRng,
     nodes: usize,
     from: Duration,
     until: Duration,
+    one: bool,
 ) -> Vec<PlannedOp> {
     let mut ops = Vec::new();
     let mut t = from;
@@ -196,7 +215,8 @@ pub(super) fn writes(
         let level = match rng.below_or_at(19) {
             0..=8 => Consistency::Quorum,
             9..=15 => Consistency::All,
-            _ => Consistency::One,
+            _ if one => Consistency::One,
+            _ => Consistency::Quorum,
         };
         let kind = match rng.below_or_at(6) {
             0 => OpKind::Delete,
@@ -215,17 +235,18 @@ pub(super) fn writes(
     ops
 }
 
-/// The final reads of every key through every node, their times counted
-/// from the final phase's start: rounds at QUORUM without read repair,
-/// then rounds at ALL with it (the only ones marked `last`). Every read
-/// of a join run's plan is one of these.
-pub(super) fn final_reads(nodes: usize) -> Vec<PlannedOp> {
+/// The final reads of every key through every node of `nodes` (the
+/// final ring), their times counted from the final reads' start: rounds
+/// at QUORUM without read repair, then rounds at ALL with it (the only
+/// ones marked `last`). Every read of a movement run's plan is one of
+/// these.
+pub(super) fn final_reads(nodes: &[NodeIndex]) -> Vec<PlannedOp> {
     let mut ops = Vec::new();
     for round in 0..FINAL_QUORUM_ROUNDS + FINAL_ALL_ROUNDS {
         let all = round >= FINAL_QUORUM_ROUNDS;
         let mut t = FINAL_READS_AFTER + FINAL_ROUND_GAP * round;
         for key in 0..BOOTSTRAP_KEYS {
-            for node in 0..nodes {
+            for &node in nodes {
                 ops.push(PlannedOp {
                     at: t,
                     node,

@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use super::harness::{Run, SimConfig};
 use super::history::{Event, Who};
+use super::movement::MovementEvent;
 use super::nemesis::Action;
 use super::timeline::Timeline;
 use crate::membership::config::{ECHO_TIMEOUT_DEFAULT, SHUTDOWN_ANNOUNCE_TIMEOUT_DEFAULT};
@@ -418,6 +419,8 @@ fn for_each_stop(run: &Run, t: &Timeline, window: Duration, mut f: impl FnMut(&S
         let (node, graceful) = match entry.event {
             Event::Nemesis(Action::Crash(n)) => (n, false),
             Event::Nemesis(Action::Shutdown(n)) => (n, true),
+            // A decommissioned node's process stops as it shuts down.
+            Event::Movement(MovementEvent::Left { node }) => (node, true),
             _ => continue,
         };
         let stop = Stop {
@@ -445,11 +448,8 @@ fn for_each_stop(run: &Run, t: &Timeline, window: Duration, mut f: impl FnMut(&S
 /// the history around each, and the run's outline.
 pub fn report(run: &Run, violations: &[Violation]) -> String {
     let seed = run.config.seed;
-    let replay = if run.config.bootstrap {
-        format!(
-            "VARVE_SIM_BOOTSTRAP_SEED={seed} cargo test -p varve-cluster --lib \
-             sim::bootstrap_tests::replay_bootstrap -- --nocapture"
-        )
+    let replay = if let Some(roles) = &run.config.movement {
+        super::movement_tests::replay_line(seed, roles.kind, run.config.repair)
     } else if run.config.plan.is_some() {
         "rerun this test: its plan is pinned, not drawn from the seed".to_string()
     } else {

@@ -144,9 +144,17 @@ pub struct Shared {
     pub values: Cell<i64>,
     /// Node starts so far (each start's clients draw anew).
     pub starts: Cell<u64>,
-    /// In a run where a node joins (`sim/bootstrap.rs`): the metadata's
-    /// epochs, the joiner's bootstrap, and clients of their own.
-    pub join: Option<Rc<super::bootstrap::Join>>,
+    /// The first key of the LWT registers (their key `k` is the data
+    /// key `lwt_key_base + k`: in a movement run, after the written keys).
+    pub lwt_key_base: usize,
+    /// LWT client loops per node, and the most each waits between two
+    /// operations.
+    pub lwt_clients: usize,
+    pub lwt_think_ms_max: u64,
+    /// In a run where a node joins, leaves or is replaced or removed
+    /// (`sim/movement.rs`): the metadata's epochs, the mover's steps, and
+    /// clients of their own.
+    pub movement: Option<Rc<super::movement::Movement>>,
 }
 
 impl Shared {
@@ -160,6 +168,11 @@ impl Shared {
     pub fn starts(&self) -> u64 {
         self.starts.get()
     }
+
+    /// The partition key of LWT register `k`.
+    pub fn lwt_key(&self, k: usize) -> PartitionKey {
+        key(self.lwt_key_base + k)
+    }
 }
 
 /// One node's data side, kept across its restarts.
@@ -170,7 +183,7 @@ pub struct NodeData {
     _storage: Storage,
     pub(super) shared: Rc<Shared>,
     /// The Paxos acceptor of an LWT run.
-    paxos: Option<Arc<crate::paxos::PaxosReplica>>,
+    pub(super) paxos: Option<Arc<crate::paxos::PaxosReplica>>,
 }
 
 /// The tasks one start of a node runs for its data; stopped when dropped.
@@ -207,11 +220,17 @@ impl NodeData {
         }
     }
 
-    /// The replica handlers, on each start's messaging.
+    /// The replica handlers, on each start's messaging (in a movement
+    /// run, REPAIR_VALIDATE's too, as the server registers it).
     pub fn register(&self, messaging: &Messaging) {
-        Replica::new(self.engine.clone(), false).register(messaging);
+        let mut replica = Replica::new(self.engine.clone(), false);
         if let Some(paxos) = &self.paxos {
             paxos.register(messaging);
+            replica = replica.with_paxos(paxos.clone());
+        }
+        replica.register(messaging);
+        if self.shared.movement.is_some() {
+            crate::repair::validate::serve(messaging, self.engine.clone());
         }
     }
 
@@ -236,17 +255,22 @@ impl NodeData {
         );
         let ring = coordinator.follow_membership();
         self.shared.starts.set(self.shared.starts.get() + 1);
-        let client = match (&self.paxos, &self.shared.join) {
-            (Some(paxos), _) => {
-                coordinator.set_paxos(paxos.clone());
+        if let Some(paxos) = &self.paxos {
+            coordinator.set_paxos(paxos.clone());
+        }
+        let client = match (&self.shared.movement, self.shared.lwt) {
+            (Some(m), _) => {
+                super::movement_steps::serve_fetches(m, self, messaging, clock);
+                tokio::task::spawn_local(super::movement::node(
+                    m.clone(),
+                    self.clone(),
+                    coordinator,
+                ))
+            }
+            (None, true) => {
                 tokio::task::spawn_local(super::lwt::clients(self.clone(), coordinator, clock))
             }
-            (None, Some(join)) => tokio::task::spawn_local(super::bootstrap::node(
-                join.clone(),
-                self.clone(),
-                coordinator,
-            )),
-            (None, None) => tokio::task::spawn_local(client(self.clone(), coordinator, clock)),
+            (None, false) => tokio::task::spawn_local(client(self.clone(), coordinator, clock)),
         };
         Tasks { ring, client }
     }
@@ -365,7 +389,11 @@ pub struct Layout {
     pub tokens: Vec<Vec<i64>>,
     pub dcs: Vec<String>,
     pub replication: Replication,
+    /// Each key's replicas (in a movement run, on the final ring).
     pub replicas: Vec<Vec<NodeIndex>>,
+    /// Each key's replicas before the movement (in a run without one,
+    /// the same as `replicas`).
+    pub before: Vec<Vec<NodeIndex>>,
 }
 
 impl Layout {
@@ -418,7 +446,10 @@ pub fn cluster(
         workload_end: last_at - Duration::from_secs(3),
         values: Cell::new(0),
         starts: Cell::new(0),
-        join: None,
+        lwt_key_base: 0,
+        lwt_clients: super::lwt::CLIENTS_PER_NODE,
+        lwt_think_ms_max: super::lwt::THINK_MAX_MS,
+        movement: None,
     });
     let nodes = layout
         .tokens
@@ -439,73 +470,111 @@ pub(super) fn layout(
     location: &Location,
     keys: usize,
 ) -> Layout {
-    let two_dcs = rng.below_or_at(1) == 1;
-    let dcs: Vec<String> = (0..nodes)
-        .map(|i| match two_dcs {
-            true => format!("dc{}", 1 + i % 2),
-            false => location.dc.clone(),
-        })
-        .collect();
-    let replication = match two_dcs {
-        true => Replication::PerDc(
-            ["dc1", "dc2"]
+    let placement = Placement::draw(rng, nodes, location);
+    let all: Vec<NodeIndex> = (0..nodes).collect();
+    let replication = placement.replication_over(&all);
+    let replicas = placement.replicas_over(&replication, &all, &location.rack, keys);
+    Layout {
+        tokens: placement.tokens,
+        dcs: placement.dcs,
+        replication,
+        before: replicas.clone(),
+        replicas,
+    }
+}
+
+/// The data centres and tokens of a run's nodes, drawn from its seed.
+pub(super) struct Placement {
+    pub two_dcs: bool,
+    pub dcs: Vec<String>,
+    pub tokens: Vec<Vec<i64>>,
+}
+
+impl Placement {
+    /// In one run of two, the nodes alternate between two data centres;
+    /// each node has [`TOKENS_PER_NODE`] tokens no other has.
+    pub fn draw(rng: &crate::env::SeededRng, nodes: usize, location: &Location) -> Placement {
+        let two_dcs = rng.below_or_at(1) == 1;
+        let dcs: Vec<String> = (0..nodes)
+            .map(|i| match two_dcs {
+                true => format!("dc{}", 1 + i % 2),
+                false => location.dc.clone(),
+            })
+            .collect();
+        let mut taken = std::collections::BTreeSet::new();
+        let tokens: Vec<Vec<i64>> = (0..nodes)
+            .map(|_| {
+                let mut mine = Vec::new();
+                while mine.len() < TOKENS_PER_NODE {
+                    let t = rng.next_u64() as i64;
+                    if t != i64::MIN && taken.insert(t) {
+                        mine.push(t);
+                    }
+                }
+                mine.sort_unstable();
+                mine
+            })
+            .collect();
+        Placement {
+            two_dcs,
+            dcs,
+            tokens,
+        }
+    }
+
+    /// The keyspace's replication on the nodes `members`: up to two
+    /// replicas in each data centre, or RF 3 in one.
+    pub fn replication_over(&self, members: &[NodeIndex]) -> Replication {
+        if !self.two_dcs {
+            return Replication::Simple(RF);
+        }
+        let factors = ["dc1", "dc2"]
+            .iter()
+            .map(|dc| {
+                let here = members.iter().filter(|&&n| self.dcs[n] == *dc).count();
+                (dc.to_string(), u32::try_from(here.min(2)).unwrap_or(2))
+            })
+            .collect();
+        Replication::PerDc(factors)
+    }
+
+    /// The replicas of each of `keys` keys on the ring of `members`.
+    pub fn replicas_over(
+        &self,
+        replication: &Replication,
+        members: &[NodeIndex],
+        rack: &str,
+        keys: usize,
+    ) -> Vec<Vec<NodeIndex>> {
+        let ring = TokenRing::new(
+            members
                 .iter()
-                .map(|dc| {
-                    let here = dcs.iter().filter(|d| d == dc).count();
-                    (dc.to_string(), u32::try_from(here.min(2)).unwrap_or(2))
+                .map(|&n| {
+                    let at = Location {
+                        dc: self.dcs[n].clone(),
+                        rack: rack.to_string(),
+                    };
+                    (at, self.tokens[n].clone())
                 })
                 .collect(),
-        ),
-        false => Replication::Simple(RF),
-    };
-    let mut taken = std::collections::BTreeSet::new();
-    let tokens: Vec<Vec<i64>> = (0..nodes)
-        .map(|_| {
-            let mut mine = Vec::new();
-            while mine.len() < TOKENS_PER_NODE {
-                let t = rng.next_u64() as i64;
-                if t != i64::MIN && taken.insert(t) {
-                    mine.push(t);
-                }
-            }
-            mine.sort_unstable();
-            mine
-        })
-        .collect();
-    let ring = TokenRing::new(
-        tokens
-            .iter()
-            .zip(&dcs)
-            .map(|(t, dc)| {
-                let at = Location {
-                    dc: dc.clone(),
-                    rack: location.rack.clone(),
+        )
+        .unwrap_or_else(|e| panic!("the simulated ring: {e:?}"));
+        (0..keys)
+            .map(|k| {
+                let token = key(k).token;
+                let on_ring = match replication {
+                    Replication::PerDc(factors) => {
+                        let factors: Vec<(&str, usize)> = factors
+                            .iter()
+                            .map(|(dc, rf)| (dc.as_str(), *rf as usize))
+                            .collect();
+                        placement::network_topology(&ring, token, &factors)
+                    }
+                    _ => placement::simple(&ring, token, RF as usize),
                 };
-                (at, t.clone())
+                on_ring.into_iter().map(|i| members[i]).collect()
             })
-            .collect(),
-    )
-    .unwrap_or_else(|e| panic!("the simulated ring: {e:?}"));
-    let replicas = (0..keys)
-        .map(|k| {
-            let token = key(k).token;
-            match &replication {
-                Replication::PerDc(factors) => {
-                    let factors: Vec<(&str, usize)> = factors
-                        .iter()
-                        .map(|(dc, rf)| (dc.as_str(), *rf as usize))
-                        .collect();
-                    placement::network_topology(&ring, token, &factors)
-                }
-                _ => placement::simple(&ring, token, RF as usize),
-            }
-        })
-        .collect();
-    Layout {
-        tokens,
-        dcs,
-        replication,
-        replicas,
+            .collect()
     }
 }
 

@@ -136,7 +136,8 @@ pub fn check(run: &Run) -> (Vec<Violation>, DataCoverage) {
     no_value_from_nowhere(&ops, &mut out);
     let timeline = Timeline::new(&run.history.entries, run.config.end());
     unavailable_is_true(run, &timeline, layout, &ops, &mut out);
-    the_end_agrees(run, &ops, &mut out);
+    let nodes: Vec<super::history::NodeIndex> = (0..run.config.nodes).collect();
+    the_end_agrees(run, &ops, &nodes, layout.replicas.len(), &mut out);
     coverage.unfinished = no_hang(run, &timeline, &ops, &mut out);
     (out, coverage)
 }
@@ -418,9 +419,16 @@ fn up_counts(
         .collect()
 }
 
-/// (d): every node read every key at ALL successfully in some round,
-/// and every successful final read of a key returned the same.
-pub(super) fn the_end_agrees(run: &Run, ops: &BTreeMap<usize, Op>, out: &mut Vec<Violation>) {
+/// (d): every node of `nodes` read every one of `keys` keys at ALL
+/// successfully in some round, and every successful final read of a key
+/// returned the same.
+pub(super) fn the_end_agrees(
+    run: &Run,
+    ops: &BTreeMap<usize, Op>,
+    nodes: &[super::history::NodeIndex],
+    keys: usize,
+    out: &mut Vec<Violation>,
+) {
     let end = run.config.end();
     let mut per_key: BTreeMap<usize, Vec<(usize, Found)>> = BTreeMap::new();
     let mut succeeded = std::collections::BTreeSet::new();
@@ -430,9 +438,8 @@ pub(super) fn the_end_agrees(run: &Run, ops: &BTreeMap<usize, Op>, out: &mut Vec
             per_key.entry(op.op.key).or_default().push((op.id, found));
         }
     }
-    let keys = run.layout.as_ref().map_or(0, |l| l.replicas.len());
     for key in 0..keys {
-        for node in 0..run.config.nodes {
+        for &node in nodes {
             if !succeeded.contains(&(key, node)) {
                 let tries: Vec<String> = ops
                     .values()

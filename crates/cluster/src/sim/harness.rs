@@ -1,7 +1,9 @@
 //! Building and running one simulation: N nodes (each a `Messaging` and
 //! a `Gossiper` on its own turmoil host), optionally a node of another
 //! cluster, the nemesis' plan applied at its times, and the history
-//! recorded until the end of the quiet phase.
+//! recorded until the end of the quiet phase (a movement run's ends once
+//! its final reads are over; its node that left stops for good, and the
+//! plan's later steps for it are dropped).
 //!
 //! Everything random comes from the one seed: the number of nodes, the
 //! host ids, each node's RNG (and each restart's), turmoil's own RNG
@@ -30,6 +32,10 @@ pub const STORAGE_PORT: u16 = 7000;
 
 pub const CLUSTER_NAME: &str = "Sim Cluster";
 pub const OTHER_CLUSTER_NAME: &str = "Other Cluster";
+
+/// How long a movement run goes on once its final reads are over (its
+/// `quiet` phase is cut there, and the run's config says so).
+const RUN_AFTER_FINAL_READS: Duration = Duration::from_secs(1);
 
 /// The settings of one run.
 #[derive(Debug, Clone)]
@@ -66,11 +72,15 @@ pub struct SimConfig {
     /// (`sim/data.rs`).
     pub data: bool,
     /// With `data`: the clients run lightweight transactions
-    /// (`sim/lwt.rs`) instead of the planned reads and writes.
+    /// (`sim/lwt.rs`) instead of the planned reads and writes (in a
+    /// movement run, beside its writes).
     pub lwt: bool,
-    /// With `data`: the last node joins the others by bootstrap
-    /// (`sim/bootstrap.rs`), under clients and a plan of their own.
-    pub bootstrap: bool,
+    /// With `data`: a node joins, leaves, or replaces a dead one, or a
+    /// dead one is removed (`sim/movement.rs`), under clients and a plan
+    /// of their own.
+    pub movement: Option<super::movement_workload::Roles>,
+    /// With `movement`: the final ring repairs before its final reads.
+    pub repair: bool,
 }
 
 impl SimConfig {
@@ -97,7 +107,8 @@ impl SimConfig {
             last_stop: LastStop::for_seed(seed),
             data: false,
             lwt: false,
-            bootstrap: false,
+            movement: None,
+            repair: false,
         }
     }
 
@@ -176,8 +187,8 @@ pub fn run(config: &SimConfig) -> Run {
                 rack: location.rack,
             };
             let rng = SeededRng::new(mix(seed, 4));
-            let (nodes, layout) = match config.bootstrap {
-                true => super::bootstrap::cluster(
+            let (nodes, layout) = match config.movement.is_some() {
+                true => super::movement::cluster(
                     &rng,
                     config,
                     &location,
@@ -233,15 +244,30 @@ pub fn run(config: &SimConfig) -> Run {
         nodes: config.nodes,
         max_latency: config.max_latency,
     };
+    let movement = data.first().and_then(|d| d.shared.movement.clone());
+    let mut gone = Vec::new();
     let mut steps = plan.steps.iter().peekable();
     let mut error = None;
     let mut crashing = Vec::new();
-    while sim.elapsed() < config.end() {
+    let mut end = config.end();
+    while sim.elapsed() < end {
+        // A movement run ends once its final reads are over.
+        if let Some(done) = movement.as_ref().and_then(|m| m.reads_done_at()) {
+            end = end.min(done + RUN_AFTER_FINAL_READS);
+        }
         // The second step of a crash (see node.rs).
         for node in crashing.drain(..) {
             sim.crash(world.name(node));
         }
+        // A node that left stops for good, as its process exits.
+        for node in movement.iter().flat_map(|m| m.stops()).skip(gone.len()) {
+            gone.push(node);
+            specs[node].command(Command::Shutdown);
+        }
         while let Some(step) = steps.next_if(|s| s.at <= sim.elapsed()) {
+            if step.action.node().is_some_and(|n| gone.contains(&n)) {
+                continue;
+            }
             recorder.record(sim.elapsed(), Event::Nemesis(step.action.clone()));
             if let Action::Crash(node) = step.action {
                 crashing.push(node);
@@ -267,8 +293,10 @@ pub fn run(config: &SimConfig) -> Run {
     // The hosts' software goes before the directories it uses.
     drop(sim);
     drop(dirs);
+    let mut config = config.clone();
+    config.quiet = end.saturating_sub(config.nemesis_end());
     Run {
-        config: config.clone(),
+        config,
         plan,
         history: History {
             seed,

@@ -4,8 +4,8 @@
 //! the determinism test compares two runs' histories line by line, so
 //! every line is a pure function of the seed.
 
-use super::bootstrap::JoinEvent;
 use super::lwt::LwtEvent;
+use super::movement::MovementEvent;
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
@@ -73,8 +73,8 @@ pub enum Event {
     Op(OpEvent),
     /// A lightweight transaction began or finished.
     Lwt(LwtEvent),
-    /// A step of a node's join (`sim/bootstrap.rs`).
-    Join(JoinEvent),
+    /// A step of a topology movement (`sim/movement.rs`).
+    Movement(MovementEvent),
 }
 
 /// A history line with its simulated time.
@@ -115,7 +115,7 @@ impl fmt::Display for Entry {
             Event::ShutDown { node } => write!(f, "{node} shut down"),
             Event::Nemesis(action) => write!(f, "nemesis: {action}"),
             Event::Op(op) => op.fmt(f),
-            Event::Join(step) => step.fmt(f),
+            Event::Movement(step) => step.fmt(f),
             Event::Lwt(LwtEvent::Invoke { client, key, op }) => {
                 write!(f, "lwt client {client} calls {op:?} on k{key}")
             }

@@ -21,7 +21,7 @@ use varve_types::data::{Cell, ClusteringComparator, Partition, Slice};
 use varve_types::data_error::DataError;
 use varve_types::CqlType;
 
-use super::data::{key, NodeData, TABLE};
+use super::data::{NodeData, TABLE};
 use super::history::Event;
 use crate::coordinator::{Cas, Coordinator};
 use crate::env::{Clock, SeededRng};
@@ -33,8 +33,14 @@ pub const PAXOS_TABLE: u128 = 0x9a_05;
 pub const LWT_KEYS: usize = 3;
 /// Client loops per node.
 pub const CLIENTS_PER_NODE: usize = 2;
+/// Client loops per node in a movement run (`sim/movement.rs`), where
+/// clients write too: fewer, so a run stays short.
+pub const MOVEMENT_CLIENTS_PER_NODE: usize = 1;
 /// The most a client waits between two operations.
-const THINK_MAX_MS: u64 = 40;
+pub const THINK_MAX_MS: u64 = 40;
+/// The same in a movement run: its clients write too, and its runs must
+/// stay short.
+pub const MOVEMENT_THINK_MAX_MS: u64 = 400;
 
 /// What a client asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,11 +116,13 @@ fn setting(value: i64, ts: i64) -> Partition {
     p
 }
 
-/// Runs `CLIENTS_PER_NODE` client loops on this node until the run's end.
+/// Runs this node's client loops (`Shared::lwt_clients`) until the
+/// workload's end (a movement run's: a moment before its final phase).
 pub async fn clients(data: Rc<NodeData>, coordinator: Arc<Coordinator>, clock: Arc<dyn Clock>) {
     let mut loops = tokio::task::JoinSet::new();
-    for c in 0..CLIENTS_PER_NODE {
-        let client = (data.index * CLIENTS_PER_NODE + c) as u64;
+    let per_node = data.shared.lwt_clients;
+    for c in 0..per_node {
+        let client = (data.index * per_node + c) as u64;
         let rng = SeededRng::new(data.shared.seed ^ (client << 32) ^ data.shared.starts());
         loops.spawn_local(client_loop(
             data.clone(),
@@ -134,12 +142,11 @@ async fn client_loop(
     client: u64,
     rng: SeededRng,
 ) {
-    let end = data.shared.workload_end;
     let mut last_read: Option<(usize, Option<i64>)> = None;
-    while turmoil::sim_elapsed().unwrap_or_default() < end {
-        let think = Duration::from_millis(rng.below_or_at(THINK_MAX_MS));
+    while running(&data) {
+        let think = Duration::from_millis(rng.below_or_at(data.shared.lwt_think_ms_max));
         clock.sleep(think).await;
-        if coordinator.node_count() < data.shared.nodes {
+        if !coordinates(&data, &coordinator) {
             continue;
         }
         let (k, op) = match last_read.take() {
@@ -160,8 +167,26 @@ async fn client_loop(
     }
 }
 
+/// Whether this node's clients go on: until the workload's end, or in a
+/// movement run until a moment before its final phase.
+fn running(data: &NodeData) -> bool {
+    match &data.shared.movement {
+        Some(m) => m.lwt_running(),
+        None => turmoil::sim_elapsed().unwrap_or_default() < data.shared.workload_end,
+    }
+}
+
+/// Whether this node takes an operation now: once its ring holds every
+/// node, or in a movement run while the metadata lists it serving.
+fn coordinates(data: &NodeData, coordinator: &Coordinator) -> bool {
+    match &data.shared.movement {
+        Some(m) => m.serves(data.index),
+        None => coordinator.node_count() >= data.shared.nodes,
+    }
+}
+
 /// Runs one operation and records its call and return.
-async fn run(
+pub(super) async fn run(
     data: &NodeData,
     coordinator: &Coordinator,
     client: u64,
@@ -170,7 +195,7 @@ async fn run(
 ) -> LwtOutcome {
     let recorder = &data.shared.recorder;
     recorder.record_now(Event::Lwt(LwtEvent::Invoke { client, key: k, op }));
-    let the_key = key(k);
+    let the_key = data.shared.lwt_key(k);
     let slices = [Slice::all(&super::data::comparator())];
     let decide: crate::coordinator::DecideFn = Arc::new(
         move |current: &Partition, ts: i64| -> Result<(bool, Option<Partition>), DataError> {

@@ -26,15 +26,20 @@
 //!   reads through Paxos; [`linearizability`], whether a history of
 //!   reads, writes and compare-and-sets of registers is linearizable, the
 //!   judge of those runs;
-//! - in a run where a node joins: [`bootstrap`], the metadata's epochs
-//!   applied node by node, the joiner's bootstrap, clients writing
-//!   throughout and the final reads; [`bootstrap_workload`], what such a
-//!   run draws from its seed; [`bootstrap_checker`], no acknowledged
-//!   write lost across the join;
-//! - `tests`, `data_tests`, `lwt_tests` and `bootstrap_tests`: the seeds
-//!   CI runs, one or many more from the environment, and the determinism
-//!   checks; `regressions`: the seeds and scenarios kept because they
-//!   once failed.
+//! - in a run where a node joins, leaves, or replaces a dead one, or a
+//!   dead one is removed: [`movement`], the metadata's epochs applied node
+//!   by node, clients writing (and running LWT) throughout;
+//!   [`movement_steps`], the moving node's step through the production
+//!   streaming code; [`movement_final`], the engines recorded, the
+//!   repairs and the final reads; [`bootstrap_workload`] and
+//!   [`movement_workload`], what such a run draws from its seed;
+//!   [`movement_checker`], no acknowledged write lost across the
+//!   movement, replicas equal after repair, LWT linearizable;
+//!   [`movement_event`], its history lines;
+//! - `tests`, `data_tests`, `lwt_tests`, `bootstrap_tests` and
+//!   `movement_tests`: the seeds CI runs, one or many more from the
+//!   environment, and the determinism checks; `regressions`: the seeds
+//!   and scenarios kept because they once failed.
 //!
 //! What makes a seed replay: every random choice comes from the seed
 //! (nodes' `SeededRng`s, turmoil's RNG, the plan); the epoch is fixed;
@@ -45,8 +50,6 @@
 //! refuses, which the simulation's in-memory engines never do (a task on
 //! the pool ends at a moment of real time).
 
-pub mod bootstrap;
-pub mod bootstrap_checker;
 pub mod bootstrap_workload;
 pub mod checker;
 pub mod data;
@@ -58,6 +61,12 @@ pub mod linearizability;
 mod log;
 pub mod lwt;
 pub mod metadata;
+pub mod movement;
+pub mod movement_checker;
+pub mod movement_event;
+pub mod movement_final;
+pub mod movement_steps;
+pub mod movement_workload;
 pub mod nemesis;
 pub mod node;
 mod panics;
@@ -67,5 +76,6 @@ pub mod workload;
 mod bootstrap_tests;
 mod data_tests;
 mod lwt_tests;
+mod movement_tests;
 mod regressions;
 mod tests;

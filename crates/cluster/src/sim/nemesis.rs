@@ -102,6 +102,16 @@ impl fmt::Display for Action {
     }
 }
 
+impl Action {
+    /// The node a crash, shutdown or restart acts on.
+    pub fn node(&self) -> Option<NodeIndex> {
+        match self {
+            Action::Crash(n) | Action::Shutdown(n) | Action::Restart { node: n, .. } => Some(*n),
+            Action::Start(_) | Action::Heal(_) | Action::Quiet => None,
+        }
+    }
+}
+
 /// An action and when it happens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {

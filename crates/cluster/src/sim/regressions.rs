@@ -9,6 +9,8 @@ use super::checker::report;
 use super::data_tests::run_and_check;
 use super::harness::{run, SimConfig};
 use super::history::Event;
+use super::movement::{MovementEvent, MovementKind};
+use super::movement_tests;
 use super::nemesis::{Action, NetFault, Plan, Step};
 use super::tests::{check_config, check_seeds};
 use super::workload::{OpEvent, Outcome};
@@ -144,4 +146,64 @@ fn data_seed_410_late_convergence_after_a_partition() {
         unavailable_at_the_end,
         "seed 410 no longer converges late: its scenario is gone"
     );
+}
+
+/// Found by the movement simulation, removenode seeds 3, 4 and 5: the
+/// node that ran the removal asked a gainer to fetch a range of the dead
+/// node (STREAM_REQUEST) while that gainer was down, or just before it
+/// crashed; the request was never answered, and the removal waited out
+/// STREAM_REQUEST's timeout, an hour, so the run ended with the dead node
+/// still `Leaving`. Fixed in `streaming::removenode`: the runner asks no
+/// gainer that is DOWN, and gives up on one that gossip no longer has UP
+/// in the generation it was asked in; the removal is then tried again.
+#[test]
+fn removenode_seed_3_gainer_down_while_asked() {
+    let config = SimConfig::with_movement(3, MovementKind::Removenode);
+    let (run, violations, _) = movement_tests::run_and_check(&config);
+    assert!(violations.is_empty(), "{}", report(&run, &violations));
+    assert!(gave_up_on_a_gainer(&run), "seed 3's scenario is gone");
+}
+
+/// The scenario of removenode seed 3, pinned: n0 crashed for good and
+/// removed by n1, while n3 is down across the removal's start and n4
+/// crashes during it; no other fault.
+#[test]
+fn removenode_with_gainers_down_while_asked() {
+    let mut config = SimConfig::with_movement(3, MovementKind::Removenode);
+    let roles = config.movement.clone().expect("a movement run");
+    assert_eq!(
+        (roles.mover, roles.departing),
+        (1, Some(0)),
+        "seed 3's roles changed: pin them here"
+    );
+    let ms = Duration::from_millis;
+    let step = |at: u64, action: Action| Step { at: ms(at), action };
+    let restart = |node| Action::Restart { node, skew_ms: 0 };
+    config.plan = Some(Plan {
+        steps: vec![
+            step(8_880, Action::Crash(0)),
+            step(12_840, Action::Crash(3)),
+            step(20_220, restart(3)),
+            step(22_630, Action::Crash(4)),
+            step(29_920, restart(4)),
+            step(33_000, Action::Quiet),
+        ],
+        down_at_end: None,
+    });
+    let (run, violations, _) = movement_tests::run_and_check(&config);
+    assert!(violations.is_empty(), "{}", report(&run, &violations));
+    assert!(
+        gave_up_on_a_gainer(&run),
+        "the pinned scenario no longer tests it"
+    );
+}
+
+/// Whether a removal attempt failed on a gainer DOWN or restarted.
+fn gave_up_on_a_gainer(run: &super::harness::Run) -> bool {
+    run.history.entries.iter().any(|e| match &e.event {
+        Event::Movement(MovementEvent::Failed(why)) => {
+            why.contains("is DOWN: it cannot fetch") || why.contains("went DOWN or restarted")
+        }
+        _ => false,
+    })
 }

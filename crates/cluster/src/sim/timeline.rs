@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::history::{Entry, Event, Who};
+use super::movement::MovementEvent;
 use super::nemesis::Action;
 use crate::membership::Change;
 
@@ -88,6 +89,12 @@ impl Timeline {
                         });
                     }
                 }
+                // A node that left shuts down for good.
+                Event::Movement(MovementEvent::Left { node }) => {
+                    if let Some(&i) = current.get(&Who::Node(*node)) {
+                        t.incarnations[i].shutdown_asked = Some(at);
+                    }
+                }
                 Event::ShutDown { node } => {
                     if let Some(i) = current.remove(node) {
                         t.end(i, at);
@@ -119,7 +126,7 @@ impl Timeline {
                 | Event::Lagged { .. }
                 | Event::Op(_)
                 | Event::Lwt(_)
-                | Event::Join(_) => {}
+                | Event::Movement(_) => {}
             }
         }
         if let Some(from) = fault_started {
