@@ -126,6 +126,8 @@ pub struct TableStats {
     pub bloom_filter_true_positives: u64,
     /// Memory of the sstables' partition summaries as sampled now.
     pub index_summary_bytes: u64,
+    /// Bytes of the sstables an incremental repair marked repaired.
+    pub repaired_bytes: u64,
 }
 
 pub(crate) struct TableState {
@@ -440,7 +442,8 @@ impl Engine {
                 self.fs
                     .create_dir_all(&dir)
                     .map_err(|e| Error::io(&dir, e))?;
-                let manifest = Manifest::load(self.fs.as_ref(), &dir)?;
+                let mut manifest = Manifest::load(self.fs.as_ref(), &dir)?;
+                crate::engine_repair::forget_sessions(&mut manifest);
                 let mut sstables = Vec::new();
                 for g in &manifest.live {
                     let path = sstable_path(&dir, *g);
@@ -872,6 +875,14 @@ impl Engine {
         };
         for t in &state.sstables {
             s.space_used_bytes += t.size_on_disk();
+            if crate::engine_compact::generation_of(t).is_some_and(|g| {
+                matches!(
+                    state.manifest.repair.get(&g),
+                    Some(crate::manifest::RepairMark::Repaired { .. })
+                )
+            }) {
+                s.repaired_bytes += t.size_on_disk();
+            }
             s.sstable_partitions += t.stats().partition_count;
             s.bloom_filter_false_positives += t.bloom_false_positives();
             s.bloom_filter_true_positives += t.bloom_true_positives();

@@ -45,6 +45,7 @@ pub mod engine_gc;
 pub mod engine_import;
 pub mod engine_memory;
 pub mod engine_read;
+pub mod engine_repair;
 pub mod engine_snapshot;
 pub mod engine_summary;
 pub mod error;

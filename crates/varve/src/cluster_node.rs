@@ -187,6 +187,11 @@ impl ClusterNode {
         )
         .await?;
         varve_cluster::repair::validate::serve(&messaging, processor.engine());
+        varve_cluster::repair::incremental::serve(
+            &messaging,
+            processor.engine(),
+            Arc::clone(&coordinator_clock),
+        );
         let decommission = Arc::new(crate::decommission::Decommission::new(
             Arc::clone(&started.service),
             Arc::clone(&coordinator),

@@ -67,9 +67,17 @@ impl Verb {
     /// A repair asks a replica for its Merkle leaves of a range.
     pub const REPAIR_VALIDATE: Verb = Verb(0x0066);
     pub const REPAIR_VALIDATE_RSP: Verb = Verb(0x0067);
+    /// An incremental repair takes a replica's unrepaired data of some
+    /// ranges into its session.
+    pub const REPAIR_PREPARE: Verb = Verb(0x0070);
+    pub const REPAIR_PREPARE_RSP: Verb = Verb(0x0071);
+    /// An incremental repair ends on a replica: its sstables repaired, or
+    /// unrepaired again.
+    pub const REPAIR_FINALIZE: Verb = Verb(0x0072);
+    pub const REPAIR_FINALIZE_RSP: Verb = Verb(0x0073);
 
     /// Every defined verb with its name, in code order.
-    pub const KNOWN: [(Verb, &'static str); 41] = [
+    pub const KNOWN: [(Verb, &'static str); 45] = [
         (Verb::HELLO, "HELLO"),
         (Verb::HELLO_ACK, "HELLO_ACK"),
         (Verb::HELLO_REJECT, "HELLO_REJECT"),
@@ -111,6 +119,10 @@ impl Verb {
         (Verb::STREAM_REQUEST_RSP, "STREAM_REQUEST_RSP"),
         (Verb::REPAIR_VALIDATE, "REPAIR_VALIDATE"),
         (Verb::REPAIR_VALIDATE_RSP, "REPAIR_VALIDATE_RSP"),
+        (Verb::REPAIR_PREPARE, "REPAIR_PREPARE"),
+        (Verb::REPAIR_PREPARE_RSP, "REPAIR_PREPARE_RSP"),
+        (Verb::REPAIR_FINALIZE, "REPAIR_FINALIZE"),
+        (Verb::REPAIR_FINALIZE_RSP, "REPAIR_FINALIZE_RSP"),
     ];
 
     /// The wire code.
