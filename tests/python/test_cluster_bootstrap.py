@@ -80,8 +80,10 @@ class Writer(threading.Thread):
     """Writes new rows at QUORUM through nodes 1-3 until stopped; keeps the
     keys whose writes were acknowledged."""
 
-    def __init__(self, first_key):
+    def __init__(self, first_key, port=NATIVE, pause_s=0.0):
         super().__init__(daemon=True)
+        self.port = port
+        self.pause_s = pause_s
         self.next_key = first_key
         self.acked = []
         self.failed = 0
@@ -90,7 +92,7 @@ class Writer(threading.Thread):
     def run(self):
         from cassandra import ConsistencyLevel
 
-        cluster = connect("127.0.0.1", NATIVE, 5)
+        cluster = connect("127.0.0.1", self.port, 5)
         session = cluster.connect()
         insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
         insert.consistency_level = ConsistencyLevel.QUORUM
@@ -103,6 +105,7 @@ class Writer(threading.Thread):
                     self.acked.append(k)
                 except Exception:  # noqa: BLE001 - a timeout is not an acknowledgement
                     self.failed += 1
+                self.stopping.wait(self.pause_s)
         finally:
             cluster.shutdown()
 
