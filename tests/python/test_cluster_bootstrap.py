@@ -185,19 +185,20 @@ def test_a_bootstrap_killed_half_way_starts_again_and_completes(tmp_path, nodes)
         assert time.monotonic() < deadline, node4.log_tail()
         time.sleep(0.05)
     # While it streams (after a write timeout's wait for writes planned
-    # before it joined), its admin port shows the stream and the bytes.
+    # before it joined, and the sources' flush before they list their
+    # sstables), its admin port shows the stream and the bytes.
     deadline = time.monotonic() + 20
     while True:
         netstats = subprocess.run([varve_bin(), "nodetool", "-h", "127.0.0.4", "-p", str(ADMIN),
                                    "netstats"], capture_output=True, text=True, timeout=30)
-        if re.search(r"bootstrap ks\.t: \d+ of \d+ ranges, \d+ bytes", netstats.stdout):
+        metrics = urllib.request.urlopen(f"http://127.0.0.4:{ADMIN}/metrics", timeout=10).read().decode()
+        received = re.search(r'varve_streaming_bytes_total\{direction="in"\} (\d+)', metrics)
+        shown = re.search(r"bootstrap ks\.t: \d+ of \d+ ranges, \d+ bytes", netstats.stdout)
+        if shown and received and int(received.group(1)) > 0:
             break
-        assert time.monotonic() < deadline, (netstats.stdout, netstats.stderr, node4.log_tail())
+        assert time.monotonic() < deadline, (netstats.stdout, metrics, node4.log_tail())
         time.sleep(0.2)
-    metrics = urllib.request.urlopen(f"http://127.0.0.4:{ADMIN}/metrics", timeout=10).read().decode()
     assert 'varve_streams_active{stream_operation="bootstrap"} 1' in metrics
-    received = re.search(r'varve_streaming_bytes_total\{direction="in"\} (\d+)', metrics)
-    assert received and int(received.group(1)) > 0, metrics
     time.sleep(0.5)
     node4.proc.send_signal(signal.SIGKILL)
     node4.proc.wait()

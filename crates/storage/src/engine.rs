@@ -16,7 +16,7 @@ use crate::commitlog::{CommitLog, CommitLogConfig, Position};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, RealFs, SstableWrites};
 use crate::manifest::Manifest;
-use crate::memtable::{key_in_range, Memtable};
+use crate::memtable::Memtable;
 use crate::partition::Partition;
 use crate::sstable::{Sstable, SstableParams, SstableWriter};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -840,21 +840,7 @@ impl Engine {
         end: &TokenBound,
         limit: usize,
     ) -> Result<Vec<PartitionKey>> {
-        let table = self.table(id)?;
-        let (memtables, sstables) = self.sources_of(&table);
-        let mut keys: BTreeSet<PartitionKey> = BTreeSet::new();
-        for m in &memtables {
-            keys.extend(m.keys(start, end, limit));
-        }
-        for s in &sstables {
-            keys.extend(s.keys(start, end, limit)?);
-        }
-        let keys: Vec<PartitionKey> = keys
-            .into_iter()
-            .filter(|k| key_in_range(k, start, end))
-            .take(limit)
-            .collect();
-        Ok(keys)
+        self.scan_keys_skipping(id, start, end, limit, &BTreeSet::new())
     }
 
     /// Number of partitions stored (an estimate: sources may overlap).

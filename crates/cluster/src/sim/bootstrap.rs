@@ -44,6 +44,10 @@
 //! The seed's choices (settings, plan, writes, final reads, key groups)
 //! are in [`super::bootstrap_workload`].
 //!
+//! The engines keep sstables (on a simulated file system each), so the
+//! join streams whole sstables where one lies inside a range it fetches
+//! ([`super::bootstrap_storage`]).
+//!
 //! The ring comes from the metadata alone ([`Coordinator::set_topology`]):
 //! the joiner's own ring follows gossip until it applies epoch 2, but it
 //! coordinates nothing before epoch 3.
@@ -58,6 +62,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use varve_types::data::{Partition, Slice};
 
+use super::bootstrap_storage::{narrow_flush, NarrowFlushes};
 use super::bootstrap_workload::{final_reads, joining_at, writes, KeyGroup, BOOTSTRAP_KEYS};
 use super::data::{self, key, Layout, NodeData, Shared, TABLE};
 use super::harness::SimConfig;
@@ -84,7 +89,7 @@ const APPLY_LAG_MS_MAX: u64 = 2_000;
 pub const BOOTSTRAP_RETRY: Duration = Duration::from_secs(5);
 
 /// How often a node looks whether an epoch is due, or the final phase.
-const POLL: Duration = Duration::from_millis(50);
+pub(super) const POLL: Duration = Duration::from_millis(50);
 
 /// A step of the join, as the history has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +99,14 @@ pub enum JoinEvent {
     /// The joiner began a bootstrap attempt.
     Streaming,
     /// The attempt succeeded; the metadata commits the joiner `Normal`.
-    Streamed { ranges: usize, partitions: u64 },
+    Streamed {
+        ranges: usize,
+        partitions: u64,
+        /// Whole sstables among what came.
+        files: u64,
+    },
+    /// `node` flushed a memtable of one partition.
+    NarrowFlush { node: NodeIndex },
     /// The attempt failed; the joiner tries again after a pause.
     Failed(String),
     /// The final phase began: every node applied epoch 3, nothing runs.
@@ -112,10 +124,18 @@ impl fmt::Display for JoinEvent {
         match self {
             JoinEvent::Applied { node, epoch } => write!(f, "n{node} applies epoch {epoch}"),
             JoinEvent::Streaming => f.write_str("the joiner starts a bootstrap attempt"),
-            JoinEvent::Streamed { ranges, partitions } => write!(
+            JoinEvent::Streamed {
+                ranges,
+                partitions,
+                files,
+            } => write!(
                 f,
-                "the joiner streamed {ranges} ranges ({partitions} partitions): it is Normal"
+                "the joiner streamed {ranges} ranges ({partitions} partitions, {files} whole \
+                 sstables): it is Normal"
             ),
+            JoinEvent::NarrowFlush { node } => {
+                write!(f, "n{node} flushes a memtable of one partition")
+            }
             JoinEvent::Failed(why) => write!(f, "the bootstrap attempt failed: {why}"),
             JoinEvent::FinalPhase => f.write_str("final phase: engines recorded, then reads"),
             JoinEvent::Holds { node, newest } => {
@@ -147,6 +167,8 @@ pub struct Join {
     lags: Vec<(Duration, Duration)>,
     /// Bytes per second the joiner's puller takes (0: no limit).
     pub throughput: u64,
+    /// The flushes of sstables of one partition.
+    pub(super) narrow: NarrowFlushes,
     /// When the joiner's first bootstrap attempt began.
     streaming_since: Cell<Option<Duration>>,
     /// When a bootstrap attempt succeeded (epoch 3 committed).
@@ -230,7 +252,7 @@ impl Join {
         Some(everywhere.max(self.final_at))
     }
 
-    fn record(&self, event: JoinEvent) {
+    pub(super) fn record(&self, event: JoinEvent) {
         self.recorder.record_now(Event::Join(event));
     }
 }
@@ -268,21 +290,26 @@ pub fn cluster(
         .collect();
     let lag = || ms(rng.below_or_at(APPLY_LAG_MS_MAX));
     let joining = joining_at(config.seed);
+    // Drawn in this order: the seeds' runs depend on it.
+    let groups = (0..BOOTSTRAP_KEYS)
+        .map(|k| KeyGroup::draw(rng, k, joining))
+        .collect();
+    let lags = (0..config.nodes).map(|_| (lag(), lag())).collect();
+    // A few hundred bytes a second makes the stream of the ~1 KiB
+    // the keys take last several seconds, under the faults.
+    let throughput = match rng.below_or_at(3) {
+        0 => 0,
+        _ => between(rng, 30, 300),
+    };
     let join = Join {
         joiner: config.nodes - 1,
         records,
         replication: layout.replication.clone(),
         joining_at: joining,
-        groups: (0..BOOTSTRAP_KEYS)
-            .map(|k| KeyGroup::draw(rng, k, joining))
-            .collect(),
-        lags: (0..config.nodes).map(|_| (lag(), lag())).collect(),
-        // A few hundred bytes a second makes the stream of the ~1 KiB
-        // the keys take last several seconds, under the faults.
-        throughput: match rng.below_or_at(3) {
-            0 => 0,
-            _ => between(rng, 30, 300),
-        },
+        groups,
+        lags,
+        throughput,
+        narrow: NarrowFlushes::new(throughput, config.nodes),
         streaming_since: Cell::new(None),
         joined_at: Cell::new(None),
         applied: RefCell::new(vec![0; config.nodes]),
@@ -322,6 +349,12 @@ pub(super) async fn node(join: Rc<Join>, data: Rc<NodeData>, coordinator: Arc<Co
     tasks.spawn_local(follow_metadata(join.clone(), me, coordinator.clone(), here));
     if me == join.joiner {
         tasks.spawn_local(bootstrap(join.clone(), coordinator.clone()));
+    } else if join.narrow.on() {
+        tasks.spawn_local(narrow_flush(
+            join.clone(),
+            data.clone(),
+            coordinator.clone(),
+        ));
     }
     tasks.spawn_local(client_writes(
         join.clone(),
@@ -374,6 +407,7 @@ async fn bootstrap(join: Rc<Join>, coordinator: Arc<Coordinator>) {
                 join.record(JoinEvent::Streamed {
                     ranges: report.ranges,
                     partitions: report.moved.partitions,
+                    files: report.moved.files,
                 });
             }
             Err(why) => {

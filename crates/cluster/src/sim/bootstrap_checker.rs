@@ -56,6 +56,8 @@ pub struct JoinCoverage {
     pub final_reads_ok: u64,
     pub attempts_failed: u64,
     pub partitions_streamed: u64,
+    /// Whole sstables among them.
+    pub files_streamed: u64,
 }
 
 impl std::ops::AddAssign for JoinCoverage {
@@ -66,6 +68,7 @@ impl std::ops::AddAssign for JoinCoverage {
         self.final_reads_ok += o.final_reads_ok;
         self.attempts_failed += o.attempts_failed;
         self.partitions_streamed += o.partitions_streamed;
+        self.files_streamed += o.files_streamed;
     }
 }
 
@@ -82,6 +85,8 @@ struct Steps {
     /// Each node's first application of epoch 3.
     normal: BTreeMap<NodeIndex, Duration>,
     streamed: Option<(Duration, u64)>,
+    /// Whole sstables the successful attempt streamed.
+    files: u64,
     failed: u64,
     final_phase: Option<Duration>,
     /// Each node's engine at the final phase.
@@ -103,15 +108,18 @@ fn steps(run: &Run) -> Steps {
                     s.normal.entry(*node).or_insert(entry.at);
                 }
             }
-            JoinEvent::Streamed { partitions, .. } => {
+            JoinEvent::Streamed {
+                partitions, files, ..
+            } => {
                 s.streamed.get_or_insert((entry.at, *partitions));
+                s.files += files;
             }
             JoinEvent::Failed(_) => s.failed += 1,
             JoinEvent::FinalPhase => s.final_phase = Some(entry.at),
             JoinEvent::Holds { node, newest } => {
                 s.holds.insert(*node, newest.clone());
             }
-            JoinEvent::Streaming => {}
+            JoinEvent::Streaming | JoinEvent::NarrowFlush { .. } => {}
         }
     }
     if s.normal.len() == run.config.nodes {
@@ -152,6 +160,7 @@ pub fn check(run: &Run) -> (Vec<Violation>, JoinCoverage) {
     }
     coverage.attempts_failed = steps.failed;
     coverage.partitions_streamed = steps.streamed.map_or(0, |(_, p)| p);
+    coverage.files_streamed = steps.files;
     (out, coverage)
 }
 

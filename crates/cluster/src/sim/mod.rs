@@ -47,6 +47,7 @@
 
 pub mod bootstrap;
 pub mod bootstrap_checker;
+pub mod bootstrap_storage;
 pub mod bootstrap_workload;
 pub mod checker;
 pub mod data;

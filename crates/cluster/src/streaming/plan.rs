@@ -116,6 +116,25 @@ pub fn ranges_to_give(
     Ok(out)
 }
 
+/// `ranges` grouped by the node at their other end (`source`), in the
+/// order each node first comes, each group at most `max` ranges long: one
+/// listing of whole sstables per group, which may then lie inside any of
+/// its ranges.
+pub fn by_node(ranges: &[RangeSource], max: usize) -> Vec<Vec<RangeSource>> {
+    let mut groups: Vec<Vec<RangeSource>> = Vec::new();
+    for r in ranges {
+        let open = groups
+            .iter_mut()
+            .rev()
+            .find(|g| g[0].source == r.source && g[0].address == r.address);
+        match open {
+            Some(g) if g.len() < max.max(1) => g.push(r.clone()),
+            _ => groups.push(vec![r.clone()]),
+        }
+    }
+    groups
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +150,29 @@ mod tests {
             record(4, &[150], NodeState::Joining),
         ];
         Topology::from_records(records.iter(), HostId([4; 16]))
+    }
+
+    #[test]
+    fn ranges_group_by_node_in_order_and_bounded() {
+        let at = |start: i64, host: u8| RangeSource {
+            start,
+            end: start + 1,
+            source: HostId([host; 16]),
+            address: ([127, 0, 0, host], 7000).into(),
+        };
+        let ranges = [at(1, 2), at(2, 3), at(3, 2), at(4, 2)];
+        let starts = |groups: Vec<Vec<RangeSource>>| -> Vec<Vec<i64>> {
+            groups
+                .iter()
+                .map(|g| g.iter().map(|r| r.start).collect())
+                .collect()
+        };
+        assert_eq!(starts(by_node(&ranges, 10)), vec![vec![1, 3, 4], vec![2]]);
+        assert_eq!(
+            starts(by_node(&ranges, 2)),
+            vec![vec![1, 3], vec![2], vec![4]]
+        );
+        assert!(by_node(&[], 2).is_empty());
     }
 
     #[test]
