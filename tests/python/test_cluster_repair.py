@@ -127,7 +127,7 @@ def incremental_repairs_compare_only_what_is_new(session, nodes):
         nodetool(index, "truncatehints")
     nodes[2].start(port=NATIVE, admin_port=ADMIN)
     deadline = time.monotonic() + 30
-    while nodetool(1, "status").count("UN") < 3:
+    while any(nodetool(i, "status").count("UN") < 3 for i in (1, 2, 3)):
         assert time.monotonic() < deadline
         time.sleep(0.2)
     second = nodetool(2, "repair", "ks")

@@ -263,7 +263,9 @@ async fn repair_range(
 
 /// Pulls leaf `(lo, hi]` from each of `others`, then pushes the merged
 /// leaf back to each (incremental: after copying it into this node's
-/// unrepaired data too).
+/// unrepaired data too). In pages only: a leaf is a small part of a range,
+/// which an sstable rarely lies inside, and whole-file streaming would
+/// flush the memtables of both ends for every leaf.
 async fn sync_leaf(
     puller: &Puller,
     table: u128,
@@ -279,13 +281,13 @@ async fn sync_leaf(
     };
     let mut moved = PullStats::default();
     for h in others {
-        moved += puller.pull(table, &sub(h)).await?;
+        moved += puller.pull_pages(table, &sub(h), &[]).await?;
     }
     if kind != RepairKind::Full {
         incremental::copy_local(puller, table, (lo, hi)).await?;
     }
     for h in others {
-        moved += puller.push(table, &sub(h)).await?;
+        moved += puller.push_pages(table, &sub(h), &[]).await?;
     }
     Ok(moved)
 }
