@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::plan::{by_node, ranges_to_fetch, RangeSource};
+use super::plan::{by_node, paxos_sources, ranges_to_fetch, RangeSource};
 use super::pull::{PullStats, Puller};
 use crate::coordinator::{Coordinator, Replication};
 use crate::net::{HostId, Verb};
@@ -53,10 +53,12 @@ pub async fn bootstrap(
     let topology = coordinator.topology();
     let mut report = BootstrapReport::default();
     let mut plans: Vec<(&StreamTable, Vec<RangeSource>)> = Vec::new();
+    let is_up = |h: &crate::coordinator::Host| coordinator.is_up(h);
     for t in tables {
-        let ranges = ranges_to_fetch(&topology, &t.replication, replacing, |h| {
-            coordinator.is_up(h)
-        })
+        let ranges = match Some(t.table) == puller.paxos_table() {
+            true => paxos_sources(&topology, &t.replication, replacing, is_up),
+            false => ranges_to_fetch(&topology, &t.replication, replacing, is_up),
+        }
         .map_err(|e| format!("{}: {e}", t.name))?;
         plans.push((t, ranges));
     }
@@ -65,13 +67,13 @@ pub async fn bootstrap(
         "bootstrap: {total} ranges of {} tables to stream",
         plans.len()
     );
-    let mut seen: BTreeSet<(u128, i64, i64)> = BTreeSet::new();
+    let mut seen: BTreeSet<(u128, i64, i64, HostId)> = BTreeSet::new();
     for (t, ranges) in plans {
         let began = puller.clock.now();
         let shown = puller.begin("bootstrap", &t.name, ranges.len());
         let fresh: Vec<RangeSource> = ranges
             .iter()
-            .filter(|r| seen.insert((t.table, r.start, r.end)))
+            .filter(|r| seen.insert((t.table, r.start, r.end, r.source)))
             .cloned()
             .collect();
         let mut moved = PullStats::default();

@@ -107,6 +107,11 @@ impl Puller {
         self
     }
 
+    /// The table whose streamed partitions merge into the Paxos state.
+    pub fn paxos_table(&self) -> Option<u128> {
+        self.paxos.as_ref().map(|p| p.table())
+    }
+
     /// Merges streamed `system.paxos` partitions through `paxos`.
     pub fn with_paxos(mut self, paxos: Arc<crate::paxos::PaxosReplica>) -> Puller {
         self.paxos = Some(paxos);
