@@ -277,6 +277,11 @@ impl Coordinator {
         is_up(host, &self.membership.live())
     }
 
+    /// The generation `host` is UP in now; `None` while it is DOWN.
+    pub fn up_generation(&self, host: HostId) -> Option<i64> {
+        self.membership.live().get(host).map(|p| p.generation)
+    }
+
     /// The messaging, engine and clock this coordinator uses (streaming
     /// shares them).
     pub fn parts(&self) -> (Messaging, Arc<Engine>, Arc<dyn Clock>) {

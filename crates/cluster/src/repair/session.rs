@@ -13,11 +13,9 @@
 //! and ends with REPAIR_FINALIZE on every replica: repaired at the
 //! session's start if every range was repaired, unrepaired again if not.
 
-use std::sync::Arc;
-
 use super::incremental::{self, encode_finalize, encode_prepare, FinalizeRequest, PrepareRequest};
 use super::merkle::{leaf_range, mismatched, Leaves, MERKLE_DEPTH};
-use super::validate::{decode_leaves, encode_request, validate, ValidateRequest, FULL_REPAIR};
+use super::validate::{decode_leaves, encode_request, validate_here, ValidateRequest, FULL_REPAIR};
 use crate::coordinator::{Coordinator, Host};
 use crate::net::Verb;
 use crate::streaming::{PullStats, Puller, RangeSource, StreamTable};
@@ -295,11 +293,8 @@ async fn sync_leaf(
 /// `host`'s leaves of `req`'s range.
 async fn leaves_of(puller: &Puller, host: &Host, req: &ValidateRequest) -> Result<Leaves, String> {
     if host.is_local {
-        let engine: Arc<varve_storage::Engine> = puller.engine();
-        let req = *req;
-        return tokio::task::spawn_blocking(move || validate(&engine, &req))
-            .await
-            .map_err(|e| format!("validation task: {e}"))?
+        return validate_here(puller.engine(), *req)
+            .await?
             .map_err(|e| format!("validating here: {e}"));
     }
     let answer = puller

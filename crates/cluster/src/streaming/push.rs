@@ -8,7 +8,10 @@
 //! or does not answer is sent again, up to [`STREAM_PAGE_ATTEMPTS`] times.
 //! Paced by the same throughput limit as pulls.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
+use varve_storage::Engine;
 use varve_types::data::TokenBound;
 
 use super::plan::RangeSource;
@@ -16,7 +19,23 @@ use super::pull::{
     bounds, PullStats, Puller, STREAM_PAGE_ATTEMPTS, STREAM_PAGE_BYTES, STREAM_PAGE_TIMEOUT,
 };
 use crate::net::Verb;
-use crate::verbs::stream::{self, PullRequest};
+use crate::verbs::replica::first_in_memory;
+use crate::verbs::stream::{self, BuiltPage, PageError, PullRequest};
+
+/// Reads one page to send: in memory first, on the blocking pool if it
+/// would wait on the disk (as the source of a STREAM_PULL reads it).
+async fn read_page(engine: Arc<Engine>, req: PullRequest) -> Result<BuiltPage, String> {
+    // A partition too large for a frame is an answer, not a retry.
+    let read = move || match stream::read_page(&engine, &req) {
+        Ok(page) => Ok(Ok(page)),
+        Err(PageError::Storage(e)) => Err(e),
+        Err(PageError::TooLarge(e)) => Ok(Err(e)),
+    };
+    first_in_memory(read)
+        .await?
+        .map_err(|e| format!("reading a page to stream: {e:?}"))?
+        .map_err(|e| format!("reading a page to stream: {e}"))
+}
 
 /// The pause before a page is sent again.
 const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
@@ -64,11 +83,7 @@ impl Puller {
                 max_bytes: STREAM_PAGE_BYTES,
                 skip: skip.to_vec(),
             };
-            let engine = self.engine();
-            let page = tokio::task::spawn_blocking(move || stream::read_page(&engine, &req))
-                .await
-                .map_err(|e| format!("streaming task: {e}"))?
-                .map_err(|e| format!("reading a page to stream: {e:?}"))?;
+            let page = read_page(self.engine(), req).await?;
             stats.pages += 1;
             stats.partitions += page.partitions as u64;
             stats.bytes += page.bytes.len() as u64;
@@ -117,5 +132,33 @@ impl Puller {
             "sending ({}, {}] to {} failed {STREAM_PAGE_ATTEMPTS} times: {last_error}",
             range.start, range.end, range.address
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verbs::replica::tests::{
+        engine_with_table, sample_update, while_the_blocking_pool_is_busy,
+    };
+
+    #[test]
+    fn a_page_to_push_is_read_in_memory_without_the_blocking_pool() {
+        let update = sample_update(b"k");
+        let (_storage, engine) = engine_with_table(update.table);
+        engine
+            .apply(update.table, &update.key, update.update.clone())
+            .unwrap();
+        let req = PullRequest {
+            table: update.table,
+            start: TokenBound::Unbounded,
+            end: TokenBound::Unbounded,
+            max_bytes: STREAM_PAGE_BYTES,
+            skip: Vec::new(),
+        };
+        let page = while_the_blocking_pool_is_busy(read_page(engine, req))
+            .expect("reading the page waited for the blocking pool")
+            .unwrap();
+        assert!(!page.more && page.last == Some(update.key));
     }
 }

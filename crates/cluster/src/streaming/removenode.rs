@@ -22,6 +22,10 @@ use crate::verbs::stream::{decode_fetch, encode_fetch, FetchRequest};
 /// How long a node may take to fetch one range it was asked for.
 pub const STREAM_REQUEST_TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// How often the node that asked a gainer looks whether it is still UP
+/// in the generation it was asked in.
+pub const GAINER_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Answers STREAM_REQUEST: pulls the range with `puller`.
 pub fn serve_fetches(messaging: &Messaging, puller: Arc<Puller>) {
     messaging.register(Verb::STREAM_REQUEST, move |req: Request| {
@@ -154,7 +158,7 @@ pub async fn restore(
                 bytes = one.bytes;
                 report.moved += one;
             } else {
-                ask(&puller.messaging, r).await?;
+                ask(coordinator, r).await?;
             }
             if let Some(s) = &shown {
                 s.range_done(bytes);
@@ -166,30 +170,48 @@ pub async fn restore(
     Ok(report)
 }
 
-/// Asks `r.gainer` to fetch its range, and waits until it has.
-async fn ask(messaging: &Messaging, r: &Restore) -> Result<(), String> {
+/// Asks `r.gainer` to fetch its range, and waits until it has, or until
+/// it is DOWN or restarted: its answer would then never come, and the
+/// request would wait out [`STREAM_REQUEST_TIMEOUT`] (an hour) for
+/// nothing.
+async fn ask(coordinator: &Coordinator, r: &Restore) -> Result<(), String> {
+    let (messaging, _, clock) = coordinator.parts();
+    let (start, end, gainer) = (r.from.start, r.from.end, r.gainer_address);
+    let Some(asked_in) = coordinator.up_generation(r.gainer) else {
+        return Err(format!(
+            "{gainer} is DOWN: it cannot fetch ({start}, {end}]"
+        ));
+    };
     let payload = encode_fetch(&FetchRequest {
         table: r.table,
-        start: r.from.start,
-        end: r.from.end,
+        start,
+        end,
         source: r.from.source,
         address: r.from.address,
     });
-    let answer = messaging
+    let pending = messaging
         .request(
-            r.gainer_address,
+            gainer,
             Verb::STREAM_REQUEST,
             payload,
             STREAM_REQUEST_TIMEOUT,
         )
-        .map_err(|e| e.to_string())?
-        .await
-        .map_err(|e| {
-            format!(
-                "{} could not fetch ({}, {}]: {e}",
-                r.gainer_address, r.from.start, r.from.end
-            )
-        })?;
+        .map_err(|e| e.to_string())?;
+    let lost = async {
+        while coordinator.up_generation(r.gainer) == Some(asked_in) {
+            clock.sleep(GAINER_CHECK_INTERVAL).await;
+        }
+    };
+    let answer = tokio::select! {
+        biased;
+        answer = pending => answer
+            .map_err(|e| format!("{gainer} could not fetch ({start}, {end}]: {e}"))?,
+        () = lost => {
+            return Err(format!(
+                "{gainer} went DOWN or restarted while it fetched ({start}, {end}]"
+            ))
+        }
+    };
     if answer.from_host != r.gainer {
         return Err(format!(
             "{} answered as {}",

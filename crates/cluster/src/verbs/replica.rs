@@ -284,6 +284,23 @@ fn in_memory<T>(f: &impl Fn() -> Result<T, StorageError>) -> Result<T, StorageEr
     f()
 }
 
+/// Runs `f` in memory first, as the verbs do; if it would wait on the
+/// disk, again on tokio's blocking pool (the error: the pool's task
+/// failed). A task on the pool ends at a moment of real time: work
+/// always sent there makes the simulation's runs of one seed differ.
+pub(crate) async fn first_in_memory<T, F>(f: F) -> Result<Result<T, StorageError>, String>
+where
+    T: Send + 'static,
+    F: Fn() -> Result<T, StorageError> + Send + 'static,
+{
+    match in_memory(&f) {
+        Err(e) if is_would_block(&e) => tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| format!("storage task: {e}")),
+        other => Ok(other),
+    }
+}
+
 /// Runs `f` on the blocking pool.
 async fn blocking<F>(f: F) -> Reply
 where
