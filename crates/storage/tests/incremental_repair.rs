@@ -13,32 +13,12 @@ use varve_storage::engine_repair::RepairMark;
 use varve_storage::fs_sim::SimFs;
 use varve_storage::*;
 use varve_types::data::TokenBound;
-use varve_types::CqlType;
 
 const TABLE: TableId = 0x72;
 const NOW: i32 = 1_700_000_000;
 const SESSION: u128 = 0x5e55_1011;
 
-fn cmp() -> Arc<ClusteringComparator> {
-    ClusteringComparator::new(vec![(CqlType::Int, false)])
-}
-
-fn row(i: u32) -> Partition {
-    let mut p = Partition::default();
-    let mut r = Row::default();
-    r.cells.insert(
-        (0, None),
-        Cell::live(1, Bytes::from(i.to_be_bytes().to_vec())),
-    );
-    p.rows.insert(
-        ClusteringKey::row(
-            vec![Bytes::copy_from_slice(&(i as i32).to_be_bytes())],
-            &cmp(),
-        ),
-        r,
-    );
-    p
-}
+use common::{int_comparator as cmp, int_row as row};
 
 fn open(fs: &Arc<SimFs>) -> Storage {
     let options = common::options_on(fs.clone(), Clock::system());
