@@ -5,8 +5,10 @@
 //! two bytes, feeds the rest to the frame decoder whole, in those pieces
 //! and one byte at a time (under the handshake rules and the established
 //! ones), and checks every answer is the same; then it decodes the bytes
-//! as HELLO, HELLO_ACK, HELLO_REJECT and failure payloads and checks that
-//! whatever decodes encodes and decodes again to the same value. Any
+//! as HELLO, HELLO_ACK, HELLO_REJECT and failure payloads (and every data,
+//! streaming, whole-sstable (STREAM_FILE, STREAM_FILE_OFFER), metadata,
+//! Paxos and repair payload decoder) and checks that whatever decodes
+//! encodes and decodes again to the same value. Any
 //! panic, overflow (debug assertions are on) or hang is a bug.
 #![no_main]
 

@@ -9,6 +9,7 @@ acknowledged row is then read back at QUORUM, and at ONE through the new
 node, whose coordinator reads its own replica first.
 """
 
+import os
 import re
 import signal
 import subprocess
@@ -65,7 +66,8 @@ def three_nodes_with_rows(tmp_path, nodes, rows, value=VALUE):
 
     insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
     insert.consistency_level = ConsistencyLevel.QUORUM
-    results = execute_concurrent_with_args(session, insert, [(k, value) for k in range(rows)],
+    value_of = value if callable(value) else (lambda _k: value)
+    results = execute_concurrent_with_args(session, insert, [(k, value_of(k)) for k in range(rows)],
                                            concurrency=64)
     assert all(ok for ok, _ in results)
     # Some rows deleted: the tombstones must move too.
@@ -80,8 +82,10 @@ class Writer(threading.Thread):
     """Writes new rows at QUORUM through nodes 1-3 until stopped; keeps the
     keys whose writes were acknowledged."""
 
-    def __init__(self, first_key):
+    def __init__(self, first_key, port=NATIVE, pause_s=0.0):
         super().__init__(daemon=True)
+        self.port = port
+        self.pause_s = pause_s
         self.next_key = first_key
         self.acked = []
         self.failed = 0
@@ -90,7 +94,7 @@ class Writer(threading.Thread):
     def run(self):
         from cassandra import ConsistencyLevel
 
-        cluster = connect("127.0.0.1", NATIVE, 5)
+        cluster = connect("127.0.0.1", self.port, 5)
         session = cluster.connect()
         insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
         insert.consistency_level = ConsistencyLevel.QUORUM
@@ -103,6 +107,7 @@ class Writer(threading.Thread):
                     self.acked.append(k)
                 except Exception:  # noqa: BLE001 - a timeout is not an acknowledgement
                     self.failed += 1
+                self.stopping.wait(self.pause_s)
         finally:
             cluster.shutdown()
 
@@ -180,19 +185,20 @@ def test_a_bootstrap_killed_half_way_starts_again_and_completes(tmp_path, nodes)
         assert time.monotonic() < deadline, node4.log_tail()
         time.sleep(0.05)
     # While it streams (after a write timeout's wait for writes planned
-    # before it joined), its admin port shows the stream and the bytes.
+    # before it joined, and the sources' flush before they list their
+    # sstables), its admin port shows the stream and the bytes.
     deadline = time.monotonic() + 20
     while True:
         netstats = subprocess.run([varve_bin(), "nodetool", "-h", "127.0.0.4", "-p", str(ADMIN),
                                    "netstats"], capture_output=True, text=True, timeout=30)
-        if re.search(r"bootstrap ks\.t: \d+ of \d+ ranges, \d+ bytes", netstats.stdout):
+        metrics = urllib.request.urlopen(f"http://127.0.0.4:{ADMIN}/metrics", timeout=10).read().decode()
+        received = re.search(r'varve_streaming_bytes_total\{direction="in"\} (\d+)', metrics)
+        shown = re.search(r"bootstrap ks\.t: \d+ of \d+ ranges, \d+ bytes", netstats.stdout)
+        if shown and received and int(received.group(1)) > 0:
             break
-        assert time.monotonic() < deadline, (netstats.stdout, netstats.stderr, node4.log_tail())
+        assert time.monotonic() < deadline, (netstats.stdout, metrics, node4.log_tail())
         time.sleep(0.2)
-    metrics = urllib.request.urlopen(f"http://127.0.0.4:{ADMIN}/metrics", timeout=10).read().decode()
     assert 'varve_streams_active{stream_operation="bootstrap"} 1' in metrics
-    received = re.search(r'varve_streaming_bytes_total\{direction="in"\} (\d+)', metrics)
-    assert received and int(received.group(1)) > 0, metrics
     time.sleep(0.5)
     node4.proc.send_signal(signal.SIGKILL)
     node4.proc.wait()
@@ -274,3 +280,58 @@ def test_a_dead_node_is_replaced_by_a_new_one_with_its_tokens(tmp_path, nodes):
     finally:
         new_cluster.shutdown()
         cluster.shutdown()
+
+
+def test_a_full_disk_fails_the_bootstrap_not_the_node_and_it_completes_once_there_is_room(tmp_path, nodes):
+    """The joining node's data directory is a 6 MiB tmpfs, less than its
+    share of the data: streaming fails with the disk's error and is tried
+    again, the node stays up (its admin port answers, the others list it
+    joining), the cluster keeps serving; once the disk grows, the next
+    attempt completes and the node serves every row."""
+    rows = 2500
+    # Random values: they do not compress.
+    cluster, session = three_nodes_with_rows(tmp_path, nodes, rows, value=lambda _k: os.urandom(2000).hex())
+    data = tmp_path / "node4"
+    data.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(data)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (root only): {mounted.stderr.strip()}")
+    try:
+        config = tmp_path / "small.yaml"
+        config.write_text("commitlog_segment_size: 1MiB\nmemtable_heap_space: 4MiB\n")
+        joiner = VarveNode(data, ["--seeds", "127.0.0.1", "--config", str(config)],
+                           listen="127.0.0.4", storage_port=STORAGE)
+        nodes.append(joiner)
+        started = []
+        starter = threading.Thread(target=lambda: started.append(joiner.start(port=NATIVE, admin_port=ADMIN)),
+                                   daemon=True)
+        starter.start()
+        deadline = time.monotonic() + 20
+        while not re.search(r"bootstrap failed: .*No space left on device", joiner.log()):
+            assert time.monotonic() < deadline, joiner.log_tail()
+            time.sleep(0.1)
+        assert joiner.running, joiner.log_tail()
+        with urllib.request.urlopen(f"http://127.0.0.4:{ADMIN}/ready", timeout=5) as r:
+            raise AssertionError(f"a joining node said it was ready: {r.status}")
+    except urllib.error.HTTPError as e:
+        assert e.code == 503, e
+        status = subprocess.run([varve_bin(), "nodetool", "-h", "127.0.0.1", "-p", str(ADMIN), "status"],
+                                capture_output=True, text=True, timeout=30).stdout
+        assert "UJ  127.0.0.4" in status, status
+        live = [k for k in range(rows) if k % 10 != 0]
+        assert missing_rows(session, live[:200], "QUORUM") == []
+        subprocess.run(["mount", "-o", "remount,size=256m", str(data)], check=True)
+        starter.join(40)
+        assert started, joiner.log_tail()
+        new_cluster, new_session = pinned("127.0.0.4")
+        try:
+            assert missing_rows(new_session, live, "ONE") == []
+        finally:
+            new_cluster.shutdown()
+        cluster.shutdown()
+    finally:
+        for node in nodes:
+            if node.running:
+                node.stop(signal.SIGKILL)
+        subprocess.run(["umount", "-l", str(data)], check=False)

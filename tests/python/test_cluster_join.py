@@ -9,12 +9,14 @@ Each node runs on its own 127.0.0.x with the same ports, as a real
 `varve server` process, and joins through 127.0.0.1 as its seed.
 """
 
+import re
 import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import VarveNode, connect
+from conftest import VarveNode, connect, varve_bin
 
 NATIVE, ADMIN, STORAGE = 19142, 19280, 17100
 RING = 1 << 64
@@ -134,3 +136,27 @@ def test_a_node_of_another_cluster_name_stops_at_once_saying_why(tmp_path, nodes
     assert time.monotonic() - began < 20, "it waited the whole join limit"
     assert "seeds belong to a cluster with another name" in stranger.log(), stranger.log_tail()
     assert list(tokens_by_node("127.0.0.1")) == ["127.0.0.1"]
+
+
+def test_a_new_node_on_a_dead_members_address_is_refused_saying_to_replace_it(tmp_path, nodes):
+    """Node 3 dies and its data is lost; a new node started on its address
+    without `replace_address_first_boot` (two nodes on one address) stops
+    within seconds saying how to replace it, and the ring is unchanged."""
+    for index in (1, 2, 3):
+        nodes.append(start_node(tmp_path, index))
+    settled_tokens("127.0.0.1", ["127.0.0.1", "127.0.0.2", "127.0.0.3"])
+    nodes[2].stop(signal.SIGKILL)
+    fresh = VarveNode(tmp_path / "node3-new", ["--seeds", "127.0.0.1"],
+                      listen="127.0.0.3", storage_port=STORAGE)
+    nodes.append(fresh)
+    began = time.monotonic()
+    with pytest.raises(RuntimeError, match="exited"):
+        fresh.start(port=NATIVE, admin_port=ADMIN)
+    assert time.monotonic() - began < 20, "it waited the whole join limit"
+    assert re.search(r"address 127\.0\.0\.3:\d+ belongs to node .* replace_address_first_boot: 127\.0\.0\.3",
+                     fresh.log()), fresh.log_tail()
+    # The ring still holds the dead node, once, and nobody else.
+    status = subprocess.run([varve_bin(), "nodetool", "-h", "127.0.0.1", "-p", str(ADMIN), "status"],
+                            capture_output=True, text=True, timeout=30).stdout
+    rows = [line.split()[:2] for line in status.splitlines() if line[:3] in ("UN ", "DN ", "UJ ")]
+    assert sorted(r[1] for r in rows) == ["127.0.0.1", "127.0.0.2", "127.0.0.3"], status

@@ -2,8 +2,9 @@
 while writes go at ONE, its hints truncated) agree after one repair,
 shown by reading every row at ONE through each replica and by a second
 repair that finds nothing out of sync (equal Merkle leaves everywhere);
-and after ALTER KEYSPACE raises a replication factor, one repair puts
-every row on its new replicas.
+incremental repairs (the default) mark what they compared repaired and
+compare only what is new; and after ALTER KEYSPACE raises a replication
+factor, one repair puts every row on its new replicas.
 
 Real `varve server` processes on 127.0.0.x and the Python driver.
 """
@@ -82,15 +83,64 @@ def test_one_repair_brings_diverged_replicas_together(tmp_path, nodes):
         again = nodetool(2, "repair", "-full", "ks")
         assert out_of_sync(again) == 0, again
         # -pr repairs only the ranges each node is first replica of.
-        primary = nodetool(3, "repair", "-pr", "ks")
-        assert "incremental repair is not built" in primary
+        primary = nodetool(3, "repair", "-pr", "-full", "ks")
         ranges = int(re.search(r"ks\.t: (\d+) ranges", primary).group(1))
         every = int(re.search(r"ks\.t: (\d+) ranges", again).group(1))
         assert 0 < ranges < every, (primary, again)
+        incremental_repairs_compare_only_what_is_new(session, nodes)
         raise_replication_then_repair(session)
     finally:
         third_cluster.shutdown()
         cluster.shutdown()
+
+
+def percent_repaired(index):
+    stats = nodetool(index, "tablestats", "ks.t")
+    return float(re.search(r"Percent repaired: ([\d.]+)", stats).group(1))
+
+
+def incremental_repairs_compare_only_what_is_new(session, nodes):
+    """The default repair is incremental: the first marks what it compared
+    repaired on every replica; after node 3 misses more writes, the next
+    one compares and streams only the new data, and afterwards a full
+    repair finds nothing out of sync (the replicas really agree) and
+    another incremental one has nothing new to compare."""
+    from cassandra import ConsistencyLevel
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    first = nodetool(1, "repair", "ks")
+    assert "incremental repair, session" in first, first
+    assert int(re.search(r"(\d+) sstables marked repaired", first).group(1)) > 0, first
+    assert all(percent_repaired(i) > 50 for i in range(1, 4)), [percent_repaired(i) for i in range(1, 4)]
+
+    nodes[2].stop(signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while "DN  127.0.0.3" not in nodetool(1, "status"):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+    insert.consistency_level = ConsistencyLevel.ONE
+    fresh = list(range(2000, 2300))
+    assert all(ok for ok, _ in execute_concurrent_with_args(
+        session, insert, [(k, "fresh") for k in fresh], concurrency=64))
+    for index in (1, 2):
+        nodetool(index, "truncatehints")
+    nodes[2].start(port=NATIVE, admin_port=ADMIN)
+    deadline = time.monotonic() + 30
+    while any(nodetool(i, "status").count("UN") < 3 for i in (1, 2, 3)):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    second = nodetool(2, "repair", "ks")
+    assert out_of_sync(second) > 0, second
+    for index in range(1, 4):
+        one_cluster, one = pinned(f"127.0.0.{index}")
+        try:
+            assert missing_rows(one, fresh, "ONE") == [], f"node {index}"
+        finally:
+            one_cluster.shutdown()
+    assert out_of_sync(nodetool(3, "repair", "-full", "ks")) == 0
+    third = nodetool(1, "repair", "ks")
+    assert out_of_sync(third) == 0, third
 
 
 def raise_replication_then_repair(session):

@@ -2,8 +2,9 @@
 //! 6) and what a replica does with each ([`replica`]).
 //!
 //! [`mutation`] (MUTATION), [`read`] (READ and its data response),
-//! [`range`] (RANGE_READ of keys), [`stream`] (STREAM_PULL pages), and
-//! [`codec`], the pieces they share.
+//! [`range`] (RANGE_READ of keys), [`stream`] (STREAM_PULL pages),
+//! [`stream_file`] (STREAM_FILE and STREAM_FILE_OFFER: whole sstables),
+//! and [`codec`], the pieces they share.
 //! TRUNCATE's payload is a table id alone.
 
 pub mod batch;
@@ -13,6 +14,7 @@ pub mod range;
 pub mod read;
 pub mod replica;
 pub mod stream;
+pub mod stream_file;
 
 pub use replica::Replica;
 

@@ -93,6 +93,7 @@ pub const HINTS_CREATED: &str = "hints_created";
 pub const HINTS_REPLAYED: &str = "hints_replayed";
 pub const HINTS_DROPPED: &str = "hints_dropped";
 pub const STREAMING_BYTES: &str = "streaming_bytes";
+pub const STREAMING_FILES: &str = "streaming_files";
 pub const STREAMS_ACTIVE: &str = "streams_active";
 pub const REPAIR_RANGES_OUT_OF_SYNC: &str = "repair_ranges_out_of_sync";
 pub const REPAIR_BYTES: &str = "repair_bytes";
@@ -288,8 +289,11 @@ pub const CATALOG: &[MetricDef] = &[
         "Hints not stored: over max_hints_size_per_host or hints_space_total, or the disk failed.",
         "HintedHandOffManager Hints_not_stored"),
     def(STREAMING_BYTES, Kind::Counter, &[LABEL_DIRECTION],
-        "Bytes of partitions streamed in (pulled, or pushed to this node) and out.",
+        "Bytes streamed in (pages pulled or pushed to this node, whole sstables received) and out.",
         "Streaming TotalIncomingBytes / TotalOutgoingBytes"),
+    def(STREAMING_FILES, Kind::Counter, &[LABEL_DIRECTION],
+        "Whole sstables streamed in (received, checked and installed) and out (sent to their last byte); their bytes count in streaming_bytes too.",
+        "Streaming TotalIncomingFiles / TotalOutgoingFiles (entire-sstable streaming)"),
     def(STREAMS_ACTIVE, Kind::Gauge, &[LABEL_STREAM_OPERATION],
         "Streaming operations in flight (bootstrap, decommission, removenode, repair).",
         "Streaming ActiveInboundStreams / ActiveOutboundStreams"),

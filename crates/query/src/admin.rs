@@ -252,6 +252,17 @@ impl Processor {
             );
             let _ = writeln!(out, "\t\tMemtable cell count: {}", s.memtable_operations);
             let _ = writeln!(out, "\t\tMemtable data size: {}", s.memtable_bytes);
+            let repaired = match s.space_used_bytes {
+                0 => 0.0,
+                used => 100.0 * s.repaired_bytes as f64 / used as f64,
+            };
+            let _ = writeln!(out, "\t\tPercent repaired: {repaired:.1}");
+            let _ = writeln!(out, "\t\tBytes repaired: {}", s.repaired_bytes);
+            let _ = writeln!(
+                out,
+                "\t\tBytes unrepaired: {}",
+                s.space_used_bytes - s.repaired_bytes
+            );
             let _ = writeln!(
                 out,
                 "\t\tBloom filter false positives: {}",

@@ -122,6 +122,7 @@ async fn handle(
         404 => "Not Found",
         405 => "Method Not Allowed",
         500 => "Internal Server Error",
+        503 => "Service Unavailable",
         _ => "Bad Request",
     };
     let response = format!(
@@ -165,6 +166,9 @@ fn respond(head: &str, metrics: &Metrics) -> (u16, &'static str, String) {
     }
     match path {
         "/health" => (200, "text/plain", "ok\n".to_string()),
+        // 200 once the node serves CQL; 503 while it joins its cluster.
+        "/ready" if metrics.serving() => (200, "text/plain", "ready\n".to_string()),
+        "/ready" => (503, "text/plain", "joining\n".to_string()),
         "/metrics" => (200, varve_metrics::CONTENT_TYPE, metrics.render()),
         _ => (404, "text/plain", "not found\n".to_string()),
     }

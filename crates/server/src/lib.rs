@@ -180,6 +180,7 @@ impl Server {
         shutdown: impl Future<Output = ()>,
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
+        self.metrics.set_serving();
         let events = self.events;
         let grace = self.config.shutdown_grace;
         let read_stage = Arc::new(read_stage::ReadStage::new(

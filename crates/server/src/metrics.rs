@@ -42,6 +42,8 @@ pub struct Metrics {
     /// Requests that ended in ServerError (a bug or an I/O failure):
     /// `nodetool info`'s "Exceptions". No Prometheus series of its own.
     exceptions: AtomicU64,
+    /// Whether the node serves CQL (`GET /ready`): not while it joins.
+    serving: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Metrics {
@@ -74,6 +76,7 @@ impl Metrics {
             overloaded_responses: counter(names::OVERLOADED_RESPONSES),
             protocol_errors: counter(names::PROTOCOL_ERRORS),
             exceptions: AtomicU64::new(0),
+            serving: std::sync::atomic::AtomicBool::new(false),
             registry,
         }
     }
@@ -123,6 +126,16 @@ impl Metrics {
     /// Requests that ended in ServerError since start.
     pub fn exceptions(&self) -> u64 {
         self.exceptions.load(Ordering::Relaxed)
+    }
+
+    /// Notes that the node serves CQL.
+    pub fn set_serving(&self) {
+        self.serving.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the node serves CQL.
+    pub fn serving(&self) -> bool {
+        self.serving.load(Ordering::Relaxed)
     }
 
     /// Open connections now.

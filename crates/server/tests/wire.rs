@@ -369,6 +369,13 @@ async fn admin_health_and_metrics() {
         health.starts_with("HTTP/1.1 200") && health.ends_with("ok\n"),
         "{health}"
     );
+    // A serving node is ready (a joining one answers 503: the launcher
+    // test of `varve cluster add`).
+    let ready = get("/ready").await;
+    assert!(
+        ready.starts_with("HTTP/1.1 200") && ready.ends_with("ready\n"),
+        "{ready}"
+    );
     let mut c = TcpStream::connect(srv.addr).await.expect("connect");
     let mut buf = BytesMut::new();
     request(&mut c, &mut buf, 4, 1, &Request::Options).await;

@@ -16,7 +16,7 @@ use crate::commitlog::{CommitLog, CommitLogConfig, Position};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, RealFs, SstableWrites};
 use crate::manifest::Manifest;
-use crate::memtable::{key_in_range, Memtable};
+use crate::memtable::Memtable;
 use crate::partition::Partition;
 use crate::sstable::{Sstable, SstableParams, SstableWriter};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -126,6 +126,8 @@ pub struct TableStats {
     pub bloom_filter_true_positives: u64,
     /// Memory of the sstables' partition summaries as sampled now.
     pub index_summary_bytes: u64,
+    /// Bytes of the sstables an incremental repair marked repaired.
+    pub repaired_bytes: u64,
 }
 
 pub(crate) struct TableState {
@@ -440,7 +442,8 @@ impl Engine {
                 self.fs
                     .create_dir_all(&dir)
                     .map_err(|e| Error::io(&dir, e))?;
-                let manifest = Manifest::load(self.fs.as_ref(), &dir)?;
+                let mut manifest = Manifest::load(self.fs.as_ref(), &dir)?;
+                crate::engine_repair::forget_sessions(&mut manifest);
                 let mut sstables = Vec::new();
                 for g in &manifest.live {
                     let path = sstable_path(&dir, *g);
@@ -837,21 +840,7 @@ impl Engine {
         end: &TokenBound,
         limit: usize,
     ) -> Result<Vec<PartitionKey>> {
-        let table = self.table(id)?;
-        let (memtables, sstables) = self.sources_of(&table);
-        let mut keys: BTreeSet<PartitionKey> = BTreeSet::new();
-        for m in &memtables {
-            keys.extend(m.keys(start, end, limit));
-        }
-        for s in &sstables {
-            keys.extend(s.keys(start, end, limit)?);
-        }
-        let keys: Vec<PartitionKey> = keys
-            .into_iter()
-            .filter(|k| key_in_range(k, start, end))
-            .take(limit)
-            .collect();
-        Ok(keys)
+        self.scan_keys_skipping(id, start, end, limit, &BTreeSet::new())
     }
 
     /// Number of partitions stored (an estimate: sources may overlap).
@@ -872,6 +861,14 @@ impl Engine {
         };
         for t in &state.sstables {
             s.space_used_bytes += t.size_on_disk();
+            if crate::engine_compact::generation_of(t).is_some_and(|g| {
+                matches!(
+                    state.manifest.repair.get(&g),
+                    Some(crate::manifest::RepairMark::Repaired { .. })
+                )
+            }) {
+                s.repaired_bytes += t.size_on_disk();
+            }
             s.sstable_partitions += t.stats().partition_count;
             s.bloom_filter_false_positives += t.bloom_false_positives();
             s.bloom_filter_true_positives += t.bloom_true_positives();

@@ -55,6 +55,8 @@ impl Engine {
                 kind: CompactionKind::Cleanup,
                 shadow: None,
                 keep: Some(keep),
+                keep_inputs: false,
+                mark: None,
             };
             let done = self.run_claimed(&table, &job)?;
             result.rewritten.push(g);

@@ -45,6 +45,8 @@ pub struct CompactionResult {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub partitions_written: u64,
+    /// Partitions the job's `keep` refused.
+    pub partitions_left_out: u64,
 }
 
 /// One compaction to run, its inputs already claimed.
@@ -60,6 +62,12 @@ pub(crate) struct Job<'a> {
     /// Partitions whose token this says no to are left out (`nodetool
     /// cleanup`); `None` keeps every partition.
     pub(crate) keep: Option<&'a (dyn Fn(i64) -> bool + Sync)>,
+    /// The inputs stay live beside the outputs (an anticompaction's copy
+    /// of a range: `engine_repair`).
+    pub(crate) keep_inputs: bool,
+    /// The outputs' repair mark; `None`: the one the inputs share
+    /// (`engine_repair::inherited_mark`).
+    pub(crate) mark: Option<crate::manifest::RepairMark>,
 }
 
 impl Engine {
@@ -97,6 +105,8 @@ impl Engine {
             kind: CompactionKind::Major,
             shadow: None,
             keep: None,
+            keep_inputs: false,
+            mark: None,
         };
         self.run_claimed(&table, &job)
     }
@@ -131,6 +141,8 @@ impl Engine {
             kind: CompactionKind::Compaction,
             shadow: None,
             keep: None,
+            keep_inputs: false,
+            mark: None,
         };
         self.run_claimed(&table, &job)
     }
@@ -156,7 +168,13 @@ impl Engine {
             let mut strategy = table.strategy.lock();
             let mut compacting = table.compacting.lock();
             let views = views_of(&table, now_seconds, &compacting);
-            let Some(task) = strategy.next_task(&views, i64::from(now_seconds), gc_before) else {
+            // Repaired and unrepaired sstables are compacted apart, pending
+            // ones not at all (`engine_repair`).
+            let groups = crate::engine_repair::compaction_groups(&table, &views);
+            let Some(task) = groups
+                .iter()
+                .find_map(|g| strategy.next_task(g, i64::from(now_seconds), gc_before))
+            else {
                 return Ok(false);
             };
             let task = match task {
@@ -186,6 +204,8 @@ impl Engine {
             kind: CompactionKind::Compaction,
             shadow: None,
             keep: None,
+            keep_inputs: false,
+            mark: None,
         };
         match &task {
             Task::Compact {

@@ -115,6 +115,8 @@ impl Engine {
                     kind: CompactionKind::GarbageCollection,
                     shadow: Some(granularity.shadow_mode()),
                     keep: None,
+                    keep_inputs: false,
+                    mark: None,
                 };
                 match self.run_claimed(&table, &job) {
                     Ok(r) => {

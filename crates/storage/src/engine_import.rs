@@ -178,7 +178,7 @@ impl Engine {
     /// manifest on disk may or may not list them (a rename that happened
     /// before a failed directory sync), and the next open keeps them or
     /// deletes them accordingly.
-    fn publish_imported(
+    pub(crate) fn publish_imported(
         &self,
         table: &TableStore,
         dir: &Path,
@@ -228,7 +228,7 @@ impl Engine {
 
 /// Takes `n` generations for the table; they are recorded in its manifest
 /// on its next write.
-fn reserve_generations(table: &TableStore, n: u64) -> u64 {
+pub(crate) fn reserve_generations(table: &TableStore, n: u64) -> u64 {
     let mut state = table.state.write();
     let first = state.manifest.next_generation.max(1);
     state.manifest.next_generation = first.saturating_add(n);

@@ -60,14 +60,7 @@ impl Engine {
     ) -> Result<Option<Partition>> {
         let table = self.table(id)?;
         let (memtables, sstables) = self.sources_of(&table);
-        let g = gather(&memtables, &sstables, key, slices, cost)?;
-        let mut merged = g.small;
-        for ip in &g.indexed {
-            let mut p = ip.read_slices(slices)?;
-            p.static_row = ip.header.static_row.clone();
-            merge_into(&mut merged, p);
-        }
-        Ok(merged)
+        read_partition_in(&memtables, &sstables, key, slices, cost)
     }
 
     /// The live rows of `slices` at `now_seconds`, at most `max_rows` of
@@ -142,6 +135,25 @@ impl Engine {
         sstables.sort_by_key(|s| std::cmp::Reverse(s.stats().max_timestamp));
         (memtables, sstables)
     }
+}
+
+/// The partition as `memtables` and `sstables` hold it within `slices`
+/// (tombstones included), or `None` when none of them has the key.
+pub(crate) fn read_partition_in(
+    memtables: &[Arc<Memtable>],
+    sstables: &[Arc<Sstable>],
+    key: &PartitionKey,
+    slices: &[Slice],
+    cost: &mut ReadCost,
+) -> Result<Option<Partition>> {
+    let g = gather(memtables, sstables, key, slices, cost)?;
+    let mut merged = g.small;
+    for ip in &g.indexed {
+        let mut p = ip.read_slices(slices)?;
+        p.static_row = ip.header.static_row.clone();
+        merge_into(&mut merged, p);
+    }
+    Ok(merged)
 }
 
 fn merge_into(merged: &mut Option<Partition>, p: Partition) {

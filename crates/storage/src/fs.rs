@@ -179,6 +179,12 @@ pub trait Fs: Send + Sync {
             "this file system has no hard links",
         ))
     }
+    /// Whether every operation completes without waiting on a device (a
+    /// file system held in memory): work on it may then run where waiting
+    /// is not allowed (see [`crate::io_mode`]). False unless overridden.
+    fn never_waits(&self) -> bool {
+        false
+    }
     /// Removes an empty directory. `Unsupported` unless overridden.
     fn remove_dir(&self, _dir: &Path) -> io::Result<()> {
         Err(io::Error::new(

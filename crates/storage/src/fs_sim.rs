@@ -323,6 +323,10 @@ impl ReadFile for SimReadFile {
 }
 
 impl Fs for SimFs {
+    fn never_waits(&self) -> bool {
+        true
+    }
+
     fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
         let mut s = self.state.lock();
         s.check(self.generation)?;

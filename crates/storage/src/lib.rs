@@ -31,8 +31,10 @@
 //! sstables ([`sstable`]) and compaction ([`compaction`] chooses,
 //! [`engine_compact`] runs, [`engine_concurrency`] schedules, [`engine_gc`]
 //! runs `nodetool garbagecollect`, [`engine_snapshot`] takes, lists and
-//! clears snapshots, [`engine_import`] loads sstables into a live table);
-//! docs/design/storage-model.md walks through it.
+//! clears snapshots, [`engine_import`] loads sstables into a live table,
+//! [`engine_stream_files`] and [`engine_stream_receive`] send and receive
+//! whole sstables for streaming); docs/design/storage-model.md walks
+//! through it.
 
 pub mod commitlog;
 pub mod compaction;
@@ -45,7 +47,10 @@ pub mod engine_gc;
 pub mod engine_import;
 pub mod engine_memory;
 pub mod engine_read;
+pub mod engine_repair;
 pub mod engine_snapshot;
+pub mod engine_stream_files;
+pub mod engine_stream_receive;
 pub mod engine_summary;
 pub mod error;
 pub mod fs;
@@ -76,6 +81,8 @@ pub use engine::{
 pub use engine_gc::{GcResult, Granularity};
 pub use engine_import::{ImportOptions, ImportResult};
 pub use engine_snapshot::SnapshotInfo;
+pub use engine_stream_files::{HeldSstable, SstableSpan};
+pub use engine_stream_receive::{IncomingSstable, ReceivedSstable};
 pub use error::{Error, Result};
 pub use partition::{Partition, RangeTombstone};
 pub use read_stats::ReadCost;

@@ -9,7 +9,24 @@ use crate::fs::Fs;
 use std::path::{Path, PathBuf};
 
 pub const MANIFEST_FILE: &str = "manifest";
+/// The version written when no live sstable carries a repair mark (so a
+/// table never repaired incrementally keeps the first format).
 pub const MANIFEST_VERSION: u32 = 1;
+/// The version written when some live sstable carries a repair mark
+/// (`repaired` and `pending` lines); version 1 stays readable.
+pub const MANIFEST_VERSION_REPAIR: u32 = 2;
+
+/// Where an sstable stands in incremental repair (docs/design/topology.md,
+/// section 6). An sstable without a mark is unrepaired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepairMark {
+    /// Compared with the other replicas by an incremental repair that
+    /// succeeded at this time (milliseconds since the epoch).
+    Repaired { at_ms: i64 },
+    /// Taken into the incremental repair session with this id, which has
+    /// not ended yet.
+    Pending { session: u128 },
+}
 
 /// A commitlog position as the manifest stores it: (segment id, offset).
 pub type LogPosition = (u64, u64);
@@ -25,6 +42,8 @@ pub struct Manifest {
     pub next_generation: u64,
     /// Level of live sstables above level 0 (LCS / UCS), by generation.
     pub levels: std::collections::BTreeMap<u64, u32>,
+    /// Repair marks of live sstables, by generation (none: unrepaired).
+    pub repair: std::collections::BTreeMap<u64, RepairMark>,
 }
 
 impl Manifest {
@@ -62,10 +81,16 @@ impl Manifest {
     /// Text lines: `varve-manifest <version>`, `next <gen>`, `replayed <seg> <off>`,
     /// `live <gen>`..., then `crc <crc32 of the lines above>`.
     fn encode(&self) -> Vec<u8> {
-        let mut s = format!(
-            "varve-manifest {MANIFEST_VERSION}\nnext {}\n",
-            self.next_generation
-        );
+        let marks: Vec<(&u64, &RepairMark)> = self
+            .repair
+            .iter()
+            .filter(|(g, _)| self.live.contains(g))
+            .collect();
+        let version = match marks.is_empty() {
+            true => MANIFEST_VERSION,
+            false => MANIFEST_VERSION_REPAIR,
+        };
+        let mut s = format!("varve-manifest {version}\nnext {}\n", self.next_generation);
         if let Some((seg, off)) = self.replayed_up_to {
             s.push_str(&format!("replayed {seg} {off}\n"));
         }
@@ -75,6 +100,14 @@ impl Manifest {
         for (g, l) in &self.levels {
             if *l > 0 && self.live.contains(g) {
                 s.push_str(&format!("level {g} {l}\n"));
+            }
+        }
+        for (g, mark) in marks {
+            match mark {
+                RepairMark::Repaired { at_ms } => s.push_str(&format!("repaired {g} {at_ms}\n")),
+                RepairMark::Pending { session } => {
+                    s.push_str(&format!("pending {g} {session:032x}\n"))
+                }
             }
         }
         let crc = crc32fast::hash(s.as_bytes());
@@ -101,6 +134,7 @@ impl Manifest {
             return Err((0, "checksum mismatch".into()));
         }
         let mut m = Manifest::default();
+        let mut version = 0u64;
         let mut offset = 0u64;
         for (i, line) in body.lines().enumerate() {
             let parts: Vec<&str> = line.split(' ').collect();
@@ -112,7 +146,10 @@ impl Manifest {
             };
             match (i, parts.first().copied()) {
                 (0, Some("varve-manifest")) => {
-                    if num(1)? != MANIFEST_VERSION as u64 {
+                    version = num(1)?;
+                    if version != MANIFEST_VERSION as u64
+                        && version != MANIFEST_VERSION_REPAIR as u64
+                    {
                         return Err((offset, format!("unsupported manifest version in {line:?}")));
                     }
                 }
@@ -125,11 +162,36 @@ impl Manifest {
                         .map_err(|_| (offset, format!("bad level in {line:?}")))?;
                     m.levels.insert(num(1)?, level);
                 }
+                (_, Some(kind @ ("repaired" | "pending")))
+                    if version == MANIFEST_VERSION_REPAIR as u64 =>
+                {
+                    let mark = repair_mark(kind, parts.get(2).copied())
+                        .filter(|_| parts.len() == 3)
+                        .ok_or((offset, format!("bad line {line:?}")))?;
+                    m.repair.insert(num(1)?, mark);
+                }
                 _ => return Err((offset, format!("unknown line {line:?}"))),
             }
             offset += line.len() as u64 + 1;
         }
         Ok(m)
+    }
+}
+
+/// The mark of a `repaired <gen> <ms>` or `pending <gen> <hex>` line,
+/// from its kind and third field.
+fn repair_mark(kind: &str, value: Option<&str>) -> Option<RepairMark> {
+    let value = value?;
+    match kind {
+        "repaired" => Some(RepairMark::Repaired {
+            at_ms: value.parse().ok()?,
+        }),
+        _ if value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Some(RepairMark::Pending {
+                session: u128::from_str_radix(value, 16).ok()?,
+            })
+        }
+        _ => None,
     }
 }
 
@@ -176,21 +238,47 @@ mod tests {
         );
         let other_levels = proptest::collection::btree_map(arb_generation(), any::<u32>(), 0..4);
         let replayed = proptest::option::of((any::<u64>(), any::<u64>()));
-        (live, live_levels, other_levels, replayed, any::<u64>()).prop_map(
-            |(live, live_levels, mut levels, replayed_up_to, next_generation)| {
-                for (g, l) in live.iter().zip(live_levels) {
-                    if let Some(l) = l {
-                        levels.insert(*g, l);
-                    }
-                }
-                Manifest {
-                    live,
-                    replayed_up_to,
-                    next_generation,
-                    levels,
-                }
-            },
+        let marks = proptest::collection::vec(proptest::option::of(arb_mark()), 20);
+        (
+            live,
+            live_levels,
+            other_levels,
+            replayed,
+            any::<u64>(),
+            marks,
         )
+            .prop_map(
+                |(live, live_levels, mut levels, replayed_up_to, next_generation, marks)| {
+                    for (g, l) in live.iter().zip(live_levels) {
+                        if let Some(l) = l {
+                            levels.insert(*g, l);
+                        }
+                    }
+                    let mut repair = BTreeMap::new();
+                    for (g, mark) in live.iter().zip(marks) {
+                        if let Some(mark) = mark {
+                            repair.insert(*g, mark);
+                        }
+                    }
+                    // A mark of a generation that is not live is never stored.
+                    repair.insert(u64::MAX - 1, RepairMark::Repaired { at_ms: 1 });
+                    Manifest {
+                        live,
+                        replayed_up_to,
+                        next_generation,
+                        levels,
+                        repair,
+                    }
+                },
+            )
+    }
+
+    /// Any repair mark.
+    fn arb_mark() -> impl Strategy<Value = RepairMark> {
+        prop_oneof![
+            any::<i64>().prop_map(|at_ms| RepairMark::Repaired { at_ms }),
+            any::<u128>().prop_map(|session| RepairMark::Pending { session }),
+        ]
     }
 
     /// What a manifest reads back as: only the levels above 0 of live
@@ -203,8 +291,15 @@ mod tests {
             .filter(|(g, l)| **l > 0 && m.live.contains(g))
             .map(|(g, l)| (*g, *l))
             .collect();
+        let repair = m
+            .repair
+            .iter()
+            .filter(|(g, _)| m.live.contains(g))
+            .map(|(g, r)| (*g, *r))
+            .collect();
         Manifest {
             levels,
+            repair,
             ..m.clone()
         }
     }
@@ -247,6 +342,44 @@ mod tests {
             for cut in 0..bytes.len() {
                 prop_assert!(Manifest::decode(&bytes[..cut]).is_err(), "cut at {}", cut);
             }
+        }
+    }
+
+    /// A manifest without repair marks is written as version 1, as before
+    /// incremental repair, and one with marks as version 2; a version 1
+    /// manifest with a repair line is refused.
+    #[test]
+    fn repair_marks_make_version_two_and_only_there() {
+        let mut m = Manifest {
+            live: vec![1, 2],
+            next_generation: 3,
+            ..Manifest::default()
+        };
+        let plain = String::from_utf8(m.encode()).unwrap();
+        assert!(plain.starts_with("varve-manifest 1\n"), "{plain}");
+        m.repair.insert(
+            1,
+            RepairMark::Repaired {
+                at_ms: 1_700_000_000_000,
+            },
+        );
+        m.repair.insert(2, RepairMark::Pending { session: 0xab });
+        let marked = String::from_utf8(m.encode()).unwrap();
+        assert!(marked.starts_with("varve-manifest 2\n"), "{marked}");
+        assert!(marked.contains("\nrepaired 1 1700000000000\n"), "{marked}");
+        assert!(
+            marked.contains(&format!("\npending 2 {:032x}\n", 0xab)),
+            "{marked}"
+        );
+        assert_eq!(Manifest::decode(marked.as_bytes()).unwrap(), m);
+        let body = marked.replacen("varve-manifest 2", "varve-manifest 1", 1);
+        let body = &body[..body.rfind("crc ").unwrap()];
+        let v1 = format!("{body}crc {}\n", crc32fast::hash(body.as_bytes()));
+        assert!(Manifest::decode(v1.as_bytes()).is_err());
+        for bad in ["pending 2 ab", "repaired 1 x", "repaired 1 5 6"] {
+            let body = format!("varve-manifest 2\nnext 3\nlive 1\nlive 2\n{bad}\n");
+            let text = format!("{body}crc {}\n", crc32fast::hash(body.as_bytes()));
+            assert!(Manifest::decode(text.as_bytes()).is_err(), "{bad}");
         }
     }
 

@@ -5,32 +5,11 @@
 mod common;
 
 use bytes::Bytes;
-use std::sync::Arc;
 use varve_storage::*;
-use varve_types::CqlType;
 
 const TABLE: TableId = 0x61;
 
-fn cmp() -> Arc<ClusteringComparator> {
-    ClusteringComparator::new(vec![(CqlType::Int, false)])
-}
-
-fn row(i: u32) -> Partition {
-    let mut p = Partition::default();
-    let mut r = Row::default();
-    r.cells.insert(
-        (0, None),
-        Cell::live(1, Bytes::from(i.to_be_bytes().to_vec())),
-    );
-    p.rows.insert(
-        ClusteringKey::row(
-            vec![Bytes::copy_from_slice(&(i as i32).to_be_bytes())],
-            &cmp(),
-        ),
-        r,
-    );
-    p
-}
+use common::{int_comparator as cmp, int_row as row};
 
 #[test]
 fn cleanup_leaves_out_the_tokens_not_kept_from_sstables_and_memtable() {

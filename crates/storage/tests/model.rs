@@ -404,6 +404,13 @@ fn run_ops(seed: u64, steps: usize, mode: SyncMode, ops: Ops) {
             s.set_index_summary_capacity(budget);
             s.rebalance_index_summaries();
         }
+        if step % 16 == 5 {
+            // An incremental repair session over a random range, ended as
+            // repaired, as failed, or not at all (a restart forgets it):
+            // its anticompaction changes no read. Drawn from an rng of its
+            // own, so the regression seeds' draws stay the same.
+            incremental_repair_step(storage.as_ref().unwrap(), seed, step, now);
+        }
         let got = contents(storage.as_ref().unwrap(), now);
         let want = oracle_contents(&oracle, now);
         assert!(
@@ -412,6 +419,30 @@ fn run_ops(seed: u64, steps: usize, mode: SyncMode, ops: Ops) {
         );
         if let Err(e) = check_slice_read(storage.as_ref().unwrap(), &oracle, now, &mut reads) {
             panic!("seed {seed} step {step}: {e}");
+        }
+    }
+}
+
+/// Prepares an incremental repair session over a random token range and
+/// ends it as repaired, as failed, or not at all.
+fn incremental_repair_step(s: &Engine, seed: u64, step: usize, now: i32) {
+    let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(1_000_003) ^ step as u64);
+    let session = step as u128 + 1;
+    let range = (rng.gen::<i64>(), rng.gen::<i64>());
+    match s.prepare_incremental(TABLE, &[range], session, now) {
+        Ok(_) => {}
+        // The background manager compacted an sstable meanwhile.
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => panic!("seed {seed} step {step}: prepare failed: {e}"),
+    }
+    let outcome = match rng.gen_range(0..3) {
+        0 => Some(Some(i64::from(now) * 1000)),
+        1 => Some(None),
+        _ => None,
+    };
+    if let Some(repaired_at_ms) = outcome {
+        if let Err(e) = s.finalize_incremental(TABLE, session, repaired_at_ms) {
+            panic!("seed {seed} step {step}: finalize failed: {e}");
         }
     }
 }

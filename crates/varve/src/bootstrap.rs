@@ -56,8 +56,13 @@ pub async fn finish_joining(
         match attempt(coordinator, processor, puller, current.epoch, replacing).await {
             Ok(report) => {
                 info!(
-                    "bootstrap: streamed {} ranges of {} tables ({} partitions, {} bytes)",
-                    report.ranges, report.tables, report.moved.partitions, report.moved.bytes
+                    "bootstrap: streamed {} ranges of {} tables ({} partitions, {} bytes, {} \
+                     whole sstables)",
+                    report.ranges,
+                    report.tables,
+                    report.moved.partitions,
+                    report.moved.bytes,
+                    report.moved.files
                 );
                 become_normal(service).await;
             }

@@ -3,7 +3,8 @@
 //!
 //! `start --nodes N [--dcs D]` creates the cluster (or starts the one the
 //! directory holds) and returns once every node it started counts every
-//! running node UP (gossip), printing the contact points; `start N` starts one node; `stop`, `status`, `kill N`
+//! running node UP (gossip), printing the contact points; `start N` starts one node; `add` adds
+//! one that bootstraps into the cluster; `stop`, `status`, `kill N`
 //! (SIGKILL, as a crash) and `nodetool N ...` (any `varve nodetool`
 //! command, sent to node N).
 
@@ -51,6 +52,17 @@ pub enum ClusterCommand {
         #[arg(long, default_value_t = launcher::STORAGE_PORT)]
         storage_port: u16,
     },
+    /// Add a node (127.0.0.N+1) and start it: it bootstraps into the
+    /// cluster, streaming its ranges; returns once it serves (progress is
+    /// printed, and shown by `status`). Extra `varve server` arguments go
+    /// after `--`, e.g. `-- --replace-address-first-boot 127.0.0.3`.
+    Add {
+        /// Its data centre (default: the last node's).
+        #[arg(long)]
+        dc: Option<String>,
+        #[arg(last = true)]
+        server_args: Vec<String>,
+    },
     /// Stop every node (SIGTERM, then SIGKILL after a while).
     Stop,
     /// Each node: address, data centre, process, and whether it answers.
@@ -84,6 +96,7 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
             };
             start(&dir, node, Layout::new(nodes, dcs, ports))
         }
+        ClusterCommand::Add { dc, server_args } => add(&dir, dc, server_args),
         ClusterCommand::Stop => stop(&dir),
         ClusterCommand::Status => status(&dir),
         ClusterCommand::Kill { node } => kill(&dir, node),
@@ -160,9 +173,7 @@ fn wait_ready(dir: &Path, node: &Node, ports: Ports, running: &[usize]) -> anyho
     let until = Instant::now() + launcher::READY_TIMEOUT;
     let log = |index| launcher::node_dir(dir, index).join("varve.log");
     while Instant::now() < until {
-        if launcher::nodes_up(node, ports).is_some_and(|up| up >= running.len())
-            && launcher::schema_versions(node, ports) == Some(1)
-        {
+        if is_ready(node, ports, running) {
             return Ok(());
         }
         if let Some(&gone) = running
@@ -182,6 +193,58 @@ fn wait_ready(dir: &Path, node: &Node, ports: Ports, running: &[usize]) -> anyho
         launcher::READY_TIMEOUT,
         log(node.index).display()
     )
+}
+
+/// `add`: a new node in the layout, started and waited for while it
+/// streams (no time limit: a bootstrap takes as long as its data).
+fn add(dir: &Path, dc: Option<String>, server_args: Vec<String>) -> anyhow::Result<()> {
+    let mut layout = layout(dir)?;
+    let index = layout.add(dc, server_args)?;
+    layout.save(dir)?;
+    let node = layout.node(index)?;
+    let binary = std::env::current_exe().context("finding the varve binary")?;
+    let started = Instant::now();
+    launcher::spawn(&binary, dir, &layout, &node)?;
+    println!(
+        "node{index} added on {} in {}; joining",
+        node.address, node.dc
+    );
+    let running: Vec<usize> = layout
+        .all()
+        .iter()
+        .map(|n| n.index)
+        .filter(|&i| launcher::running_pid(dir, i).is_some())
+        .collect();
+    let mut shown = Vec::new();
+    while !is_ready(&node, layout.ports, &running) {
+        if launcher::running_pid(dir, index).is_none() {
+            bail!(
+                "node{index} exited while joining; see {}",
+                launcher::node_dir(dir, index).join("varve.log").display()
+            );
+        }
+        let now = launcher::streams(&node, layout.ports);
+        if now != shown && !now.is_empty() {
+            println!("node{index}: {}", now.join("; "));
+            shown = now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    println!(
+        "node{index} joined in {:.2} s; contact point {}:{}",
+        started.elapsed().as_secs_f64(),
+        node.address,
+        layout.ports.native
+    );
+    Ok(())
+}
+
+/// Whether `node` counts every `running` node UP (itself included) and
+/// sees one schema version everywhere.
+fn is_ready(node: &Node, ports: Ports, running: &[usize]) -> bool {
+    launcher::serving(node, ports)
+        && launcher::nodes_up(node, ports).is_some_and(|up| up >= running.len())
+        && launcher::schema_versions(node, ports) == Some(1)
 }
 
 fn stop(dir: &Path) -> anyhow::Result<()> {
@@ -221,11 +284,22 @@ fn status(dir: &Path) -> anyhow::Result<()> {
     );
     for node in layout.all() {
         let pid = launcher::running_pid(dir, node.index);
-        let state = match (pid, pid.is_some() && launcher::healthy(&node, layout.ports)) {
-            (None, _) => "down",
-            (Some(_), true) => "up",
-            (Some(_), false) => "starting or not answering",
+        let healthy = pid.is_some() && launcher::healthy(&node, layout.ports);
+        // A joining node answers on its admin port while it streams.
+        let streams = match healthy {
+            true => launcher::streams(&node, layout.ports),
+            false => Vec::new(),
         };
+        let mut state = match (pid, healthy) {
+            (None, _) => "down".to_string(),
+            (Some(_), true) if launcher::serving(&node, layout.ports) => "up".to_string(),
+            (Some(_), true) => "joining".to_string(),
+            (Some(_), false) => "starting or not answering".to_string(),
+        };
+        for stream in &streams {
+            state.push_str("; ");
+            state.push_str(stream);
+        }
         let pid = pid.map_or("-".to_string(), |p| p.to_string());
         println!(
             "node{:<3} {:<11} {:<12} {:<8} {state}",

@@ -149,7 +149,11 @@ pub async fn wait_joined(
     let began = tokio::time::Instant::now();
     let deadline = began + limit;
     loop {
-        if let Some(reason) = started.joining.refusal() {
+        if let Some(reason) = started
+            .joining
+            .refusal()
+            .or_else(|| started.service.join_refusal())
+        {
             anyhow::bail!("this node cannot join the cluster: {reason}");
         }
         // Seeds of another cluster refuse every connection: no point

@@ -95,6 +95,11 @@ impl ClusterNode {
             .with_streams(Arc::clone(&streams))
             .with_paxos(Arc::clone(&paxos))
             .register(&messaging);
+        let files = Arc::new(
+            varve_cluster::streaming::FileSource::new(processor.engine(), Arc::clone(&env.clock))
+                .with_streams(Arc::clone(&streams)),
+        );
+        files.register(&messaging);
         let own = messaging.local_addr();
         let mut membership = MembershipConfig::new(
             settings
@@ -187,6 +192,11 @@ impl ClusterNode {
         )
         .await?;
         varve_cluster::repair::validate::serve(&messaging, processor.engine());
+        varve_cluster::repair::incremental::serve(
+            &messaging,
+            processor.engine(),
+            Arc::clone(&coordinator_clock),
+        );
         let decommission = Arc::new(crate::decommission::Decommission::new(
             Arc::clone(&started.service),
             Arc::clone(&coordinator),
@@ -194,11 +204,11 @@ impl ClusterNode {
             settings.topology.stream_throughput,
             streams,
             paxos,
+            files,
         ));
-        varve_cluster::streaming::removenode::serve_fetches(
-            &messaging,
-            Arc::new(decommission.puller()),
-        );
+        let puller = Arc::new(decommission.puller());
+        varve_cluster::streaming::removenode::serve_fetches(&messaging, Arc::clone(&puller));
+        varve_cluster::streaming::offer::serve_offers(&messaging, puller);
         processor.set_cluster_view(Arc::new(GossipView {
             membership: membership.clone(),
             hints: Some(hints),

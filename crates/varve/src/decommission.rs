@@ -21,7 +21,7 @@ use varve_cluster::metadata::{
 };
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::paxos::PaxosReplica;
-use varve_cluster::streaming::{self, Puller, Streams};
+use varve_cluster::streaming::{self, FileSource, Puller, Streams};
 use varve_query::Processor;
 
 use crate::bootstrap::tables_to_move;
@@ -44,6 +44,8 @@ pub struct Decommission {
     pub streams: Arc<Streams>,
     /// This node's Paxos acceptor (streamed Paxos state merges into it).
     pub paxos: Arc<PaxosReplica>,
+    /// This node's whole sstables, offered when it gives ranges away.
+    pub files: Arc<FileSource>,
     /// Notified once this node has left.
     pub left: Arc<Notify>,
     running: tokio::sync::Mutex<()>,
@@ -57,6 +59,7 @@ impl Decommission {
         throughput: u64,
         streams: Arc<Streams>,
         paxos: Arc<PaxosReplica>,
+        files: Arc<FileSource>,
     ) -> Decommission {
         Decommission {
             service,
@@ -65,6 +68,7 @@ impl Decommission {
             throughput,
             streams,
             paxos,
+            files,
             left: Arc::new(Notify::new()),
             running: tokio::sync::Mutex::new(()),
         }
@@ -101,9 +105,9 @@ impl Decommission {
             left.notify_one();
         });
         Ok(format!(
-            "Decommissioned: sent {} ranges of {} tables ({} bytes); this node has left the \
-             cluster and stops\n",
-            report.ranges, report.tables, report.moved.bytes
+            "Decommissioned: sent {} ranges of {} tables ({} bytes, {} whole sstables); this \
+             node has left the cluster and stops\n",
+            report.ranges, report.tables, report.moved.bytes, report.moved.files
         ))
     }
 
@@ -113,6 +117,7 @@ impl Decommission {
         Puller::new(engine, messaging, clock, self.throughput)
             .with_streams(Arc::clone(&self.streams))
             .with_paxos(Arc::clone(&self.paxos))
+            .with_file_source(Arc::clone(&self.files))
     }
 
     /// Hands this node's vote on the metadata log to a node that has none

@@ -37,6 +37,19 @@ pub struct Layout {
     /// The ports every node uses on its own address.
     #[serde(default)]
     pub ports: Ports,
+    /// Nodes added after the cluster was created (`varve cluster add`),
+    /// numbered from `nodes + 1` on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<Added>,
+}
+
+/// A node `varve cluster add` added.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Added {
+    pub dc: String,
+    /// Extra `varve server` arguments it starts with.
+    #[serde(default)]
+    pub args: Vec<String>,
 }
 
 /// CQL, admin and internode ports.
@@ -65,6 +78,8 @@ pub struct Node {
     pub address: IpAddr,
     pub dc: String,
     pub rack: String,
+    /// Extra `varve server` arguments (an added node's).
+    pub args: Vec<String>,
 }
 
 impl Layout {
@@ -78,7 +93,32 @@ impl Layout {
         if ports.native == 0 || ports.admin == 0 || ports.storage == 0 {
             bail!("a local cluster's ports must be fixed (not 0): every node uses the same ones");
         }
-        Ok(Layout { nodes, dcs, ports })
+        Ok(Layout {
+            nodes,
+            dcs,
+            ports,
+            added: Vec::new(),
+        })
+    }
+
+    /// Every node's count, added ones included.
+    pub fn total(&self) -> usize {
+        self.nodes + self.added.len()
+    }
+
+    /// Adds a node in data centre `dc` (none: the last node's) starting
+    /// with `args`; its index.
+    pub fn add(&mut self, dc: Option<String>, args: Vec<String>) -> anyhow::Result<usize> {
+        let index = self.total() + 1;
+        if index > MAX_NODES {
+            bail!("a local cluster has at most {MAX_NODES} nodes");
+        }
+        let dc = match dc {
+            Some(dc) => dc,
+            None => self.node(index - 1)?.dc,
+        };
+        self.added.push(Added { dc, args });
+        Ok(index)
     }
 
     /// The data centre of node `index` (1-based): nodes split in order,
@@ -100,22 +140,29 @@ impl Layout {
     }
 
     pub fn node(&self, index: usize) -> anyhow::Result<Node> {
-        if index == 0 || index > self.nodes {
+        if index == 0 || index > self.total() {
             bail!(
                 "there is no node {index}: the cluster has nodes 1 to {}",
-                self.nodes
+                self.total()
             );
         }
+        let (dc, args) = match index.checked_sub(self.nodes + 1) {
+            Some(i) => (self.added[i].dc.clone(), self.added[i].args.clone()),
+            None => (self.dc_of(index), Vec::new()),
+        };
         Ok(Node {
             index,
             address: address_of(index),
-            dc: self.dc_of(index),
+            dc,
             rack: "rack1".to_string(),
+            args,
         })
     }
 
     pub fn all(&self) -> Vec<Node> {
-        (1..=self.nodes).filter_map(|i| self.node(i).ok()).collect()
+        (1..=self.total())
+            .filter_map(|i| self.node(i).ok())
+            .collect()
     }
 
     /// The first node of each data centre, as `host:port` seeds.
@@ -140,13 +187,22 @@ impl Layout {
             .with_context(|| format!("reading {}", path.display()))?;
         let layout: Layout = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a cluster layout", path.display()))?;
-        Layout::new(layout.nodes, layout.dcs, layout.ports).map(Some)
+        let mut checked = Layout::new(layout.nodes, layout.dcs, layout.ports)?;
+        checked.added = layout.added;
+        if checked.total() > MAX_NODES {
+            bail!("{} lists more than {MAX_NODES} nodes", path.display());
+        }
+        Ok(Some(checked))
     }
 
     pub fn save(&self, dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(dir.join("cluster.json"), text)
+        // Written aside then renamed: a `status` running meanwhile reads
+        // the old layout or the new one, never half of one.
+        let tmp = dir.join("cluster.json.tmp");
+        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, dir.join("cluster.json"))
             .with_context(|| format!("writing {}/cluster.json", dir.display()))
     }
 }
@@ -202,6 +258,7 @@ pub fn spawn(binary: &Path, dir: &Path, layout: &Layout, node: &Node) -> anyhow:
             .args(["--port", &layout.ports.native.to_string()])
             .args(["--admin-port", &layout.ports.admin.to_string()])
             .args(["--storage-port", &layout.ports.storage.to_string()])
+            .args(&node.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -249,6 +306,11 @@ pub fn healthy(node: &Node, ports: Ports) -> bool {
     admin_get(node, ports, "/health").is_some()
 }
 
+/// Whether node `node` serves CQL (`GET /ready`; not while it joins).
+pub fn serving(node: &Node, ports: Ports) -> bool {
+    admin_get(node, ports, "/ready").is_some()
+}
+
 /// How many nodes node `node` counts UP, itself included (from its
 /// `nodetool status`); `None` when it does not answer.
 pub fn nodes_up(node: &Node, ports: Ports) -> Option<usize> {
@@ -267,6 +329,20 @@ pub fn schema_versions(node: &Node, ports: Ports) -> Option<usize> {
             .filter(|l| l.trim_start().contains(": [") && !l.contains("UNREACHABLE"))
             .count(),
     )
+}
+
+/// The operations streaming on node `node` (a bootstrap, a
+/// decommission, a repair...) as its `nodetool netstats` lists them:
+/// `bootstrap ks.t: 3 of 16 ranges, 1048576 bytes`; empty when none or
+/// when it does not answer.
+pub fn streams(node: &Node, ports: Ports) -> Vec<String> {
+    let Some(text) = admin_get(node, ports, "/nodetool/netstats") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter(|l| l.contains(" ranges, "))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The body of a 200 answer to `GET path` on the node's admin port.

@@ -66,8 +66,8 @@ pub enum NodetoolCommand {
         /// Only the ranges this node is the first replica of (`-pr`).
         #[arg(long = "pr")]
         primary: bool,
-        /// A full repair (`-full`; the only kind built: incremental is
-        /// not yet).
+        /// A full repair (`-full`): everything each replica holds, not
+        /// only what no repair has covered (incremental, the default).
         #[arg(long = "full")]
         full: bool,
         keyspace: Option<String>,

@@ -100,6 +100,7 @@ pub(super) async fn run(inner: Arc<Inner>) {
             }
             Err(RoundError::Refused(reason)) => {
                 tracing::error!(%reason, "metadata log: this node cannot join the cluster");
+                *inner.refused.lock() = Some(reason);
                 return;
             }
         }

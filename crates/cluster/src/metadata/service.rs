@@ -91,6 +91,8 @@ pub(super) struct Inner {
     pub allocator: Option<Arc<dyn TokenAllocator>>,
     /// Takes departed nodes out of the group (`departed.rs`).
     sweeper: Mutex<Option<JoinHandle<()>>>,
+    /// Why the cluster refused this node's join, if it did (forming stops).
+    pub refused: Mutex<Option<String>>,
 }
 
 /// What the owner plugs into the log at start.
@@ -180,6 +182,7 @@ impl MetadataService {
             join_lock: tokio::sync::Mutex::new(()),
             allocator: hooks.allocator,
             sweeper: Mutex::new(None),
+            refused: Mutex::new(None),
         });
         register_handler(&inner);
         let sweeper = tokio::spawn(super::departed::sweep(Arc::downgrade(&inner), departed));
@@ -190,6 +193,12 @@ impl MetadataService {
             *service.inner.forming.lock() = Some(task);
         }
         Ok(service)
+    }
+
+    /// Why the cluster refused this node's join (it will not join), if it
+    /// did: the start reports it at once.
+    pub fn join_refusal(&self) -> Option<String> {
+        self.inner.refused.lock().clone()
     }
 
     /// Whether the applied metadata lists this node.

@@ -14,8 +14,8 @@
 //! 3. `schema_version` is the MD5 of `schema` as a name-based (version 3)
 //!    UUID, computed at apply: equal bytes give equal versions on every
 //!    node, and it changes only when the bytes do.
-//! 4. No token belongs to two nodes (but for a replacement's pair, see
-//!    5), and a listed node's tokens never
+//! 4. No token and no storage address belongs to two nodes (but for a
+//!    replacement's pair, see 5), and a listed node's tokens never
 //!    change (a `Join` of a listed node may change its addresses and
 //!    location only: moving tokens needs streaming).
 //! 5. At most one node moves ranges at a time: a node enters `Joining`
@@ -353,6 +353,20 @@ fn join(metadata: &mut ClusterMetadata, node: &NodeRecord) -> Outcome {
         .collect();
     if let Some(reason) = token_conflict(&others, node) {
         return Outcome::Rejected(reason);
+    }
+    if let Some(owner) = others
+        .values()
+        .find(|n| n.host_id != node.host_id && n.storage_addr == node.storage_addr)
+    {
+        return Outcome::Rejected(format!(
+            "address {} belongs to node {} ({:?}), a member of this cluster: to replace it, \
+             start the new node with replace_address_first_boot: {}; to add a node, give it \
+             an address of its own",
+            node.storage_addr,
+            owner.host_id,
+            owner.state,
+            node.storage_addr.ip()
+        ));
     }
     metadata.nodes.insert(node.host_id, node.clone());
     if let Some(replaced) = replaces {

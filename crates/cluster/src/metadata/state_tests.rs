@@ -268,6 +268,37 @@ fn a_joining_node_with_a_normal_nodes_tokens_replaces_it() {
     assert!(matches!(normal, Outcome::Rejected(_)), "{normal:?}");
 }
 
+/// A new node on a member's address is refused (an operator who meant a
+/// replacement, or two nodes given one address), saying what to do; a
+/// replacement on the dead node's own address is not.
+#[test]
+fn a_new_node_on_a_members_address_is_refused_unless_it_replaces_that_member() {
+    let mut m = created();
+    let at_host_1 = |host: u8, tokens: &[i64], state, expected_epoch| {
+        let mut record = record(host, tokens, state);
+        record.storage_addr = node(1, &[]).storage_addr;
+        Entry::Command(Command::Join {
+            node: record,
+            expected_epoch,
+        })
+    };
+    let refused = apply(&mut m, 2, &at_host_1(2, &[20], NodeState::Joining, 1));
+    let Outcome::Rejected(reason) = refused else {
+        panic!("{refused:?}");
+    };
+    assert!(
+        reason.contains("replace_address_first_boot: 127.0.0.1"),
+        "{reason}"
+    );
+    assert_eq!(m.nodes.len(), 1);
+    // The same address with exactly node 1's tokens: a replacement.
+    assert_eq!(
+        apply(&mut m, 3, &at_host_1(2, &[1], NodeState::Joining, 2)),
+        Outcome::Applied
+    );
+    assert_eq!(m.nodes[&HostId([1; 16])].state, NodeState::Leaving);
+}
+
 fn arb_state() -> impl Strategy<Value = NodeState> {
     prop_oneof![
         Just(NodeState::Normal),

@@ -5,8 +5,8 @@
 //! frame decoder sees the stream whole and again in pieces, under the
 //! handshake rules and the established ones, and must give the same frames
 //! and the same end either way. The handshake, failure, GOSSIP and
-//! metadata log (`crate::metadata::fuzz`), Paxos and STREAM_PULL
-//! decoders see the stream as a
+//! metadata log (`crate::metadata::fuzz`), Paxos, STREAM_PULL and
+//! STREAM_FILE decoders see the stream as a
 //! payload, and whatever they accept must
 //! encode and decode again to the same value. Any disagreement panics:
 //! that is the bug report.
@@ -98,7 +98,9 @@ fn payload_round_trips(payload: &[u8]) {
     crate::metadata::fuzz::fuzz_decode(payload);
     crate::paxos::codec::fuzz_decode(payload);
     crate::verbs::stream::fuzz_decode(payload);
+    crate::verbs::stream_file::fuzz_decode(payload);
     crate::repair::validate::fuzz_decode(payload);
+    crate::repair::incremental::fuzz_decode(payload);
 }
 
 #[cfg(test)]

@@ -67,9 +67,25 @@ impl Verb {
     /// A repair asks a replica for its Merkle leaves of a range.
     pub const REPAIR_VALIDATE: Verb = Verb(0x0066);
     pub const REPAIR_VALIDATE_RSP: Verb = Verb(0x0067);
+    /// Whole sstables: the list a source holds for a stream, one chunk of
+    /// a file, the end of the session (docs/design/topology.md, section 4).
+    pub const STREAM_FILE: Verb = Verb(0x0068);
+    pub const STREAM_FILE_RSP: Verb = Verb(0x0069);
+    /// A leaving node offers whole sstables to the node that takes its
+    /// range over, which fetches them with STREAM_FILE.
+    pub const STREAM_FILE_OFFER: Verb = Verb(0x006A);
+    pub const STREAM_FILE_OFFER_RSP: Verb = Verb(0x006B);
+    /// An incremental repair takes a replica's unrepaired data of some
+    /// ranges into its session.
+    pub const REPAIR_PREPARE: Verb = Verb(0x0070);
+    pub const REPAIR_PREPARE_RSP: Verb = Verb(0x0071);
+    /// An incremental repair ends on a replica: its sstables repaired, or
+    /// unrepaired again.
+    pub const REPAIR_FINALIZE: Verb = Verb(0x0072);
+    pub const REPAIR_FINALIZE_RSP: Verb = Verb(0x0073);
 
     /// Every defined verb with its name, in code order.
-    pub const KNOWN: [(Verb, &'static str); 41] = [
+    pub const KNOWN: [(Verb, &'static str); 49] = [
         (Verb::HELLO, "HELLO"),
         (Verb::HELLO_ACK, "HELLO_ACK"),
         (Verb::HELLO_REJECT, "HELLO_REJECT"),
@@ -111,6 +127,14 @@ impl Verb {
         (Verb::STREAM_REQUEST_RSP, "STREAM_REQUEST_RSP"),
         (Verb::REPAIR_VALIDATE, "REPAIR_VALIDATE"),
         (Verb::REPAIR_VALIDATE_RSP, "REPAIR_VALIDATE_RSP"),
+        (Verb::STREAM_FILE, "STREAM_FILE"),
+        (Verb::STREAM_FILE_RSP, "STREAM_FILE_RSP"),
+        (Verb::STREAM_FILE_OFFER, "STREAM_FILE_OFFER"),
+        (Verb::STREAM_FILE_OFFER_RSP, "STREAM_FILE_OFFER_RSP"),
+        (Verb::REPAIR_PREPARE, "REPAIR_PREPARE"),
+        (Verb::REPAIR_PREPARE_RSP, "REPAIR_PREPARE_RSP"),
+        (Verb::REPAIR_FINALIZE, "REPAIR_FINALIZE"),
+        (Verb::REPAIR_FINALIZE_RSP, "REPAIR_FINALIZE_RSP"),
     ];
 
     /// The wire code.

@@ -5,15 +5,45 @@
 //! other replica and then pushes the merged result back to each, so that
 //! all hold the same data (reconciled as reads reconcile: newest
 //! timestamp wins, tombstones included).
+//!
+//! An incremental repair ([`RepairKind::Incremental`]) first has every
+//! replica take its unrepaired data of the ranges into the session
+//! (REPAIR_PREPARE), compares only that, copies each synced leaf into
+//! this node's unrepaired data too ([`super::incremental::copy_local`]),
+//! and ends with REPAIR_FINALIZE on every replica: repaired at the
+//! session's start if every range was repaired, unrepaired again if not.
 
+use super::incremental::{self, encode_finalize, encode_prepare, FinalizeRequest, PrepareRequest};
 use super::merkle::{leaf_range, mismatched, Leaves, MERKLE_DEPTH};
-use super::validate::{decode_leaves, encode_request, validate_here, ValidateRequest};
+use super::validate::{decode_leaves, encode_request, validate_here, ValidateRequest, FULL_REPAIR};
 use crate::coordinator::{Coordinator, Host};
 use crate::net::Verb;
 use crate::streaming::{PullStats, Puller, RangeSource, StreamTable};
 
 /// How long one replica may take to validate one range.
 pub const VALIDATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Replicas of some ranges, each with the ranges it holds among them.
+type ReplicaRanges = Vec<(Host, Vec<(i64, i64)>)>;
+
+/// How a repair compares replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepairKind {
+    /// Everything each replica holds (`nodetool repair -full`).
+    Full,
+    /// Only what no repair has covered yet (the default), in session
+    /// `session`, which began at `started_at_ms`.
+    Incremental { session: u128, started_at_ms: i64 },
+}
+
+impl RepairKind {
+    fn session(self) -> u128 {
+        match self {
+            RepairKind::Full => FULL_REPAIR,
+            RepairKind::Incremental { session, .. } => session,
+        }
+    }
+}
 
 /// What a table's repair did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,6 +53,8 @@ pub struct TableRepair {
     pub ranges_out_of_sync: usize,
     pub leaves_out_of_sync: usize,
     pub moved: PullStats,
+    /// Incremental: the sstables marked repaired, over every replica.
+    pub sstables_repaired: usize,
 }
 
 /// This node's ranges of `table` (`(start, end]`), or only those it is
@@ -54,16 +86,68 @@ pub async fn repair_table(
     puller: &Puller,
     table: &StreamTable,
     ranges: &[(i64, i64)],
+    kind: RepairKind,
 ) -> Result<TableRepair, String> {
     let topology = coordinator.topology();
     if topology.is_moving() {
         return Err("a node is joining or leaving: repair waits until it is done".into());
     }
     let mut report = TableRepair::default();
+    let RepairKind::Incremental {
+        session,
+        started_at_ms,
+    } = kind
+    else {
+        compare_ranges(coordinator, puller, table, ranges, kind, &mut report).await?;
+        return Ok(report);
+    };
+    let replicas = replicas_of(coordinator, table, ranges)?;
+    let mut outcome = prepare_all(puller, table, session, &replicas).await;
+    if outcome.is_ok() {
+        outcome = compare_ranges(coordinator, puller, table, ranges, kind, &mut report).await;
+    }
+    let finalize = FinalizeRequest {
+        session,
+        table: table.table,
+        repaired_at_ms: outcome.is_ok().then_some(started_at_ms),
+    };
+    for (host, _) in &replicas {
+        let held = incremental::ask(
+            puller,
+            host,
+            Verb::REPAIR_FINALIZE,
+            encode_finalize(&finalize),
+        )
+        .await
+        .map_err(|e| format!("{}: finalizing: {e}", table.name));
+        match (held, &outcome) {
+            (Ok(held), _) => report.sstables_repaired += held,
+            // A replica that missed a successful session's end keeps its
+            // sstables pending until it forgets the session: unrepaired,
+            // compared again by the next repair.
+            (Err(e), Ok(())) => outcome = Err(e),
+            (Err(_), Err(_)) => {}
+        }
+    }
+    if finalize.repaired_at_ms.is_none() {
+        report.sstables_repaired = 0;
+    }
+    outcome.map(|()| report)
+}
+
+/// Compares (and syncs) each of `ranges`, adding to `report`.
+async fn compare_ranges(
+    coordinator: &Coordinator,
+    puller: &Puller,
+    table: &StreamTable,
+    ranges: &[(i64, i64)],
+    kind: RepairKind,
+    report: &mut TableRepair,
+) -> Result<(), String> {
     let shown = puller.begin("repair", &table.name, ranges.len());
     for &(start, end) in ranges {
         let before = report.moved.bytes;
-        let done = repair_range(coordinator, puller, table, (start, end), &mut report).await;
+        let done = repair_range(coordinator, puller, table, (start, end), kind, report).await;
         if let Some(s) = &shown {
             s.range_done(report.moved.bytes - before);
         }
@@ -75,7 +159,55 @@ pub async fn repair_table(
             .add(report.ranges_out_of_sync as u64);
         streams.repair_bytes.add(report.moved.bytes);
     }
-    Ok(report)
+    Ok(())
+}
+
+/// Every replica of `ranges` with the ranges it holds among them; an
+/// error when one is DOWN.
+fn replicas_of(
+    coordinator: &Coordinator,
+    table: &StreamTable,
+    ranges: &[(i64, i64)],
+) -> Result<ReplicaRanges, String> {
+    let topology = coordinator.topology();
+    let mut replicas: ReplicaRanges = Vec::new();
+    for &(start, end) in ranges {
+        for n in topology.replicas(end, &table.replication) {
+            let host = topology.host(n).clone();
+            if !coordinator.is_up(&host) {
+                return Err(format!(
+                    "{}: range ({start}, {end}] has a replica that is DOWN ({}); repair needs them all",
+                    table.name, host.address
+                ));
+            }
+            match replicas.iter_mut().find(|(h, _)| h.host_id == host.host_id) {
+                Some((_, held)) => held.push((start, end)),
+                None => replicas.push((host, vec![(start, end)])),
+            }
+        }
+    }
+    Ok(replicas)
+}
+
+/// Has each replica take its unrepaired data of its ranges into
+/// `session`.
+async fn prepare_all(
+    puller: &Puller,
+    table: &StreamTable,
+    session: u128,
+    replicas: &ReplicaRanges,
+) -> Result<(), String> {
+    for (host, ranges) in replicas {
+        let prepare = PrepareRequest {
+            session,
+            table: table.table,
+            ranges: ranges.clone(),
+        };
+        incremental::ask(puller, host, Verb::REPAIR_PREPARE, encode_prepare(&prepare))
+            .await
+            .map_err(|e| format!("{}: preparing: {e}", table.name))?;
+    }
+    Ok(())
 }
 
 /// Repairs one range of `table`, adding to `report`.
@@ -84,6 +216,7 @@ async fn repair_range(
     puller: &Puller,
     table: &StreamTable,
     (start, end): (i64, i64),
+    kind: RepairKind,
     report: &mut TableRepair,
 ) -> Result<(), String> {
     let topology = coordinator.topology();
@@ -103,6 +236,7 @@ async fn repair_range(
         start,
         end,
         depth: MERKLE_DEPTH,
+        session: kind.session(),
     };
     let mut all = Vec::with_capacity(replicas.len());
     for host in &replicas {
@@ -119,19 +253,23 @@ async fn repair_range(
     let others: Vec<&Host> = replicas.iter().filter(|h| !h.is_local).collect();
     for leaf in leaves {
         if let Some(sub) = leaf_range(leaf, start, end, MERKLE_DEPTH) {
-            report.moved += sync_leaf(puller, table.table, sub, &others).await?;
+            report.moved += sync_leaf(puller, table.table, sub, &others, kind).await?;
         }
     }
     Ok(())
 }
 
 /// Pulls leaf `(lo, hi]` from each of `others`, then pushes the merged
-/// leaf back to each.
+/// leaf back to each (incremental: after copying it into this node's
+/// unrepaired data too). In pages only: a leaf is a small part of a range,
+/// which an sstable rarely lies inside, and whole-file streaming would
+/// flush the memtables of both ends for every leaf.
 async fn sync_leaf(
     puller: &Puller,
     table: u128,
     (lo, hi): (i64, i64),
     others: &[&Host],
+    kind: RepairKind,
 ) -> Result<PullStats, String> {
     let sub = |h: &Host| RangeSource {
         start: lo,
@@ -141,10 +279,13 @@ async fn sync_leaf(
     };
     let mut moved = PullStats::default();
     for h in others {
-        moved += puller.pull(table, &sub(h)).await?;
+        moved += puller.pull_pages(table, &sub(h), &[]).await?;
+    }
+    if kind != RepairKind::Full {
+        incremental::copy_local(puller, table, (lo, hi)).await?;
     }
     for h in others {
-        moved += puller.push(table, &sub(h)).await?;
+        moved += puller.push_pages(table, &sub(h), &[]).await?;
     }
     Ok(moved)
 }

@@ -2,15 +2,20 @@
 //! leaves (docs/format/internode.md, section 6).
 //!
 //! Request: table id u128; start i64; end i64 (the range `(start, end]`);
-//! depth u8 (0 ..= [`MAX_MERKLE_DEPTH`]). Response: `count` varint (`2^depth`);
-//! `count` × 16 bytes (the leaves); partitions varint. The replica scans the
-//! range's keys in token order and hashes each partition whole (its key,
-//! then storage's encoding of it, tombstones included) into its leaf.
+//! depth u8 (0 ..= [`MAX_MERKLE_DEPTH`]); then, for an incremental repair
+//! only, its session id u128 (absent: a full repair, over everything the
+//! replica holds). Response: `count` varint (`2^depth`); `count` × 16
+//! bytes (the leaves); partitions varint. The replica scans the range's
+//! keys in token order and hashes each partition whole (its key, then
+//! storage's encoding of it, tombstones included) into its leaf; in an
+//! incremental repair, only the partitions of the sstables the session
+//! holds (`varve_storage::engine_repair`).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use varve_storage::Engine;
+use varve_storage::{Partition, PartitionKey};
 use varve_types::data::{Slice, TokenBound};
 
 use super::merkle::{LeafHasher, Leaves, MAX_MERKLE_DEPTH};
@@ -29,14 +34,23 @@ pub struct ValidateRequest {
     pub start: i64,
     pub end: i64,
     pub depth: u8,
+    /// The incremental repair session whose sstables are compared
+    /// ([`FULL_REPAIR`]: every sstable and the memtables).
+    pub session: u128,
 }
 
+/// The session of a full repair.
+pub const FULL_REPAIR: u128 = 0;
+
 pub fn encode_request(req: &ValidateRequest) -> Bytes {
-    let mut out = Vec::with_capacity(40);
+    let mut out = Vec::with_capacity(56);
     put_table(&mut out, req.table);
     out.extend_from_slice(&req.start.to_be_bytes());
     out.extend_from_slice(&req.end.to_be_bytes());
     out.push(req.depth);
+    if req.session != FULL_REPAIR {
+        out.extend_from_slice(&req.session.to_be_bytes());
+    }
     Bytes::from(out)
 }
 
@@ -49,12 +63,20 @@ pub fn decode_request(payload: &Bytes) -> Result<ValidateRequest, PayloadError> 
     if depth > MAX_MERKLE_DEPTH {
         return Err(PayloadError::Malformed(format!("merkle depth {depth}")));
     }
+    let session = match r.remaining() {
+        0 => FULL_REPAIR,
+        _ => match u128::from_be_bytes(r.array()?) {
+            FULL_REPAIR => return Err(PayloadError::Malformed("session 0 sent".into())),
+            session => session,
+        },
+    };
     r.finish()?;
     Ok(ValidateRequest {
         table,
         start,
         end,
         depth,
+        session,
     })
 }
 
@@ -86,16 +108,39 @@ pub fn decode_leaves(payload: &Bytes, depth: u8) -> Result<Leaves, PayloadError>
     Ok(Leaves { hashes, partitions })
 }
 
-/// This node's leaves of `req`'s range, read from `engine`.
+/// This node's leaves of `req`'s range, read from `engine` (from the
+/// session's sstables only in an incremental repair).
 pub fn validate(engine: &Engine, req: &ValidateRequest) -> Result<Leaves, varve_storage::Error> {
-    let mut hasher = LeafHasher::new(req.start, req.end, req.depth);
+    if req.session != FULL_REPAIR {
+        let view = engine.pending_view(req.table, req.session)?;
+        return hash_range(
+            req,
+            |from, to| view.scan_keys(from, to, KEYS_PER_SCAN),
+            |key| view.read_partition(key),
+        );
+    }
     let all = [Slice::all(&engine.comparator(req.table)?)];
+    hash_range(
+        req,
+        |from, to| engine.scan_keys(req.table, from, to, KEYS_PER_SCAN),
+        |key| engine.read_partition(req.table, key, &all),
+    )
+}
+
+/// The leaves of `req`'s range over the keys `scan` finds (up to
+/// [`KEYS_PER_SCAN`] at a time) and the partitions `read` returns.
+fn hash_range(
+    req: &ValidateRequest,
+    scan: impl Fn(&TokenBound, &TokenBound) -> Result<Vec<PartitionKey>, varve_storage::Error>,
+    read: impl Fn(&PartitionKey) -> Result<Option<Partition>, varve_storage::Error>,
+) -> Result<Leaves, varve_storage::Error> {
+    let mut hasher = LeafHasher::new(req.start, req.end, req.depth);
     let mut bytes = Vec::new();
     for (mut from, to) in bounds(req.start, req.end) {
         loop {
-            let keys = engine.scan_keys(req.table, &from, &to, KEYS_PER_SCAN)?;
+            let keys = scan(&from, &to)?;
             for key in &keys {
-                if let Some(p) = engine.read_partition(req.table, key, &all)? {
+                if let Some(p) = read(key)? {
                     bytes.clear();
                     put_key(&mut bytes, key);
                     put_partition(&mut bytes, &p);
@@ -169,8 +214,22 @@ mod tests {
             start: -9,
             end: 9,
             depth: MAX_MERKLE_DEPTH,
+            session: FULL_REPAIR,
         };
         assert_eq!(decode_request(&encode_request(&req)), Ok(req));
+        let incremental = ValidateRequest { session: 77, ..req };
+        let bytes = encode_request(&incremental);
+        assert_eq!(decode_request(&bytes), Ok(incremental));
+        for cut in 1..16 {
+            let short = bytes.slice(..bytes.len() - cut);
+            assert!(decode_request(&short).is_err(), "a session cut by {cut}");
+        }
+        let mut zero = encode_request(&req).to_vec();
+        zero.extend_from_slice(&[0; 16]);
+        assert!(
+            decode_request(&Bytes::from(zero)).is_err(),
+            "session 0 is sent as none"
+        );
         let over = ValidateRequest {
             depth: MAX_MERKLE_DEPTH + 1,
             ..req
@@ -206,6 +265,7 @@ mod tests {
             start: 0,
             end: 0,
             depth: 4,
+            session: FULL_REPAIR,
         };
         let leaves = while_the_blocking_pool_is_busy(validate_here(engine, req))
             .expect("the validation waited for the blocking pool");

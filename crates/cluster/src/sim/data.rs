@@ -4,10 +4,13 @@
 //! client that runs this node's share of the workload through its
 //! coordinator, recording each operation in the history.
 //!
-//! The engine is in memory and belongs to the node, not to one start of
-//! it: a restart finds what the node had stored, as a real node finds
-//! its commitlog (durable before a write is acknowledged). The ring comes
-//! from gossip: every node announces its tokens.
+//! The engine belongs to the node, not to one start of it: a restart
+//! finds what the node had stored, as a real node finds its commitlog
+//! (durable before a write is acknowledged). It is in memory, but in a
+//! movement run (`sim/movement.rs`) it keeps sstables on a simulated file
+//! system of the node's own (`varve_storage::fs_sim`), so that streams
+//! may send them whole. The ring comes from gossip: every node announces
+//! its tokens.
 //!
 //! A node takes client operations only once its ring holds every node,
 //! as a real node serves clients only once it has joined: a node just
@@ -38,6 +41,7 @@ use crate::env::Clock;
 use crate::membership::Gossiper;
 use crate::net::Messaging;
 use crate::ring::{placement, Location, TokenRing};
+use crate::streaming::FileSource;
 use crate::verbs::Replica;
 
 /// The one table's id.
@@ -73,7 +77,7 @@ fn descriptor() -> TableDescriptor {
     }
 }
 
-/// Compaction off (the simulated engines stay in memory).
+/// Compaction off (the simulated engines keep what they flush as it is).
 pub(super) fn no_compaction() -> CompactionConfig {
     CompactionConfig {
         common: CommonOptions {
@@ -201,7 +205,10 @@ impl Drop for Tasks {
 
 impl NodeData {
     pub fn new(index: NodeIndex, tokens: Vec<i64>, shared: Rc<Shared>) -> NodeData {
-        let storage = Storage::new();
+        let storage = match shared.movement.is_some() {
+            true => super::bootstrap_storage::storage_on_sim_fs(descriptor()),
+            false => Storage::new(),
+        };
         let engine = storage.engine();
         if let Err(e) = engine.create_table(descriptor()) {
             panic!("the simulated table: {e}");
@@ -220,10 +227,12 @@ impl NodeData {
         }
     }
 
-    /// The replica handlers, on each start's messaging (in a movement
-    /// run, REPAIR_VALIDATE's too, as the server registers it).
-    pub fn register(&self, messaging: &Messaging) {
+    /// The replica handlers and the source of whole sstables, on each
+    /// start's messaging (in a movement run, REPAIR_VALIDATE's too, as the
+    /// server registers it).
+    pub fn register(&self, messaging: &Messaging, clock: Arc<dyn Clock>) {
         let mut replica = Replica::new(self.engine.clone(), false);
+        Arc::new(FileSource::new(self.engine.clone(), clock)).register(messaging);
         if let Some(paxos) = &self.paxos {
             paxos.register(messaging);
             replica = replica.with_paxos(paxos.clone());

@@ -50,6 +50,7 @@
 //! refuses, which the simulation's in-memory engines never do (a task on
 //! the pool ends at a moment of real time).
 
+pub mod bootstrap_storage;
 pub mod bootstrap_workload;
 pub mod checker;
 pub mod data;

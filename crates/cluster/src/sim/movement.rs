@@ -129,6 +129,8 @@ pub struct Movement {
     groups: Vec<KeyGroup>,
     /// Bytes per second the mover's streams take (0: no limit).
     pub throughput: u64,
+    /// The flushes of sstables of one partition (`bootstrap_storage`).
+    pub(super) narrow: super::bootstrap_storage::NarrowFlushes,
     /// Whether clients run LWT beside the writes, and the nodes repair in
     /// the final phase.
     pub lwt: bool,
@@ -373,6 +375,12 @@ pub fn cluster(
     let lags = lags(rng, config.nodes, epochs.len());
     let mut committed = vec![None; epochs.len()];
     committed[0] = Some(Duration::ZERO);
+    // A few hundred bytes a second makes the stream of the ~1 KiB the
+    // keys take last several seconds, under the faults.
+    let throughput = match rng.below_or_at(3) {
+        0 => 0,
+        _ => between(rng, 30, 300),
+    };
     let movement = Movement {
         roles: roles.clone(),
         epochs,
@@ -383,12 +391,8 @@ pub fn cluster(
         replication: layout.replication.clone(),
         starts_at,
         groups,
-        // A few hundred bytes a second makes the stream of the ~1 KiB
-        // the keys take last several seconds, under the faults.
-        throughput: match rng.below_or_at(3) {
-            0 => 0,
-            _ => between(rng, 30, 300),
-        },
+        throughput,
+        narrow: super::bootstrap_storage::NarrowFlushes::new(throughput, config.nodes),
         lwt: config.lwt,
         repair: config.repair,
         streaming_since: Cell::new(None),
@@ -480,6 +484,13 @@ pub(super) async fn node(m: Rc<Movement>, data: Rc<NodeData>, coordinator: Arc<C
     tasks.spawn_local(follow_metadata(m.clone(), me, coordinator.clone(), here));
     if me == m.roles.mover {
         tasks.spawn_local(super::movement_steps::run(
+            m.clone(),
+            data.clone(),
+            coordinator.clone(),
+        ));
+    }
+    if me != m.roles.mover && m.narrow.on() {
+        tasks.spawn_local(super::bootstrap_storage::narrow_flush(
             m.clone(),
             data.clone(),
             coordinator.clone(),

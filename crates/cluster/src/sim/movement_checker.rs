@@ -70,6 +70,8 @@ pub struct MovementCoverage {
     pub attempts_failed: u64,
     pub ranges_moved: u64,
     pub partitions_streamed: u64,
+    /// Whole sstables among what the successful attempt moved.
+    pub files_streamed: u64,
     /// Ranges the final repairs found out of sync.
     pub repaired_out_of_sync: u64,
     pub lwt_applied: u64,
@@ -86,6 +88,7 @@ impl std::ops::AddAssign for MovementCoverage {
         self.attempts_failed += o.attempts_failed;
         self.ranges_moved += o.ranges_moved;
         self.partitions_streamed += o.partitions_streamed;
+        self.files_streamed += o.files_streamed;
         self.repaired_out_of_sync += o.repaired_out_of_sync;
         self.lwt_applied += o.lwt_applied;
         self.lwt_reads += o.lwt_reads;
@@ -108,6 +111,8 @@ struct Steps {
     last_epoch: u64,
     done: BTreeMap<NodeIndex, Duration>,
     streamed: Option<(Duration, usize, u64)>,
+    /// Whole sstables the successful attempt moved.
+    files: u64,
     failed: u64,
     final_phase: Option<Duration>,
     /// Each node's engine at the final phase, and after repair.
@@ -141,9 +146,13 @@ fn steps(run: &Run) -> Steps {
                 }
             }
             MovementEvent::Streamed {
-                ranges, partitions, ..
+                ranges,
+                partitions,
+                files,
+                ..
             } => {
                 s.streamed.get_or_insert((at, *ranges, *partitions));
+                s.files += files;
             }
             MovementEvent::Failed(_) => s.failed += 1,
             MovementEvent::FinalPhase => s.final_phase = Some(at),
@@ -169,6 +178,7 @@ fn steps(run: &Run) -> Steps {
             }
             MovementEvent::Committed { .. }
             | MovementEvent::Streaming
+            | MovementEvent::NarrowFlush { .. }
             | MovementEvent::Left { .. } => {}
         }
     }
@@ -235,6 +245,7 @@ fn count(run: &Run, steps: &Steps, ops: &BTreeMap<usize, Op>, c: &mut MovementCo
         }
     }
     c.attempts_failed = steps.failed;
+    c.files_streamed = steps.files;
     (c.ranges_moved, c.partitions_streamed) =
         steps.streamed.map_or((0, 0), |(_, r, p)| (r as u64, p));
     c.repaired_out_of_sync = steps

@@ -22,7 +22,11 @@ pub enum MovementEvent {
         ranges: usize,
         partitions: u64,
         bytes: u64,
+        /// Whole sstables among what moved.
+        files: u64,
     },
+    /// `node` flushed a memtable of one partition.
+    NarrowFlush { node: NodeIndex },
     /// The attempt failed; the mover tries again after a pause.
     Failed(String),
     /// The decommissioned node has left: its process stops.
@@ -59,10 +63,15 @@ impl fmt::Display for MovementEvent {
                 ranges,
                 partitions,
                 bytes,
+                files,
             } => write!(
                 f,
-                "the mover moved {ranges} ranges ({partitions} partitions, {bytes} bytes): done"
+                "the mover moved {ranges} ranges ({partitions} partitions, {bytes} bytes, \
+                 {files} whole sstables): done"
             ),
+            MovementEvent::NarrowFlush { node } => {
+                write!(f, "n{node} flushes a memtable of one partition")
+            }
             MovementEvent::Failed(why) => write!(f, "the attempt failed: {why}"),
             MovementEvent::Left { node } => write!(f, "n{node} has left: its process stops"),
             MovementEvent::FinalPhase => f.write_str("final phase: engines recorded, then reads"),

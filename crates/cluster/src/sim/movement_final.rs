@@ -21,7 +21,7 @@ use super::movement::{elapsed, Movement, MovementEvent, POLL};
 use super::movement_steps::tables;
 use super::workload::OpKind;
 use crate::coordinator::Coordinator;
-use crate::repair::{local_ranges, repair_table};
+use crate::repair::{local_ranges, repair_table, RepairKind};
 use crate::streaming::Puller;
 
 /// How many times a node runs its repair, and the pause after one that
@@ -115,7 +115,7 @@ async fn repair(m: &Movement, data: &NodeData, coordinator: &Coordinator) {
     let node = data.index;
     for _ in 0..REPAIR_ATTEMPTS {
         let ranges = local_ranges(coordinator, table, true);
-        match repair_table(coordinator, &puller, table, &ranges).await {
+        match repair_table(coordinator, &puller, table, &ranges, RepairKind::Full).await {
             Ok(r) => {
                 m.record(MovementEvent::Repaired {
                     node,

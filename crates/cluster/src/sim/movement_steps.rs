@@ -106,6 +106,7 @@ async fn attempts(m: &Movement, data: &NodeData, coordinator: &Coordinator, cloc
                     ranges: report.ranges,
                     partitions: report.moved.partitions,
                     bytes: report.moved.bytes,
+                    files: report.moved.files,
                 });
                 m.commit(m.last());
             }

@@ -158,7 +158,7 @@ pub async fn run(spec: Rc<NodeSpec>) -> turmoil::Result {
         Err(error) => return failed(format!("messaging: {error}")),
     };
     if let Some(data) = &spec.data {
-        data.register(&messaging);
+        data.register(&messaging, clock.clone());
     }
     let gossip = match Gossiper::start(spec.membership.clone(), &messaging, env).await {
         Ok(gossip) => Arc::new(gossip),

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::plan::{ranges_to_fetch, RangeSource};
+use super::plan::{by_node, paxos_sources, ranges_to_fetch, RangeSource};
 use super::pull::{PullStats, Puller};
 use crate::coordinator::{Coordinator, Replication};
 use crate::net::{HostId, Verb};
+use crate::verbs::stream_file::MAX_STREAM_FILE_RANGES;
 
 /// How long the node waits for every UP node to apply its `Joining`
 /// entry before it streams (the attempt fails after that, and is made
@@ -52,10 +53,12 @@ pub async fn bootstrap(
     let topology = coordinator.topology();
     let mut report = BootstrapReport::default();
     let mut plans: Vec<(&StreamTable, Vec<RangeSource>)> = Vec::new();
+    let is_up = |h: &crate::coordinator::Host| coordinator.is_up(h);
     for t in tables {
-        let ranges = ranges_to_fetch(&topology, &t.replication, replacing, |h| {
-            coordinator.is_up(h)
-        })
+        let ranges = match Some(t.table) == puller.paxos_table() {
+            true => paxos_sources(&topology, &t.replication, replacing, is_up),
+            false => ranges_to_fetch(&topology, &t.replication, replacing, is_up),
+        }
         .map_err(|e| format!("{}: {e}", t.name))?;
         plans.push((t, ranges));
     }
@@ -64,37 +67,66 @@ pub async fn bootstrap(
         "bootstrap: {total} ranges of {} tables to stream",
         plans.len()
     );
-    let mut seen: BTreeSet<(u128, i64, i64)> = BTreeSet::new();
+    let mut seen: BTreeSet<(u128, i64, i64, HostId)> = BTreeSet::new();
     for (t, ranges) in plans {
         let began = puller.clock.now();
-        let mut moved = PullStats::default();
         let shown = puller.begin("bootstrap", &t.name, ranges.len());
-        for range in &ranges {
-            if !seen.insert((t.table, range.start, range.end)) {
-                continue;
-            }
-            let one = puller
-                .pull(t.table, range)
-                .await
-                .map_err(|e| format!("{}: {e}", t.name))?;
-            if let Some(s) = &shown {
-                s.range_done(one.bytes);
-            }
+        let fresh: Vec<RangeSource> = ranges
+            .iter()
+            .filter(|r| seen.insert((t.table, r.start, r.end, r.source)))
+            .cloned()
+            .collect();
+        let mut moved = PullStats::default();
+        for group in by_node(&fresh, MAX_STREAM_FILE_RANGES) {
+            let one = pull_group(puller, t, &group, shown.as_ref()).await?;
             moved += one;
-            report.ranges += 1;
+            report.ranges += group.len();
         }
         tracing::info!(
-            "bootstrap: {} streamed: {} ranges, {} partitions, {} bytes in {:.1} s",
+            "bootstrap: {} streamed: {} ranges, {} partitions, {} bytes ({} whole sstables) \
+             in {:.1} s",
             t.name,
             ranges.len(),
             moved.partitions,
             moved.bytes,
+            moved.files,
             (puller.clock.now() - began).as_secs_f64()
         );
         report.tables += 1;
         report.moved += moved;
     }
     Ok(report)
+}
+
+/// Fetches the ranges of `group` (one source): the source's sstables
+/// that lie inside any of them whole, then each range's pages.
+async fn pull_group(
+    puller: &Puller,
+    t: &StreamTable,
+    group: &[RangeSource],
+    shown: Option<&super::Stream>,
+) -> Result<PullStats, String> {
+    let named = |e: String| format!("{}: {e}", t.name);
+    let spans: Vec<(i64, i64)> = group.iter().map(|r| (r.start, r.end)).collect();
+    let whole = puller
+        .fetch_whole(t.table, group[0].source, group[0].address, &spans)
+        .await
+        .map_err(named)?;
+    if let Some(s) = shown {
+        s.files_done(whole.moved.files, whole.moved.bytes);
+    }
+    let mut moved = whole.moved;
+    for range in group {
+        let one = puller
+            .pull_pages(t.table, range, &whole.skip)
+            .await
+            .map_err(named)?;
+        if let Some(s) = shown {
+            s.range_done(one.bytes);
+        }
+        moved += one;
+    }
+    Ok(moved)
 }
 
 /// Waits until every UP node of the ring has applied `epoch` (the entry

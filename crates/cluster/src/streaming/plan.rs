@@ -116,6 +116,71 @@ pub fn ranges_to_give(
     Ok(out)
 }
 
+/// The Paxos state's sources: for each range of [`ranges_to_fetch`] that
+/// no live node loses (a replacement, or fewer nodes than the replication
+/// factor), every live natural replica but the replaced node, not one of
+/// them; the others as they are. A proposal a quorum accepted may lack on
+/// any one survivor (the dead node was in that quorum); merged by ballot
+/// from all of them, the new replica holds every such proposal, as a
+/// losing node's state holds everything a quorum without it accepted
+/// (Cassandra repairs Paxos before a range moves for the same reason).
+pub fn paxos_sources(
+    topology: &Topology,
+    replication: &Replication,
+    replacing: Option<HostId>,
+    is_up: impl Fn(&Host) -> bool + Copy,
+) -> Result<Vec<RangeSource>, String> {
+    let one_each = ranges_to_fetch(topology, replication, replacing, is_up)?;
+    let mut out = Vec::new();
+    for m in topology.movements(replication) {
+        let Some(chosen) = one_each
+            .iter()
+            .find(|r| r.start == m.start && r.end == m.end)
+        else {
+            continue;
+        };
+        let has_live_loser = m.natural.iter().any(|n| {
+            let h = topology.host(*n);
+            !m.future.contains(n) && Some(h.host_id) != replacing && is_up(h)
+        });
+        if has_live_loser {
+            out.push(chosen.clone());
+            continue;
+        }
+        for &n in &m.natural {
+            let h = topology.host(n);
+            if is_up(h) && Some(h.host_id) != replacing && !h.is_local {
+                out.push(RangeSource {
+                    start: m.start,
+                    end: m.end,
+                    source: h.host_id,
+                    address: h.address,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `ranges` grouped by the node at their other end (`source`), in the
+/// order each node first comes, each group at most `max` ranges long: one
+/// listing of whole sstables per group, which may then lie inside any of
+/// its ranges.
+pub fn by_node(ranges: &[RangeSource], max: usize) -> Vec<Vec<RangeSource>> {
+    let mut groups: Vec<Vec<RangeSource>> = Vec::new();
+    for r in ranges {
+        let open = groups
+            .iter_mut()
+            .rev()
+            .find(|g| g[0].source == r.source && g[0].address == r.address);
+        match open {
+            Some(g) if g.len() < max.max(1) => g.push(r.clone()),
+            _ => groups.push(vec![r.clone()]),
+        }
+    }
+    groups
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +196,29 @@ mod tests {
             record(4, &[150], NodeState::Joining),
         ];
         Topology::from_records(records.iter(), HostId([4; 16]))
+    }
+
+    #[test]
+    fn ranges_group_by_node_in_order_and_bounded() {
+        let at = |start: i64, host: u8| RangeSource {
+            start,
+            end: start + 1,
+            source: HostId([host; 16]),
+            address: ([127, 0, 0, host], 7000).into(),
+        };
+        let ranges = [at(1, 2), at(2, 3), at(3, 2), at(4, 2)];
+        let starts = |groups: Vec<Vec<RangeSource>>| -> Vec<Vec<i64>> {
+            groups
+                .iter()
+                .map(|g| g.iter().map(|r| r.start).collect())
+                .collect()
+        };
+        assert_eq!(starts(by_node(&ranges, 10)), vec![vec![1, 3, 4], vec![2]]);
+        assert_eq!(
+            starts(by_node(&ranges, 2)),
+            vec![vec![1, 3], vec![2], vec![4]]
+        );
+        assert!(by_node(&[], 2).is_empty());
     }
 
     #[test]
@@ -174,6 +262,37 @@ mod tests {
         assert!(!sources.is_empty() && !sources.contains(&2), "{sources:?}");
         // Without naming the replaced node, its death stops the join.
         assert!(ranges_to_fetch(&t, &Replication::Simple(2), None, up).is_err());
+    }
+
+    #[test]
+    fn a_replacement_takes_paxos_state_from_every_live_survivor_and_a_join_from_the_loser() {
+        let records = [
+            record(1, &[100], NodeState::Normal),
+            record(2, &[200], NodeState::Leaving),
+            record(3, &[300], NodeState::Normal),
+            record(4, &[200], NodeState::Joining),
+        ];
+        let t = Topology::from_records(records.iter(), HostId([4; 16]));
+        let dead = HostId([2; 16]);
+        let up = |h: &Host| h.host_id != dead;
+        let rf3 = Replication::Simple(3);
+        let got = paxos_sources(&t, &rf3, Some(dead), up).unwrap();
+        let one = ranges_to_fetch(&t, &rf3, Some(dead), up).unwrap();
+        for r in &one {
+            let mut from: Vec<u8> = got
+                .iter()
+                .filter(|g| (g.start, g.end) == (r.start, r.end))
+                .map(|g| g.source.0[0])
+                .collect();
+            from.sort();
+            assert_eq!(from, vec![1, 3], "range ({}, {}]", r.start, r.end);
+        }
+        // A join with a live loser: the loser alone, as for the data.
+        let join = paxos_sources(&four(), &Replication::Simple(2), None, |_| true).unwrap();
+        assert_eq!(
+            join,
+            ranges_to_fetch(&four(), &Replication::Simple(2), None, |_| true).unwrap()
+        );
     }
 
     #[test]

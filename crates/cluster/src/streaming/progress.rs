@@ -1,8 +1,9 @@
 //! What this node streams, for `nodetool netstats` and the metrics
 //! (docs/design/metrics.md): each operation in flight (bootstrap,
 //! decommission, removenode, repair) with its table, ranges done of its
-//! total and bytes moved; bytes in and out; ranges repairs found out of
-//! sync and the bytes they moved.
+//! total, bytes moved and whole sstables among them; bytes and whole
+//! sstables in and out; ranges repairs found out of sync and the bytes
+//! they moved.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,8 @@ pub struct StreamState {
     pub ranges_total: usize,
     pub ranges_done: usize,
     pub bytes: u64,
+    /// Whole sstables moved (their bytes are in `bytes`).
+    pub files: u64,
 }
 
 /// The node's streams and their counters.
@@ -29,6 +32,9 @@ pub struct Streams {
     next: AtomicU64,
     pub bytes_in: Arc<Counter>,
     pub bytes_out: Arc<Counter>,
+    /// Whole sstables received and installed, and sent to their end.
+    pub files_in: Arc<Counter>,
+    pub files_out: Arc<Counter>,
     pub ranges_out_of_sync: Arc<Counter>,
     pub repair_bytes: Arc<Counter>,
     registry: Option<Arc<Registry>>,
@@ -38,11 +44,14 @@ impl Streams {
     /// Counters registered in `registry`.
     pub fn new(registry: &Arc<Registry>) -> Streams {
         let bytes = |d| registry.counter(names::STREAMING_BYTES, &[(names::LABEL_DIRECTION, d)]);
+        let files = |d| registry.counter(names::STREAMING_FILES, &[(names::LABEL_DIRECTION, d)]);
         Streams {
             active: Mutex::new(BTreeMap::new()),
             next: AtomicU64::new(1),
             bytes_in: bytes(names::DIRECTION_IN),
             bytes_out: bytes(names::DIRECTION_OUT),
+            files_in: files(names::DIRECTION_IN),
+            files_out: files(names::DIRECTION_OUT),
             ranges_out_of_sync: registry.counter(names::REPAIR_RANGES_OUT_OF_SYNC, &[]),
             repair_bytes: registry.counter(names::REPAIR_BYTES, &[]),
             registry: Some(Arc::clone(registry)),
@@ -56,6 +65,8 @@ impl Streams {
             next: AtomicU64::new(1),
             bytes_in: Arc::new(Counter::default()),
             bytes_out: Arc::new(Counter::default()),
+            files_in: Arc::new(Counter::default()),
+            files_out: Arc::new(Counter::default()),
             ranges_out_of_sync: Arc::new(Counter::default()),
             repair_bytes: Arc::new(Counter::default()),
             registry: None,
@@ -78,6 +89,7 @@ impl Streams {
                 ranges_total,
                 ranges_done: 0,
                 bytes: 0,
+                files: 0,
             },
         );
         let gauge = self.gauge(operation);
@@ -113,14 +125,19 @@ impl Streams {
         }
         for s in &active {
             out.push_str(&format!(
-                "{} {}: {} of {} ranges, {} bytes\n",
-                s.operation, s.table, s.ranges_done, s.ranges_total, s.bytes
+                "{} {}: {} of {} ranges, {} bytes, {} whole sstables\n",
+                s.operation, s.table, s.ranges_done, s.ranges_total, s.bytes, s.files
             ));
         }
         out.push_str(&format!(
             "Bytes received {}, bytes sent {}\n",
             self.bytes_in.get(),
             self.bytes_out.get()
+        ));
+        out.push_str(&format!(
+            "Whole sstables received {}, sent {}\n",
+            self.files_in.get(),
+            self.files_out.get()
         ));
         out
     }
@@ -139,6 +156,15 @@ impl Stream {
     pub fn range_done(&self, bytes: u64) {
         if let Some(s) = self.streams.active.lock().get_mut(&self.id) {
             s.ranges_done += 1;
+            s.bytes += bytes;
+        }
+    }
+
+    /// Whole sstables moved, with their bytes (their ranges are done
+    /// once their pages are).
+    pub fn files_done(&self, files: u64, bytes: u64) {
+        if let Some(s) = self.streams.active.lock().get_mut(&self.id) {
+            s.files += files;
             s.bytes += bytes;
         }
     }
@@ -163,6 +189,7 @@ mod tests {
         assert!(streams.netstats_text().starts_with("Not sending"));
         let s = streams.begin("bootstrap", "ks.t", 4);
         s.range_done(100);
+        s.files_done(2, 50);
         assert_eq!(
             streams.active(),
             vec![StreamState {
@@ -170,12 +197,13 @@ mod tests {
                 table: "ks.t".into(),
                 ranges_total: 4,
                 ranges_done: 1,
-                bytes: 100,
+                bytes: 150,
+                files: 2,
             }]
         );
         assert!(streams
             .netstats_text()
-            .contains("bootstrap ks.t: 1 of 4 ranges, 100 bytes"));
+            .contains("bootstrap ks.t: 1 of 4 ranges, 150 bytes, 2 whole sstables"));
         drop(s);
         assert!(streams.active().is_empty());
     }

@@ -1,13 +1,16 @@
 //! Fetching one token range from its source into this node's engine.
 //!
-//! The puller asks for a page (STREAM_PULL), decodes it whole (a page
-//! that does not decode is asked again, never applied in part), applies
-//! its partitions through the engine's normal write path (in memory
-//! first, on the blocking pool if they would wait), and asks for the next
-//! page after the last key. A range that
-//! wraps the ring is two pulls. Pages are paced so the bytes received
-//! stay under `stream_throughput_outbound` (the source's limit in
-//! Cassandra; the receiver paces here, which bounds the same traffic).
+//! First the source's sstables that lie wholly inside the range come as
+//! whole files ([`super::file_fetch`]); then the rest in pages, which
+//! leave those sstables out. The puller asks for a page (STREAM_PULL),
+//! decodes it whole (a page that does not decode is asked again, never
+//! applied in part), applies its partitions through the engine's normal
+//! write path (in memory first, on the blocking pool if they would
+//! wait), and asks for the next page after the last key. A range that
+//! wraps the ring is two pulls. Pages and file chunks are paced so the
+//! bytes received stay under `stream_throughput_outbound` (the source's
+//! limit in Cassandra; the receiver paces here, which bounds the same
+//! traffic).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,9 +44,13 @@ const RETRY_PAUSE: Duration = Duration::from_millis(500);
 /// What a pull moved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PullStats {
+    /// Partitions moved, those of whole sstables included.
     pub partitions: u64,
+    /// Bytes moved: pages and whole sstables.
     pub bytes: u64,
     pub pages: u64,
+    /// Whole sstables moved.
+    pub files: u64,
 }
 
 impl std::ops::AddAssign for PullStats {
@@ -51,6 +58,7 @@ impl std::ops::AddAssign for PullStats {
         self.partitions += other.partitions;
         self.bytes += other.bytes;
         self.pages += other.pages;
+        self.files += other.files;
     }
 }
 
@@ -68,7 +76,10 @@ pub struct Puller {
     pub(crate) streams: Option<Arc<super::Streams>>,
     /// This node's Paxos acceptor: streamed `system.paxos` partitions
     /// merge into its state by ballot (none: applied as any table's).
-    paxos: Option<Arc<crate::paxos::PaxosReplica>>,
+    pub(super) paxos: Option<Arc<crate::paxos::PaxosReplica>>,
+    /// This node's whole sstables, which a push offers (none: a push
+    /// sends pages only).
+    pub(super) files: Option<Arc<super::FileSource>>,
 }
 
 impl Puller {
@@ -86,7 +97,19 @@ impl Puller {
             received: parking_lot::Mutex::new(None),
             streams: None,
             paxos: None,
+            files: None,
         }
+    }
+
+    /// Offers this node's whole sstables through `files` when it pushes.
+    pub fn with_file_source(mut self, files: Arc<super::FileSource>) -> Puller {
+        self.files = Some(files);
+        self
+    }
+
+    /// The table whose streamed partitions merge into the Paxos state.
+    pub fn paxos_table(&self) -> Option<u128> {
+        self.paxos.as_ref().map(|p| p.table())
     }
 
     /// Merges streamed `system.paxos` partitions through `paxos`.
@@ -114,11 +137,30 @@ impl Puller {
             .map(|s| s.begin(operation, table, ranges))
     }
 
-    /// Fetches `range` of `table` from its source.
+    /// Fetches `range` of `table` from its source: its whole sstables,
+    /// then pages.
     pub async fn pull(&self, table: u128, range: &RangeSource) -> Result<PullStats, String> {
+        let ranges = [(range.start, range.end)];
+        let whole = self
+            .fetch_whole(table, range.source, range.address, &ranges)
+            .await?;
+        let mut stats = whole.moved;
+        stats += self.pull_pages(table, range, &whole.skip).await?;
+        Ok(stats)
+    }
+
+    /// Fetches `range` of `table` from its source in pages, leaving out
+    /// the source's sstables of the generations in `skip` (they came
+    /// whole).
+    pub async fn pull_pages(
+        &self,
+        table: u128,
+        range: &RangeSource,
+        skip: &[u64],
+    ) -> Result<PullStats, String> {
         let mut stats = PullStats::default();
         for (start, end) in bounds(range.start, range.end) {
-            stats += self.pull_bounds(table, range, start, end).await?;
+            stats += self.pull_bounds(table, range, (start, end), skip).await?;
         }
         Ok(stats)
     }
@@ -127,8 +169,8 @@ impl Puller {
         &self,
         table: u128,
         range: &RangeSource,
-        mut start: TokenBound,
-        end: TokenBound,
+        (mut start, end): (TokenBound, TokenBound),
+        skip: &[u64],
     ) -> Result<PullStats, String> {
         let mut stats = PullStats::default();
         loop {
@@ -137,6 +179,7 @@ impl Puller {
                 start: start.clone(),
                 end: end.clone(),
                 max_bytes: STREAM_PAGE_BYTES,
+                skip: skip.to_vec(),
             };
             let (page, size) = self.page(range, &req).await?;
             stats.pages += 1;

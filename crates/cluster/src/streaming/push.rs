@@ -1,7 +1,9 @@
 //! Sending one token range of this node's engine to a node that takes it
 //! over (a decommission: docs/design/topology.md, section 5).
 //!
-//! The same pages as STREAM_PULL, read here and sent as STREAM_PUSH; the
+//! First this node's sstables that lie wholly inside the range, offered
+//! whole ([`super::offer`]); then the same pages as STREAM_PULL, without
+//! those the receiver installed, read here and sent as STREAM_PUSH; the
 //! receiver applies a page whole before it answers, and a page it refuses
 //! or does not answer is sent again, up to [`STREAM_PAGE_ATTEMPTS`] times.
 //! Paced by the same throughput limit as pulls.
@@ -40,11 +42,27 @@ const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Puller {
     /// Sends `range` of `table` to `range.address` (its `source` field
-    /// names the receiver here).
+    /// names the receiver here): its whole sstables, then pages.
     pub async fn push(&self, table: u128, range: &RangeSource) -> Result<PullStats, String> {
+        let whole = self
+            .offer_whole(table, range, &[(range.start, range.end)])
+            .await?;
+        let mut stats = whole.moved;
+        stats += self.push_pages(table, range, &whole.skip).await?;
+        Ok(stats)
+    }
+
+    /// Sends `range` of `table` in pages, without this node's sstables of
+    /// the generations in `skip` (the receiver installed them whole).
+    pub async fn push_pages(
+        &self,
+        table: u128,
+        range: &RangeSource,
+        skip: &[u64],
+    ) -> Result<PullStats, String> {
         let mut stats = PullStats::default();
         for (start, end) in bounds(range.start, range.end) {
-            stats += self.push_bounds(table, range, start, end).await?;
+            stats += self.push_bounds(table, range, (start, end), skip).await?;
         }
         Ok(stats)
     }
@@ -53,8 +71,8 @@ impl Puller {
         &self,
         table: u128,
         range: &RangeSource,
-        mut start: TokenBound,
-        end: TokenBound,
+        (mut start, end): (TokenBound, TokenBound),
+        skip: &[u64],
     ) -> Result<PullStats, String> {
         let mut stats = PullStats::default();
         loop {
@@ -63,9 +81,11 @@ impl Puller {
                 start: start.clone(),
                 end: end.clone(),
                 max_bytes: STREAM_PAGE_BYTES,
+                skip: skip.to_vec(),
             };
             let page = read_page(self.engine(), req).await?;
             stats.pages += 1;
+            stats.partitions += page.partitions as u64;
             stats.bytes += page.bytes.len() as u64;
             if let Some(s) = &self.streams {
                 s.bytes_out.add(page.bytes.len() as u64);
@@ -134,6 +154,7 @@ mod tests {
             start: TokenBound::Unbounded,
             end: TokenBound::Unbounded,
             max_bytes: STREAM_PAGE_BYTES,
+            skip: Vec::new(),
         };
         let page = while_the_blocking_pool_is_busy(read_page(engine, req))
             .expect("reading the page waited for the blocking pool")

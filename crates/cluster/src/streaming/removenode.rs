@@ -60,12 +60,26 @@ pub struct Restore {
 }
 
 /// The restores that bring `removed`'s ranges of `table` back to their
-/// replication factor; an error naming a range no live replica holds.
+/// replication factor, each from one live replica; an error naming a
+/// range no live replica holds.
 pub fn restores(
     topology: &Topology,
     table: &StreamTable,
     removed: HostId,
     is_up: impl Fn(&crate::coordinator::Host) -> bool,
+) -> Result<Vec<Restore>, String> {
+    restores_from(topology, table, removed, is_up, false)
+}
+
+/// [`restores`], or with `every_source` one restore from each live
+/// replica of each range: the Paxos state's, which any one survivor may
+/// lack a proposal of (`plan::paxos_sources` says why).
+pub fn restores_from(
+    topology: &Topology,
+    table: &StreamTable,
+    removed: HostId,
+    is_up: impl Fn(&crate::coordinator::Host) -> bool,
+    every_source: bool,
 ) -> Result<Vec<Restore>, String> {
     let mut out = Vec::new();
     for m in topology.movements(&table.replication) {
@@ -76,31 +90,38 @@ pub fn restores(
         {
             continue;
         }
-        let source = m
+        let live: Vec<&crate::coordinator::Host> = m
             .natural
             .iter()
             .map(|&n| topology.host(n))
-            .find(|h| h.host_id != removed && is_up(h));
+            .filter(|h| h.host_id != removed && is_up(h))
+            .collect();
+        let sources = match every_source {
+            true => &live[..],
+            false => &live[..live.len().min(1)],
+        };
         for gainer in m.future.iter().filter(|n| !m.natural.contains(n)) {
-            let Some(source) = source else {
+            if sources.is_empty() {
                 return Err(format!(
                     "{}: range ({}, {}] has no live replica left to copy from",
                     table.name, m.start, m.end
                 ));
-            };
+            }
             let g = topology.host(*gainer);
-            out.push(Restore {
-                table: table.table,
-                gainer: g.host_id,
-                gainer_address: g.address,
-                gainer_is_local: g.is_local,
-                from: RangeSource {
-                    start: m.start,
-                    end: m.end,
-                    source: source.host_id,
-                    address: source.address,
-                },
-            });
+            for source in sources {
+                out.push(Restore {
+                    table: table.table,
+                    gainer: g.host_id,
+                    gainer_address: g.address,
+                    gainer_is_local: g.is_local,
+                    from: RangeSource {
+                        start: m.start,
+                        end: m.end,
+                        source: source.host_id,
+                        address: source.address,
+                    },
+                });
+            }
         }
     }
     Ok(out)
@@ -120,7 +141,14 @@ pub async fn restore(
     let topology = coordinator.topology();
     let mut report = BootstrapReport::default();
     for t in tables {
-        let todo = restores(&topology, t, removed, |h| coordinator.is_up(h))?;
+        let every_source = Some(t.table) == puller.paxos_table();
+        let todo = restores_from(
+            &topology,
+            t,
+            removed,
+            |h| coordinator.is_up(h),
+            every_source,
+        )?;
         tracing::info!("removenode: {}: {} ranges to restore", t.name, todo.len());
         let shown = puller.begin("removenode", &t.name, todo.len());
         for r in &todo {
@@ -228,5 +256,21 @@ mod tests {
         let three = HostId([3; 16]);
         let err = restores(&t, &table, removed, |h| h.host_id != three).unwrap_err();
         assert!(err.contains("(100, 200]"), "{err}");
+        // The Paxos state comes from every survivor: at RF 3, (100, 200]
+        // (2,3,4 -> 3,4,1) goes to 1 from both 3 and 4.
+        let rf3 = StreamTable {
+            replication: Replication::Simple(3),
+            ..table
+        };
+        let every = restores_from(&t, &rf3, removed, |_| true, true).unwrap();
+        let mut from: Vec<u8> = every
+            .iter()
+            .filter(|r| (r.from.start, r.from.end) == (100, 200))
+            .map(|r| r.from.source.0[0])
+            .collect();
+        from.sort();
+        assert_eq!(from, vec![3, 4]);
+        let one = restores_from(&t, &rf3, removed, |_| true, false).unwrap();
+        assert_eq!(one.len() * 2, every.len(), "{one:?} {every:?}");
     }
 }

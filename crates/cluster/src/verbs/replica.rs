@@ -401,6 +401,7 @@ pub(crate) mod tests {
             start: TokenBound::Unbounded,
             end: TokenBound::Unbounded,
             max_bytes: 1 << 20,
+            skip: vec![],
         });
         let reply = while_the_blocking_pool_is_busy(replica.stream_page(payload))
             .expect("the page waited for the blocking pool");

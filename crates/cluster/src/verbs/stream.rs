@@ -6,8 +6,11 @@
 //!
 //! Request: table id u128; start and end token bounds (the next page
 //! starts `AfterKey` the last key received); `max_bytes` varint
-//! (1 ..= [`MAX_STREAM_PAGE_BYTES`]). Response: `encoding` u8; `count`
-//! varint (0 ..= [`MAX_PARTITIONS_PER_PAGE`]); `count` × (`len` varint,
+//! (1 ..= [`MAX_STREAM_PAGE_BYTES`]); the generations of the source's
+//! sstables the page leaves out, because they came whole (`count` varint,
+//! 0 ..= [`MAX_STREAM_FILES`], × u64; see [`super::stream_file`]).
+//! Response: `encoding` u8; `count` varint (0 ..=
+//! [`MAX_PARTITIONS_PER_PAGE`]); `count` × (`len` varint,
 //! table update of `len` bytes, as in MUTATION); `more` u8 (1: the source
 //! stopped at the budget; ask again after the last key).
 //!
@@ -26,8 +29,10 @@ use super::codec::{
     read_token_bound, Comparators, PayloadError,
 };
 use super::mutation::{decode_update, TableUpdate};
+use super::stream_file::{put_generations, read_generations, MAX_STREAM_FILES};
 use crate::net::limits::MAX_FRAME_PAYLOAD_BYTES;
 use crate::net::wire::{put_varint, Reader};
+use std::collections::BTreeSet;
 
 /// Largest byte budget a pull may ask for: a page then stays well inside
 /// a frame (one partition over the budget at most).
@@ -43,6 +48,8 @@ pub struct PullRequest {
     pub start: TokenBound,
     pub end: TokenBound,
     pub max_bytes: usize,
+    /// The source's sstables left out (sent whole before the pages).
+    pub skip: Vec<u64>,
 }
 
 pub fn encode_request(req: &PullRequest) -> Bytes {
@@ -54,6 +61,7 @@ pub fn encode_request(req: &PullRequest) -> Bytes {
         &mut out,
         req.max_bytes.clamp(1, MAX_STREAM_PAGE_BYTES) as u64,
     );
+    put_generations(&mut out, &req.skip[..req.skip.len().min(MAX_STREAM_FILES)]);
     Bytes::from(out)
 }
 
@@ -66,12 +74,14 @@ pub fn decode_request(payload: &Bytes) -> Result<PullRequest, PayloadError> {
     if max_bytes == 0 {
         return Err(PayloadError::Malformed("a pull of no bytes".into()));
     }
+    let skip = read_generations(&mut r)?;
     r.finish()?;
     Ok(PullRequest {
         table,
         start,
         end,
         max_bytes,
+        skip,
     })
 }
 
@@ -134,6 +144,8 @@ impl PageWriter {
 #[derive(Debug)]
 pub struct BuiltPage {
     pub bytes: Bytes,
+    /// Partitions the page holds.
+    pub partitions: usize,
     /// The last key the page holds (the next page starts after it).
     pub last: Option<PartitionKey>,
     pub more: bool,
@@ -151,8 +163,9 @@ pub enum PageError {
 /// whole, in token order, until the budget is spent.
 pub fn read_page(engine: &Engine, req: &PullRequest) -> Result<BuiltPage, PageError> {
     let limit = MAX_PARTITIONS_PER_PAGE;
+    let skip: BTreeSet<u64> = req.skip.iter().copied().collect();
     let keys = engine
-        .scan_keys(req.table, &req.start, &req.end, limit + 1)
+        .scan_keys_skipping(req.table, &req.start, &req.end, limit + 1, &skip)
         .map_err(PageError::Storage)?;
     let cmp = engine.comparator(req.table).map_err(PageError::Storage)?;
     let all = [Slice::all(&cmp)];
@@ -164,7 +177,7 @@ pub fn read_page(engine: &Engine, req: &PullRequest) -> Result<BuiltPage, PageEr
             break;
         }
         taken += 1;
-        let read = engine.read_partition(req.table, key, &all);
+        let read = engine.read_partition_skipping(req.table, key, &all, &skip);
         if let Some(update) = read.map_err(PageError::Storage)? {
             let one = TableUpdate {
                 table: req.table,
@@ -181,6 +194,7 @@ pub fn read_page(engine: &Engine, req: &PullRequest) -> Result<BuiltPage, PageEr
         last = keys.get(taken.saturating_sub(1)).cloned();
     }
     Ok(BuiltPage {
+        partitions: page.count,
         bytes: page.finish(more),
         last,
         more,
@@ -333,6 +347,7 @@ mod tests {
             start: TokenBound::TokenExclusive(-5),
             end: TokenBound::TokenInclusive(90),
             max_bytes: MAX_STREAM_PAGE_BYTES,
+            skip: vec![3, 9],
         };
         assert_eq!(decode_request(&encode_request(&req)).unwrap(), req);
         let mut over = Vec::new();
@@ -340,11 +355,35 @@ mod tests {
         put_token_bound(&mut over, &TokenBound::Unbounded);
         put_token_bound(&mut over, &TokenBound::Unbounded);
         put_varint(&mut over, MAX_STREAM_PAGE_BYTES as u64 + 1);
+        put_varint(&mut over, 0);
         assert!(decode_request(&Bytes::from(over)).is_err());
-        let mut zero = encode_request(&req).to_vec();
-        zero.truncate(zero.len() - 4);
-        zero.push(0);
+        let plain = PullRequest {
+            skip: vec![],
+            ..req.clone()
+        };
+        let mut zero = encode_request(&plain).to_vec();
+        zero.truncate(zero.len() - 5);
+        zero.extend_from_slice(&[0, 0]);
         assert!(decode_request(&Bytes::from(zero)).is_err());
+        let bytes = encode_request(&req);
+        for cut in 0..bytes.len() {
+            assert!(decode_request(&bytes.slice(..cut)).is_err());
+        }
+    }
+
+    #[test]
+    fn a_request_leaves_out_at_most_max_stream_files() {
+        let with = |n: usize| {
+            let mut out = Vec::new();
+            put_table(&mut out, 7);
+            put_token_bound(&mut out, &TokenBound::Unbounded);
+            put_token_bound(&mut out, &TokenBound::Unbounded);
+            put_varint(&mut out, 100);
+            put_generations(&mut out, &(0..n as u64).collect::<Vec<_>>());
+            decode_request(&Bytes::from(out))
+        };
+        assert_eq!(with(MAX_STREAM_FILES).unwrap().skip.len(), MAX_STREAM_FILES);
+        assert!(with(MAX_STREAM_FILES + 1).is_err());
     }
 
     #[test]

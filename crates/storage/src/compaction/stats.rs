@@ -25,6 +25,9 @@ pub enum CompactionKind {
     /// `nodetool cleanup`: each sstable without what the node no longer
     /// replicates.
     Cleanup,
+    /// Preparing an incremental repair: the repaired ranges' partitions
+    /// of an sstable split off (`engine_repair`).
+    Anticompaction,
 }
 
 impl CompactionKind {
@@ -45,6 +48,7 @@ impl CompactionKind {
             CompactionKind::Major => "Major compaction",
             CompactionKind::Tombstone => "Tombstone compaction",
             CompactionKind::Cleanup => "Cleanup",
+            CompactionKind::Anticompaction => "Anticompaction after repair",
         }
     }
 }

@@ -126,6 +126,7 @@ impl Engine {
                     Merged::Whole(key, _) | Merged::Large(key, _) => key.token,
                 };
                 if job.keep.is_some_and(|keep| !keep(token)) {
+                    result.partitions_left_out += 1;
                     continue;
                 }
                 let (key, mut merged) = match next {
@@ -190,7 +191,10 @@ impl Engine {
         }
         result.bytes_written = opened.iter().map(|s| s.size_on_disk()).sum();
         result.outputs = finished;
-        self.swap(table, &dir, &wanted, opened, job.output_level)?;
+        self.swap(table, &dir, &wanted, opened, job)?;
+        if job.keep_inputs {
+            return Ok(result);
+        }
         for s in sources {
             let path = s.path().to_path_buf();
             drop(s);
@@ -200,15 +204,17 @@ impl Engine {
         Ok(result)
     }
 
-    /// One manifest write makes the outputs live and the inputs dead.
+    /// One manifest write makes the outputs live and the inputs dead
+    /// (unless the job keeps them), with the job's level and repair mark.
     fn swap(
         &self,
         table: &TableStore,
         dir: &std::path::Path,
         inputs: &HashSet<u64>,
         outputs: Vec<Arc<Sstable>>,
-        output_level: u32,
+        job: &Job,
     ) -> Result<()> {
+        let output_level = job.output_level;
         let finished: Vec<u64> = outputs.iter().filter_map(|s| generation_of(s)).collect();
         let mut state = table.state.write();
         if !inputs.iter().all(|g| state.manifest.live.contains(g)) {
@@ -228,20 +234,31 @@ impl Engine {
                 ),
             ));
         }
-        state.manifest.live.retain(|g| !inputs.contains(g));
+        let mark = job
+            .mark
+            .or_else(|| crate::engine_repair::inherited_mark(&state.manifest.repair, inputs));
+        let removed: HashSet<u64> = match job.keep_inputs {
+            true => HashSet::new(),
+            false => inputs.clone(),
+        };
+        state.manifest.live.retain(|g| !removed.contains(g));
         state.manifest.live.extend(finished.iter().copied());
-        for g in inputs {
+        for g in &removed {
             state.manifest.levels.remove(g);
+            state.manifest.repair.remove(g);
         }
         for g in &finished {
             if output_level > 0 {
                 state.manifest.levels.insert(*g, output_level);
             }
+            if let Some(mark) = mark {
+                state.manifest.repair.insert(*g, mark);
+            }
         }
         state.manifest.store(self.fs.as_ref(), dir)?;
         state
             .sstables
-            .retain(|s| generation_of(s).is_none_or(|g| !inputs.contains(&g)));
+            .retain(|s| generation_of(s).is_none_or(|g| !removed.contains(&g)));
         // An ALTER of crc_check_chance during the compaction reached only
         // the sstables live then (see `update_table`).
         let chance = table.desc.read().params.crc_check_chance;

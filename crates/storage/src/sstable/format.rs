@@ -141,6 +141,25 @@ impl Footer {
         ]
     }
 
+    /// The CRC32 of the whole file this footer ends, as it is when every
+    /// section matches its CRC: the header (magic, this version, zeros),
+    /// each section's CRC combined in file order, then the footer. No
+    /// byte is read; whole-sstable streaming sends it with the file, and
+    /// the receiver compares it with the CRC of the bytes it got.
+    pub fn whole_file_crc(&self) -> u32 {
+        let mut header = Vec::with_capacity(HEADER_LEN as usize);
+        header.extend_from_slice(&MAGIC);
+        header.extend_from_slice(&self.version.to_be_bytes());
+        header.resize(HEADER_LEN as usize, 0);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&header);
+        for s in self.sections() {
+            crc.combine(&crc32fast::Hasher::new_with_initial_len(s.crc, s.len));
+        }
+        crc.update(&self.encode());
+        crc.finalize()
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(FOOTER_LEN as usize);
         out.extend_from_slice(&self.version.to_be_bytes());

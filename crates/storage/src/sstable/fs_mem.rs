@@ -102,6 +102,10 @@ impl ReadFile for MemRead {
 }
 
 impl Fs for MemFs {
+    fn never_waits(&self) -> bool {
+        true
+    }
+
     fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
         let contents: Contents = Arc::default();
         self.files

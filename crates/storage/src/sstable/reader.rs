@@ -200,6 +200,19 @@ impl Sstable {
         self.chunks.set_crc_check_chance(chance);
     }
 
+    /// The CRC32 of the whole file, from its footer (see
+    /// [`crate::sstable::format::Footer::whole_file_crc`]).
+    pub fn whole_file_crc(&self) -> u32 {
+        self.footer.whole_file_crc()
+    }
+
+    /// The open file, for reading its raw bytes (whole-sstable streaming):
+    /// it stays readable while this sstable is held, even once compaction
+    /// has removed its name.
+    pub(crate) fn raw_file(&self) -> &Arc<dyn ReadFile> {
+        &self.file
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -66,3 +66,27 @@ pub fn manual_clock(now: &Arc<AtomicI32>) -> Clock {
     let now = now.clone();
     Clock::from_fn(move || now.load(Ordering::Relaxed))
 }
+
+/// The clustering comparator of one `int` clustering column.
+pub fn int_comparator() -> Arc<ClusteringComparator> {
+    ClusteringComparator::new(vec![(varve_types::CqlType::Int, false)])
+}
+
+/// A partition of one row, clustering `i`, whose first cell holds `i`
+/// (written at timestamp 1), under [`int_comparator`].
+pub fn int_row(i: u32) -> Partition {
+    let mut p = Partition::default();
+    let mut r = Row::default();
+    r.cells.insert(
+        (0, None),
+        Cell::live(1, bytes::Bytes::from(i.to_be_bytes().to_vec())),
+    );
+    p.rows.insert(
+        ClusteringKey::row(
+            vec![bytes::Bytes::copy_from_slice(&(i as i32).to_be_bytes())],
+            &int_comparator(),
+        ),
+        r,
+    );
+    p
+}
