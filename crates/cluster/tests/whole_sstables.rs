@@ -6,7 +6,9 @@
 //! chunk or a file that arrives damaged is asked again, and one that is
 //! always damaged is left to the pages; a full disk fails the stream,
 //! not the node; a compaction of the source during the send takes
-//! nothing away; a push (decommission) offers its whole sstables.
+//! nothing away; a push (decommission) offers its whole sstables; a page
+//! that does not decode is asked again up to `STREAM_PAGE_ATTEMPTS`
+//! times (tested at N and N + 1).
 
 mod support;
 
@@ -500,4 +502,68 @@ async fn a_push_offers_its_whole_sstables_and_pushes_the_rest() {
     assert!(!keys.is_empty());
     a.stop().await;
     b.stop().await;
+}
+
+/// Answers STREAM_PULL from `node`'s engine, but with bytes that do not
+/// decode for the first `garbled` pages asked.
+fn serve_garbled_pages(node: &Node, garbled: usize) {
+    let engine = node.engine.clone();
+    let asked = Arc::new(AtomicUsize::new(0));
+    node.messaging
+        .register(Verb::STREAM_PULL, move |req: Request| {
+            let (engine, asked) = (engine.clone(), Arc::clone(&asked));
+            async move {
+                if asked.fetch_add(1, Ordering::Relaxed) < garbled {
+                    return Some(Ok(Bytes::from_static(b"not a page")));
+                }
+                let pull = varve_cluster::verbs::stream::decode_request(&req.payload)
+                    .expect("a pull request");
+                let page = varve_cluster::verbs::stream::read_page(&engine, &pull).expect("a page");
+                Some(Ok(page.bytes))
+            }
+        });
+}
+
+/// A page that does not decode is asked again, up to
+/// `STREAM_PAGE_ATTEMPTS` times: garbled that many times less one, the
+/// range comes whole; garbled that many times, the pull fails saying so
+/// and stores nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_garbled_page_is_asked_again_up_to_the_attempts_limit() {
+    use varve_cluster::streaming::pull::STREAM_PAGE_ATTEMPTS;
+    let dir = TestDir::new("garbled");
+    let attempts = STREAM_PAGE_ATTEMPTS as usize;
+    let a = Node::on_disk(1, &dir).await;
+    let keys = names("k", 30);
+    a.write(&keys, false);
+    let whole_ring = a.range((0, 0));
+
+    serve_garbled_pages(&a, attempts - 1);
+    let b = Node::on_disk(2, &dir).await;
+    let stats = b
+        .puller()
+        .pull_pages(TABLE, &whole_ring, &[])
+        .await
+        .expect("the pull within the attempts");
+    assert_eq!(stats.partitions, keys.len() as u64);
+    assert!(keys.iter().all(|k| b.holds(k)));
+
+    serve_garbled_pages(&a, attempts);
+    let c = Node::on_disk(3, &dir).await;
+    let failed = c
+        .puller()
+        .pull_pages(TABLE, &whole_ring, &[])
+        .await
+        .expect_err("garbled as many times as it is asked");
+    assert!(
+        failed.contains(&format!("failed {attempts} times")),
+        "{failed}"
+    );
+    assert!(
+        !keys.iter().any(|k| c.holds(k)),
+        "a garbled page was stored"
+    );
+    for n in [a, b, c] {
+        n.stop().await;
+    }
 }
