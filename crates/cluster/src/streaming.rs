@@ -14,6 +14,7 @@ pub mod bootstrap;
 pub mod decommission;
 pub mod file_fetch;
 pub mod file_source;
+pub mod group;
 pub mod offer;
 pub mod plan;
 pub mod progress;

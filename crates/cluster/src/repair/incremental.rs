@@ -189,74 +189,90 @@ impl Sessions {
     }
 }
 
-/// Answers REPAIR_PREPARE and REPAIR_FINALIZE from `engine` (on the
-/// blocking pool); `clock` dates the sessions.
-pub fn serve(messaging: &Messaging, engine: Arc<Engine>, clock: Arc<dyn Clock>) {
-    let sessions = Arc::new(Sessions::new(PENDING_SESSION_LIFETIME));
-    let (engine2, sessions2) = (Arc::clone(&engine), Arc::clone(&sessions));
-    messaging.register(Verb::REPAIR_PREPARE, move |req: Request| {
-        let (engine, sessions) = (Arc::clone(&engine), Arc::clone(&sessions));
-        let clock = Arc::clone(&clock);
-        async move {
-            let prepare = match decode_prepare(&req.payload) {
-                Ok(p) => p,
-                Err(e) => return Some(Err(e.failure())),
-            };
-            let released = sessions.begin(prepare.session, prepare.table, clock.now());
-            Some(blocking(move || prepare_here(&engine, released, &prepare)).await)
-        }
-    });
-    messaging.register(Verb::REPAIR_FINALIZE, move |req: Request| {
-        let (engine, sessions) = (Arc::clone(&engine2), Arc::clone(&sessions2));
-        async move {
-            let finalize = match decode_finalize(&req.payload) {
-                Ok(f) => f,
-                Err(e) => return Some(Err(e.failure())),
-            };
-            sessions.end(finalize.session, finalize.table);
-            Some(
-                blocking(move || {
-                    engine.finalize_incremental(
-                        finalize.table,
-                        finalize.session,
-                        finalize.repaired_at_ms,
-                    )
-                })
-                .await,
-            )
-        }
-    });
+/// A PREPARE or a FINALIZE, as a replica carries it out.
+enum Step {
+    Prepare(PrepareRequest),
+    Finalize(FinalizeRequest),
 }
 
-/// Gives back the `released` sessions' sstables, then prepares.
-fn prepare_here(
-    engine: &Engine,
-    released: Vec<(u128, u128)>,
-    prepare: &PrepareRequest,
-) -> Result<usize, varve_storage::Error> {
+impl Step {
+    fn decode(verb: Verb, payload: &[u8]) -> Result<Step, PayloadError> {
+        match verb {
+            Verb::REPAIR_PREPARE => decode_prepare(payload).map(Step::Prepare),
+            _ => decode_finalize(payload).map(Step::Finalize),
+        }
+    }
+
+    /// Carries the step out on `engine`: the sstables the session holds.
+    fn run(&self, engine: &Engine) -> Result<usize, varve_storage::Error> {
+        match self {
+            Step::Prepare(p) => {
+                let now = engine.now_seconds();
+                engine
+                    .prepare_incremental(p.table, &p.ranges, p.session, now)
+                    .map(|done| done.pending.len())
+            }
+            Step::Finalize(f) => engine.finalize_incremental(f.table, f.session, f.repaired_at_ms),
+        }
+    }
+
+    /// [`Step::run`] in memory first, on the blocking pool if storage
+    /// would wait (as the replica verbs: a task on the pool ends at a
+    /// moment of real time, which a simulation cannot replay). A step run
+    /// twice changes nothing more: a prepare takes only unrepaired
+    /// sstables, a finalize only pending ones.
+    async fn run_here(
+        self,
+        engine: Arc<Engine>,
+    ) -> Result<Result<usize, varve_storage::Error>, String> {
+        crate::verbs::replica::first_in_memory(move || self.run(&engine)).await
+    }
+}
+
+/// Answers REPAIR_PREPARE and REPAIR_FINALIZE from `engine`; `clock`
+/// dates the sessions.
+pub fn serve(messaging: &Messaging, engine: Arc<Engine>, clock: Arc<dyn Clock>) {
+    let sessions = Arc::new(Sessions::new(PENDING_SESSION_LIFETIME));
+    for verb in [Verb::REPAIR_PREPARE, Verb::REPAIR_FINALIZE] {
+        let (engine, sessions, clock) = (engine.clone(), sessions.clone(), clock.clone());
+        messaging.register(verb, move |req: Request| {
+            let (engine, sessions, clock) = (engine.clone(), sessions.clone(), clock.clone());
+            async move {
+                let step = match Step::decode(verb, &req.payload) {
+                    Ok(step) => step,
+                    Err(e) => return Some(Err(e.failure())),
+                };
+                let released = match &step {
+                    Step::Prepare(p) => sessions.begin(p.session, p.table, clock.now()),
+                    Step::Finalize(f) => {
+                        sessions.end(f.session, f.table);
+                        Vec::new()
+                    }
+                };
+                release(&engine, released).await;
+                Some(match step.run_here(engine).await {
+                    Ok(Ok(held)) => Ok(encode_held(held)),
+                    Ok(Err(e)) => Err(crate::verbs::replica::failure(&e)),
+                    Err(e) => Err(Failure::new(FailureReason::UNKNOWN, e)),
+                })
+            }
+        });
+    }
+}
+
+/// Gives back the sstables of sessions that never ended.
+async fn release(engine: &Arc<Engine>, released: Vec<(u128, u128)>) {
     for (session, table) in released {
         tracing::warn!(
             "incremental repair session {session:032x} never ended: its sstables of table \
              {table:032x} are unrepaired again"
         );
-        let _ = engine.finalize_incremental(table, session, None);
-    }
-    let now = engine.now_seconds();
-    let done = engine.prepare_incremental(prepare.table, &prepare.ranges, prepare.session, now)?;
-    Ok(done.pending.len())
-}
-
-/// Runs `work` on the blocking pool; its answer as a held count.
-async fn blocking(
-    work: impl FnOnce() -> Result<usize, varve_storage::Error> + Send + 'static,
-) -> Result<Bytes, Failure> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(held)) => Ok(encode_held(held)),
-        Ok(Err(e)) => Err(crate::verbs::replica::failure(&e)),
-        Err(e) => Err(Failure::new(
-            FailureReason::UNKNOWN,
-            format!("repair task: {e}"),
-        )),
+        let failed = Step::Finalize(FinalizeRequest {
+            session,
+            table,
+            repaired_at_ms: None,
+        });
+        let _ = failed.run_here(engine.clone()).await;
     }
 }
 
@@ -269,27 +285,10 @@ pub async fn ask(
     payload: Bytes,
 ) -> Result<usize, String> {
     if host.is_local {
-        let engine = puller.engine();
-        let work: Box<dyn FnOnce() -> Result<usize, varve_storage::Error> + Send> = match verb {
-            Verb::REPAIR_PREPARE => {
-                let req = decode_prepare(&payload).map_err(|e| e.to_string())?;
-                Box::new(move || {
-                    let now = engine.now_seconds();
-                    engine
-                        .prepare_incremental(req.table, &req.ranges, req.session, now)
-                        .map(|d| d.pending.len())
-                })
-            }
-            _ => {
-                let req = decode_finalize(&payload).map_err(|e| e.to_string())?;
-                Box::new(move || {
-                    engine.finalize_incremental(req.table, req.session, req.repaired_at_ms)
-                })
-            }
-        };
-        return tokio::task::spawn_blocking(work)
-            .await
-            .map_err(|e| format!("repair task: {e}"))?
+        let step = Step::decode(verb, &payload).map_err(|e| e.to_string())?;
+        return step
+            .run_here(puller.engine())
+            .await?
             .map_err(|e| format!("here: {e}"));
     }
     let answer = puller
@@ -311,6 +310,8 @@ pub async fn ask(
 /// marked repaired), and the next repair finds the leaf equal everywhere.
 pub async fn copy_local(puller: &Puller, table: u128, (lo, hi): TokenRange) -> Result<(), String> {
     let engine = puller.engine();
+    // Copying a partition twice (in memory, then again on the pool if it
+    // would wait) changes nothing.
     let copy = move || -> Result<(), varve_storage::Error> {
         let all = [varve_types::data::Slice::all(&engine.comparator(table)?)];
         for (mut from, to) in bounds(lo, hi) {
@@ -332,9 +333,8 @@ pub async fn copy_local(puller: &Puller, table: u128, (lo, hi): TokenRange) -> R
         }
         Ok(())
     };
-    tokio::task::spawn_blocking(copy)
-        .await
-        .map_err(|e| format!("repair task: {e}"))?
+    crate::verbs::replica::first_in_memory(copy)
+        .await?
         .map_err(|e| format!("copying a repaired leaf here: {e}"))
 }
 

@@ -228,11 +228,11 @@ impl NodeData {
     }
 
     /// The replica handlers and the source of whole sstables, on each
-    /// start's messaging (in a movement run, REPAIR_VALIDATE's too, as the
-    /// server registers it).
+    /// start's messaging (in a movement run, the repair verbs too, as the
+    /// server registers them).
     pub fn register(&self, messaging: &Messaging, clock: Arc<dyn Clock>) {
         let mut replica = Replica::new(self.engine.clone(), false);
-        Arc::new(FileSource::new(self.engine.clone(), clock)).register(messaging);
+        Arc::new(FileSource::new(self.engine.clone(), clock.clone())).register(messaging);
         if let Some(paxos) = &self.paxos {
             paxos.register(messaging);
             replica = replica.with_paxos(paxos.clone());
@@ -240,6 +240,7 @@ impl NodeData {
         replica.register(messaging);
         if self.shared.movement.is_some() {
             crate::repair::validate::serve(messaging, self.engine.clone());
+            crate::repair::incremental::serve(messaging, self.engine.clone(), clock);
         }
     }
 

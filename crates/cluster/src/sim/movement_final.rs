@@ -105,6 +105,18 @@ pub(super) async fn final_phase(
     m.finished_reading();
 }
 
+/// Node `node`'s repair: incremental on even nodes (a session of its
+/// own, which other nodes' sessions overlap), full on odd ones.
+fn repair_kind(node: usize, wall_micros: i64) -> RepairKind {
+    match node % 2 {
+        0 => RepairKind::Incremental {
+            session: node as u128 + 1,
+            started_at_ms: wall_micros / 1000,
+        },
+        _ => RepairKind::Full,
+    }
+}
+
 /// Repairs this node's primary ranges of the table (again after a pause
 /// when a replica is not UP yet, as an operator runs it again), then
 /// waits until every node of the final ring has repaired.
@@ -115,7 +127,8 @@ async fn repair(m: &Movement, data: &NodeData, coordinator: &Coordinator) {
     let node = data.index;
     for _ in 0..REPAIR_ATTEMPTS {
         let ranges = local_ranges(coordinator, table, true);
-        match repair_table(coordinator, &puller, table, &ranges, RepairKind::Full).await {
+        let kind = repair_kind(node, clock.wall_micros());
+        match repair_table(coordinator, &puller, table, &ranges, kind).await {
             Ok(r) => {
                 m.record(MovementEvent::Repaired {
                     node,

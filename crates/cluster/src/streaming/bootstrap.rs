@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::group::{stream_group, Direction};
 use super::plan::{by_node, paxos_sources, ranges_to_fetch, RangeSource};
 use super::pull::{PullStats, Puller};
 use crate::coordinator::{Coordinator, Replication};
@@ -78,7 +79,7 @@ pub async fn bootstrap(
             .collect();
         let mut moved = PullStats::default();
         for group in by_node(&fresh, MAX_STREAM_FILE_RANGES) {
-            let one = pull_group(puller, t, &group, shown.as_ref()).await?;
+            let one = stream_group(puller, t, &group, shown.as_ref(), Direction::Pull).await?;
             moved += one;
             report.ranges += group.len();
         }
@@ -96,37 +97,6 @@ pub async fn bootstrap(
         report.moved += moved;
     }
     Ok(report)
-}
-
-/// Fetches the ranges of `group` (one source): the source's sstables
-/// that lie inside any of them whole, then each range's pages.
-async fn pull_group(
-    puller: &Puller,
-    t: &StreamTable,
-    group: &[RangeSource],
-    shown: Option<&super::Stream>,
-) -> Result<PullStats, String> {
-    let named = |e: String| format!("{}: {e}", t.name);
-    let spans: Vec<(i64, i64)> = group.iter().map(|r| (r.start, r.end)).collect();
-    let whole = puller
-        .fetch_whole(t.table, group[0].source, group[0].address, &spans)
-        .await
-        .map_err(named)?;
-    if let Some(s) = shown {
-        s.files_done(whole.moved.files, whole.moved.bytes);
-    }
-    let mut moved = whole.moved;
-    for range in group {
-        let one = puller
-            .pull_pages(t.table, range, &whole.skip)
-            .await
-            .map_err(named)?;
-        if let Some(s) = shown {
-            s.range_done(one.bytes);
-        }
-        moved += one;
-    }
-    Ok(moved)
 }
 
 /// Waits until every UP node of the ring has applied `epoch` (the entry

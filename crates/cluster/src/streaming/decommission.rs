@@ -5,6 +5,7 @@
 //! every step is safe to repeat).
 
 use super::bootstrap::{wait_for_epoch, BootstrapReport, StreamTable};
+use super::group::{stream_group, Direction};
 use super::plan::{by_node, ranges_to_give, RangeSource};
 use super::pull::{PullStats, Puller};
 use crate::coordinator::Coordinator;
@@ -37,7 +38,7 @@ pub async fn decommission(
         let mut moved = PullStats::default();
         let shown = streamer.begin("decommission", &t.name, ranges.len());
         for group in by_node(&ranges, MAX_STREAM_FILE_RANGES) {
-            moved += push_group(streamer, t, &group, shown.as_ref()).await?;
+            moved += stream_group(streamer, t, &group, shown.as_ref(), Direction::Push).await?;
             report.ranges += group.len();
         }
         tracing::info!(
@@ -51,35 +52,4 @@ pub async fn decommission(
         report.moved += moved;
     }
     Ok(report)
-}
-
-/// Sends the ranges of `group` (one receiver): this node's sstables that
-/// lie inside any of them whole, then each range's pages.
-async fn push_group(
-    streamer: &Puller,
-    t: &StreamTable,
-    group: &[RangeSource],
-    shown: Option<&super::Stream>,
-) -> Result<PullStats, String> {
-    let named = |e: String| format!("{}: {e}", t.name);
-    let spans: Vec<(i64, i64)> = group.iter().map(|r| (r.start, r.end)).collect();
-    let whole = streamer
-        .offer_whole(t.table, &group[0], &spans)
-        .await
-        .map_err(named)?;
-    if let Some(s) = shown {
-        s.files_done(whole.moved.files, whole.moved.bytes);
-    }
-    let mut moved = whole.moved;
-    for range in group {
-        let one = streamer
-            .push_pages(t.table, range, &whole.skip)
-            .await
-            .map_err(named)?;
-        if let Some(s) = shown {
-            s.range_done(one.bytes);
-        }
-        moved += one;
-    }
-    Ok(moved)
 }

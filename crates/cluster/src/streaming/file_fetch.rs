@@ -51,6 +51,20 @@ pub struct WholeFiles {
     pub moved: PullStats,
 }
 
+impl WholeFiles {
+    /// The files of `came`, installed at the other end (or here).
+    pub fn of<'a>(came: impl IntoIterator<Item = &'a FileInfo>) -> WholeFiles {
+        let mut whole = WholeFiles::default();
+        for f in came {
+            whole.skip.push(f.generation);
+            whole.moved.partitions += f.partitions;
+            whole.moved.bytes += f.size;
+            whole.moved.files += 1;
+        }
+        whole
+    }
+}
+
 /// Where a stream's files come from.
 #[derive(Debug, Clone, Copy)]
 pub struct FileOrigin {
@@ -148,15 +162,7 @@ impl Puller {
         if let Some(s) = &self.streams {
             s.files_in.add(came.len() as u64);
         }
-        Ok(WholeFiles {
-            skip: came.iter().map(|f| f.generation).collect(),
-            moved: PullStats {
-                partitions: came.iter().map(|f| f.partitions).sum(),
-                bytes: came.iter().map(|f| f.size).sum(),
-                pages: 0,
-                files: came.len() as u64,
-            },
-        })
+        Ok(WholeFiles::of(&came))
     }
 
     /// One file, fetched again from its start when it fails its check.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::file_fetch::{FileOrigin, WholeFiles};
 use super::plan::RangeSource;
-use super::pull::{PullStats, Puller};
+use super::pull::Puller;
 use crate::net::{Failure, FailureReason, Messaging, Request, Verb};
 use crate::verbs::stream_file::{
     decode_installed, decode_offer, encode_installed, encode_offer, FileInfo, Offer,
@@ -96,15 +96,7 @@ impl Puller {
             .iter()
             .filter(|f| installed.contains(&f.generation))
             .collect();
-        Ok(WholeFiles {
-            skip: came.iter().map(|f| f.generation).collect(),
-            moved: PullStats {
-                partitions: came.iter().map(|f| f.partitions).sum(),
-                bytes: came.iter().map(|f| f.size).sum(),
-                pages: 0,
-                files: came.len() as u64,
-            },
-        })
+        Ok(WholeFiles::of(came))
     }
 
     async fn send_offer(

@@ -198,6 +198,17 @@ mod tests {
         Topology::from_records(records.iter(), HostId([4; 16]))
     }
 
+    /// Node 4 replaces node 2 (dead, `Leaving`), seen from node 4.
+    fn replacing_2() -> Topology {
+        let records = [
+            record(1, &[100], NodeState::Normal),
+            record(2, &[200], NodeState::Leaving),
+            record(3, &[300], NodeState::Normal),
+            record(4, &[200], NodeState::Joining),
+        ];
+        Topology::from_records(records.iter(), HostId([4; 16]))
+    }
+
     #[test]
     fn ranges_group_by_node_in_order_and_bounded() {
         let at = |start: i64, host: u8| RangeSource {
@@ -248,13 +259,7 @@ mod tests {
 
     #[test]
     fn a_replacement_fetches_each_range_from_a_live_survivor() {
-        let records = [
-            record(1, &[100], NodeState::Normal),
-            record(2, &[200], NodeState::Leaving),
-            record(3, &[300], NodeState::Normal),
-            record(4, &[200], NodeState::Joining),
-        ];
-        let t = Topology::from_records(records.iter(), HostId([4; 16]));
+        let t = replacing_2();
         let dead = HostId([2; 16]);
         let up = |h: &Host| h.host_id != dead;
         let got = ranges_to_fetch(&t, &Replication::Simple(2), Some(dead), up).unwrap();
@@ -266,13 +271,7 @@ mod tests {
 
     #[test]
     fn a_replacement_takes_paxos_state_from_every_live_survivor_and_a_join_from_the_loser() {
-        let records = [
-            record(1, &[100], NodeState::Normal),
-            record(2, &[200], NodeState::Leaving),
-            record(3, &[300], NodeState::Normal),
-            record(4, &[200], NodeState::Joining),
-        ];
-        let t = Topology::from_records(records.iter(), HostId([4; 16]));
+        let t = replacing_2();
         let dead = HostId([2; 16]);
         let up = |h: &Host| h.host_id != dead;
         let rf3 = Replication::Simple(3);
