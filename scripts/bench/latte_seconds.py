@@ -3,7 +3,8 @@
 
 usage: latte_seconds.py REPORT.json [OFFERED_RATE]
 
-Prints the whole run's throughput (operations per second), read p50 / p99, the errors, and
+Prints the whole run's throughput (operations per second), read p50 / p99, write p99, the p99
+of every operation, the errors, and
 from the sampling log: how many seconds served less than 95% of OFFERED_RATE (0: not throttled,
 nothing to compare), the slowest second's throughput, the median and worst of the per-second
 read p99. Latencies in ms.
@@ -24,6 +25,7 @@ def main():
     rate = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
     r = report["result"]
     read = r["cycle_latency_by_fn"].get("read")
+    write = r["cycle_latency_by_fn"].get("write")
     samples = [s for s in r["log"] if s["duration_s"] > 0.5]
     per_s = [s["cycle_count"] / s["duration_s"] for s in samples]
     read_p99s = [pct(s["cycle_latency_by_fn"]["read"], P99) for s in samples
@@ -33,6 +35,8 @@ def main():
         f"ops/s={r['cycle_throughput']['value']:.0f}",
         f"read_p50={pct(read, P50):.2f}ms" if read else "read_p50=-",
         f"read_p99={pct(read, P99):.2f}ms" if read else "read_p99=-",
+        f"write_p99={pct(write, P99):.2f}ms" if write else "write_p99=-",
+        f"p99={pct(r['cycle_latency'], P99):.2f}ms",
         f"errors={r['error_count']}",
         f"seconds={len(samples)}",
         f"seconds_below_95pct={short}",

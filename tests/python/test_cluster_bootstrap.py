@@ -172,9 +172,10 @@ def test_a_node_joining_under_quorum_writes_streams_every_acknowledged_row(tmp_p
 def test_a_bootstrap_killed_half_way_starts_again_and_completes(tmp_path, nodes):
     rows = 4000
     cluster, session = three_nodes_with_rows(tmp_path, nodes, rows, value="w" * 1000)
-    # 1 MiB/s: about three seconds of streaming for the new node's share.
+    # 350 KiB/s from each of three sources: about three seconds of
+    # streaming for the new node's share.
     config = tmp_path / "slow.yaml"
-    config.write_text("stream_throughput_outbound: 1MiB/s\n")
+    config.write_text("stream_throughput_outbound: 350KiB/s\n")
     node4 = VarveNode(tmp_path / "node4", ["--seeds", "127.0.0.1", "--config", str(config)],
                       listen="127.0.0.4", storage_port=STORAGE)
     nodes.append(node4)

@@ -83,10 +83,10 @@ def test_three_nodes_grow_to_five_shrink_to_three_and_replace_one_under_quorum_w
         # enough to read back quickly.
         writer = Writer(first_key=ROWS, port=NATIVE, pause_s=0.01)
         writer.start()
-        # A slow stream (128 KiB/s: a second or two), so that status shows
-        # the join.
+        # A slow stream (48 KiB/s from each of three sources: a second or
+        # two), so that status shows the join.
         slow = tmp_path / "slow.yaml"
-        slow.write_text("stream_throughput_outbound: 128KiB/s\n")
+        slow.write_text("stream_throughput_outbound: 48KiB/s\n")
         seen = add_node(directory, "--config", str(slow))
         assert any(s.startswith("joining; bootstrap ks.t: ") and " ranges, " in s for s in seen), seen
         add_node(directory)

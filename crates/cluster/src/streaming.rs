@@ -16,6 +16,7 @@ pub mod file_fetch;
 pub mod file_source;
 pub mod group;
 pub mod offer;
+pub mod pace;
 pub mod plan;
 pub mod progress;
 pub mod pull;

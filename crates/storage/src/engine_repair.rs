@@ -8,7 +8,8 @@
 //!
 //! Preparing a session (an *anticompaction*): the memtable is flushed,
 //! then each unrepaired sstable that holds data of the ranges is
-//! - marked pending whole when its token span lies inside one range;
+//! - marked pending whole when its token span lies inside the ranges
+//!   (adjacent ones taken together);
 //! - otherwise copied: the partitions of the ranges into new sstables
 //!   marked pending (the original stays live meanwhile: both hold them,
 //!   which reads merge to the same answer, so a crash here loses nothing),
@@ -58,13 +59,44 @@ pub fn token_in_ranges(ranges: &[TokenRange], token: i64) -> bool {
     })
 }
 
-/// Whether the span `[first, last]` lies inside one of `ranges`.
+/// Whether the span `[first, last]` lies inside the union of `ranges`:
+/// ranges that touch or overlap count as one, so an sstable spanning
+/// several adjacent ranges of a session (all of a node's ranges, often
+/// the whole ring) is marked whole instead of rewritten.
 fn span_inside(ranges: &[TokenRange], first: i64, last: i64) -> bool {
-    ranges.iter().any(|&(start, end)| match start.cmp(&end) {
-        std::cmp::Ordering::Less => start < first && last <= end,
-        std::cmp::Ordering::Equal => true,
-        std::cmp::Ordering::Greater => first > start || last <= end,
-    })
+    let (first, end) = (first as i128, last as i128 + 1);
+    merged_intervals(ranges)
+        .iter()
+        .any(|&(lo, hi)| lo <= first && end <= hi)
+}
+
+/// `ranges` as sorted, disjoint half-open intervals `[lo, hi)` of tokens
+/// (in `i128`, so that `i64::MAX + 1` is an end): `(start, end]` is
+/// `[start + 1, end + 1)`, a wrapping range is its two ends, and touching
+/// or overlapping intervals are merged.
+fn merged_intervals(ranges: &[TokenRange]) -> Vec<(i128, i128)> {
+    let (min, past_max) = (i64::MIN as i128, i64::MAX as i128 + 1);
+    let mut parts: Vec<(i128, i128)> = Vec::with_capacity(ranges.len() + 1);
+    for &(start, end) in ranges {
+        let (lo, hi) = (start as i128 + 1, end as i128 + 1);
+        match start.cmp(&end) {
+            std::cmp::Ordering::Less => parts.push((lo, hi)),
+            std::cmp::Ordering::Equal => return vec![(min, past_max)],
+            std::cmp::Ordering::Greater => {
+                parts.push((lo, past_max));
+                parts.push((min, hi));
+            }
+        }
+    }
+    parts.sort_unstable();
+    let mut merged: Vec<(i128, i128)> = Vec::with_capacity(parts.len());
+    for (lo, hi) in parts {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    merged
 }
 
 /// Whether the span `[first, last]` meets one of `ranges`.
@@ -199,6 +231,9 @@ impl Engine {
         session: u128,
         now_seconds: i32,
     ) -> Result<PrepareResult> {
+        // Flushes, waits for compactions to let go of sstables, rewrites
+        // them: never on a thread that may not wait.
+        self.check_disk_wait("an incremental repair's anticompaction")?;
         self.flush(id)?;
         let table = self.table(id)?;
         let candidates: Vec<u64> = {
@@ -296,6 +331,9 @@ impl Engine {
                 .map(|(g, _)| *g)
                 .collect()
         };
+        if !held.is_empty() {
+            self.check_disk_wait("a manifest write")?;
+        }
         let mark = repaired_at_ms.map(|at_ms| RepairMark::Repaired { at_ms });
         self.set_marks(&table, &held, mark)?;
         Ok(held.len())

@@ -25,6 +25,24 @@ fn tokens_and_spans_against_plain_and_wrapping_ranges() {
 }
 
 #[test]
+fn a_span_over_adjacent_ranges_lies_inside_them_together() {
+    let adjacent = [(-10, 0), (0, 10), (20, 30)];
+    assert!(span_inside(&adjacent, -9, 10), "(-10, 0] and (0, 10] touch");
+    assert!(!span_inside(&adjacent, -9, 11), "11 is in neither");
+    assert!(!span_inside(&adjacent, 5, 21), "(10, 20] is missing");
+    assert!(span_inside(&[(0, 10), (-10, 0)], -9, 10), "in any order");
+    let ring = [(100, -100), (-100, 0), (0, 100)];
+    assert!(
+        span_inside(&ring, i64::MIN, i64::MAX),
+        "the three cover the ring"
+    );
+    let overlapping = [(-10, 5), (0, 10)];
+    assert!(span_inside(&overlapping, -9, 10));
+    assert!(span_inside(&[(5, 5), (0, 1)], i64::MIN, i64::MAX));
+    assert!(!span_inside(&[], 0, 0));
+}
+
+#[test]
 fn outputs_inherit_a_mark_only_when_every_input_shares_it() {
     let repaired = |at_ms| RepairMark::Repaired { at_ms };
     let pending = |session| RepairMark::Pending { session };

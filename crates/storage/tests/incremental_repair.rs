@@ -189,3 +189,81 @@ fn a_restart_forgets_sessions_that_had_not_ended_and_keeps_repaired_marks() {
     );
     assert!(pending_keys(&engine, 2).is_empty());
 }
+
+#[test]
+fn an_sstable_over_adjacent_ranges_is_marked_whole_without_a_rewrite() {
+    let fs = Arc::new(SimFs::new());
+    let storage = open(&fs);
+    let engine = storage.engine();
+    let keys = write_sstable(&engine, 0, 300);
+    let before = engine.table_generations(TABLE).unwrap();
+    // A node that replicates every range of a three-node ring at RF 3:
+    // its ranges, taken together, are the whole ring.
+    let third = i64::MAX / 3;
+    let ranges = [
+        (-third, third),
+        (third, i64::MIN + 5),
+        (i64::MIN + 5, -third),
+    ];
+    let done = engine
+        .prepare_incremental(TABLE, &ranges, SESSION, NOW)
+        .unwrap();
+    assert_eq!((done.split, done.pending), (0, before.clone()));
+    assert_eq!(
+        engine.table_generations(TABLE).unwrap(),
+        before,
+        "rewritten"
+    );
+    assert_eq!(pending_keys(&engine, SESSION).len(), keys.len());
+}
+
+#[test]
+fn on_a_real_disk_preparing_and_finalizing_wait_only_where_they_may() {
+    use varve_storage::io_mode::NonBlocking;
+    let dir = std::env::temp_dir().join(format!(
+        "varve-incremental-repair-{}-{}",
+        std::process::id(),
+        varve_types::time::now_micros()
+    ));
+    let mut o = common::options(Clock::system());
+    o.fs = Arc::new(varve_storage::fs::RealFs::default());
+    o.data_dir = dir.join("data");
+    o.commitlog_dir = dir.join("commitlog");
+    let storage = Storage::open(o, vec![common::table(TABLE, cmp())]).unwrap();
+    let engine = storage.engine();
+    write_sstable(&engine, 0, 20);
+    let whole_ring = [(0, 0)];
+    {
+        let _scope = NonBlocking::enter();
+        let err = engine
+            .prepare_incremental(TABLE, &whole_ring, SESSION, NOW)
+            .unwrap_err();
+        assert!(matches!(err, Error::WouldBlock { .. }), "{err}");
+        assert!(engine.repair_marks(TABLE).unwrap().is_empty(), "changed");
+        // Nothing held: nothing to write, so nothing to wait for.
+        assert_eq!(
+            engine.finalize_incremental(TABLE, SESSION, None).unwrap(),
+            0
+        );
+    }
+    let done = engine
+        .prepare_incremental(TABLE, &whole_ring, SESSION, NOW)
+        .unwrap();
+    assert_eq!(done.pending.len(), 1);
+    {
+        let _scope = NonBlocking::enter();
+        let err = engine
+            .finalize_incremental(TABLE, SESSION, Some(5))
+            .unwrap_err();
+        assert!(matches!(err, Error::WouldBlock { .. }), "{err}");
+    }
+    assert_eq!(
+        engine
+            .finalize_incremental(TABLE, SESSION, Some(5))
+            .unwrap(),
+        1
+    );
+    drop(engine);
+    drop(storage);
+    let _ = std::fs::remove_dir_all(&dir);
+}

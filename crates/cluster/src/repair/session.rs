@@ -238,11 +238,13 @@ async fn repair_range(
         depth: MERKLE_DEPTH,
         session: kind.session(),
     };
-    let mut all = Vec::with_capacity(replicas.len());
-    for host in &replicas {
-        let leaves = leaves_of(puller, host, &req).await;
-        all.push(leaves.map_err(|e| format!("{}: {e}", table.name))?);
-    }
+    // Every replica validates at once, as Cassandra's do.
+    let asked = replicas.iter().map(|host| leaves_of(puller, host, &req));
+    let all = futures::future::join_all(asked)
+        .await
+        .into_iter()
+        .collect::<Result<Vec<Leaves>, String>>()
+        .map_err(|e| format!("{}: {e}", table.name))?;
     let leaves = mismatched(&all);
     report.ranges += 1;
     if leaves.is_empty() {

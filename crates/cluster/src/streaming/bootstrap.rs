@@ -77,12 +77,17 @@ pub async fn bootstrap(
             .filter(|r| seen.insert((t.table, r.start, r.end, r.source)))
             .cloned()
             .collect();
+        // Every source at once: each sends at its own outbound limit
+        // (`stream_throughput_outbound`), as Cassandra's do.
+        let groups = by_node(&fresh, MAX_STREAM_FILE_RANGES);
+        let pulls = groups
+            .iter()
+            .map(|group| stream_group(puller, t, group, shown.as_ref(), Direction::Pull));
         let mut moved = PullStats::default();
-        for group in by_node(&fresh, MAX_STREAM_FILE_RANGES) {
-            let one = stream_group(puller, t, &group, shown.as_ref(), Direction::Pull).await?;
-            moved += one;
-            report.ranges += group.len();
+        for one in futures::future::join_all(pulls).await {
+            moved += one?;
         }
+        report.ranges += groups.iter().map(Vec::len).sum::<usize>();
         tracing::info!(
             "bootstrap: {} streamed: {} ranges, {} partitions, {} bytes ({} whole sstables) \
              in {:.1} s",

@@ -224,7 +224,8 @@ impl Puller {
             if let Some(s) = &self.streams {
                 s.bytes_in.add(due as u64);
             }
-            self.pace(due as u64).await;
+            self.pace(super::pace::Lane::From(origin.address), due as u64)
+                .await;
             offset += due as u64;
         }
         let e = self.engine();

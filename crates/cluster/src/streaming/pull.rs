@@ -8,9 +8,8 @@
 //! write path (in memory first, on the blocking pool if they would
 //! wait), and asks for the next page after the last key. A range that
 //! wraps the ring is two pulls. Pages and file chunks are paced so the
-//! bytes received stay under `stream_throughput_outbound` (the source's
-//! limit in Cassandra; the receiver paces here, which bounds the same
-//! traffic).
+//! bytes received from each source stay under `stream_throughput_outbound`
+//! ([`super::pace`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +19,7 @@ use varve_storage::io_mode::NonBlocking;
 use varve_storage::Engine;
 use varve_types::data::TokenBound;
 
+use super::pace::{Lane, Pacer};
 use super::plan::RangeSource;
 use crate::env::Clock;
 use crate::net::{Messaging, Verb};
@@ -67,11 +67,9 @@ pub struct Puller {
     engine: Arc<Engine>,
     pub(crate) messaging: Messaging,
     pub(super) clock: Arc<dyn Clock>,
-    /// Bytes per second received at most; 0: no limit.
-    throughput: u64,
-    /// When the first page came, and the bytes received since: the pace
-    /// holds over every range this puller fetches.
-    received: parking_lot::Mutex<Option<(tokio::time::Instant, u64)>>,
+    /// `stream_throughput_outbound` per source, and for what this node
+    /// pushes.
+    pacer: Pacer,
     /// Where the bytes moved are counted (none: not counted).
     pub(crate) streams: Option<Arc<super::Streams>>,
     /// This node's Paxos acceptor: streamed `system.paxos` partitions
@@ -92,9 +90,8 @@ impl Puller {
         Puller {
             engine,
             messaging,
+            pacer: Pacer::new(throughput, clock.clone()),
             clock,
-            throughput,
-            received: parking_lot::Mutex::new(None),
             streams: None,
             paxos: None,
             files: None,
@@ -191,7 +188,7 @@ impl Puller {
             let last = page.partitions.last().map(|p| p.key.clone());
             let more = page.more;
             self.apply(page.partitions).await?;
-            self.pace(size as u64).await;
+            self.pace(Lane::From(range.address), size as u64).await;
             match (more, last) {
                 (true, Some(key)) => start = TokenBound::AfterKey(key),
                 (true, None) => return Err("the source said more but sent nothing".into()),
@@ -263,24 +260,10 @@ impl Puller {
         Arc::clone(&self.engine)
     }
 
-    /// Counts `bytes` moved, and waits while everything moved runs ahead
+    /// Counts `bytes` moved on `lane`, and waits while the lane runs ahead
     /// of the limit.
-    pub(super) async fn pace(&self, bytes: u64) {
-        if self.throughput == 0 {
-            return;
-        }
-        let now = self.clock.now();
-        let (began, total) = {
-            let mut received = self.received.lock();
-            let (began, total) = received.get_or_insert((now, 0));
-            *total += bytes;
-            (*began, *total)
-        };
-        let due = Duration::from_secs_f64(total as f64 / self.throughput as f64);
-        let spent = now.saturating_duration_since(began);
-        if due > spent {
-            self.clock.sleep(due - spent).await;
-        }
+    pub(super) async fn pace(&self, lane: Lane, bytes: u64) {
+        self.pacer.pace(lane, bytes).await;
     }
 }
 

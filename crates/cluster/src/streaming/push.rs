@@ -92,7 +92,8 @@ impl Puller {
             }
             self.send(range, stream::encode_push(table, &page.bytes))
                 .await?;
-            self.pace(page.bytes.len() as u64).await;
+            self.pace(super::pace::Lane::Outbound, page.bytes.len() as u64)
+                .await;
             match (page.more, page.last) {
                 (true, Some(key)) => start = TokenBound::AfterKey(key),
                 (true, None) => return Err("a page said more but held nothing".into()),
