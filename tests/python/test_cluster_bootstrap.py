@@ -219,6 +219,44 @@ def test_a_bootstrap_killed_half_way_starts_again_and_completes(tmp_path, nodes)
         cluster.shutdown()
 
 
+def test_a_source_frozen_during_a_bootstrap_delays_it_and_the_join_completes_whole(tmp_path, nodes):
+    """A source SIGSTOPped for 8 s while the new node streams from it
+    (gossip convicts it meanwhile): the pulls from it wait (a page has
+    STREAM_PAGE_TIMEOUT, 30 s), the other sources go on, the node stays
+    joining; once the source runs again the join completes and the new
+    node holds every row."""
+    rows = 4000
+    cluster, session = three_nodes_with_rows(tmp_path, nodes, rows, value="w" * 1000)
+    config = tmp_path / "slow.yaml"
+    config.write_text("stream_throughput_outbound: 350KiB/s\n")
+    node4 = VarveNode(tmp_path / "node4", ["--seeds", "127.0.0.1", "--config", str(config)],
+                      listen="127.0.0.4", storage_port=STORAGE)
+    nodes.append(node4)
+    starting = threading.Thread(target=lambda: _start_quietly(node4), daemon=True)
+    starting.start()
+    deadline = time.monotonic() + 60
+    while "bootstrap: " not in node4.log() or " ranges of " not in node4.log():
+        assert time.monotonic() < deadline, node4.log_tail()
+        time.sleep(0.05)
+    frozen = nodes[1]
+    frozen.proc.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(8)
+        assert "bootstrap: done" not in node4.log(), "the join finished without its frozen source"
+    finally:
+        frozen.proc.send_signal(signal.SIGCONT)
+    starting.join(120)
+    assert "bootstrap: done; this node is Normal" in node4.log(), node4.log_tail()
+    live = [k for k in range(rows) if k % 10 != 0]
+    new_cluster, new_session = pinned("127.0.0.4")
+    try:
+        assert missing_rows(new_session, live, "ONE") == []
+        assert missing_rows(session, live, "QUORUM") == []
+    finally:
+        new_cluster.shutdown()
+        cluster.shutdown()
+
+
 def _start_quietly(node):
     try:
         node.start(port=NATIVE, admin_port=ADMIN)
@@ -276,6 +314,49 @@ def test_a_dead_node_is_replaced_by_a_new_one_with_its_tokens(tmp_path, nodes):
     live_keys = [k for k in range(rows) if k % 10 != 0] + writer.acked
     assert missing_rows(session, live_keys, "QUORUM") == []
     new_cluster, new_session = pinned("127.0.0.5")
+    try:
+        assert missing_rows(new_session, live_keys, "ONE") == []
+    finally:
+        new_cluster.shutdown()
+        cluster.shutdown()
+
+
+def test_a_dead_node_is_replaced_on_its_own_address(tmp_path, nodes):
+    """Cassandra's usual replacement: the dead node's machine comes back
+    with an empty disk and `replace_address_first_boot` naming its own
+    address. It takes the dead node's tokens under a new host id, streams
+    from the survivors while a driver writes, and then holds every row."""
+    rows = 2000
+    cluster, session = three_nodes_with_rows(tmp_path, nodes, rows)
+    before = {str(p.peer): (p.host_id, sorted(p.tokens or []))
+              for p in session.execute("SELECT peer, host_id, tokens FROM system.peers")}
+    assert before.get("127.0.0.3"), before
+    nodes[2].stop(signal.SIGKILL)
+    config = tmp_path / "replace-same.yaml"
+    config.write_text("replace_address_first_boot: 127.0.0.3\n")
+    writer = Writer(first_key=rows)
+    writer.start()
+    try:
+        replacement = VarveNode(tmp_path / "node3-new", ["--seeds", "127.0.0.1", "--config", str(config)],
+                                listen="127.0.0.3", storage_port=STORAGE)
+        nodes.append(replacement.start(port=NATIVE, admin_port=ADMIN))
+        time.sleep(0.5)
+    finally:
+        writer.stop()
+    assert "bootstrap: this node replaces" in replacement.log(), replacement.log_tail()
+    deadline = time.monotonic() + 10
+    while True:
+        now = {str(p.peer): (p.host_id, sorted(p.tokens or []))
+               for p in session.execute("SELECT peer, host_id, tokens FROM system.peers")}
+        if now.get("127.0.0.3") and now["127.0.0.3"][0] != before["127.0.0.3"][0]:
+            break
+        assert time.monotonic() < deadline, (before, now)
+        time.sleep(0.2)
+    assert now["127.0.0.3"][1] == before["127.0.0.3"][1], "the replacement took other tokens"
+    assert sorted(now) == ["127.0.0.2", "127.0.0.3"], now
+    live_keys = [k for k in range(rows) if k % 10 != 0] + writer.acked
+    assert missing_rows(session, live_keys, "QUORUM") == []
+    new_cluster, new_session = pinned("127.0.0.3")
     try:
         assert missing_rows(new_session, live_keys, "ONE") == []
     finally:
