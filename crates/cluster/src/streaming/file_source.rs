@@ -294,6 +294,10 @@ mod tests {
         let generation = files.sessions.lock().1[&first].files.keys().copied().next();
         assert!(files.held(first, table, generation.unwrap()).is_ok());
         assert!(files.held(first, table + 1, generation.unwrap()).is_err());
+        // Idle a moment less than the limit: it still answers (and is
+        // used again); idle for the limit: gone.
+        tokio::time::advance(FILE_SESSION_IDLE - Duration::from_millis(1)).await;
+        assert!(files.held(first, table, generation.unwrap()).is_ok());
         tokio::time::advance(FILE_SESSION_IDLE).await;
         assert!(files.held(first, table, generation.unwrap()).is_err());
         assert_eq!(files.open_sessions(), 0);
