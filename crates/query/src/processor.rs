@@ -123,11 +123,12 @@ impl Processor {
     ) -> Result<Arc<Processor>> {
         let store = SchemaStore::new(options.fs.clone(), &options.data_dir.join("schema"))?;
         let mut schema = system::initial_schema();
-        if let Some((keyspaces, version)) = store.load()? {
+        if let Some((keyspaces, version, access)) = store.load()? {
             for ks in keyspaces {
                 schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
             }
             schema.version = version;
+            schema.access = Arc::new(access);
         }
         let tables: Vec<TableDescriptor> = local_schema::tables(&schema)
             .values()
@@ -400,7 +401,7 @@ impl Processor {
                 QueryResult::SetKeyspace(name.clone())
             }
             Statement::Describe(d) => describe::execute(self, ctx, d)?,
-            Statement::Unsupported(what) if what == "authentication and authorization" => {
+            Statement::Auth(_) => {
                 // As Cassandra without authentication: roles need a login.
                 return Err(QueryError::Unauthorized(
                     "You have to be logged in and not anonymous to perform this request".into(),

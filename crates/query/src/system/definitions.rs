@@ -399,6 +399,7 @@ pub fn initial_schema() -> Schema {
     Schema {
         keyspaces,
         version: varve_types::time::random_uuid(),
+        access: Arc::default(),
     }
 }
 
