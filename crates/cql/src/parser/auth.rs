@@ -89,7 +89,10 @@ impl Parser<'_> {
         let name = self.ident()?;
         let duplicate = |set: bool| {
             if set {
-                Some(format!("Multiple definition for property {name}"))
+                Some(format!(
+                    "Multiple definition for property '{}'",
+                    name.to_ascii_uppercase()
+                ))
             } else {
                 None
             }
