@@ -197,7 +197,7 @@ fn grant_needs_authorize_and_the_permission_itself() {
     bob.ok("GRANT SELECT ON ks.t TO eve");
     assert!(matches!(
         admin.err("GRANT DESCRIBE ON ks.t TO eve"),
-        QueryError::Invalid(_)
+        QueryError::Syntax(m) if m == "Resource type DataResource does not support any of the requested permissions"
     ));
     assert!(
         matches!(admin.err("GRANT SELECT ON ks.nope TO eve"), QueryError::Invalid(m) if m == "Resource <table ks.nope> doesn't exist")

@@ -10,6 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// A permission, in Cassandra's order (the order LIST PERMISSIONS shows).
+/// UNMASK and SELECT_MASKED belong to Cassandra 5.0's dynamic data masking,
+/// which Varve does not have: they are granted, listed and stored as
+/// Cassandra does, and no statement needs them. EXECUTE (functions) is not
+/// here: Varve has no user-defined functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Permission {
     Create,
@@ -19,11 +23,13 @@ pub enum Permission {
     Modify,
     Authorize,
     Describe,
+    Unmask,
+    SelectMasked,
 }
 
 impl Permission {
     /// Every permission, in order.
-    pub const ALL: [Permission; 7] = [
+    pub const ALL: [Permission; 9] = [
         Permission::Create,
         Permission::Alter,
         Permission::Drop,
@@ -31,6 +37,8 @@ impl Permission {
         Permission::Modify,
         Permission::Authorize,
         Permission::Describe,
+        Permission::Unmask,
+        Permission::SelectMasked,
     ];
 
     /// The name in statements, messages and `system_auth`.
@@ -43,6 +51,8 @@ impl Permission {
             Permission::Modify => "MODIFY",
             Permission::Authorize => "AUTHORIZE",
             Permission::Describe => "DESCRIBE",
+            Permission::Unmask => "UNMASK",
+            Permission::SelectMasked => "SELECT_MASKED",
         }
     }
 
@@ -71,6 +81,8 @@ const DATA_PERMISSIONS: &[Permission] = &[
     Permission::Select,
     Permission::Modify,
     Permission::Authorize,
+    Permission::Unmask,
+    Permission::SelectMasked,
 ];
 const TABLE_PERMISSIONS: &[Permission] = &[
     Permission::Alter,
@@ -78,6 +90,8 @@ const TABLE_PERMISSIONS: &[Permission] = &[
     Permission::Select,
     Permission::Modify,
     Permission::Authorize,
+    Permission::Unmask,
+    Permission::SelectMasked,
 ];
 const ALL_ROLES_PERMISSIONS: &[Permission] = &[
     Permission::Create,
@@ -86,8 +100,12 @@ const ALL_ROLES_PERMISSIONS: &[Permission] = &[
     Permission::Authorize,
     Permission::Describe,
 ];
-const ROLE_PERMISSIONS: &[Permission] =
-    &[Permission::Alter, Permission::Drop, Permission::Authorize];
+const ROLE_PERMISSIONS: &[Permission] = &[
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Authorize,
+    Permission::Describe,
+];
 
 impl Resource {
     /// The resource whose permissions this one inherits, if any.
@@ -207,6 +225,21 @@ impl Access {
     /// otherwise it, or a role granted to it, was granted it there or on a
     /// parent of `resource`.
     pub fn has_permission(&self, name: &str, permission: Permission, resource: &Resource) -> bool {
+        let mut chain = vec![resource.clone()];
+        while let Some(parent) = chain.last().and_then(Resource::parent) {
+            chain.push(parent);
+        }
+        self.has_permission_on(name, permission, &chain)
+    }
+
+    /// Whether `name` is a superuser or has `permission` on one of
+    /// `resources` (itself or through a role granted to it).
+    pub fn has_permission_on(
+        &self,
+        name: &str,
+        permission: Permission,
+        resources: &[Resource],
+    ) -> bool {
         let roles = self.granted_roles(name);
         if roles
             .iter()
@@ -214,20 +247,14 @@ impl Access {
         {
             return true;
         }
-        let mut at = Some(resource.clone());
-        while let Some(res) = at {
-            let granted = roles.iter().any(|r| {
+        resources.iter().any(|res| {
+            roles.iter().any(|r| {
                 self.permissions
                     .get(r)
-                    .and_then(|g| g.get(&res))
+                    .and_then(|g| g.get(res))
                     .is_some_and(|p| p.contains(&permission))
-            });
-            if granted {
-                return true;
-            }
-            at = res.parent();
-        }
-        false
+            })
+        })
     }
 
     /// [`Access::has_permission`] as Cassandra answers a refusal: the
@@ -241,10 +268,7 @@ impl Access {
         if self.has_permission(name, permission, resource) {
             return Ok(());
         }
-        Err(format!(
-            "User {name} has no {} permission on {resource} or any of its parents",
-            permission.name()
-        ))
+        Err(refusal(name, permission, resource))
     }
 
     /// Grants `permissions` on `resource` to `role`.
@@ -308,6 +332,14 @@ impl Access {
             .map(|r| r.name.clone())
             .collect()
     }
+}
+
+/// Cassandra's Unauthorized message for a missing permission.
+pub fn refusal(name: &str, permission: Permission, resource: &Resource) -> String {
+    format!(
+        "User {name} has no {} permission on {resource} or any of its parents",
+        permission.name()
+    )
 }
 
 #[cfg(test)]

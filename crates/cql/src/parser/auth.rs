@@ -86,6 +86,11 @@ impl Parser<'_> {
     }
 
     fn role_option(&mut self, o: &mut RoleOptions) -> Result<()> {
+        let known = ["password", "login", "superuser", "options"];
+        if !known.iter().any(|k| self.is_kw(k)) {
+            // Cassandra's grammar knows only these words here.
+            return Err(self.no_viable());
+        }
         let name = self.ident()?;
         let duplicate = |set: bool| {
             if set {
@@ -101,8 +106,7 @@ impl Parser<'_> {
             "password" => duplicate(o.password.is_some()),
             "login" => duplicate(o.login.is_some()),
             "superuser" => duplicate(o.superuser.is_some()),
-            "options" => duplicate(o.options.is_some()),
-            _ => return Err(self.syntax_error(format!("Unknown property '{name}'"))),
+            _ => duplicate(o.options.is_some()),
         };
         if let Some(message) = repeated {
             return Err(self.syntax_error(message));

@@ -119,11 +119,10 @@ pub(super) async fn grant_permissions(
     } else {
         permissions.to_vec()
     };
-    if let Some(p) = wanted.iter().find(|p| !applicable.contains(p)) {
-        return Err(QueryError::Invalid(format!(
-            "Resource type {} does not support the requested permissions: {}",
-            kind(&resource),
-            p.name()
+    if wanted.iter().any(|p| !applicable.contains(p)) {
+        return Err(QueryError::Syntax(format!(
+            "Resource type {} does not support any of the requested permissions",
+            kind(&resource)
         )));
     }
     need(p, &schema.access, user, Permission::Authorize, &resource)?;
@@ -190,9 +189,10 @@ pub(super) fn list_permissions(
         }
         _ => {}
     }
+    // The roles granted to `of` always count, as in Cassandra; NORECURSIVE
+    // leaves out only the resource's parents.
     let roles: BTreeSet<String> = match of {
-        Some(r) if recursive => access.granted_roles(r),
-        Some(r) => [r.to_string()].into(),
+        Some(r) => access.granted_roles(r),
         None => access.permissions.keys().cloned().collect(),
     };
     // A resource and, recursively, its parents.
@@ -224,6 +224,10 @@ pub(super) fn list_permissions(
                 ]);
             }
         }
+    }
+    if rows.is_empty() {
+        // Cassandra answers an empty listing with no result set at all.
+        return Ok(QueryResult::Void);
     }
     Ok(result(
         "permissions",

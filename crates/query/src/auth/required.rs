@@ -29,11 +29,26 @@ pub fn check(
     }
     let user = user.ok_or_else(|| QueryError::Unauthorized(ANONYMOUS.into()))?;
     for (permission, resource) in needs {
-        access
-            .authorize(user, permission, &resource)
-            .map_err(QueryError::Unauthorized)?;
+        if !allowed(access, user, permission, &resource) {
+            let message = varve_schema::access::refusal(user, permission, &resource);
+            return Err(QueryError::Unauthorized(message));
+        }
     }
     Ok(())
+}
+
+/// The keyspace of roles and permissions: a grant on ALL KEYSPACES does
+/// not reach it (as in Cassandra), only one on it or on its tables.
+const AUTH_KEYSPACE: &str = "system_auth";
+
+fn allowed(access: &Access, user: &str, permission: Permission, resource: &Resource) -> bool {
+    match resource {
+        Resource::Table(ks, _) if ks == AUTH_KEYSPACE => {
+            let chain = [resource.clone(), Resource::Keyspace(ks.clone())];
+            access.has_permission_on(user, permission, &chain)
+        }
+        _ => access.has_permission(user, permission, resource),
+    }
 }
 
 /// The permissions `stmt` needs. A table whose keyspace is unknown (no
@@ -200,5 +215,19 @@ mod tests {
         let err = check(&a, None, &parse("SELECT * FROM ks.t"), None).unwrap_err();
         assert_eq!(err, QueryError::Unauthorized(ANONYMOUS.into()));
         check(&a, None, &parse("SELECT * FROM system.local"), None).unwrap();
+    }
+
+    #[test]
+    fn all_keyspaces_does_not_reach_the_auth_tables() {
+        let mut a = access_with_bob();
+        a.grant("bob", &Resource::AllKeyspaces, &[Permission::Select]);
+        let stmt = parse("SELECT * FROM system_auth.roles");
+        assert!(check(&a, Some("bob"), &stmt, None).is_err());
+        a.grant(
+            "bob",
+            &Resource::Keyspace("system_auth".into()),
+            &[Permission::Select],
+        );
+        check(&a, Some("bob"), &stmt, None).unwrap();
     }
 }

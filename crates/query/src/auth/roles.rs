@@ -20,6 +20,22 @@ fn unauthorized(message: &str) -> QueryError {
     QueryError::Unauthorized(message.into())
 }
 
+/// [`need`] as role statements answer a refusal: Cassandra's role
+/// statements do not name the permission.
+fn need_on_role(
+    p: &Processor,
+    access: &Access,
+    user: &str,
+    permission: Permission,
+    resource: &Resource,
+) -> Result<()> {
+    need(p, access, user, permission, resource).map_err(|_| {
+        QueryError::Unauthorized(format!(
+            "User {user} does not have sufficient privileges to perform the requested operation"
+        ))
+    })
+}
+
 /// The password's hash, computed before the schema change (bcrypt is slow).
 fn hashed(o: &RoleOptions) -> Result<Option<String>> {
     match &o.password {
@@ -34,7 +50,7 @@ fn hashed(o: &RoleOptions) -> Result<Option<String>> {
 fn supported(o: &RoleOptions) -> Result<()> {
     if o.options.is_some() {
         return Err(QueryError::Invalid(
-            "CassandraRoleManager doesn't support OPTIONS".into(),
+            "org.apache.cassandra.auth.CassandraRoleManager doesn't support OPTIONS".into(),
         ));
     }
     Ok(())
@@ -54,7 +70,7 @@ pub(super) async fn create(
         ));
     }
     let schema = p.schema();
-    need(
+    need_on_role(
         p,
         &schema.access,
         user,
@@ -108,7 +124,7 @@ pub(super) async fn alter(
 ) -> Result<QueryResult> {
     supported(o)?;
     if o.is_empty() {
-        return Err(QueryError::Syntax(
+        return Err(QueryError::Invalid(
             "ALTER [ROLE|USER] can't be empty".into(),
         ));
     }
@@ -118,18 +134,18 @@ pub(super) async fn alter(
         if if_exists {
             return Ok(QueryResult::Void);
         }
-        return Err(missing(name));
+        return Err(QueryError::Invalid(format!("Role {name} doesn't exist")));
     }
     let is_super = access.is_superuser(user);
     if o.superuser.is_some() {
-        if !is_super {
-            return Err(unauthorized(
-                "Only superusers are allowed to alter superuser status",
-            ));
-        }
         if access.granted_roles(user).contains(name) {
             return Err(unauthorized(
                 "You aren't allowed to alter your own superuser status or that of a role granted to you",
+            ));
+        }
+        if !is_super {
+            return Err(unauthorized(
+                "Only superusers are allowed to alter superuser status",
             ));
         }
     }
@@ -139,7 +155,7 @@ pub(super) async fn alter(
                 return Err(unauthorized("You aren't allowed to alter LOGIN"));
             }
         } else {
-            need(
+            need_on_role(
                 p,
                 access,
                 user,
@@ -175,24 +191,24 @@ pub(super) async fn drop(
 ) -> Result<QueryResult> {
     let schema = p.schema();
     let access = &schema.access;
-    if user == name {
-        return Err(QueryError::Invalid(
-            "Cannot DROP primary role for current login".into(),
-        ));
-    }
     let Some(role) = access.role(name) else {
         if if_exists {
             return Ok(QueryResult::Void);
         }
         return Err(missing(name));
     };
-    need(
+    need_on_role(
         p,
         access,
         user,
         Permission::Drop,
         &Resource::Role(name.into()),
     )?;
+    if user == name {
+        return Err(QueryError::Invalid(
+            "Cannot DROP primary role for current login".into(),
+        ));
+    }
     if role.is_superuser && !access.is_superuser(user) {
         return Err(unauthorized(
             "Only superusers can drop a role with superuser status",
@@ -223,7 +239,7 @@ pub(super) async fn grant_role(
             return Err(missing(r));
         }
     }
-    need(
+    need_on_role(
         p,
         &schema.access,
         user,
@@ -294,7 +310,7 @@ pub(super) fn list(
             }
             if !may_describe && !access.granted_roles(user).contains(r) {
                 return Err(unauthorized(&format!(
-                    "You are not authorized to view roles granted to {r}"
+                    "You are not authorized to view roles granted to {r} "
                 )));
             }
             listed(access, r, recursive)
