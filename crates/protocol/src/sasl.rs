@@ -1,11 +1,13 @@
 //! SASL PLAIN (RFC 4616), the token of AUTH_RESPONSE under
 //! PasswordAuthenticator: `[authzid] NUL authcid NUL password`.
 //!
-//! Split at the last two NULs, as Cassandra splits it (the authorization
-//! id, which Cassandra ignores, may itself hold anything). A token longer
-//! than [`SASL_TOKEN_MAX_BYTES`], with fewer than two NULs, or with an
-//! empty user name or password is refused; nothing here panics. The parts
-//! must be UTF-8, since role names and passwords are CQL text.
+//! Read from the end as Cassandra reads it: the password follows the last
+//! NUL, the user name the one before; the authorization id, which Cassandra
+//! ignores, may not hold a NUL of its own. A token longer than
+//! [`SASL_TOKEN_MAX_BYTES`], with a third NUL, or with an empty (or absent)
+//! password or user name is refused, with Cassandra's messages; nothing
+//! here panics. The parts must be UTF-8, since role names and passwords are
+//! CQL text.
 
 /// Longest PLAIN token accepted: a user name and a password together.
 pub const SASL_TOKEN_MAX_BYTES: usize = 1024;
@@ -26,6 +28,10 @@ pub enum SaslError {
     NoUsername,
     #[error("Password must not be null")]
     NoPassword,
+    #[error(
+        "Credential format error: username or password is empty or contains NUL(\\0) character"
+    )]
+    Format,
     #[error("SASL token is not UTF-8 text")]
     NotText,
 }
@@ -35,21 +41,24 @@ pub fn parse_plain(token: &[u8]) -> Result<PlainCredentials, SaslError> {
     if token.len() > SASL_TOKEN_MAX_BYTES {
         return Err(SaslError::TooLong(token.len()));
     }
-    let last = token.iter().rposition(|&b| b == 0);
-    let Some(last) = last else {
-        return Err(SaslError::NoUsername);
-    };
-    let password = &token[last + 1..];
-    let Some(first) = token[..last].iter().rposition(|&b| b == 0) else {
-        return Err(SaslError::NoUsername);
-    };
-    let username = &token[first + 1..last];
-    if username.is_empty() {
-        return Err(SaslError::NoUsername);
+    let mut nuls = token
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, &b)| b == 0)
+        .map(|(i, _)| i);
+    let (last, before) = (nuls.next(), nuls.next());
+    if nuls.next().is_some() {
+        return Err(SaslError::Format);
     }
-    if password.is_empty() {
-        return Err(SaslError::NoPassword);
-    }
+    let password = match last {
+        Some(at) if at + 1 < token.len() => &token[at + 1..],
+        _ => return Err(SaslError::NoPassword),
+    };
+    let username = match (last, before) {
+        (Some(end), Some(start)) if start + 1 < end => &token[start + 1..end],
+        _ => return Err(SaslError::NoUsername),
+    };
     let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| SaslError::NotText);
     Ok(PlainCredentials {
         username: text(username)?,
@@ -87,19 +96,20 @@ mod tests {
     }
 
     #[test]
-    fn the_authorization_id_is_skipped_whatever_it_holds() {
+    fn the_authorization_id_is_skipped_but_holds_no_nul() {
         assert_eq!(parse_plain(b"admin\0bob\0pw"), Ok(creds("bob", "pw")));
-        assert_eq!(parse_plain(b"a\0b\0bob\0pw"), Ok(creds("bob", "pw")));
+        assert_eq!(parse_plain(b"a\0b\0bob\0pw"), Err(SaslError::Format));
+        assert_eq!(parse_plain(b"\0\0\0"), Err(SaslError::Format));
     }
 
     #[test]
-    fn missing_parts_are_refused() {
-        assert_eq!(parse_plain(b""), Err(SaslError::NoUsername));
-        assert_eq!(parse_plain(b"bobpw"), Err(SaslError::NoUsername));
+    fn missing_parts_are_refused_password_first_as_cassandra() {
+        assert_eq!(parse_plain(b""), Err(SaslError::NoPassword));
+        assert_eq!(parse_plain(b"bobpw"), Err(SaslError::NoPassword));
+        assert_eq!(parse_plain(b"\0bob\0"), Err(SaslError::NoPassword));
+        assert_eq!(parse_plain(b"\0\0"), Err(SaslError::NoPassword));
         assert_eq!(parse_plain(b"bob\0pw"), Err(SaslError::NoUsername));
         assert_eq!(parse_plain(b"\0\0pw"), Err(SaslError::NoUsername));
-        assert_eq!(parse_plain(b"\0bob\0"), Err(SaslError::NoPassword));
-        assert_eq!(parse_plain(b"\0\0"), Err(SaslError::NoUsername));
     }
 
     #[test]

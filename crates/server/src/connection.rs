@@ -19,9 +19,10 @@
 //! are accepted ("Unexpected message X, expecting STARTUP or OPTIONS"); a
 //! second STARTUP is refused; both are protocol errors on that stream and
 //! the connection stays open. Under PasswordAuthenticator STARTUP answers
-//! AUTHENTICATE, and until an AUTH_RESPONSE succeeds only AUTH_RESPONSE and
-//! OPTIONS are accepted ("Unexpected message X, expecting SASL_RESPONSE");
-//! see [`crate::authenticate`]. See [`crate::framing`] for which framing
+//! AUTHENTICATE, and until an AUTH_RESPONSE succeeds only AUTH_RESPONSE is
+//! accepted ("Unexpected message X, expecting SASL_RESPONSE", OPTIONS too,
+//! as Cassandra 5.0.4 answers); an AUTH_RESPONSE once logged in logs in
+//! again, as in Cassandra. See [`crate::authenticate`]. See [`crate::framing`] for which framing
 //! errors close the connection.
 
 use std::collections::HashMap;
@@ -66,7 +67,7 @@ fn burst_is_full(pending: usize, queued: usize) -> bool {
 enum Stage {
     /// Only OPTIONS and STARTUP are accepted.
     Established,
-    /// STARTUP answered AUTHENTICATE: only AUTH_RESPONSE and OPTIONS.
+    /// STARTUP answered AUTHENTICATE: only AUTH_RESPONSE.
     Authenticating,
     /// STARTUP done.
     Ready,
@@ -388,10 +389,7 @@ impl Connection {
             );
             return self.send_error(stream, errors::protocol_message(msg));
         }
-        if self.stage == Stage::Authenticating
-            && header.opcode != opcode::AUTH_RESPONSE
-            && header.opcode != opcode::OPTIONS
-        {
+        if self.stage == Stage::Authenticating && header.opcode != opcode::AUTH_RESPONSE {
             self.shared.metrics.protocol_error();
             let msg = format!(
                 "Unexpected message {}, expecting SASL_RESPONSE",
@@ -428,15 +426,12 @@ impl Connection {
             }
             Request::Startup(options) => self.startup(stream, &options),
             Request::Register(types) => self.register(stream, &types),
-            Request::AuthResponse(token) if self.stage == Stage::Authenticating => {
+            Request::AuthResponse(token) if self.password_authenticator() => {
                 self.login = Some((stream, token));
             }
             Request::AuthResponse(_) => {
-                let msg = if self.password_authenticator() {
-                    "Unexpected message AUTH_RESPONSE, the connection is already authenticated"
-                } else {
-                    "Unexpected message AUTH_RESPONSE, authentication is not enabled on this node"
-                };
+                let msg =
+                    "Unexpected message AUTH_RESPONSE, authentication is not enabled on this node";
                 self.send_error(stream, errors::protocol_message(msg))
             }
             statement => self.queue_statement(stream, statement),
@@ -478,8 +473,9 @@ impl Connection {
 
     /// Checks the AUTH_RESPONSE just read, if any: AUTH_SUCCESS and the
     /// role in the client state, or AuthenticationError after the failure
-    /// delay (the connection stays open for another try). Nothing else is
-    /// read meanwhile: the client waits for this answer anyway.
+    /// delay (the connection stays open for another try, and a connection
+    /// already logged in keeps its role). Nothing else is read meanwhile:
+    /// the client waits for this answer anyway.
     async fn log_in(&mut self) {
         let Some((stream, token)) = self.login.take() else {
             return;
