@@ -167,7 +167,7 @@ pub(super) fn list_permissions(
     let resource = resource.map(|r| resolve(ctx, &schema, r)).transpose()?;
     if let Some(r) = of {
         if access.role(r).is_none() {
-            return Err(QueryError::Invalid(format!("{r} doesn't exist")));
+            return Err(QueryError::Invalid(format!("<role {r}> doesn't exist")));
         }
     }
     let is_super = access.is_superuser(user);

@@ -306,7 +306,7 @@ pub(super) fn list(
     let names: Vec<String> = match of {
         Some(r) => {
             if access.role(r).is_none() {
-                return Err(missing(r));
+                return Err(QueryError::Invalid(format!("<role {r}> doesn't exist")));
             }
             if !may_describe && !access.granted_roles(user).contains(r) {
                 return Err(unauthorized(&format!(
