@@ -74,6 +74,8 @@ pub enum Resource {
     Role(String),
 }
 
+/// A keyspace's permissions (and all keyspaces'); a table takes the same
+/// but CREATE, which comes first.
 const DATA_PERMISSIONS: &[Permission] = &[
     Permission::Create,
     Permission::Alter,
@@ -84,23 +86,9 @@ const DATA_PERMISSIONS: &[Permission] = &[
     Permission::Unmask,
     Permission::SelectMasked,
 ];
-const TABLE_PERMISSIONS: &[Permission] = &[
-    Permission::Alter,
-    Permission::Drop,
-    Permission::Select,
-    Permission::Modify,
-    Permission::Authorize,
-    Permission::Unmask,
-    Permission::SelectMasked,
-];
+/// All roles' permissions; one role takes the same but CREATE, first.
 const ALL_ROLES_PERMISSIONS: &[Permission] = &[
     Permission::Create,
-    Permission::Alter,
-    Permission::Drop,
-    Permission::Authorize,
-    Permission::Describe,
-];
-const ROLE_PERMISSIONS: &[Permission] = &[
     Permission::Alter,
     Permission::Drop,
     Permission::Authorize,
@@ -122,9 +110,9 @@ impl Resource {
     pub fn applicable(&self) -> &'static [Permission] {
         match self {
             Resource::AllKeyspaces | Resource::Keyspace(_) => DATA_PERMISSIONS,
-            Resource::Table(..) => TABLE_PERMISSIONS,
+            Resource::Table(..) => &DATA_PERMISSIONS[1..],
             Resource::AllRoles => ALL_ROLES_PERMISSIONS,
-            Resource::Role(_) => ROLE_PERMISSIONS,
+            Resource::Role(_) => &ALL_ROLES_PERMISSIONS[1..],
         }
     }
 

@@ -139,3 +139,41 @@ fn stored_resource_names_round_trip() {
     assert_eq!(Resource::from_stored_name("data/a/b/c"), None);
     assert_eq!(Resource::from_stored_name("functions"), None);
 }
+
+#[test]
+fn applicable_permissions_are_cassandras() {
+    let names = |r: Resource| -> Vec<&str> { r.applicable().iter().map(|p| p.name()).collect() };
+    assert_eq!(
+        names(Resource::Keyspace("ks".into())),
+        [
+            "CREATE",
+            "ALTER",
+            "DROP",
+            "SELECT",
+            "MODIFY",
+            "AUTHORIZE",
+            "UNMASK",
+            "SELECT_MASKED"
+        ]
+    );
+    assert_eq!(
+        names(table()),
+        [
+            "ALTER",
+            "DROP",
+            "SELECT",
+            "MODIFY",
+            "AUTHORIZE",
+            "UNMASK",
+            "SELECT_MASKED"
+        ]
+    );
+    assert_eq!(
+        names(Resource::AllRoles),
+        ["CREATE", "ALTER", "DROP", "AUTHORIZE", "DESCRIBE"]
+    );
+    assert_eq!(
+        names(Resource::Role("r".into())),
+        ["ALTER", "DROP", "AUTHORIZE", "DESCRIBE"]
+    );
+}
