@@ -48,6 +48,10 @@ fn unauthorized(e: QueryError) -> String {
 #[test]
 fn the_default_superuser_logs_in_and_a_wrong_password_does_not() {
     let db = secured();
+    assert!(db.p.auth().credentials.is_empty());
+    assert_eq!(db.p.login("cassandra", "cassandra").unwrap(), "cassandra");
+    // Remembered for the next login; failures never are.
+    assert_eq!(db.p.auth().credentials.len(), 1);
     assert_eq!(db.p.login("cassandra", "cassandra").unwrap(), "cassandra");
     assert!(matches!(
         db.p.login("cassandra", "wrong"),
@@ -57,6 +61,7 @@ fn the_default_superuser_logs_in_and_a_wrong_password_does_not() {
         db.p.login("nobody", "x").unwrap_err().to_string(),
         "Provided username nobody and/or password are incorrect"
     );
+    assert_eq!(db.p.auth().credentials.len(), 1);
 }
 
 #[test]
@@ -215,4 +220,48 @@ fn without_a_login_role_statements_are_refused() {
         unauthorized(db.err("CREATE ROLE r")),
         "You have to be logged in and not anonymous to perform this request"
     );
+}
+
+#[test]
+fn with_allow_all_authorizer_a_login_may_do_anything_but_grant_permissions() {
+    let p = Processor::new(NodeInfo::single_local());
+    p.set_auth(AuthSettings {
+        password_authenticator: true,
+        cassandra_authorizer: false,
+        ..AuthSettings::default()
+    });
+    assert!(now(p.ensure_default_superuser()).unwrap());
+    let mut admin = Db {
+        p: p.clone(),
+        state: ClientState {
+            user: Some("cassandra".into()),
+            ..ClientState::default()
+        },
+    };
+    admin.ok("CREATE ROLE bob WITH PASSWORD = 'pw' AND LOGIN = true");
+    let mut bob = Db {
+        p,
+        state: ClientState {
+            user: Some("bob".into()),
+            ..ClientState::default()
+        },
+    };
+    bob.ok("CREATE KEYSPACE kb WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+    bob.ok("CREATE TABLE kb.t (k int PRIMARY KEY)");
+    bob.ok("SELECT * FROM system_auth.roles");
+    bob.ok("CREATE ROLE minion");
+    unauthorized(bob.err("CREATE ROLE boss WITH SUPERUSER = true"));
+    for (text, what) in [
+        ("GRANT SELECT ON kb.t TO minion", "GRANT"),
+        ("REVOKE SELECT ON kb.t FROM minion", "REVOKE"),
+        ("LIST ALL PERMISSIONS", "LIST PERMISSIONS"),
+    ] {
+        let message = format!("{what} operation is not supported by AllowAllAuthorizer");
+        assert!(
+            matches!(bob.err(text), QueryError::Invalid(m) if m == message),
+            "{text}"
+        );
+    }
+    // Nobody is granted anything as creator without an authorizer.
+    assert!(bob.p.schema().access.permissions.is_empty());
 }
