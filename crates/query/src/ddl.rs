@@ -18,6 +18,7 @@ pub const MAX_NAME_LENGTH: usize = 48;
 pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, stmt: &Statement) -> Result<QueryResult> {
     match stmt {
         Statement::CreateKeyspace(c) => create_keyspace(p, c, ctx.creator.as_deref()).await,
+        Statement::AlterKeyspace(a) if a.name == AUTH_KEYSPACE => alter_auth_keyspace(p, ctx, a),
         Statement::AlterKeyspace(a) => alter_keyspace(p, a).await,
         Statement::DropKeyspace { name, if_exists } => drop_keyspace(p, name, *if_exists).await,
         Statement::CreateTable(c) => create_table(p, ctx, c).await,
@@ -27,6 +28,29 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, stmt: &Statement) -> Resu
             "not a schema statement: {other:?}"
         ))),
     }
+}
+
+/// The keyspace of roles and permissions (docs/design/security.md).
+const AUTH_KEYSPACE: &str = "system_auth";
+
+/// ALTER KEYSPACE system_auth, which Cassandra's operators run to raise
+/// its replication: accepted when its options are valid, and changes
+/// nothing, since roles live in the cluster metadata on every node; the
+/// client is told so in a warning.
+fn alter_auth_keyspace(
+    p: &Processor,
+    ctx: &mut Ctx<'_>,
+    a: &ast::AlterKeyspace,
+) -> Result<QueryResult> {
+    let current = KeyspaceOptions {
+        replication: varve_schema::options::ReplicationParams::local(),
+        durable_writes: true,
+    };
+    current.altered(&a.name, &props(&a.properties), &replication_context(p))?;
+    ctx.warnings.push(format!(
+        "{AUTH_KEYSPACE} is kept in the cluster metadata, on every node: its replication options change nothing"
+    ));
+    Ok(QueryResult::Void)
 }
 
 /// Grants `creator` every permission that applies to what it created, as

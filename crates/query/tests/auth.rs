@@ -265,3 +265,23 @@ fn with_allow_all_authorizer_a_login_may_do_anything_but_grant_permissions() {
     // Nobody is granted anything as creator without an authorizer.
     assert!(bob.p.schema().access.permissions.is_empty());
 }
+
+#[test]
+fn altering_system_auth_replication_is_accepted_and_changes_nothing() {
+    let mut db = secured();
+    let out = db.ok("ALTER KEYSPACE system_auth WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}");
+    assert_eq!(out.result, QueryResult::Void);
+    assert!(
+        out.warnings[0].contains("change nothing"),
+        "{:?}",
+        out.warnings
+    );
+    assert!(matches!(
+        db.err("ALTER KEYSPACE system_auth WITH replication = {'class': 'NoSuchStrategy'}"),
+        QueryError::Config(_) | QueryError::Invalid(_)
+    ));
+    assert!(matches!(
+        db.err("ALTER KEYSPACE system_schema WITH durable_writes = true"),
+        QueryError::Unauthorized(_)
+    ));
+}

@@ -1,3 +1,6 @@
+//! Tests of roles and permissions as data: how permissions resolve through
+//! parents and granted roles, and what dropping forgets.
+
 use super::*;
 
 fn role(name: &str, member_of: &[&str], superuser: bool) -> Role {
