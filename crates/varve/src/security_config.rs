@@ -78,7 +78,9 @@ fn check_encryption(file: &SecurityFile) -> anyhow::Result<()> {
                 "server_encryption_options.internode_encryption must be none, dc, rack or all"
             ),
         };
-        if mode != "none" || flag(s, "optional") || flag(s, "enable_legacy_ssl_storage_port") {
+        let legacy_port =
+            flag(s, "enable_legacy_ssl_storage_port") || flag(s, "legacy_ssl_storage_port_enabled");
+        if mode != "none" || flag(s, "optional") || legacy_port {
             bail!("server_encryption_options: internode encryption ({mode}) is not supported by Varve yet; refusing to start rather than talk to other nodes in clear text");
         }
     }
@@ -202,6 +204,10 @@ mod tests {
                 .contains("server_encryption_options")
         );
         assert!(err("server_encryption_options:\n  internode_encryption: dc").contains("(dc)"));
+        assert!(
+            err("server_encryption_options:\n  legacy_ssl_storage_port_enabled: true")
+                .contains("server_encryption_options")
+        );
         assert!(err("authorizer: CassandraAuthorizer")
             .contains("needs authenticator: PasswordAuthenticator"));
         assert!(err("authenticator: [a]").contains("must name a class"));
