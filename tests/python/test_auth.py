@@ -228,6 +228,8 @@ STATEMENTS = [
     ("CREATE ROLE {role}", "CREATE", "ALL ROLES", "ROLE {role}"),
     ("ALTER ROLE {role} WITH PASSWORD = 'x'", "ALTER", "ROLE {role}", None),
     ("GRANT {role} TO {other}", "AUTHORIZE", "ROLE {role}", None),
+    (f"GRANT AUTHORIZE ON TABLE {KEYSPACE}.t TO {{other}}", "AUTHORIZE", f"TABLE {KEYSPACE}.t", None),
+    (f"REVOKE AUTHORIZE ON TABLE {KEYSPACE}.t FROM {{other}}", "AUTHORIZE", f"TABLE {KEYSPACE}.t", None),
     ("DROP ROLE {role}", "DROP", "ROLE {role}", None),
 ]
 

@@ -211,6 +211,12 @@ fn grant_needs_authorize_and_the_permission_itself() {
         unauthorized(bob.err("LIST ALL PERMISSIONS")),
         "You are not authorized to view everyone's permissions"
     );
+    assert_eq!(
+        unauthorized(bob.err("LIST ALL PERMISSIONS OF eve")),
+        "You are not authorized to view eve's permissions"
+    );
+    admin.ok("GRANT DESCRIBE ON ROLE eve TO bob");
+    assert_eq!(bob.rows("LIST ALL PERMISSIONS OF eve").len(), 1);
 }
 
 #[test]

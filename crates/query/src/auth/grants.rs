@@ -173,14 +173,18 @@ pub(super) fn list_permissions(
     let is_super = access.is_superuser(user);
     let own = access.granted_roles(user);
     match of {
-        Some(r) if !is_super && !own.contains(r) => {
-            need(
-                p,
-                access,
-                user,
-                Permission::Describe,
-                &Resource::Role(r.into()),
-            )?;
+        Some(r)
+            if !is_super
+                && !own.contains(r)
+                && !access.has_permission(
+                    user,
+                    Permission::Describe,
+                    &Resource::Role(r.into()),
+                ) =>
+        {
+            return Err(QueryError::Unauthorized(format!(
+                "You are not authorized to view {r}'s permissions"
+            )));
         }
         None if !is_super => {
             return Err(QueryError::Unauthorized(
