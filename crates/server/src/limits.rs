@@ -38,3 +38,7 @@ pub const REJECTED_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 /// for an unknown role, a wrong password and a garbled token, so guessing
 /// is slow and the timing tells nothing (docs/design/security.md).
 pub const LOGIN_FAILURE_DELAY: Duration = Duration::from_millis(500);
+/// Password checks (bcrypt, tens of milliseconds of CPU each) running at
+/// once on the node; more logins wait their turn, so a flood of password
+/// guesses cannot take every core from the clients already logged in.
+pub const LOGIN_CHECKS_MAX: usize = 4;
