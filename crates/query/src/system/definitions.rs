@@ -327,9 +327,7 @@ const DEFS: &[Def] = &[
         ],
     ),
     // Roles and permissions, as Cassandra lays them out; built from the
-    // schema's access data (docs/design/security.md, section 3). The sets
-    // are frozen here (Cassandra's are not): virtual rows hold one cell per
-    // column; drivers read the same values either way.
+    // schema's access data (docs/design/security.md, section 3).
     (
         "system_auth",
         "roles",
@@ -337,7 +335,7 @@ const DEFS: &[Def] = &[
             ("role", "text", 'p'),
             ("can_login", "boolean", 'r'),
             ("is_superuser", "boolean", 'r'),
-            ("member_of", "frozen<set<text>>", 'r'),
+            ("member_of", "set<text>", 'r'),
             ("salted_hash", "text", 'r'),
         ],
     ),
@@ -352,7 +350,7 @@ const DEFS: &[Def] = &[
         &[
             ("role", "text", 'p'),
             ("resource", "text", 'c'),
-            ("permissions", "frozen<set<text>>", 'r'),
+            ("permissions", "set<text>", 'r'),
         ],
     ),
     (

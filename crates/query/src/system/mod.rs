@@ -60,9 +60,17 @@ pub fn materialize(p: &Processor, table: &Table, ctx: &Ctx) -> Result<Storage> {
                 continue;
             };
             let bytes = Bytes::from(codec::serialize(v));
-            match col.kind {
-                ColumnKind::PartitionKey => pk.push(bytes),
-                ColumnKind::Clustering => ck.push(bytes),
+            match (col.kind, v) {
+                (ColumnKind::PartitionKey, _) => pk.push(bytes),
+                (ColumnKind::Clustering, _) => ck.push(bytes),
+                // A set that is not frozen: a cell per element, keyed by it.
+                (_, Value::Set(items)) if col.ty.is_multi_cell() => {
+                    for item in items {
+                        let path = Bytes::from(codec::serialize(item));
+                        row.cells
+                            .insert((col.id, Some(path)), Cell::live(0, Bytes::new()));
+                    }
+                }
                 _ => {
                     row.cells.insert((col.id, None), Cell::live(0, bytes));
                 }
