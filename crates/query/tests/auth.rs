@@ -291,3 +291,21 @@ fn altering_system_auth_replication_is_accepted_and_changes_nothing() {
         QueryError::Unauthorized(_)
     ));
 }
+
+#[test]
+fn an_unknown_role_takes_as_long_as_a_wrong_password() {
+    let db = secured();
+    let time = |user: &str| {
+        let started = std::time::Instant::now();
+        assert!(db.p.login(user, "wrong").is_err());
+        started.elapsed()
+    };
+    // Warm the stand-in hash, then compare the two answers' times.
+    time("nobody");
+    let wrong = time("cassandra");
+    let unknown = time("nobody");
+    assert!(
+        unknown * 3 >= wrong,
+        "unknown role {unknown:?}, wrong password {wrong:?}"
+    );
+}

@@ -6,6 +6,11 @@ use std::time::Instant;
 
 use crate::processor::Processor;
 
+/// A hash checked against when the role does not exist (or has no
+/// password), so the answer takes as long as for a wrong password.
+static STAND_IN_HASH: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| super::password::hash("stand-in").unwrap_or_default());
+
 /// Why a login failed; its text is the AuthenticationError message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoginError {
@@ -22,8 +27,13 @@ impl Processor {
     pub fn login(&self, name: &str, password: &str) -> Result<String, LoginError> {
         let schema = self.schema();
         let incorrect = || LoginError::Incorrect(name.to_string());
-        let role = schema.access.role(name).ok_or_else(incorrect)?;
-        let hash = role.salted_hash.as_deref().ok_or_else(incorrect)?;
+        let role = schema.access.role(name);
+        let Some((role, hash)) = role.and_then(|r| Some((r, r.salted_hash.as_deref()?))) else {
+            // As long as a wrong password takes: timing must not tell
+            // which roles exist.
+            super::password::verify(password, &STAND_IN_HASH);
+            return Err(incorrect());
+        };
         let cache = &self.auth().credentials;
         let now = Instant::now();
         if !cache.is_verified(name, password, hash, now) {
