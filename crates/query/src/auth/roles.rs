@@ -20,20 +20,14 @@ fn unauthorized(message: &str) -> QueryError {
     QueryError::Unauthorized(message.into())
 }
 
-/// [`need`] as role statements answer a refusal: Cassandra's role
-/// statements do not name the permission.
-fn need_on_role(
-    p: &Processor,
-    access: &Access,
-    user: &str,
-    permission: Permission,
-    resource: &Resource,
-) -> Result<()> {
-    need(p, access, user, permission, resource).map_err(|_| {
+/// A refusal as role statements answer it, whatever [`need`] said:
+/// Cassandra's role statements do not name the permission.
+fn insufficient(user: &str) -> impl Fn(QueryError) -> QueryError + '_ {
+    move |_| {
         QueryError::Unauthorized(format!(
             "User {user} does not have sufficient privileges to perform the requested operation"
         ))
-    })
+    }
 }
 
 /// The password's hash, computed before the schema change (bcrypt is slow).
@@ -70,13 +64,14 @@ pub(super) async fn create(
         ));
     }
     let schema = p.schema();
-    need_on_role(
+    need(
         p,
         &schema.access,
         user,
         Permission::Create,
         &Resource::AllRoles,
-    )?;
+    )
+    .map_err(insufficient(user))?;
     if o.superuser == Some(true) && !schema.access.is_superuser(user) {
         return Err(unauthorized(
             "Only superusers can create a role with superuser status",
@@ -155,13 +150,14 @@ pub(super) async fn alter(
                 return Err(unauthorized("You aren't allowed to alter LOGIN"));
             }
         } else {
-            need_on_role(
+            need(
                 p,
                 access,
                 user,
                 Permission::Alter,
                 &Resource::Role(name.into()),
-            )?;
+            )
+            .map_err(insufficient(user))?;
         }
     }
     let hash = hashed(o)?;
@@ -197,13 +193,14 @@ pub(super) async fn drop(
         }
         return Err(missing(name));
     };
-    need_on_role(
+    need(
         p,
         access,
         user,
         Permission::Drop,
         &Resource::Role(name.into()),
-    )?;
+    )
+    .map_err(insufficient(user))?;
     if user == name {
         return Err(QueryError::Invalid(
             "Cannot DROP primary role for current login".into(),
@@ -239,13 +236,14 @@ pub(super) async fn grant_role(
             return Err(missing(r));
         }
     }
-    need_on_role(
+    need(
         p,
         &schema.access,
         user,
         Permission::Authorize,
         &Resource::Role(role.into()),
-    )?;
+    )
+    .map_err(insufficient(user))?;
     p.update_schema(|s| membership_change(Arc::make_mut(&mut s.access), role, grantee, grant))
         .await?;
     Ok(QueryResult::Void)
