@@ -26,7 +26,7 @@ case "$seconds" in
     '' | *[!0-9]*) echo "usage: $0 [seconds per target]" >&2; exit 2 ;;
 esac
 
-read -r -a targets <<< "${VARVE_FUZZ_TARGETS:-frame_decoder cql_parser sstable_reader row_index commitlog_replay internode_frame}"
+read -r -a targets <<< "${VARVE_FUZZ_TARGETS:-frame_decoder cql_parser sstable_reader row_index commitlog_replay internode_frame sasl_plain}"
 profile="${VARVE_FUZZ_PROFILE:-dev}"
 if [ -n "${VARVE_FUZZ_TARGET_DIR:-}" ]; then
     target_dir="$VARVE_FUZZ_TARGET_DIR"

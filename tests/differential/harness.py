@@ -38,6 +38,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CORPUS_DIR = HERE / "corpus"
+# Role and permission statements, run logged in as the default superuser on
+# servers with PasswordAuthenticator and CassandraAuthorizer.
+AUTH_CORPUS_DIR = HERE / "corpus_auth"
+AUTH_LOGIN = ("cassandra", "cassandra")
 EXPECTED_DIR = HERE / "expected"
 KNOWN_FILE = HERE / "known_differences.md"
 DEFAULT_PORT = 9042
@@ -163,8 +167,8 @@ def split_statements(source):
     return statements
 
 
-def corpus_files(names=None):
-    files = sorted(CORPUS_DIR.glob("*.cql"))
+def corpus_files(names=None, auth=False):
+    files = sorted((AUTH_CORPUS_DIR if auth else CORPUS_DIR).glob("*.cql"))
     if names:
         files = [f for f in files if f.stem in names or f.name in names]
     return files
@@ -189,16 +193,21 @@ def parse_host(spec):
     return host, int(port or DEFAULT_PORT)
 
 
-def connect(host, port, protocol_version=4):
-    """A plain Cluster/Session to one node (no token awareness needed: one node)."""
+def connect(host, port, protocol_version=4, login=None):
+    """A plain Cluster/Session to one node (no token awareness needed: one node),
+    logged in as `login` (user, password) when given."""
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import WhiteListRoundRobinPolicy
 
     profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]),
                                request_timeout=REQUEST_TIMEOUT_S)
+    extra = {}
+    if login:
+        from cassandra.auth import PlainTextAuthProvider
+        extra["auth_provider"] = PlainTextAuthProvider(*login)
     cluster = Cluster([host], port=port, protocol_version=protocol_version,
                       execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                      connect_timeout=10, control_connection_timeout=10)
+                      connect_timeout=10, control_connection_timeout=10, **extra)
     return cluster, cluster.connect()
 
 

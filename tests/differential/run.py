@@ -56,16 +56,20 @@ def main():
     ap.add_argument("--expected", action="store_true", help="compare Varve with expected/*.json")
     ap.add_argument("--protocol", type=int, default=4)
     ap.add_argument("--report", default=str(Path(tempfile.gettempdir()) / "varve-differential-report.md"))
+    ap.add_argument("--auth", action="store_true",
+                    help="run the role and permission corpus (corpus_auth/), logged in as cassandra/cassandra, "
+                         "on servers with PasswordAuthenticator and CassandraAuthorizer")
     ap.add_argument("files", nargs="*", help="corpus file names or stems (default: all)")
     args = ap.parse_args()
+    login = harness.AUTH_LOGIN if args.auth else None
 
     known = harness.load_known()
-    files = harness.corpus_files(args.files)
+    files = harness.corpus_files(args.files, auth=args.auth)
     mismatches, problems, total = [], [], 0
     if args.expected:
         if len(args.hosts) != 1:
             ap.error("--expected takes exactly one host (Varve)")
-        cluster, session = harness.connect(*harness.parse_host(args.hosts[0]), args.protocol)
+        cluster, session = harness.connect(*harness.parse_host(args.hosts[0]), args.protocol, login)
         for f in files:
             m, p = harness.compare_with_expected(session, f, known)
             mismatches += m
@@ -76,8 +80,8 @@ def main():
     else:
         if len(args.hosts) != 2:
             ap.error("--hosts takes the reference (Cassandra) then Varve")
-        ref_cluster, ref = harness.connect(*harness.parse_host(args.hosts[0]), args.protocol)
-        var_cluster, var = harness.connect(*harness.parse_host(args.hosts[1]), args.protocol)
+        ref_cluster, ref = harness.connect(*harness.parse_host(args.hosts[0]), args.protocol, login)
+        var_cluster, var = harness.connect(*harness.parse_host(args.hosts[1]), args.protocol, login)
         for f in files:
             exp = harness.run_file(ref, f)
             act = harness.run_file(var, f)

@@ -97,6 +97,14 @@ def _read_exact(sock, n):
     return data
 
 
+def string_map(pairs):
+    """A protocol [string map] (STARTUP's options)."""
+    out = struct.pack(">H", len(pairs))
+    for k, v in pairs.items():
+        out += struct.pack(">H", len(k)) + k.encode() + struct.pack(">H", len(v)) + v.encode()
+    return out
+
+
 def error_code(body):
     """The [int] error code at the start of an ERROR body."""
     return struct.unpack(">i", body[:4])[0]

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from conftest import connect, varve_bin
+from helpers import string_map  # noqa: F401 (test_cluster_schema imports it from here)
 
 PORTS = ["--native-port", "19042", "--admin-port", "19180", "--storage-port", "17000"]
 
@@ -206,14 +207,6 @@ def string_list(items):
     out = struct.pack(">H", len(items))
     for item in items:
         out += struct.pack(">H", len(item)) + item.encode()
-    return out
-
-
-def string_map(pairs):
-    import struct
-    out = struct.pack(">H", len(pairs))
-    for k, v in pairs.items():
-        out += struct.pack(">H", len(k)) + k.encode() + struct.pack(">H", len(v)) + v.encode()
     return out
 
 

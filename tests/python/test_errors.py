@@ -10,7 +10,7 @@ from cassandra.protocol import ConfigurationException, SyntaxException
 
 from conftest import connect
 from helpers import (ERROR_PROTOCOL, OPCODE_ERROR, OPCODE_OPTIONS, OPCODE_READY, OPCODE_STARTUP,
-                     OPCODE_SUPPORTED, bind_raw, error_code, open_socket, raises, read_frame, rows, unique,
+                     OPCODE_SUPPORTED, bind_raw, error_code, open_socket, raises, read_frame, rows, string_map, unique,
                      v4_frame)
 
 KEY_LIMIT = 65535
@@ -153,13 +153,6 @@ def expect_protocol_error_or_close(sock, codes=(ERROR_PROTOCOL,)):
     assert opcode == OPCODE_ERROR, f"opcode {opcode:#x}"
     assert error_code(body) in codes, f"error code {error_code(body):#x}: {body[6:]!r}"
     return "error"
-
-
-def string_map(pairs):
-    out = struct.pack(">H", len(pairs))
-    for k, v in pairs.items():
-        out += struct.pack(">H", len(k)) + k.encode() + struct.pack(">H", len(v)) + v.encode()
-    return out
 
 
 def test_raw_options_supported(varve_addr):

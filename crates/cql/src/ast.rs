@@ -40,6 +40,8 @@ pub enum Statement {
     },
     Truncate(QualifiedName),
     Describe(Describe),
+    /// A role or permission statement.
+    Auth(crate::auth_ast::AuthStatement),
     /// A statement we recognise but do not implement yet (CREATE TYPE,
     /// CREATE INDEX, materialized views, functions, roles, ...). The string
     /// names the feature, e.g. "user types", "secondary indexes".

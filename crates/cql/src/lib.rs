@@ -7,6 +7,7 @@
 //! This crate must not depend on storage, networking or the executor.
 
 pub mod ast;
+pub mod auth_ast;
 mod error;
 mod keywords;
 mod lexer;

@@ -35,6 +35,7 @@ pub mod query_params;
 pub mod request;
 pub mod response;
 pub mod result;
+pub mod sasl;
 pub mod schema_change;
 pub mod segment;
 pub mod spliced;

@@ -61,6 +61,8 @@ impl Default for QueryOptions {
 pub struct ClientState {
     /// Set by USE.
     pub keyspace: Option<String>,
+    /// The role logged in (PasswordAuthenticator), `None` for anonymous.
+    pub user: Option<String>,
 }
 
 /// One column of a result or of a prepared statement's bind variables.

@@ -9,6 +9,9 @@ use varve_schema::{Schema, Table};
 /// The execution context of one statement.
 pub struct Ctx<'a> {
     pub schema: Arc<Schema>,
+    /// The role granted every permission on what the statement creates
+    /// (CassandraAuthorizer and a login), as Cassandra grants its creator.
+    pub creator: Option<String>,
     /// Bound values in marker order (named values already placed).
     pub values: Vec<BoundValue>,
     /// The keyspace for unqualified names (per-query v5 keyspace, else USE).

@@ -7,16 +7,18 @@ use crate::processor::Processor;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use varve_cql::ast::{self, AlterTableOp, Order, PropertyValue, Statement};
+use varve_schema::access::Resource;
 use varve_schema::options::{KeyspaceOptions, OptionValue, ReplicationContext, TableOptions};
 use varve_schema::table::TableSpec;
-use varve_schema::{Keyspace, Table};
+use varve_schema::{Keyspace, Schema, Table};
 
 /// Names longer than this are rejected (Cassandra's SchemaConstants.NAME_LENGTH).
 pub const MAX_NAME_LENGTH: usize = 48;
 
 pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, stmt: &Statement) -> Result<QueryResult> {
     match stmt {
-        Statement::CreateKeyspace(c) => create_keyspace(p, c).await,
+        Statement::CreateKeyspace(c) => create_keyspace(p, c, ctx.creator.as_deref()).await,
+        Statement::AlterKeyspace(a) if a.name == AUTH_KEYSPACE => alter_auth_keyspace(p, ctx, a),
         Statement::AlterKeyspace(a) => alter_keyspace(p, a).await,
         Statement::DropKeyspace { name, if_exists } => drop_keyspace(p, name, *if_exists).await,
         Statement::CreateTable(c) => create_table(p, ctx, c).await,
@@ -25,6 +27,37 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, stmt: &Statement) -> Resu
         other => Err(QueryError::Server(format!(
             "not a schema statement: {other:?}"
         ))),
+    }
+}
+
+/// The keyspace of roles and permissions (docs/design/security.md).
+const AUTH_KEYSPACE: &str = "system_auth";
+
+/// ALTER KEYSPACE system_auth, which Cassandra's operators run to raise
+/// its replication: accepted when its options are valid, and changes
+/// nothing, since roles live in the cluster metadata on every node; the
+/// client is told so in a warning.
+fn alter_auth_keyspace(
+    p: &Processor,
+    ctx: &mut Ctx<'_>,
+    a: &ast::AlterKeyspace,
+) -> Result<QueryResult> {
+    let current = KeyspaceOptions {
+        replication: varve_schema::options::ReplicationParams::local(),
+        durable_writes: true,
+    };
+    current.altered(&a.name, &props(&a.properties), &replication_context(p))?;
+    ctx.warnings.push(format!(
+        "{AUTH_KEYSPACE} is kept in the cluster metadata, on every node: its replication options change nothing"
+    ));
+    Ok(QueryResult::Void)
+}
+
+/// Grants `creator` every permission that applies to what it created, as
+/// Cassandra does (`None`: no authorizer, or nobody logged in).
+fn grant_creator(s: &mut Schema, creator: Option<&str>, resource: Resource) {
+    if let Some(who) = creator {
+        Arc::make_mut(&mut s.access).grant(who, &resource, resource.applicable());
     }
 }
 
@@ -60,7 +93,11 @@ fn props(list: &[(String, PropertyValue)]) -> Vec<(String, OptionValue)> {
         .collect()
 }
 
-async fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<QueryResult> {
+async fn create_keyspace(
+    p: &Processor,
+    c: &ast::CreateKeyspace,
+    creator: Option<&str>,
+) -> Result<QueryResult> {
     check_name(&c.name, "Keyspace")?;
     if !c.properties.iter().any(|(n, _)| n == "replication") {
         return Err(QueryError::Invalid(
@@ -102,6 +139,7 @@ async fn create_keyspace(p: &Processor, c: &ast::CreateKeyspace) -> Result<Query
                     is_system: false,
                 }),
             );
+            grant_creator(s, creator, Resource::Keyspace(c.name.clone()));
             Ok(true)
         })
         .await?;
@@ -163,7 +201,11 @@ async fn drop_keyspace(p: &Processor, name: &str, if_exists: bool) -> Result<Que
             Some(ks) if ks.is_system => Err(QueryError::Unauthorized(format!(
                 "Cannot DROP <keyspace {name}>"
             ))),
-            Some(_) => Ok(s.keyspaces.remove(name).is_some()),
+            Some(_) => {
+                let resource = Resource::Keyspace(name.to_string());
+                Arc::make_mut(&mut s.access).forget_resource(&resource);
+                Ok(s.keyspaces.remove(name).is_some())
+            }
         })
         .await?;
     if !dropped {
@@ -261,6 +303,8 @@ async fn create_table(
             ks.tables
                 .insert(table.name.clone(), Arc::new(table.clone()));
             s.keyspaces.insert(ks_name.clone(), Arc::new(ks));
+            let resource = Resource::Table(ks_name.clone(), table.name.clone());
+            grant_creator(s, ctx.creator.as_deref(), resource);
             Ok(true)
         })
         .await?;
@@ -431,6 +475,8 @@ async fn drop_table(
                 )));
             }
             s.keyspaces.insert(ks_name.clone(), Arc::new(ks));
+            let resource = Resource::Table(ks_name.clone(), name.name.clone());
+            Arc::make_mut(&mut s.access).forget_resource(&resource);
             Ok(t.is_some())
         })
         .await?;

@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod admin_snapshots;
 pub mod api;
+pub mod auth;
 mod cas;
 pub mod cluster_view;
 mod collections;

@@ -4,7 +4,8 @@
 use crate::error::{QueryError, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use varve_schema::{Keyspace, Schema};
+use varve_schema::snapshot::Saved;
+use varve_schema::Schema;
 use varve_storage::fs::Fs;
 
 /// Where the schema file lives under the data directory.
@@ -32,8 +33,8 @@ impl SchemaStore {
         self.dir.join(SCHEMA_FILE)
     }
 
-    /// The saved keyspaces and schema version, if a schema was saved.
-    pub fn load(&self) -> Result<Option<(Vec<Keyspace>, [u8; 16])>> {
+    /// The saved keyspaces, schema version and roles, if a schema was saved.
+    pub fn load(&self) -> Result<Option<Saved>> {
         let path = self.path();
         if !self.fs.exists(&path) {
             return Ok(None);
@@ -42,7 +43,7 @@ impl SchemaStore {
         let text = String::from_utf8(bytes).map_err(|_| {
             QueryError::Server(format!("schema file {} is not UTF-8", path.display()))
         })?;
-        Ok(Some(varve_schema::snapshot::from_json(&text)?))
+        Ok(Some(varve_schema::snapshot::from_json_with_access(&text)?))
     }
 
     /// Writes the schema durably: a temporary file, fsync, rename, fsync of

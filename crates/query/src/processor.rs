@@ -1,6 +1,7 @@
 //! The entry point: statements in, outcomes out.
 
 use crate::api::*;
+use crate::auth::{Auth, AuthSettings};
 use crate::cluster_view::{ClusterView, NoPeers};
 use crate::context::{order_values, Ctx};
 use crate::data_path::DataPath;
@@ -10,7 +11,7 @@ use crate::local_schema::{self, LocalSchema};
 use crate::metrics::{Operation, QueryMetrics};
 use crate::persist::SchemaStore;
 use crate::schema_source::SchemaSource;
-use crate::{ddl, describe, prepare, request, select, system, write};
+use crate::{auth, ddl, describe, prepare, request, select, system, write};
 use bytes::Bytes;
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -57,7 +58,14 @@ pub struct Processor {
     last_micros: AtomicI64,
     /// Client-request and table metrics (see [`crate::metrics`]).
     pub(crate) metrics: QueryMetrics,
+    /// Authentication and authorization, set once at start
+    /// ([`Processor::set_auth`]); unset means allow all.
+    auth: std::sync::OnceLock<Auth>,
 }
+
+/// What a processor whose authentication was never set runs with.
+static ALLOW_ALL: std::sync::LazyLock<Auth> =
+    std::sync::LazyLock::new(|| Auth::new(AuthSettings::default()));
 
 /// How many times a schema change is analysed again when another change
 /// came first.
@@ -123,11 +131,12 @@ impl Processor {
     ) -> Result<Arc<Processor>> {
         let store = SchemaStore::new(options.fs.clone(), &options.data_dir.join("schema"))?;
         let mut schema = system::initial_schema();
-        if let Some((keyspaces, version)) = store.load()? {
+        if let Some((keyspaces, version, access)) = store.load()? {
             for ks in keyspaces {
                 schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
             }
             schema.version = version;
+            schema.access = Arc::new(access);
         }
         let tables: Vec<TableDescriptor> = local_schema::tables(&schema)
             .values()
@@ -162,7 +171,33 @@ impl Processor {
             prepared: RwLock::new(HashMap::new()),
             last_micros: AtomicI64::new(0),
             metrics: QueryMetrics::new(registry),
+            auth: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets how the node authenticates and authorizes; only the first
+    /// call counts (at start, before serving).
+    pub fn set_auth(&self, settings: AuthSettings) {
+        let _ = self.auth.set(Auth::new(settings));
+    }
+
+    /// How the node authenticates and authorizes.
+    pub fn auth(&self) -> &Auth {
+        self.auth.get().unwrap_or(&ALLOW_ALL)
+    }
+
+    /// Checks that the session may run `statement` (CassandraAuthorizer).
+    fn authorize(
+        &self,
+        state: &ClientState,
+        schema: &Schema,
+        statement: &Statement,
+        keyspace: Option<&str>,
+    ) -> Result<()> {
+        if !self.auth().settings.cassandra_authorizer {
+            return Ok(());
+        }
+        auth::required::check(&schema.access, state.user.as_deref(), statement, keyspace)
     }
 
     /// The node's metrics registry.
@@ -317,6 +352,7 @@ impl Processor {
                     )
                 }
             };
+            self.authorize(state, &schema, &parsed.statement, keyspace.as_deref())?;
             statements.push(write::BatchEntry {
                 parsed,
                 spec_names: names,
@@ -353,8 +389,15 @@ impl Processor {
         opts: &QueryOptions,
     ) -> Result<Outcome> {
         let values = order_values(spec_names, opts)?;
+        let schema = self.schema();
+        self.authorize(state, &schema, &parsed.statement, keyspace.as_deref())?;
+        let creator = match self.auth().settings.cassandra_authorizer {
+            true => state.user.clone(),
+            false => None,
+        };
         let mut ctx = Ctx {
-            schema: self.schema(),
+            schema,
+            creator,
             values,
             keyspace,
             opts,
@@ -400,11 +443,9 @@ impl Processor {
                 QueryResult::SetKeyspace(name.clone())
             }
             Statement::Describe(d) => describe::execute(self, ctx, d)?,
-            Statement::Unsupported(what) if what == "authentication and authorization" => {
-                // As Cassandra without authentication: roles need a login.
-                return Err(QueryError::Unauthorized(
-                    "You have to be logged in and not anonymous to perform this request".into(),
-                ));
+            Statement::Auth(a) => {
+                let user = state.user.clone();
+                Box::pin(auth::execute(self, ctx, user.as_deref(), a)).await?
             }
             Statement::Unsupported(what) => {
                 return Err(QueryError::Invalid(format!(

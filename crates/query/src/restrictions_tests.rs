@@ -36,6 +36,7 @@ fn with_ctx<R>(values: &[BoundValue], f: impl FnOnce(&Ctx) -> R) -> R {
     let opts = QueryOptions::default();
     let ctx = Ctx {
         schema: Arc::new(varve_schema::Schema::default()),
+        creator: None,
         values: values.to_vec(),
         keyspace: Some("ks".into()),
         opts: &opts,

@@ -116,6 +116,7 @@ pub async fn execute_batch(
         };
         let mut ctx = Ctx {
             schema: schema.clone(),
+            creator: None,
             values: order_values(&e.spec_names, &entry_opts)?,
             keyspace: e.keyspace.clone(),
             opts,
@@ -136,6 +137,7 @@ pub async fn execute_batch(
     }
     let mut ctx = Ctx {
         schema: schema.clone(),
+        creator: None,
         values: Vec::new(),
         keyspace: None,
         opts,

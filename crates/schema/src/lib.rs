@@ -5,6 +5,8 @@
 //! half-applied change. This crate validates options but executes nothing;
 //! it depends only on `varve-types`.
 
+pub mod access;
+mod access_json;
 pub mod column;
 pub mod error;
 pub mod keyspace;
@@ -26,6 +28,8 @@ pub struct Schema {
     pub keyspaces: BTreeMap<String, Arc<Keyspace>>,
     /// Changes with every schema change (drivers compare it for agreement).
     pub version: [u8; 16],
+    /// Roles and permissions (docs/design/security.md, section 3).
+    pub access: Arc<access::Access>,
 }
 
 impl Schema {

@@ -3,6 +3,7 @@
 //! docs/format/schema-file.md; system keyspaces are never written (they are
 //! built in).
 
+use crate::access::Access;
 use crate::column::{Column, ColumnKind};
 use crate::error::{Error, Result};
 use crate::keyspace::Keyspace;
@@ -22,6 +23,9 @@ struct FileV1 {
     version: u32,
     schema_version: String,
     keyspaces: Vec<KeyspaceV1>,
+    /// Roles and permissions; absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    access: Option<crate::access_json::AccessV1>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -175,12 +179,23 @@ pub fn to_json(schema: &Schema) -> String {
         version: SCHEMA_FILE_VERSION,
         schema_version: hex(&schema.version),
         keyspaces,
+        access: crate::access_json::encode(&schema.access),
     };
     serde_json::to_string_pretty(&file).unwrap_or_default()
 }
 
+/// What a schema file holds: the user keyspaces, the schema version, and
+/// the roles and permissions.
+pub type Saved = (Vec<Keyspace>, [u8; 16], Access);
+
 /// Reads a schema file back: the user keyspaces and the schema version.
 pub fn from_json(text: &str) -> Result<(Vec<Keyspace>, [u8; 16])> {
+    from_json_with_access(text).map(|(k, v, _)| (k, v))
+}
+
+/// Reads a schema file back: the user keyspaces, the schema version, and
+/// the roles and permissions.
+pub fn from_json_with_access(text: &str) -> Result<Saved> {
     let file: FileV1 = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
     if file.version != SCHEMA_FILE_VERSION {
         return Err(bad(format!("unsupported version {}", file.version)));
@@ -257,7 +272,8 @@ pub fn from_json(text: &str) -> Result<(Vec<Keyspace>, [u8; 16])> {
             is_system: false,
         });
     }
-    Ok((out, unhex16(&file.schema_version)?))
+    let access = crate::access_json::decode(file.access)?;
+    Ok((out, unhex16(&file.schema_version)?, access))
 }
 
 #[cfg(test)]

@@ -18,7 +18,11 @@
 //! Cassandra's rules followed here: before STARTUP only OPTIONS and STARTUP
 //! are accepted ("Unexpected message X, expecting STARTUP or OPTIONS"); a
 //! second STARTUP is refused; both are protocol errors on that stream and
-//! the connection stays open. See [`crate::framing`] for which framing
+//! the connection stays open. Under PasswordAuthenticator STARTUP answers
+//! AUTHENTICATE, and until an AUTH_RESPONSE succeeds only AUTH_RESPONSE is
+//! accepted ("Unexpected message X, expecting SASL_RESPONSE", OPTIONS too,
+//! as Cassandra 5.0.4 answers); an AUTH_RESPONSE once logged in logs in
+//! again, as in Cassandra. See [`crate::authenticate`]. See [`crate::framing`] for which framing
 //! errors close the connection.
 
 use std::collections::HashMap;
@@ -63,6 +67,8 @@ fn burst_is_full(pending: usize, queued: usize) -> bool {
 enum Stage {
     /// Only OPTIONS and STARTUP are accepted.
     Established,
+    /// STARTUP answered AUTHENTICATE: only AUTH_RESPONSE.
+    Authenticating,
     /// STARTUP done.
     Ready,
 }
@@ -91,12 +97,17 @@ struct Connection {
     in_flight: Arc<Semaphore>,
     /// A fatal error was answered: stop reading.
     closing: bool,
+    /// An AUTH_RESPONSE to check before reading on: its stream and token.
+    login: Option<(i16, Option<bytes::Bytes>)>,
+    /// The client's address, for the log of a failed login.
+    peer: Option<std::net::SocketAddr>,
 }
 
 /// Serves one accepted connection until the peer closes, a fatal protocol
 /// error, or shutdown; then waits (bounded) for its in-flight requests.
 pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
+    let peer = stream.peer_addr().ok();
     let (mut reader, writer) = stream.into_split();
     let (tx, mut answers) = mpsc::channel(WRITE_QUEUE_DEPTH);
     let max_in_flight = shared.config.max_in_flight_per_connection;
@@ -115,12 +126,17 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
         client: Arc::new(Mutex::new(ClientState::default())),
         in_flight: Arc::new(Semaphore::new(max_in_flight.min(Semaphore::MAX_PERMITS))),
         closing: false,
+        login: None,
+        peer,
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
     while !*shutdown.borrow() {
         while !conn.closing {
             match conn.inbound.next_frame(&mut buf) {
-                Ok(Some(frame)) => conn.handle_frame(frame),
+                Ok(Some(frame)) => {
+                    conn.handle_frame(frame);
+                    conn.log_in().await;
+                }
                 Ok(None) => break,
                 Err(e) => conn.framing_error(e),
             }
@@ -373,6 +389,14 @@ impl Connection {
             );
             return self.send_error(stream, errors::protocol_message(msg));
         }
+        if self.stage == Stage::Authenticating && header.opcode != opcode::AUTH_RESPONSE {
+            self.shared.metrics.protocol_error();
+            let msg = format!(
+                "Unexpected message {}, expecting SASL_RESPONSE",
+                opcode_name(header.opcode)
+            );
+            return self.send_error(stream, errors::protocol_message(msg));
+        }
         if self.stage == Stage::Established
             && header.opcode != opcode::STARTUP
             && header.opcode != opcode::OPTIONS
@@ -402,6 +426,9 @@ impl Connection {
             }
             Request::Startup(options) => self.startup(stream, &options),
             Request::Register(types) => self.register(stream, &types),
+            Request::AuthResponse(token) if self.password_authenticator() => {
+                self.login = Some((stream, token));
+            }
             Request::AuthResponse(_) => {
                 let msg =
                     "Unexpected message AUTH_RESPONSE, authentication is not enabled on this node";
@@ -412,7 +439,7 @@ impl Connection {
     }
 
     fn startup(&mut self, stream: i16, options: &HashMap<String, String>) {
-        if self.stage == Stage::Ready {
+        if self.stage != Stage::Established {
             let msg = "Unexpected message STARTUP, the connection is already initialized";
             return self.send_error(stream, errors::protocol_message(msg));
         }
@@ -420,7 +447,13 @@ impl Connection {
             Ok(c) => c,
             Err(body) => return self.send_error(stream, body),
         };
-        self.send(stream, Vec::new(), Response::Ready);
+        let (answer, stage) = if self.password_authenticator() {
+            let class = crate::authenticate::PASSWORD_AUTHENTICATOR.to_string();
+            (Response::Authenticate(class), Stage::Authenticating)
+        } else {
+            (Response::Ready, Stage::Ready)
+        };
+        self.send(stream, Vec::new(), answer);
         let segments = self.version() >= 5;
         self.pending.push(Outgoing::Negotiated {
             compression,
@@ -431,7 +464,31 @@ impl Connection {
         } else {
             self.compression = compression;
         }
-        self.stage = Stage::Ready;
+        self.stage = stage;
+    }
+
+    fn password_authenticator(&self) -> bool {
+        self.shared.processor.auth().settings.password_authenticator
+    }
+
+    /// Checks the AUTH_RESPONSE just read, if any: AUTH_SUCCESS and the
+    /// role in the client state, or AuthenticationError after the failure
+    /// delay (the connection stays open for another try, and a connection
+    /// already logged in keeps its role). Nothing else is read meanwhile:
+    /// the client waits for this answer anyway.
+    async fn log_in(&mut self) {
+        let Some((stream, token)) = self.login.take() else {
+            return;
+        };
+        self.flush().await;
+        match crate::authenticate::check_token(&self.shared.processor, token, self.peer).await {
+            Ok(role) => {
+                self.client.lock().user = Some(role);
+                self.stage = Stage::Ready;
+                self.send(stream, Vec::new(), Response::AuthSuccess(None));
+            }
+            Err(body) => self.send_error(stream, body),
+        }
     }
 
     fn register(&mut self, stream: i16, types: &[String]) {

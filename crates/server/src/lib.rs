@@ -19,6 +19,7 @@
 
 mod admin;
 mod admin_snapshots;
+pub mod authenticate;
 mod compaction_control;
 mod connection;
 mod convert;

@@ -34,3 +34,11 @@ pub const HTTP_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long an over-limit connection may take to send its first request
 /// before it is closed without an answer.
 pub const REJECTED_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a failed login waits before its AuthenticationError: the same
+/// for an unknown role, a wrong password and a garbled token, so guessing
+/// is slow and the timing tells nothing (docs/design/security.md).
+pub const LOGIN_FAILURE_DELAY: Duration = Duration::from_millis(500);
+/// Password checks (bcrypt, tens of milliseconds of CPU each) running at
+/// once on the node; more logins wait their turn, so a flood of password
+/// guesses cannot take every core from the clients already logged in.
+pub const LOGIN_CHECKS_MAX: usize = 4;

@@ -51,6 +51,10 @@ pub enum ClusterCommand {
         /// Internode port of every node of a new cluster.
         #[arg(long, default_value_t = launcher::STORAGE_PORT)]
         storage_port: u16,
+        /// Extra `varve server` arguments for every node of a new cluster,
+        /// after `--`, e.g. `-- --config cassandra.yaml`.
+        #[arg(last = true)]
+        server_args: Vec<String>,
     },
     /// Add a node (127.0.0.N+1) and start it: it bootstraps into the
     /// cluster, streaming its ranges; returns once it serves (progress is
@@ -88,13 +92,18 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
             native_port,
             admin_port,
             storage_port,
+            server_args,
         } => {
             let ports = Ports {
                 native: native_port,
                 admin: admin_port,
                 storage: storage_port,
             };
-            start(&dir, node, Layout::new(nodes, dcs, ports))
+            let layout = Layout::new(nodes, dcs, ports).map(|mut l| {
+                l.server_args = server_args;
+                l
+            });
+            start(&dir, node, layout)
         }
         ClusterCommand::Add { dc, server_args } => add(&dir, dc, server_args),
         ClusterCommand::Stop => stop(&dir),

@@ -188,8 +188,10 @@ pub fn encode(schema: &Schema) -> Bytes {
 /// The schema `bytes` carry, with `version`, over the system keyspaces.
 pub fn decode(bytes: &[u8], version: [u8; 16]) -> Result<Schema, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
-    let (keyspaces, _) = varve_schema::snapshot::from_json(text).map_err(|e| e.to_string())?;
+    let (keyspaces, _, access) =
+        varve_schema::snapshot::from_json_with_access(text).map_err(|e| e.to_string())?;
     let mut schema = varve_query::system_schema();
+    schema.access = Arc::new(access);
     for ks in keyspaces {
         schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
     }

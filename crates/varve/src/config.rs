@@ -93,6 +93,16 @@ struct FileConfig {
     hinted_handoff_throttle: Option<Value>,
     hints_flush_period: Option<Value>,
     hints_space_total: Option<Value>,
+    // Security (crate::security_config).
+    authenticator: Option<Value>,
+    authorizer: Option<Value>,
+    role_manager: Option<Value>,
+    network_authorizer: Option<Value>,
+    cidr_authorizer: Option<Value>,
+    credentials_validity: Option<Value>,
+    credentials_validity_in_ms: Option<u64>,
+    client_encryption_options: Option<Value>,
+    server_encryption_options: Option<Value>,
     #[serde(flatten)]
     unknown: BTreeMap<String, Value>,
 }
@@ -153,6 +163,8 @@ pub struct Settings {
     pub topology: crate::topology_config::Topology,
     /// Hinted handoff (crate::hints_config).
     pub hints: varve_cluster::hints::HintsConfig,
+    /// Authentication and authorization (crate::security_config).
+    pub auth: varve_query::auth::AuthSettings,
 }
 
 fn parse_address(key: &str, text: &str) -> anyhow::Result<IpAddr> {
@@ -377,6 +389,17 @@ impl Settings {
                 default_writes.compaction,
             )?,
         };
+        let auth = crate::security_config::resolve(&crate::security_config::SecurityFile {
+            authenticator: file.authenticator.clone(),
+            authorizer: file.authorizer.clone(),
+            role_manager: file.role_manager.clone(),
+            network_authorizer: file.network_authorizer.clone(),
+            cidr_authorizer: file.cidr_authorizer.clone(),
+            credentials_validity: file.credentials_validity.clone(),
+            credentials_validity_in_ms: file.credentials_validity_in_ms,
+            client_encryption_options: file.client_encryption_options.clone(),
+            server_encryption_options: file.server_encryption_options.clone(),
+        })?;
         let hints = crate::hints_config::resolve(
             &crate::hints_config::HintsFile {
                 hinted_handoff_enabled: file.hinted_handoff_enabled,
@@ -416,6 +439,7 @@ impl Settings {
         Ok(Settings {
             topology,
             hints,
+            auth,
             cluster_name: args
                 .cluster_name
                 .clone()

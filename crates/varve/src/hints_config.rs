@@ -70,7 +70,7 @@ fn text(key: &str, v: &Value) -> anyhow::Result<String> {
     }
 }
 
-fn duration_ms(key: &str, v: &Value) -> anyhow::Result<u64> {
+pub(crate) fn duration_ms(key: &str, v: &Value) -> anyhow::Result<u64> {
     parse_duration_ms(&text(key, v)?)
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("{key} must be a duration like 3h"))

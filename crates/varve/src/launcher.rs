@@ -41,6 +41,10 @@ pub struct Layout {
     /// numbered from `nodes + 1` on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub added: Vec<Added>,
+    /// Extra `varve server` arguments every node starts with (`varve
+    /// cluster start ... -- --config cassandra.yaml`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_args: Vec<String>,
 }
 
 /// A node `varve cluster add` added.
@@ -98,6 +102,7 @@ impl Layout {
             dcs,
             ports,
             added: Vec::new(),
+            server_args: Vec::new(),
         })
     }
 
@@ -147,8 +152,12 @@ impl Layout {
             );
         }
         let (dc, args) = match index.checked_sub(self.nodes + 1) {
-            Some(i) => (self.added[i].dc.clone(), self.added[i].args.clone()),
-            None => (self.dc_of(index), Vec::new()),
+            Some(i) => {
+                let own = self.added[i].args.iter().cloned();
+                let args = self.server_args.iter().cloned().chain(own).collect();
+                (self.added[i].dc.clone(), args)
+            }
+            None => (self.dc_of(index), self.server_args.clone()),
         };
         Ok(Node {
             index,
@@ -189,6 +198,7 @@ impl Layout {
             .with_context(|| format!("{} is not a cluster layout", path.display()))?;
         let mut checked = Layout::new(layout.nodes, layout.dcs, layout.ports)?;
         checked.added = layout.added;
+        checked.server_args = layout.server_args;
         if checked.total() > MAX_NODES {
             bail!("{} lists more than {MAX_NODES} nodes", path.display());
         }
@@ -397,9 +407,16 @@ mod tests {
     #[test]
     fn a_layout_survives_a_round_trip_through_its_file() {
         let dir = std::env::temp_dir().join(format!("varve-layout-{}", std::process::id()));
-        let l = Layout::new(4, 2, Ports::default()).expect("valid");
+        let mut l = Layout::new(4, 2, Ports::default()).expect("valid");
+        l.server_args = vec!["--config".into(), "c.yaml".into()];
+        l.add(None, vec!["--x".into()]).expect("adds");
         l.save(&dir).expect("saves");
-        assert_eq!(Layout::load(&dir).expect("loads"), Some(l));
+        assert_eq!(Layout::load(&dir).expect("loads"), Some(l.clone()));
+        assert_eq!(l.node(1).expect("node 1").args, ["--config", "c.yaml"]);
+        assert_eq!(
+            l.node(5).expect("node 5").args,
+            ["--config", "c.yaml", "--x"]
+        );
         std::fs::remove_dir_all(&dir).expect("cleans up");
     }
 

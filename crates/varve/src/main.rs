@@ -27,6 +27,7 @@ mod nodetool;
 mod removenode;
 mod repair;
 mod report_cmd;
+mod security_config;
 mod sizes;
 mod stress_cmd;
 mod topology_config;
@@ -236,6 +237,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     processor.set_key_cache_size(settings.key_cache_bytes);
     processor.set_file_cache_size(settings.file_cache_bytes);
     processor.set_auto_snapshot(settings.auto_snapshot);
+    processor.set_auth(settings.auth);
     processor
         .metrics()
         .set_settings(node_metrics::settings_rows(&settings));
@@ -268,6 +270,9 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         return stop_node(cluster, processor).await;
     };
     joined?;
+    if let Err(e) = processor.ensure_default_superuser().await {
+        tracing::error!("creating the default superuser role: {e}");
+    }
     info!(
         "varve ready: CQL on {}, admin on http://{}, internode on {}",
         server.cql_addr(),

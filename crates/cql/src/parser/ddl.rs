@@ -2,7 +2,7 @@
 //! / DROP forms of features Varve does not implement, which become
 //! [`Statement::Unsupported`] without parsing the rest of the text.
 
-use super::{auth, Parser};
+use super::Parser;
 use crate::ast::{
     AlterKeyspace, AlterTable, AlterTableOp, ColumnDef, CreateKeyspace, CreateTable, Statement,
 };
@@ -22,8 +22,6 @@ fn unsupported_object(p: &mut Parser<'_>) -> Option<Statement> {
         "user-defined functions"
     } else if p.is_kw("trigger") {
         "triggers"
-    } else if p.is_kw("role") || p.is_kw("user") {
-        return Some(auth());
     } else {
         return None;
     };
@@ -57,6 +55,11 @@ impl Parser<'_> {
         if self.eat_kw("table") || self.eat_kw("columnfamily") {
             return self.create_table().map(Statement::CreateTable);
         }
+        if self.is_kw("role") || self.is_kw("user") {
+            let user = self.eat_kw("user");
+            self.eat_kw("role");
+            return self.create_role(user);
+        }
         unsupported_object(self).ok_or_else(|| self.no_viable())
     }
 
@@ -76,6 +79,11 @@ impl Parser<'_> {
         if self.eat_kw("table") || self.eat_kw("columnfamily") {
             return self.alter_table().map(Statement::AlterTable);
         }
+        if self.is_kw("role") || self.is_kw("user") {
+            let user = self.eat_kw("user");
+            self.eat_kw("role");
+            return self.alter_role(user);
+        }
         unsupported_object(self).ok_or_else(|| self.no_viable())
     }
 
@@ -90,6 +98,9 @@ impl Parser<'_> {
             let if_exists = self.if_exists()?;
             let name = self.qualified_name()?;
             return Ok(Statement::DropTable { name, if_exists });
+        }
+        if self.eat_kw("role") || self.eat_kw("user") {
+            return self.drop_role();
         }
         unsupported_object(self).ok_or_else(|| self.no_viable())
     }

@@ -6,6 +6,7 @@
 //! text. Submodules hold one statement family each; this file holds the
 //! token cursor, error construction and the statement dispatch.
 
+mod auth;
 mod ddl;
 mod describe;
 mod modify;
@@ -334,12 +335,15 @@ impl<'a> Parser<'a> {
             "drop" => self.drop_statement(),
             "truncate" => self.truncate(),
             "describe" | "desc" => self.describe(),
-            "grant" | "revoke" | "list" => Ok(auth()),
+            "grant" | "revoke" => {
+                self.pos += 1;
+                self.grant_or_revoke(word == "grant")
+            }
+            "list" => {
+                self.pos += 1;
+                self.list()
+            }
             _ => Err(self.no_viable()),
         }
     }
-}
-
-fn auth() -> Statement {
-    Statement::Unsupported("authentication and authorization".into())
 }

@@ -67,7 +67,7 @@ impl Parser<'_> {
         Ok(Some(text))
     }
 
-    fn property_map(&mut self) -> Result<PropertyValue> {
+    pub(super) fn property_map(&mut self) -> Result<PropertyValue> {
         self.expect_punct(Punct::LBrace)?;
         let mut entries = Vec::new();
         if self.eat_punct(Punct::RBrace) {

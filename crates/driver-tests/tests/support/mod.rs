@@ -66,7 +66,15 @@ pub struct VarveProcess {
 impl VarveProcess {
     /// Starts a node and waits until it serves; panics (this is a test
     /// helper) with the node's output if it does not.
+    // Each test file compiles this module; not every one starts a plain node.
+    #[allow(dead_code)]
     pub fn start() -> VarveProcess {
+        Self::start_with_config(None)
+    }
+
+    /// [`VarveProcess::start`] with `config` as its cassandra.yaml (kept
+    /// in the data directory).
+    pub fn start_with_config(config: Option<&str>) -> VarveProcess {
         let bin = varve_bin();
         assert!(
             bin.is_file(),
@@ -75,6 +83,13 @@ impl VarveProcess {
             bin.display()
         );
         let data_dir = fresh_data_dir();
+        let mut extra = Vec::new();
+        if let Some(yaml) = config {
+            std::fs::create_dir_all(&data_dir).expect("creating the data directory");
+            let path = data_dir.join("cassandra.yaml");
+            std::fs::write(&path, yaml).expect("writing the config");
+            extra = vec!["--config".into(), path.into_os_string()];
+        }
         let mut child = Command::new(&bin)
             .args([
                 "server",
@@ -89,6 +104,7 @@ impl VarveProcess {
             ])
             .arg("--data-dir")
             .arg(&data_dir)
+            .args(&extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -326,6 +326,38 @@ const DEFS: &[Def] = &[
             ("value", "double", 'r'),
         ],
     ),
+    // Roles and permissions, as Cassandra lays them out; built from the
+    // schema's access data (docs/design/security.md, section 3).
+    (
+        "system_auth",
+        "roles",
+        &[
+            ("role", "text", 'p'),
+            ("can_login", "boolean", 'r'),
+            ("is_superuser", "boolean", 'r'),
+            ("member_of", "set<text>", 'r'),
+            ("salted_hash", "text", 'r'),
+        ],
+    ),
+    (
+        "system_auth",
+        "role_members",
+        &[("role", "text", 'p'), ("member", "text", 'c')],
+    ),
+    (
+        "system_auth",
+        "role_permissions",
+        &[
+            ("role", "text", 'p'),
+            ("resource", "text", 'c'),
+            ("permissions", "set<text>", 'r'),
+        ],
+    ),
+    (
+        "system_auth",
+        "resource_role_permissons_index",
+        &[("resource", "text", 'p'), ("role", "text", 'c')],
+    ),
 ];
 
 /// System tables whose rows storage keeps, as any table's (the rest are
@@ -399,6 +431,7 @@ pub fn initial_schema() -> Schema {
     Schema {
         keyspaces,
         version: varve_types::time::random_uuid(),
+        access: Arc::default(),
     }
 }
 

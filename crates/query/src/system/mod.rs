@@ -1,12 +1,14 @@
 //! The system keyspaces drivers and cqlsh read: `system.local`,
 //! `system.peers(_v2)`, `system_schema.*` and `system_virtual_schema.*`;
-//! and `system_views.*`, the node's metrics and settings ([`views`]).
+//! `system_views.*`, the node's metrics and settings ([`views`]); and
+//! `system_auth.*`, the roles and permissions ([`auth_rows`]).
 //!
 //! They are virtual: their rows are built from the schema and the node's
 //! facts when a query reads them, put in a scratch storage table, and the
 //! query then runs through the normal SELECT path (so every restriction,
 //! paging and projection works on them too).
 
+mod auth_rows;
 mod definitions;
 mod schema_rows;
 mod views;
@@ -34,6 +36,7 @@ pub fn materialize(p: &Processor, table: &Table, ctx: &Ctx) -> Result<Storage> {
         ("system_schema", name) => schema_rows::schema_table(name, &ctx.schema),
         ("system_virtual_schema", name) => schema_rows::virtual_schema_table(name, &ctx.schema),
         ("system_views", name) => views::rows(p, name),
+        ("system_auth", name) => auth_rows::rows(name, &ctx.schema.access),
         _ => Vec::new(),
     };
     let storage = Storage::new();
@@ -57,9 +60,17 @@ pub fn materialize(p: &Processor, table: &Table, ctx: &Ctx) -> Result<Storage> {
                 continue;
             };
             let bytes = Bytes::from(codec::serialize(v));
-            match col.kind {
-                ColumnKind::PartitionKey => pk.push(bytes),
-                ColumnKind::Clustering => ck.push(bytes),
+            match (col.kind, v) {
+                (ColumnKind::PartitionKey, _) => pk.push(bytes),
+                (ColumnKind::Clustering, _) => ck.push(bytes),
+                // A set that is not frozen: a cell per element, keyed by it.
+                (_, Value::Set(items)) if col.ty.is_multi_cell() => {
+                    for item in items {
+                        let path = Bytes::from(codec::serialize(item));
+                        row.cells
+                            .insert((col.id, Some(path)), Cell::live(0, Bytes::new()));
+                    }
+                }
                 _ => {
                     row.cells.insert((col.id, None), Cell::live(0, bytes));
                 }
