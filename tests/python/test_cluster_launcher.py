@@ -100,7 +100,14 @@ def test_three_nodes_over_two_data_centres_start_and_answer_on_their_addresses(c
     assert local_row("127.0.0.3") == ("127.0.0.3", "dc2", "rack1", "varve-local")
     for node in (1, 2, 3):
         assert node_states(cluster_dir, node) == {f"127.0.0.{i}": "UN" for i in (1, 2, 3)}
-    gossip = varve_cluster(cluster_dir, "nodetool", "1", "gossipinfo").stdout
+    # Every node publishes its tokens in gossip as it becomes Normal; node 1
+    # may hear of the last one's a moment after the cluster is ready.
+    deadline = time.monotonic() + 10
+    while True:
+        gossip = varve_cluster(cluster_dir, "nodetool", "1", "gossipinfo").stdout
+        if gossip.count("  TOKENS:") == 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     for i, dc in ((1, "dc1"), (2, "dc1"), (3, "dc2")):
         block = gossip.split(f"/127.0.0.{i}:17000\n")[1].split("\n/")[0]
         assert re.search(rf"^  DC:\d+:{dc}$", block, re.M), gossip
