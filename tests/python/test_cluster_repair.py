@@ -3,8 +3,9 @@ while writes go at ONE, its hints truncated) agree after one repair,
 shown by reading every row at ONE through each replica and by a second
 repair that finds nothing out of sync (equal Merkle leaves everywhere);
 incremental repairs (the default) mark what they compared repaired and
-compare only what is new; and after ALTER KEYSPACE raises a replication
-factor, one repair puts every row on its new replicas.
+compare only what is new; after ALTER KEYSPACE raises a replication
+factor, one repair puts every row on its new replicas; and a replica that
+missed lightweight transactions gets their Paxos state from the repair.
 
 Real `varve server` processes on 127.0.0.x and the Python driver.
 """
@@ -90,6 +91,66 @@ def test_one_repair_brings_diverged_replicas_together(tmp_path, nodes):
         incremental_repairs_compare_only_what_is_new(session, nodes)
         raise_replication_then_repair(session)
     finally:
+        third_cluster.shutdown()
+        cluster.shutdown()
+
+
+def paxos_out_of_sync(report):
+    return int(re.search(r"system\.paxos: \d+ ranges repaired, (\d+) out of sync", report).group(1))
+
+
+def committed_keys(session):
+    """The user partitions whose Paxos commit this replica holds."""
+    rows = session.execute("SELECT row_key, most_recent_commit_at FROM system.paxos")
+    return {bytes(r.row_key) for r in rows if r.most_recent_commit_at is not None}
+
+
+def test_repair_gives_a_replica_the_paxos_state_of_transactions_it_missed(tmp_path, nodes):
+    """Node 3 is down while 40 conditional inserts commit on nodes 1 and 2
+    (hints dropped): its `system.paxos` lacks them. `nodetool repair`
+    repairs the Paxos state first: it finds it out of sync, node 3 then
+    holds every commit, and a second repair finds it equal, although each
+    replica wrote its Paxos rows with timestamps of its own."""
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+
+    for index in range(1, 4):
+        nodes.append(start_node(tmp_path, index))
+    cluster = connect("127.0.0.1", NATIVE, 5)
+    session = cluster.connect()
+    session.execute("CREATE KEYSPACE ks WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+    session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+    nodes[2].stop(signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while "DN  127.0.0.3" not in nodetool(1, "status"):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    insert = SimpleStatement("INSERT INTO ks.t (k, v) VALUES (%s, 'lwt') IF NOT EXISTS",
+                             consistency_level=ConsistencyLevel.QUORUM,
+                             serial_consistency_level=ConsistencyLevel.SERIAL)
+    for k in range(40):
+        assert session.execute(insert, (k,)).one()[0] is True
+    for index in (1, 2):
+        nodetool(index, "truncatehints")
+    nodes[2].start(port=NATIVE, admin_port=ADMIN)
+    deadline = time.monotonic() + 30
+    while any(nodetool(i, "status").count("UN") < 3 for i in (1, 2, 3)):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    first_cluster, first = pinned("127.0.0.1")
+    third_cluster, third = pinned("127.0.0.3")
+    try:
+        committed = committed_keys(first)
+        assert len(committed) == 40, len(committed)
+        assert committed_keys(third) == set(), "node 3 took part in the transactions"
+        report = nodetool(1, "repair", "ks")
+        assert paxos_out_of_sync(report) > 0, report
+        assert committed_keys(third) == committed
+        again = nodetool(2, "repair", "ks")
+        assert paxos_out_of_sync(again) == 0, again
+    finally:
+        first_cluster.shutdown()
         third_cluster.shutdown()
         cluster.shutdown()
 

@@ -133,22 +133,32 @@ async fn attempt(
 /// under the user partitions' keys; they merge by ballot where they land).
 pub fn tables_to_move(processor: &Processor) -> Vec<StreamTable> {
     let mut tables = user_tables(processor);
+    let paxos = paxos_tables(processor, &tables);
+    tables.extend(paxos);
+    tables
+}
+
+/// `system.paxos` once per distinct replication of `tables` (none when
+/// the schema has no `system.paxos`).
+pub fn paxos_tables(processor: &Processor, tables: &[StreamTable]) -> Vec<StreamTable> {
     let schema = processor.schema();
     let Some(paxos) = schema.table("system", "paxos").map(|t| t.id) else {
-        return tables;
+        return Vec::new();
     };
     let mut replications: Vec<_> = Vec::new();
-    for t in &tables {
+    for t in tables {
         if !replications.contains(&t.replication) {
             replications.push(t.replication.clone());
         }
     }
-    tables.extend(replications.into_iter().map(|replication| StreamTable {
-        table: paxos,
-        name: "system.paxos".to_string(),
-        replication,
-    }));
-    tables
+    replications
+        .into_iter()
+        .map(|replication| StreamTable {
+            table: paxos,
+            name: "system.paxos".to_string(),
+            replication,
+        })
+        .collect()
 }
 
 /// Every user table with its keyspace's replication.

@@ -191,7 +191,11 @@ impl ClusterNode {
             },
         )
         .await?;
-        varve_cluster::repair::validate::serve(&messaging, processor.engine());
+        varve_cluster::repair::validate::serve(
+            &messaging,
+            processor.engine(),
+            Some(Arc::clone(&paxos)),
+        );
         varve_cluster::repair::incremental::serve(
             &messaging,
             processor.engine(),

@@ -3,12 +3,16 @@
 //! leaves, and what differs exchanged (docs/design/topology.md, section
 //! 6). Incremental by default, as in Cassandra: only data no repair has
 //! covered is compared, and what one compared is marked repaired; `-full`
-//! compares everything.
+//! compares everything. The Paxos state of the keyspaces' ranges
+//! (`system.paxos`, once per distinct replication) is repaired first, in
+//! full, as Cassandra's repair runs its Paxos repair first: afterwards
+//! every replica of a range holds each commit and each proposal accepted
+//! anywhere, so no later quorum can miss one.
 
 use varve_cluster::repair::{local_ranges, repair_table, RepairKind};
 use varve_cluster::streaming::StreamTable;
 
-use crate::bootstrap::user_tables;
+use crate::bootstrap::{paxos_tables, user_tables};
 use crate::decommission::Decommission;
 
 /// The repair `args` ask for: `pr` or `all`, `full` or `incremental`,
@@ -41,7 +45,12 @@ pub async fn run(ops: &Decommission, args: &[String]) -> Result<String, String> 
             format!("incremental repair, session {session:032x}\n")
         }
     };
-    for t in &chosen {
+    let paxos = paxos_tables(&processor, &chosen);
+    let jobs = paxos
+        .iter()
+        .map(|t| (t, RepairKind::Full))
+        .chain(chosen.iter().map(|t| (t, kind)));
+    for (t, kind) in jobs {
         let ranges = local_ranges(&ops.coordinator, t, primary);
         let done = repair_table(&ops.coordinator, &puller, t, &ranges, kind).await?;
         out.push_str(&format!(

@@ -139,6 +139,17 @@ impl PaxosReplica {
         Ok(())
     }
 
+    /// What a repair compares of a `system.paxos` partition
+    /// ([`PaxosStore::repair_digest`]), appended to `out`.
+    pub fn repair_digest(
+        &self,
+        partition: &varve_types::data::Partition,
+        out: &mut Vec<u8>,
+    ) -> Result<(), StorageError> {
+        self.store
+            .repair_digest(partition, self.store.now_seconds(), out)
+    }
+
     /// `system.paxos`' id.
     pub fn table(&self) -> u128 {
         self.store.table()

@@ -182,6 +182,37 @@ impl PaxosStore {
         Ok(out)
     }
 
+    /// What a repair compares of a `system.paxos` partition
+    /// (docs/design/topology.md, section 6), appended to `out`: per user
+    /// table, the newest commit and a proposal accepted after it, each as
+    /// its ballot and update. Promises are left out (a promise is no data,
+    /// and replicas differ in them by design), so are the cells' own
+    /// timestamps and expiry, which each replica writes for itself: two
+    /// replicas that hold the same proposals give the same bytes.
+    pub fn repair_digest(
+        &self,
+        partition: &Partition,
+        now_seconds: i32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), StorageError> {
+        for (table, state) in self.decode_streamed(partition, now_seconds)? {
+            out.extend_from_slice(&table.to_be_bytes());
+            let committed = state.committed.as_ref();
+            let open = state
+                .accepted
+                .as_ref()
+                .filter(|a| committed.is_none_or(|c| a.ballot > c.ballot));
+            for (tag, p) in [(b'c', committed), (b'a', open)] {
+                if let Some(p) = p {
+                    out.push(tag);
+                    out.extend_from_slice(&p.ballot.0);
+                    encode_partition(out, &p.update);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Saves `state` for `key` in `table` over the row `loaded` read,
     /// durably, before returning.
     pub fn save(
@@ -471,6 +502,60 @@ mod tests {
             "the promise made here holds"
         );
         assert_eq!(merged.state.accepted, Some(accepted));
+    }
+
+    /// What a repair compares: the same commit gives the same digest on
+    /// two replicas whatever their cell timestamps and promises; a
+    /// proposal accepted past the commit, or another commit, differs.
+    #[test]
+    fn the_repair_digest_compares_proposals_not_promises_or_cell_timestamps() {
+        let (_here_storage, here) = store();
+        let (_there_storage, there) = store();
+        let key = PartitionKey::new(Bytes::from_static(b"k"));
+        let micros = i64::from(NOW) * 1_000_000;
+        let ballot = |n: i64| Ballot::new(micros + n, 0x8000_0000_0000_0001);
+        let proposal = |n: i64, v: u8| Proposal {
+            ballot: ballot(n),
+            update: update(v),
+        };
+        let digest = |store: &PaxosStore| {
+            let all = Slice::all(&store.comparator().expect("cmp"));
+            let p = store
+                .engine()
+                .read_partition(PAXOS, &key, &[all])
+                .expect("read")
+                .expect("state");
+            let mut out = Vec::new();
+            store.repair_digest(&p, NOW, &mut out).expect("digest");
+            out
+        };
+        let save = |store: &PaxosStore, state: &PaxosState| {
+            let loaded = store.load(USER, &key, NOW).expect("load");
+            store
+                .save(USER, &key, state, loaded.version, NOW)
+                .expect("saved");
+        };
+        let mut committed = PaxosState::default();
+        assert!(committed.commit(proposal(1, 1)));
+        save(&here, &committed);
+        let mut promised_more = committed.clone();
+        promised_more.prepare(ballot(9));
+        for _ in 0..4 {
+            save(&there, &promised_more);
+        }
+        assert_eq!(digest(&here), digest(&there));
+        let mut open = promised_more.clone();
+        open.propose(proposal(9, 2)).expect("accepted");
+        save(&there, &open);
+        assert_ne!(
+            digest(&here),
+            digest(&there),
+            "an open proposal is compared"
+        );
+        let mut later = PaxosState::default();
+        assert!(later.commit(proposal(2, 3)));
+        save(&there, &later);
+        assert_ne!(digest(&here), digest(&there), "another commit is compared");
     }
 
     #[test]

@@ -295,7 +295,7 @@ async fn sync_leaf(
 /// `host`'s leaves of `req`'s range.
 async fn leaves_of(puller: &Puller, host: &Host, req: &ValidateRequest) -> Result<Leaves, String> {
     if host.is_local {
-        return validate_here(puller.engine(), *req)
+        return validate_here(puller.engine(), puller.paxos_replica(), *req)
             .await?
             .map_err(|e| format!("validating here: {e}"));
     }

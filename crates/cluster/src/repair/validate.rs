@@ -9,7 +9,10 @@
 //! keys in token order and hashes each partition whole (its key, then
 //! storage's encoding of it, tombstones included) into its leaf; in an
 //! incremental repair, only the partitions of the sstables the session
-//! holds (`varve_storage::engine_repair`).
+//! holds (`varve_storage::engine_repair`). `system.paxos` is hashed by
+//! what its rows mean, not by their cells ([`crate::paxos::PaxosReplica::
+//! repair_digest`]): each replica writes its Paxos rows with timestamps
+//! and expiry of its own.
 
 use std::sync::Arc;
 
@@ -21,6 +24,7 @@ use varve_types::data::{Slice, TokenBound};
 use super::merkle::{LeafHasher, Leaves, MAX_MERKLE_DEPTH};
 use crate::net::wire::{put_varint, Reader};
 use crate::net::{Failure, FailureReason, Messaging, Request, Verb};
+use crate::paxos::PaxosReplica;
 use crate::streaming::pull::bounds;
 use crate::verbs::codec::{count, put_key, put_partition, put_table, read_table, PayloadError};
 
@@ -109,14 +113,30 @@ pub fn decode_leaves(payload: &Bytes, depth: u8) -> Result<Leaves, PayloadError>
 }
 
 /// This node's leaves of `req`'s range, read from `engine` (from the
-/// session's sstables only in an incremental repair).
-pub fn validate(engine: &Engine, req: &ValidateRequest) -> Result<Leaves, varve_storage::Error> {
+/// session's sstables only in an incremental repair); `paxos` hashes
+/// `system.paxos` by meaning.
+pub fn validate(
+    engine: &Engine,
+    paxos: Option<&PaxosReplica>,
+    req: &ValidateRequest,
+) -> Result<Leaves, varve_storage::Error> {
+    let digest = |key: &PartitionKey, p: &Partition, out: &mut Vec<u8>| {
+        put_key(out, key);
+        match paxos.filter(|x| x.table() == req.table) {
+            Some(paxos) => paxos.repair_digest(p, out),
+            None => {
+                put_partition(out, p);
+                Ok(())
+            }
+        }
+    };
     if req.session != FULL_REPAIR {
         let view = engine.pending_view(req.table, req.session)?;
         return hash_range(
             req,
             |from, to| view.scan_keys(from, to, KEYS_PER_SCAN),
             |key| view.read_partition(key),
+            digest,
         );
     }
     let all = [Slice::all(&engine.comparator(req.table)?)];
@@ -124,15 +144,18 @@ pub fn validate(engine: &Engine, req: &ValidateRequest) -> Result<Leaves, varve_
         req,
         |from, to| engine.scan_keys(req.table, from, to, KEYS_PER_SCAN),
         |key| engine.read_partition(req.table, key, &all),
+        digest,
     )
 }
 
 /// The leaves of `req`'s range over the keys `scan` finds (up to
-/// [`KEYS_PER_SCAN`] at a time) and the partitions `read` returns.
+/// [`KEYS_PER_SCAN`] at a time) and the partitions `read` returns, each
+/// hashed as `digest` writes it.
 fn hash_range(
     req: &ValidateRequest,
     scan: impl Fn(&TokenBound, &TokenBound) -> Result<Vec<PartitionKey>, varve_storage::Error>,
     read: impl Fn(&PartitionKey) -> Result<Option<Partition>, varve_storage::Error>,
+    digest: impl Fn(&PartitionKey, &Partition, &mut Vec<u8>) -> Result<(), varve_storage::Error>,
 ) -> Result<Leaves, varve_storage::Error> {
     let mut hasher = LeafHasher::new(req.start, req.end, req.depth);
     let mut bytes = Vec::new();
@@ -142,8 +165,7 @@ fn hash_range(
             for key in &keys {
                 if let Some(p) = read(key)? {
                     bytes.clear();
-                    put_key(&mut bytes, key);
-                    put_partition(&mut bytes, &p);
+                    digest(key, &p, &mut bytes)?;
                     hasher.add(key.token, &bytes);
                 }
             }
@@ -158,16 +180,17 @@ fn hash_range(
     Ok(hasher.finish())
 }
 
-/// Answers REPAIR_VALIDATE from `engine` ([`validate_here`]).
-pub fn serve(messaging: &Messaging, engine: Arc<Engine>) {
+/// Answers REPAIR_VALIDATE from `engine` ([`validate_here`]); `paxos`
+/// hashes `system.paxos` by meaning.
+pub fn serve(messaging: &Messaging, engine: Arc<Engine>, paxos: Option<Arc<PaxosReplica>>) {
     messaging.register(Verb::REPAIR_VALIDATE, move |req: Request| {
-        let engine = Arc::clone(&engine);
+        let (engine, paxos) = (Arc::clone(&engine), paxos.clone());
         async move {
             let request = match decode_request(&req.payload) {
                 Ok(r) => r,
                 Err(e) => return Some(Err(e.failure())),
             };
-            Some(match validate_here(engine, request).await {
+            Some(match validate_here(engine, paxos, request).await {
                 Ok(Ok(leaves)) => Ok(encode_leaves(&leaves)),
                 Ok(Err(e)) => Err(crate::verbs::replica::failure(&e)),
                 Err(e) => Err(Failure::new(FailureReason::UNKNOWN, e)),
@@ -182,9 +205,10 @@ pub fn serve(messaging: &Messaging, engine: Arc<Engine>) {
 /// repairs differed.)
 pub async fn validate_here(
     engine: Arc<Engine>,
+    paxos: Option<Arc<PaxosReplica>>,
     req: ValidateRequest,
 ) -> Result<Result<Leaves, varve_storage::Error>, String> {
-    crate::verbs::replica::first_in_memory(move || validate(&engine, &req)).await
+    crate::verbs::replica::first_in_memory(move || validate(&engine, paxos.as_deref(), &req)).await
 }
 
 /// For the internode fuzz target: what decodes encodes back to itself.
@@ -267,7 +291,7 @@ mod tests {
             depth: 4,
             session: FULL_REPAIR,
         };
-        let leaves = while_the_blocking_pool_is_busy(validate_here(engine, req))
+        let leaves = while_the_blocking_pool_is_busy(validate_here(engine, None, req))
             .expect("the validation waited for the blocking pool");
         assert_eq!(leaves.unwrap().unwrap().partitions, 1);
     }

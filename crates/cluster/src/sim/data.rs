@@ -239,7 +239,7 @@ impl NodeData {
         }
         replica.register(messaging);
         if self.shared.movement.is_some() {
-            crate::repair::validate::serve(messaging, self.engine.clone());
+            crate::repair::validate::serve(messaging, self.engine.clone(), self.paxos.clone());
             crate::repair::incremental::serve(messaging, self.engine.clone(), clock);
         }
     }

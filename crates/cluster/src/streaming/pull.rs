@@ -109,6 +109,12 @@ impl Puller {
         self.paxos.as_ref().map(|p| p.table())
     }
 
+    /// This node's Paxos acceptor, if streamed `system.paxos` partitions
+    /// merge into it.
+    pub fn paxos_replica(&self) -> Option<Arc<crate::paxos::PaxosReplica>> {
+        self.paxos.clone()
+    }
+
     /// Merges streamed `system.paxos` partitions through `paxos`.
     pub fn with_paxos(mut self, paxos: Arc<crate::paxos::PaxosReplica>) -> Puller {
         self.paxos = Some(paxos);
