@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod read_stage;
 mod statements;
 mod status;
+pub mod tls;
 mod vectored;
 
 use std::future::Future;
@@ -62,6 +63,8 @@ pub struct ServerConfig {
     /// Statements that need the disk running at once (cassandra.yaml
     /// `concurrent_reads`; see [`read_stage`]).
     pub concurrent_reads: usize,
+    /// `client_encryption_options`: TLS on the CQL port (`None`: plain).
+    pub client_tls: Option<tls::ClientTlsSettings>,
 }
 
 impl Default for ServerConfig {
@@ -74,6 +77,7 @@ impl Default for ServerConfig {
             max_frame_body_bytes: limits::MAX_FRAME_BODY_BYTES,
             shutdown_grace: limits::SHUTDOWN_GRACE,
             concurrent_reads: limits::CONCURRENT_READS,
+            client_tls: None,
         }
     }
 }
@@ -91,6 +95,8 @@ pub(crate) struct Shared {
     pub events: broadcast::Sender<varve_protocol::Event>,
     /// Where statements that need the disk run.
     pub read_stage: Arc<read_stage::ReadStage>,
+    /// Client TLS, when on.
+    pub tls: Option<Arc<tls::ClientTls>>,
 }
 
 /// A node's listeners, bound but not yet serving.
@@ -104,6 +110,7 @@ pub struct Server {
     admin_addr: SocketAddr,
     metrics: Arc<Metrics>,
     events: broadcast::Sender<varve_protocol::Event>,
+    tls: Option<Arc<tls::ClientTls>>,
 }
 
 impl Server {
@@ -119,6 +126,15 @@ impl Server {
         config: ServerConfig,
         registry: Arc<varve_metrics::Registry>,
     ) -> std::io::Result<Server> {
+        // Certificates are read before any port is bound: a node whose TLS
+        // settings cannot be honoured never serves.
+        let tls = match &config.client_tls {
+            None => None,
+            Some(settings) => Some(Arc::new(
+                tls::ClientTls::new(settings.clone())
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
+            )),
+        };
         let cql = TcpListener::bind(config.cql_addr).await?;
         let admin = TcpListener::bind(config.admin_addr).await?;
         let admin_addr = admin.local_addr().unwrap_or(config.admin_addr);
@@ -131,6 +147,7 @@ impl Server {
             admin_addr,
             metrics: Arc::new(Metrics::new(registry)),
             events,
+            tls,
         })
     }
 
@@ -195,6 +212,7 @@ impl Server {
             processor,
             metrics: Arc::clone(&self.metrics),
             events,
+            tls: self.tls,
         });
         let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
         let accept = tokio::spawn(listener::accept_loop(

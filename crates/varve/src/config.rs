@@ -165,6 +165,8 @@ pub struct Settings {
     pub hints: varve_cluster::hints::HintsConfig,
     /// Authentication and authorization (crate::security_config).
     pub auth: varve_query::auth::AuthSettings,
+    /// `client_encryption_options` (crate::tls_config).
+    pub client_tls: Option<varve_server::tls::ClientTlsSettings>,
 }
 
 fn parse_address(key: &str, text: &str) -> anyhow::Result<IpAddr> {
@@ -397,9 +399,9 @@ impl Settings {
             cidr_authorizer: file.cidr_authorizer.clone(),
             credentials_validity: file.credentials_validity.clone(),
             credentials_validity_in_ms: file.credentials_validity_in_ms,
-            client_encryption_options: file.client_encryption_options.clone(),
             server_encryption_options: file.server_encryption_options.clone(),
         })?;
+        let client_tls = crate::tls_config::resolve(file.client_encryption_options.as_ref())?;
         let hints = crate::hints_config::resolve(
             &crate::hints_config::HintsFile {
                 hinted_handoff_enabled: file.hinted_handoff_enabled,
@@ -440,6 +442,7 @@ impl Settings {
             topology,
             hints,
             auth,
+            client_tls,
             cluster_name: args
                 .cluster_name
                 .clone()
@@ -488,6 +491,7 @@ impl Settings {
             max_connections: self.max_connections,
             max_frame_body_bytes: self.max_frame_body_bytes,
             concurrent_reads: self.concurrent_reads,
+            client_tls: self.client_tls.clone(),
             ..varve_server::ServerConfig::default()
         }
     }

@@ -30,6 +30,7 @@ mod report_cmd;
 mod security_config;
 mod sizes;
 mod stress_cmd;
+mod tls_config;
 mod topology_config;
 
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! The security settings of cassandra.yaml (docs/design/security.md,
 //! section 1): `authenticator`, `authorizer`, `role_manager`,
-//! `network_authorizer`, `cidr_authorizer`, `credentials_validity`, and the
-//! encryption options. What Varve does not provide is an error at start,
+//! `network_authorizer`, `cidr_authorizer`, `credentials_validity`, and
+//! internode encryption (client TLS: crate::tls_config). What Varve does not provide is an error at start,
 //! never a warning: a copied production file must not look protected when
 //! it is not.
 
@@ -26,7 +26,6 @@ pub struct SecurityFile {
     pub cidr_authorizer: Option<Value>,
     pub credentials_validity: Option<Value>,
     pub credentials_validity_in_ms: Option<u64>,
-    pub client_encryption_options: Option<Value>,
     pub server_encryption_options: Option<Value>,
 }
 
@@ -63,13 +62,9 @@ fn flag(options: &Value, key: &str) -> bool {
         || matches!(options.get(key), Some(Value::String(s)) if s == "true")
 }
 
-/// Refuses encryption, which comes in part 2 of issue 23.
+/// Refuses internode encryption, not built yet (client TLS is read by
+/// crate::tls_config).
 fn check_encryption(file: &SecurityFile) -> anyhow::Result<()> {
-    if let Some(c) = &file.client_encryption_options {
-        if flag(c, "enabled") || flag(c, "optional") {
-            bail!("client_encryption_options: TLS for clients is not supported by Varve yet; refusing to start rather than serve clients in clear text");
-        }
-    }
     if let Some(s) = &file.server_encryption_options {
         let mode = match s.get("internode_encryption") {
             None | Some(Value::Null) => "none".to_string(),
@@ -145,7 +140,6 @@ mod tests {
             cidr_authorizer: get("cidr_authorizer"),
             credentials_validity: get("credentials_validity"),
             credentials_validity_in_ms: get("credentials_validity_in_ms").and_then(|v| v.as_u64()),
-            client_encryption_options: get("client_encryption_options"),
             server_encryption_options: get("server_encryption_options"),
         }
     }
@@ -195,10 +189,6 @@ mod tests {
         assert!(
             err("network_authorizer: CassandraNetworkAuthorizer").contains("network_authorizer")
         );
-        assert!(err("client_encryption_options:\n  enabled: true")
-            .contains("client_encryption_options"));
-        assert!(err("client_encryption_options:\n  optional: true")
-            .contains("client_encryption_options"));
         assert!(
             err("server_encryption_options:\n  internode_encryption: all")
                 .contains("server_encryption_options")
