@@ -167,6 +167,8 @@ pub struct Settings {
     pub auth: varve_query::auth::AuthSettings,
     /// `client_encryption_options` (crate::tls_config).
     pub client_tls: Option<varve_server::tls::ClientTlsSettings>,
+    /// `server_encryption_options` (crate::internode_tls_config).
+    pub internode_tls: Option<varve_cluster::env::tls::InternodeTlsSettings>,
 }
 
 fn parse_address(key: &str, text: &str) -> anyhow::Result<IpAddr> {
@@ -399,9 +401,10 @@ impl Settings {
             cidr_authorizer: file.cidr_authorizer.clone(),
             credentials_validity: file.credentials_validity.clone(),
             credentials_validity_in_ms: file.credentials_validity_in_ms,
-            server_encryption_options: file.server_encryption_options.clone(),
         })?;
         let client_tls = crate::tls_config::resolve(file.client_encryption_options.as_ref())?;
+        let internode_tls =
+            crate::internode_tls_config::resolve(file.server_encryption_options.as_ref())?;
         let hints = crate::hints_config::resolve(
             &crate::hints_config::HintsFile {
                 hinted_handoff_enabled: file.hinted_handoff_enabled,
@@ -443,6 +446,7 @@ impl Settings {
             hints,
             auth,
             client_tls,
+            internode_tls,
             cluster_name: args
                 .cluster_name
                 .clone()

@@ -19,6 +19,7 @@ mod cluster_schema;
 mod config;
 mod decommission;
 mod hints_config;
+mod internode_tls_config;
 mod launcher;
 mod memory_limit;
 mod node;

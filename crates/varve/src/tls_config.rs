@@ -34,25 +34,25 @@ const MOOT_KEYS: [&str; 1] = ["truststore_password"];
 
 const KEY: &str = "client_encryption_options";
 
-fn flag(options: &Value, key: &str) -> anyhow::Result<bool> {
+pub(crate) fn flag(section: &str, options: &Value, key: &str) -> anyhow::Result<bool> {
     match options.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
         Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
-        Some(_) => bail!("{KEY}.{key} must be true or false"),
+        Some(_) => bail!("{section}.{key} must be true or false"),
     }
 }
 
-fn text(options: &Value, key: &str) -> anyhow::Result<Option<String>> {
+pub(crate) fn text(section: &str, options: &Value, key: &str) -> anyhow::Result<Option<String>> {
     match options.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => bail!("{KEY}.{key} must be a string"),
+        Some(_) => bail!("{section}.{key} must be a string"),
     }
 }
 
 /// A list given as a YAML sequence or a comma-separated string.
-fn list(options: &Value, key: &str) -> anyhow::Result<Vec<String>> {
+pub(crate) fn list(section: &str, options: &Value, key: &str) -> anyhow::Result<Vec<String>> {
     match options.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::String(s)) => Ok(s
@@ -64,10 +64,10 @@ fn list(options: &Value, key: &str) -> anyhow::Result<Vec<String>> {
             .iter()
             .map(|i| match i {
                 Value::String(s) => Ok(s.trim().to_string()),
-                _ => bail!("{KEY}.{key} must be a list of names"),
+                _ => bail!("{section}.{key} must be a list of names"),
             })
             .collect(),
-        Some(_) => bail!("{KEY}.{key} must be a list of names"),
+        Some(_) => bail!("{section}.{key} must be a list of names"),
     }
 }
 
@@ -89,32 +89,43 @@ fn client_auth(options: &Value) -> anyhow::Result<ClientAuth> {
 }
 
 /// `accepted_protocols`, else `protocol` (`TLS`: any version rustls has).
-fn protocols(options: &Value) -> anyhow::Result<Vec<String>> {
-    let accepted = list(options, "accepted_protocols")?;
+pub(crate) fn protocols(section: &str, options: &Value) -> anyhow::Result<Vec<String>> {
+    let accepted = list(section, options, "accepted_protocols")?;
     if !accepted.is_empty() {
         return Ok(accepted);
     }
-    Ok(match text(options, "protocol")?.as_deref() {
+    Ok(match text(section, options, "protocol")?.as_deref() {
         None | Some("TLS") => Vec::new(),
         Some(one) => vec![one.to_string()],
     })
 }
 
-fn check_factory(options: &Value) -> anyhow::Result<()> {
+pub(crate) fn check_factory(section: &str, options: &Value) -> anyhow::Result<()> {
     let Some(factory) = options.get("ssl_context_factory") else {
         return Ok(());
     };
     let Some(map) = factory.as_mapping() else {
-        bail!("{KEY}.ssl_context_factory must be a map with class_name");
+        bail!("{section}.ssl_context_factory must be a map with class_name");
     };
     for (k, _) in map {
         if k.as_str() != Some("class_name") {
-            bail!("{KEY}.ssl_context_factory: only class_name is supported (inline PEM parameters are not); give the files in keystore and truststore");
+            bail!("{section}.ssl_context_factory: only class_name is supported (inline PEM parameters are not); give the files in keystore and truststore");
         }
     }
     let class = map.get("class_name").and_then(Value::as_str).unwrap_or("");
     if class.rsplit('.').next() != Some(PEM_FACTORY) {
-        bail!("{KEY}.ssl_context_factory: {class} is not supported; Varve reads PEM files ({PEM_FACTORY})");
+        bail!("{section}.ssl_context_factory: {class} is not supported; Varve reads PEM files ({PEM_FACTORY})");
+    }
+    Ok(())
+}
+
+/// `ssl_context_factory` and `store_type`: PEM files only.
+pub(crate) fn check_stores(section: &str, options: &Value) -> anyhow::Result<()> {
+    check_factory(section, options)?;
+    if let Some(store_type) = text(section, options, "store_type")? {
+        if store_type != "PEM" {
+            bail!("{section}.store_type: {store_type} is not supported; Varve reads PEM files (store_type: PEM)");
+        }
     }
     Ok(())
 }
@@ -129,8 +140,8 @@ pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<ClientTlsSettin
     let Some(map) = options.as_mapping() else {
         bail!("{KEY} must be a map");
     };
-    let enabled = flag(options, "enabled")?;
-    let optional = flag(options, "optional")?;
+    let enabled = flag(KEY, options, "enabled")?;
+    let optional = flag(KEY, options, "optional")?;
     if !enabled && !optional {
         return Ok(None);
     }
@@ -140,20 +151,15 @@ pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<ClientTlsSettin
             bail!("{KEY}.{k} is not supported by Varve; refusing to start rather than ignore it");
         }
     }
-    check_factory(options)?;
-    if let Some(store_type) = text(options, "store_type")? {
-        if store_type != "PEM" {
-            bail!("{KEY}.store_type: {store_type} is not supported; Varve reads PEM files (store_type: PEM)");
-        }
-    }
-    let keystore = text(options, "keystore")?
+    check_stores(KEY, options)?;
+    let keystore = text(KEY, options, "keystore")?
         .with_context(|| format!("{KEY}.keystore: a PEM file with the private key and certificate chain is needed when TLS is on"))?;
     let mut settings = ClientTlsSettings::new(keystore);
     settings.optional = optional;
-    settings.truststore = text(options, "truststore")?.map(Into::into);
+    settings.truststore = text(KEY, options, "truststore")?.map(Into::into);
     settings.client_auth = client_auth(options)?;
-    settings.protocols = protocols(options)?;
-    settings.cipher_suites = list(options, "cipher_suites")?;
+    settings.protocols = protocols(KEY, options)?;
+    settings.cipher_suites = list(KEY, options, "cipher_suites")?;
     // Read the files now: an error stops the node before it serves.
     varve_server::tls::ClientTls::new(settings.clone())?;
     Ok(Some(settings))
@@ -208,16 +214,16 @@ mod tests {
             "accepted_protocols: TLSv1.2, TLSv1.3\ncipher_suites: [TLS_AES_128_GCM_SHA256]\nrequire_client_auth: optional",
         )
         .unwrap();
-        assert_eq!(protocols(&v).unwrap(), ["TLSv1.2", "TLSv1.3"]);
+        assert_eq!(protocols(KEY, &v).unwrap(), ["TLSv1.2", "TLSv1.3"]);
         assert_eq!(
-            list(&v, "cipher_suites").unwrap(),
+            list(KEY, &v, "cipher_suites").unwrap(),
             ["TLS_AES_128_GCM_SHA256"]
         );
         assert_eq!(client_auth(&v).unwrap(), ClientAuth::Optional);
         let v: Value = serde_yaml::from_str("protocol: TLS\nrequire_client_auth: true").unwrap();
-        assert!(protocols(&v).unwrap().is_empty());
+        assert!(protocols(KEY, &v).unwrap().is_empty());
         assert_eq!(client_auth(&v).unwrap(), ClientAuth::Required);
         let v: Value = serde_yaml::from_str("protocol: TLSv1.3").unwrap();
-        assert_eq!(protocols(&v).unwrap(), ["TLSv1.3"]);
+        assert_eq!(protocols(KEY, &v).unwrap(), ["TLSv1.3"]);
     }
 }

@@ -54,23 +54,4 @@ impl ClientTlsSettings {
     }
 }
 
-/// Why a TLS setting cannot be honoured. Each names the cassandra.yaml key.
-#[derive(Debug, thiserror::Error)]
-pub enum TlsError {
-    #[error("client_encryption_options.{key}: cannot read {path}: {source}")]
-    Read {
-        key: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("client_encryption_options.{key}: {path}: {reason}")]
-    Pem {
-        key: &'static str,
-        path: PathBuf,
-        reason: String,
-    },
-    #[error("client_encryption_options.{key}: {reason}")]
-    Setting { key: &'static str, reason: String },
-}
-
-pub type Result<T> = std::result::Result<T, TlsError>;
+pub use varve_tls::{Result, TlsError};
