@@ -91,6 +91,18 @@ fn connector(ca_pem: &str) -> tokio_rustls::TlsConnector {
     tokio_rustls::TlsConnector::from(Arc::new(config))
 }
 
+/// A TLS connection to `addr`, checking the node's certificate.
+async fn tls_connect(
+    addr: std::net::SocketAddr,
+    pki: &Pki,
+) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    connector(&pki.ca_pem)
+        .connect(ServerName::try_from("localhost").expect("name"), tcp)
+        .await
+        .expect("handshake")
+}
+
 /// Sends OPTIONS and returns the opcode of the answer.
 async fn options<S: AsyncReadExt + AsyncWriteExt + Unpin>(s: &mut S) -> u8 {
     s.write_all(&OPTIONS_V4).await.expect("write");
@@ -120,12 +132,7 @@ async fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
 async fn a_tls_client_is_served() {
     let pki = pki("served");
     let (addr, _stop) = start(ClientTlsSettings::new(&pki.keystore)).await;
-    let tcp = TcpStream::connect(addr).await.expect("connect");
-    let mut tls = connector(&pki.ca_pem)
-        .connect(ServerName::try_from("localhost").expect("name"), tcp)
-        .await
-        .expect("handshake");
-    assert_eq!(options(&mut tls).await, SUPPORTED);
+    assert_eq!(options(&mut tls_connect(addr, &pki).await).await, SUPPORTED);
 }
 
 #[tokio::test]
@@ -148,12 +155,7 @@ async fn optional_mode_serves_plain_and_tls_on_one_port() {
     let (addr, _stop) = start(settings).await;
     let mut plain = TcpStream::connect(addr).await.expect("connect");
     assert_eq!(options(&mut plain).await, SUPPORTED);
-    let tcp = TcpStream::connect(addr).await.expect("connect");
-    let mut tls = connector(&pki.ca_pem)
-        .connect(ServerName::try_from("localhost").expect("name"), tcp)
-        .await
-        .expect("handshake");
-    assert_eq!(options(&mut tls).await, SUPPORTED);
+    assert_eq!(options(&mut tls_connect(addr, &pki).await).await, SUPPORTED);
 }
 
 /// A client that stops half-way through its handshake (or, in optional

@@ -13,27 +13,17 @@ use serde_yaml::Value;
 use varve_cluster::env::tls::{InternodeTlsSettings, TlsNetwork};
 use varve_cluster::env::TokioNetwork;
 
-use crate::tls_config::{check_stores, flag, list, protocols, text};
+use crate::tls_config::{check_keys, check_stores, flag, list, protocols, text};
 
 const KEY: &str = "server_encryption_options";
 
-/// Keys accepted and read with `internode_encryption: all`.
-const READ_KEYS: [&str; 13] = [
+/// The keys only server_encryption_options has (besides
+/// crate::tls_config::PEM_KEYS), read with `internode_encryption: all`.
+const INTERNODE_KEYS: [&str; 4] = [
     "internode_encryption",
-    "keystore",
-    "truststore",
     // Varve always asks for the peer's certificate (true or false alike).
     "require_client_auth",
     "require_endpoint_verification",
-    "protocol",
-    "accepted_protocols",
-    "cipher_suites",
-    "store_type",
-    "ssl_context_factory",
-    // Moot for unencrypted PEM keys (an encrypted one is refused) and PEM
-    // truststores.
-    "keystore_password",
-    "truststore_password",
     // Read to be refused when true.
     "optional",
 ];
@@ -43,9 +33,9 @@ pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<InternodeTlsSet
     let Some(options) = options.filter(|o| !o.is_null()) else {
         return Ok(None);
     };
-    let Some(map) = options.as_mapping() else {
+    if !options.is_mapping() {
         bail!("{KEY} must be a map");
-    };
+    }
     let mode = text(KEY, options, "internode_encryption")?.unwrap_or_else(|| "none".into());
     let legacy_port = flag(KEY, options, "enable_legacy_ssl_storage_port")?
         || flag(KEY, options, "legacy_ssl_storage_port_enabled")?;
@@ -61,12 +51,7 @@ pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<InternodeTlsSet
         "dc" | "rack" => bail!("{KEY}.internode_encryption: {mode} is not supported by Varve yet (none or all); refusing to start rather than talk to other nodes in clear text"),
         other => bail!("{KEY}.internode_encryption must be none, dc, rack or all, not '{other}'"),
     }
-    for (k, _) in map {
-        let k = k.as_str().unwrap_or("");
-        if !READ_KEYS.contains(&k) {
-            bail!("{KEY}.{k} is not supported by Varve; refusing to start rather than ignore it");
-        }
-    }
+    check_keys(KEY, options, &INTERNODE_KEYS)?;
     check_stores(KEY, options)?;
     let keystore = text(KEY, options, "keystore")?
         .with_context(|| format!("{KEY}.keystore: a PEM file with the node's private key and certificate chain is needed with internode_encryption: all"))?;

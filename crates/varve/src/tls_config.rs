@@ -12,25 +12,37 @@ use varve_server::tls::{ClientAuth, ClientTlsSettings};
 /// The only context factory whose files Varve reads.
 const PEM_FACTORY: &str = "PEMBasedSslContextFactory";
 
-/// Keys accepted and read.
-const READ_KEYS: [&str; 11] = [
-    "enabled",
-    "optional",
+/// The keys both encryption sections read the same way (the files, the
+/// protocols and suites). The passwords are moot: a PEM truststore needs
+/// none, an unencrypted PEM key none either (an encrypted one is refused
+/// when the keystore is read).
+pub(crate) const PEM_KEYS: [&str; 9] = [
     "keystore",
     "truststore",
-    "require_client_auth",
     "protocol",
     "accepted_protocols",
     "cipher_suites",
     "store_type",
     "ssl_context_factory",
-    // A PEM truststore needs no password; an unencrypted PEM key none
-    // either (an encrypted one is refused when the keystore is read).
     "keystore_password",
+    "truststore_password",
 ];
 
-/// Keys accepted because a PEM truststore makes them moot.
-const MOOT_KEYS: [&str; 1] = ["truststore_password"];
+/// The keys only client_encryption_options has.
+const CLIENT_KEYS: [&str; 3] = ["enabled", "optional", "require_client_auth"];
+
+/// Refuses any key of `options` outside `PEM_KEYS` and `own`.
+pub(crate) fn check_keys(section: &str, options: &Value, own: &[&str]) -> anyhow::Result<()> {
+    for (k, _) in options.as_mapping().into_iter().flatten() {
+        let k = k.as_str().unwrap_or("");
+        if !PEM_KEYS.contains(&k) && !own.contains(&k) {
+            bail!(
+                "{section}.{k} is not supported by Varve; refusing to start rather than ignore it"
+            );
+        }
+    }
+    Ok(())
+}
 
 const KEY: &str = "client_encryption_options";
 
@@ -137,20 +149,15 @@ pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<ClientTlsSettin
     let Some(options) = options.filter(|o| !o.is_null()) else {
         return Ok(None);
     };
-    let Some(map) = options.as_mapping() else {
+    if !options.is_mapping() {
         bail!("{KEY} must be a map");
-    };
+    }
     let enabled = flag(KEY, options, "enabled")?;
     let optional = flag(KEY, options, "optional")?;
     if !enabled && !optional {
         return Ok(None);
     }
-    for (k, _) in map {
-        let k = k.as_str().unwrap_or("");
-        if !READ_KEYS.contains(&k) && !MOOT_KEYS.contains(&k) {
-            bail!("{KEY}.{k} is not supported by Varve; refusing to start rather than ignore it");
-        }
-    }
+    check_keys(KEY, options, &CLIENT_KEYS)?;
     check_stores(KEY, options)?;
     let keystore = text(KEY, options, "keystore")?
         .with_context(|| format!("{KEY}.keystore: a PEM file with the private key and certificate chain is needed when TLS is on"))?;
