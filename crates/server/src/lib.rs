@@ -19,6 +19,7 @@
 
 mod admin;
 mod admin_snapshots;
+pub mod admin_token;
 pub mod authenticate;
 mod compaction_control;
 mod connection;
@@ -65,6 +66,8 @@ pub struct ServerConfig {
     pub concurrent_reads: usize,
     /// `client_encryption_options`: TLS on the CQL port (`None`: plain).
     pub client_tls: Option<tls::ClientTlsSettings>,
+    /// A token every admin request must carry (see [`admin_token`]).
+    pub admin_token: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +81,7 @@ impl Default for ServerConfig {
             shutdown_grace: limits::SHUTDOWN_GRACE,
             concurrent_reads: limits::CONCURRENT_READS,
             client_tls: None,
+            admin_token: None,
         }
     }
 }
@@ -180,6 +184,7 @@ impl Server {
             listener,
             Arc::clone(&self.metrics),
             processor,
+            self.config.admin_token.clone().map(Arc::from),
             stop_rx,
         ));
         self.admin_early = Some((task, stop_tx));
@@ -243,6 +248,7 @@ impl Server {
                 listener,
                 Arc::clone(&self.metrics),
                 Arc::clone(&shared.processor),
+                shared.config.admin_token.clone().map(Arc::from),
                 stop_rx.clone(),
             )),
             (None, None) => tokio::spawn(async {}),

@@ -7,6 +7,7 @@
 //! config, prepares the data directory and the node's identity
 //! ([`node`]), and hands the rest to `varve-server`.
 
+mod admin_config;
 mod allocator;
 mod bench_cmd;
 mod bootstrap;
