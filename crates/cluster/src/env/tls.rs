@@ -5,7 +5,9 @@
 //! certificate of its keystore, and accepts only a peer whose certificate
 //! chains to its truststore.
 //!
-//! - [`config`]: the rustls server and client configurations;
+//! - [`config`]: the rustls server and client configurations, rebuilt
+//!   when the keystore or truststore changes (varve-tls's `Reloading`,
+//!   looked at when a connection opens or is accepted);
 //! - [`lazy`]: the accepted stream, whose handshake runs on first use in
 //!   the connection's own task (the accept loop never waits on a peer),
 //!   bounded by the internode handshake timeout that already bounds HELLO.
@@ -20,6 +22,7 @@ use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
+use varve_tls::reload::Reloading;
 
 use super::{BoxFuture, BoxStream, Listener, Network};
 
@@ -42,8 +45,8 @@ pub struct InternodeTlsSettings {
 /// TLS over `inner`.
 pub struct TlsNetwork {
     inner: Arc<dyn Network>,
-    acceptor: TlsAcceptor,
-    connector: TlsConnector,
+    /// Both sides' configurations, rebuilt when the files change.
+    configs: Arc<Reloading<config::Configs>>,
 }
 
 impl TlsNetwork {
@@ -53,25 +56,31 @@ impl TlsNetwork {
         inner: Arc<dyn Network>,
         settings: &InternodeTlsSettings,
     ) -> varve_tls::Result<Self> {
-        let (server, client) = config::build(settings)?;
+        let files = vec![settings.keystore.clone(), settings.truststore.clone()];
+        let for_build = settings.clone();
+        let configs = Reloading::new(
+            "internode TLS",
+            files,
+            Box::new(move || config::build(&for_build).map(Arc::new)),
+        )?;
         Ok(TlsNetwork {
             inner,
-            acceptor: TlsAcceptor::from(server),
-            connector: TlsConnector::from(client),
+            configs: Arc::new(configs),
         })
     }
 }
 
 struct TlsListener {
     inner: Box<dyn Listener>,
-    acceptor: TlsAcceptor,
+    configs: Arc<Reloading<config::Configs>>,
 }
 
 impl Listener for TlsListener {
     fn accept(&self) -> BoxFuture<'_, io::Result<(BoxStream, SocketAddr)>> {
         Box::pin(async move {
             let (stream, addr) = self.inner.accept().await?;
-            let stream = lazy::LazyServerTls::new(self.acceptor.accept(stream));
+            let acceptor = TlsAcceptor::from(Arc::clone(&self.configs.current().server));
+            let stream = lazy::LazyServerTls::new(acceptor.accept(stream));
             Ok((Box::new(stream) as BoxStream, addr))
         })
     }
@@ -87,7 +96,7 @@ impl Network for TlsNetwork {
             let inner = self.inner.bind(addr).await?;
             Ok(Box::new(TlsListener {
                 inner,
-                acceptor: self.acceptor.clone(),
+                configs: Arc::clone(&self.configs),
             }) as Box<dyn Listener>)
         })
     }
@@ -98,7 +107,8 @@ impl Network for TlsNetwork {
         Box::pin(async move {
             let stream = self.inner.connect(addr).await?;
             let name = ServerName::IpAddress(addr.ip().into());
-            let tls = self.connector.connect(name, stream).await?;
+            let connector = TlsConnector::from(Arc::clone(&self.configs.current().client));
+            let tls = connector.connect(name, stream).await?;
             Ok(Box::new(tls) as BoxStream)
         })
     }

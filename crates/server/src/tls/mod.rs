@@ -29,9 +29,7 @@ use std::time::Duration;
 /// mode, to send its first byte) before the node closes the connection.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How often, at most, a new handshake looks at the certificate files'
-/// modification times to see whether they changed.
-pub const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+pub use varve_tls::reload::RELOAD_CHECK_INTERVAL;
 
 /// The first byte of a TLS record carrying a handshake message (a
 /// ClientHello opens with one); never the first byte of a CQL frame,

@@ -28,9 +28,13 @@ fn setting(key: &'static str, e: impl std::fmt::Display) -> TlsError {
 }
 
 /// Both sides' configurations.
-pub fn build(
-    s: &InternodeTlsSettings,
-) -> varve_tls::Result<(Arc<ServerConfig>, Arc<ClientConfig>)> {
+pub struct Configs {
+    pub server: Arc<ServerConfig>,
+    pub client: Arc<ClientConfig>,
+}
+
+/// Both sides' configurations.
+pub fn build(s: &InternodeTlsSettings) -> varve_tls::Result<Configs> {
     let versions = suites::versions(SECTION, &s.protocols)?;
     let provider = Arc::new(suites::provider(SECTION, &s.cipher_suites, &versions)?);
     let roots = Arc::new(pem::truststore(SECTION, &s.truststore)?);
@@ -60,7 +64,10 @@ pub fn build(
         .with_custom_certificate_verifier(verifier)
         .with_client_auth_cert(chain, key)
         .map_err(|e| setting("keystore", e))?;
-    Ok((Arc::new(server), Arc::new(client)))
+    Ok(Configs {
+        server: Arc::new(server),
+        client: Arc::new(client),
+    })
 }
 
 /// Checks a peer's certificate chain against the truststore but not the

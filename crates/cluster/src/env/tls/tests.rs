@@ -114,3 +114,26 @@ fn a_missing_truststore_names_the_key() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A truststore that comes to trust another CA is used by the next
+/// connection after [`RELOAD_CHECK_INTERVAL`], without a new network.
+#[tokio::test]
+async fn a_changed_truststore_is_used_without_a_restart() {
+    use varve_tls::reload::RELOAD_CHECK_INTERVAL;
+    let dir = temp_dir("reload");
+    let (ours, theirs) = (ca(), ca());
+    let a_settings = settings(&dir, "a", &ours, &ours);
+    let a = network(&a_settings);
+    let stranger = network(&settings(&dir, "stranger", &theirs, &ours));
+    assert!(!talks(&a, &stranger).await);
+    std::fs::write(
+        &a_settings.truststore,
+        format!("{}{}", ours.cert.pem(), theirs.cert.pem()),
+    )
+    .expect("write");
+    SystemClock
+        .sleep(RELOAD_CHECK_INTERVAL + Duration::from_millis(200))
+        .await;
+    assert!(talks(&a, &stranger).await);
+    let _ = std::fs::remove_dir_all(&dir);
+}
