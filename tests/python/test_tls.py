@@ -6,7 +6,8 @@ no key is checked in).
   against the test CA and its host name; a certificate that is self-signed,
   expired or for another host is refused by the client;
 - mutual TLS (`require_client_auth: true`): a client certificate signed by
-  the truststore is let in, none or one from another CA is not;
+  the truststore is let in, none or one from another CA is not; with
+  `require_client_auth: optional`, none is let in too;
 - `optional: true`: plain and TLS clients on one port;
 - a plain client on a TLS-only port, a garbage handshake and a half-finished
   one are closed, and other clients are unaffected;
@@ -199,6 +200,18 @@ def test_mutual_tls_lets_in_only_a_trusted_client_certificate(tmp_path, pki):
         stranger = Pki(tmp_path / "stranger")
         refused(n, ssl_context=client_context(pki, stranger.ca.issue_cert("client@example.com")))
         assert "TLS handshake with" in n.log()
+    finally:
+        assert n.stop() == 0, n.log_tail()
+
+
+def test_optional_client_auth_lets_in_no_certificate_but_not_an_untrusted_one(tmp_path, pki):
+    n = start_tls(tmp_path / "node", ["enabled: true", f"keystore: {pki.server_keystore()}",
+                                      f"truststore: {pki.ca_file}", "require_client_auth: optional"])
+    try:
+        assert served(n, client_context(pki))
+        assert served(n, client_context(pki, pki.ca.issue_cert("client@example.com")))
+        stranger = Pki(tmp_path / "stranger")
+        refused(n, ssl_context=client_context(pki, stranger.ca.issue_cert("client@example.com")))
     finally:
         assert n.stop() == 0, n.log_tail()
 

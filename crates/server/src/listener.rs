@@ -6,8 +6,8 @@
 //! reset. Varve instead reads the connection's first frame (bounded by
 //! [`REJECTED_CONNECTION_TIMEOUT`]), answers it with an Overloaded error
 //! that names the limit, and closes: drivers see the same failure, with a
-//! reason. (On a TLS port that first frame is a ClientHello, which is no
-//! frame: the connection is closed without an answer.)
+//! reason. (A TLS client's first bytes are a ClientHello, which is no
+//! frame: its connection is closed without a clear-text answer.)
 //!
 //! With client TLS on, the handshake (see [`crate::tls`]) runs in the
 //! connection's own task, holding its slot, so a slow handshake never
@@ -95,6 +95,10 @@ async fn reject(mut stream: TcpStream, limit: usize) {
             if stream.read_buf(&mut buf).await.ok()? == 0 {
                 return None;
             }
+        }
+        // A TLS client's ClientHello: no frame to answer in clear text.
+        if buf.first() == Some(&crate::tls::TLS_HANDSHAKE_RECORD) {
+            return None;
         }
         // Header only; the body is never read.
         let header = varve_protocol::FrameHeader::decode(&buf).ok()?;

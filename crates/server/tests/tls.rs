@@ -57,7 +57,15 @@ fn pki(name: &str) -> Pki {
 }
 
 async fn start(tls: ClientTlsSettings) -> (std::net::SocketAddr, oneshot::Sender<()>) {
+    start_limited(tls, ServerConfig::default().max_connections).await
+}
+
+async fn start_limited(
+    tls: ClientTlsSettings,
+    max_connections: usize,
+) -> (std::net::SocketAddr, oneshot::Sender<()>) {
     let config = ServerConfig {
+        max_connections,
         cql_addr: "127.0.0.1:0".parse().expect("addr"),
         admin_addr: "127.0.0.1:0".parse().expect("addr"),
         shutdown_grace: Duration::from_secs(1),
@@ -112,6 +120,9 @@ async fn options<S: AsyncReadExt + AsyncWriteExt + Unpin>(s: &mut S) -> u8 {
         .expect("answer in time")
         .expect("read");
     assert_eq!(header[0], 0x84, "a v4 response");
+    let length = u32::from_be_bytes([header[5], header[6], header[7], header[8]]);
+    let mut body = vec![0u8; length as usize];
+    s.read_exact(&mut body).await.expect("body");
     header[4]
 }
 
@@ -156,6 +167,27 @@ async fn optional_mode_serves_plain_and_tls_on_one_port() {
     let mut plain = TcpStream::connect(addr).await.expect("connect");
     assert_eq!(options(&mut plain).await, SUPPORTED);
     assert_eq!(options(&mut tls_connect(addr, &pki).await).await, SUPPORTED);
+}
+
+/// Past the connection limit a TLS client gets no clear-text answer to
+/// its ClientHello: the connection is closed without a byte.
+#[tokio::test]
+async fn an_over_limit_tls_client_is_closed_without_a_clear_text_answer() {
+    let pki = pki("limit");
+    let (addr, _stop) = start_limited(ClientTlsSettings::new(&pki.keystore), 1).await;
+    let mut first = tls_connect(addr, &pki).await;
+    assert_eq!(options(&mut first).await, SUPPORTED);
+    let mut second = TcpStream::connect(addr).await.expect("connect");
+    // A ClientHello's record header and a little of its body.
+    second
+        .write_all(&[0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00])
+        .await
+        .expect("write");
+    let mut got = Vec::new();
+    let _ = tokio::time::timeout(TIMEOUT, second.read_to_end(&mut got)).await;
+    assert!(got.is_empty(), "answered {got:?}");
+    // The connection within the limit is unaffected.
+    assert_eq!(options(&mut first).await, SUPPORTED);
 }
 
 /// A client that stops half-way through its handshake (or, in optional
