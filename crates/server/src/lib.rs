@@ -10,8 +10,10 @@
 //! ([`listener`]), one task per connection owning its codec state
 //! ([`connection`], [`framing`]), one task per statement request
 //! ([`dispatch`]), error codes mapped in one place ([`errors`]), every limit
-//! named in [`limits`]. Shutdown: stop accepting, let in-flight requests
-//! finish within [`ServerConfig::shutdown_grace`], then return.
+//! named in [`limits`], client TLS (rustls) behind [`tls`], which hands
+//! the connection a plain or encrypted byte stream. Shutdown: stop
+//! accepting, let in-flight requests finish within
+//! [`ServerConfig::shutdown_grace`], then return.
 //!
 //! Invariants: no input bytes make the server panic or allocate more than
 //! the frame limit per connection; a panicking request is answered with
