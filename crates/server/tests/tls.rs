@@ -269,3 +269,35 @@ fn settings_rustls_cannot_honour_are_errors_naming_the_key() {
     s.cipher_suites = vec!["TLS_AES_128_GCM_SHA256".into()];
     assert!(ClientTls::new(s).is_ok());
 }
+
+/// Garbage after a TLS record header, of many lengths and contents
+/// (a fixed-seed generator: the seed is in the message of any failure),
+/// closes only its own connection: a real client is served after each.
+#[tokio::test]
+async fn garbage_handshakes_close_only_their_connection() {
+    const SEED: u64 = 0x5eed_7153;
+    let pki = pki("garbage");
+    let (addr, _stop) = start(ClientTlsSettings::new(&pki.keystore)).await;
+    let mut state = SEED;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as u8
+    };
+    for round in 0..32 {
+        let len = 1 + usize::from(next()) * 4;
+        let mut bytes = vec![0x16, 0x03, 0x01];
+        bytes.extend((0..len).map(|_| next()));
+        let mut s = TcpStream::connect(addr).await.expect("connect");
+        let _ = s.write_all(&bytes).await;
+        let _ = s.shutdown().await;
+        assert!(
+            closed_within(&mut s, TIMEOUT).await,
+            "round {round} (seed {SEED:#x}) left open"
+        );
+        if round % 8 == 7 {
+            assert_eq!(options(&mut tls_connect(addr, &pki).await).await, SUPPORTED);
+        }
+    }
+}
