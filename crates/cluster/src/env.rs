@@ -18,6 +18,7 @@
 pub mod rng;
 pub mod stop;
 pub mod system;
+pub mod tls;
 
 use std::future::Future;
 use std::io;

@@ -38,6 +38,9 @@
 //!   checks the sstables of `D` and makes them live in the table
 //!   ([`crate::admin_snapshots`])
 //!
+//! With a token ([`crate::admin_token`]), a request without it is answered
+//! 401 before anything else is looked at.
+//!
 //! Query parameters are percent-decoded. Errors of nodetool operations
 //! come back as 400 with the message.
 //! - any other path → 404; any other method → 405; a malformed or too
@@ -58,6 +61,7 @@ pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     processor: Arc<Processor>,
+    token: Option<Arc<str>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
@@ -66,8 +70,9 @@ pub async fn serve(
                 Ok((stream, _)) => {
                     let metrics = Arc::clone(&metrics);
                     let processor = Arc::clone(&processor);
+                    let token = token.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = handle(stream, metrics, processor).await {
+                        if let Err(e) = handle(stream, metrics, processor, token).await {
                             tracing::debug!("admin connection: {e}");
                         }
                     });
@@ -86,12 +91,22 @@ async fn handle(
     mut stream: TcpStream,
     metrics: Arc<Metrics>,
     processor: Arc<Processor>,
+    token: Option<Arc<str>>,
 ) -> std::io::Result<()> {
     let head = match tokio::time::timeout(HTTP_REQUEST_TIMEOUT, read_head(&mut stream)).await {
         Ok(r) => r?,
         Err(_) => return Ok(()),
     };
+    let refused = match (&head, &token) {
+        (Some(head), Some(token)) => !crate::admin_token::authorized(head, token),
+        _ => false,
+    };
     let (status, content_type, body) = match head {
+        Some(_) if refused => (
+            401,
+            "text/plain",
+            "admin token required (Authorization: Bearer ...)\n".to_string(),
+        ),
         // Syncing storage's table and compaction stats reads sstable
         // metadata under locks: off the event loop.
         Some(head) if head.starts_with("GET /metrics") => tokio::task::spawn_blocking(move || {
@@ -119,6 +134,7 @@ async fn handle(
     };
     let reason = match status {
         200 => "OK",
+        401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
         500 => "Internal Server Error",

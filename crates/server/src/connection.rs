@@ -30,9 +30,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc, watch, Semaphore};
 use varve_protocol::event::event_type;
 use varve_protocol::frame::{opcode, EVENT_STREAM};
@@ -46,6 +44,7 @@ use crate::errors;
 use crate::framing::{FramingError, Inbound, Outbound, Outgoing};
 use crate::limits::{READ_CHUNK_BYTES, WRITE_QUEUE_DEPTH};
 use crate::statements::{self, Context, Queued};
+use crate::tls::accept::Halves;
 use crate::Shared;
 
 /// The CQL version of SUPPORTED.
@@ -103,12 +102,16 @@ struct Connection {
     peer: Option<std::net::SocketAddr>,
 }
 
-/// Serves one accepted connection until the peer closes, a fatal protocol
-/// error, or shutdown; then waits (bounded) for its in-flight requests.
-pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
-    let peer = stream.peer_addr().ok();
-    let (mut reader, writer) = stream.into_split();
+/// Serves one accepted connection (plain or TLS, see [`crate::tls`])
+/// until the peer closes, a fatal protocol error, or shutdown; then waits
+/// (bounded) for its in-flight requests.
+pub async fn serve(
+    stream: Halves,
+    peer: Option<std::net::SocketAddr>,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let Halves { mut reader, writer } = stream;
     let (tx, mut answers) = mpsc::channel(WRITE_QUEUE_DEPTH);
     let max_in_flight = shared.config.max_in_flight_per_connection;
     let mut conn = Connection {
@@ -194,14 +197,14 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::
 
 /// The socket's write half and the encoding state.
 struct Writer {
-    half: OwnedWriteHalf,
+    half: Box<dyn AsyncWrite + Send + Unpin>,
     outbound: Outbound,
     /// A write failed or encoding panicked: nothing more is sent.
     broken: bool,
 }
 
 impl Writer {
-    fn new(half: OwnedWriteHalf) -> Self {
+    fn new(half: Box<dyn AsyncWrite + Send + Unpin>) -> Self {
         Writer {
             half,
             outbound: Outbound::default(),

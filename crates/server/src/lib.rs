@@ -10,8 +10,10 @@
 //! ([`listener`]), one task per connection owning its codec state
 //! ([`connection`], [`framing`]), one task per statement request
 //! ([`dispatch`]), error codes mapped in one place ([`errors`]), every limit
-//! named in [`limits`]. Shutdown: stop accepting, let in-flight requests
-//! finish within [`ServerConfig::shutdown_grace`], then return.
+//! named in [`limits`], client TLS (rustls) behind [`tls`], which hands
+//! the connection a plain or encrypted byte stream. Shutdown: stop
+//! accepting, let in-flight requests finish within
+//! [`ServerConfig::shutdown_grace`], then return.
 //!
 //! Invariants: no input bytes make the server panic or allocate more than
 //! the frame limit per connection; a panicking request is answered with
@@ -19,6 +21,7 @@
 
 mod admin;
 mod admin_snapshots;
+pub mod admin_token;
 pub mod authenticate;
 mod compaction_control;
 mod connection;
@@ -33,6 +36,7 @@ pub mod metrics;
 pub mod read_stage;
 mod statements;
 mod status;
+pub mod tls;
 mod vectored;
 
 use std::future::Future;
@@ -62,6 +66,10 @@ pub struct ServerConfig {
     /// Statements that need the disk running at once (cassandra.yaml
     /// `concurrent_reads`; see [`read_stage`]).
     pub concurrent_reads: usize,
+    /// `client_encryption_options`: TLS on the CQL port (`None`: plain).
+    pub client_tls: Option<tls::ClientTlsSettings>,
+    /// A token every admin request must carry (see [`admin_token`]).
+    pub admin_token: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -74,6 +82,8 @@ impl Default for ServerConfig {
             max_frame_body_bytes: limits::MAX_FRAME_BODY_BYTES,
             shutdown_grace: limits::SHUTDOWN_GRACE,
             concurrent_reads: limits::CONCURRENT_READS,
+            client_tls: None,
+            admin_token: None,
         }
     }
 }
@@ -91,6 +101,8 @@ pub(crate) struct Shared {
     pub events: broadcast::Sender<varve_protocol::Event>,
     /// Where statements that need the disk run.
     pub read_stage: Arc<read_stage::ReadStage>,
+    /// Client TLS, when on.
+    pub tls: Option<Arc<tls::ClientTls>>,
 }
 
 /// A node's listeners, bound but not yet serving.
@@ -104,6 +116,7 @@ pub struct Server {
     admin_addr: SocketAddr,
     metrics: Arc<Metrics>,
     events: broadcast::Sender<varve_protocol::Event>,
+    tls: Option<Arc<tls::ClientTls>>,
 }
 
 impl Server {
@@ -119,6 +132,15 @@ impl Server {
         config: ServerConfig,
         registry: Arc<varve_metrics::Registry>,
     ) -> std::io::Result<Server> {
+        // Certificates are read before any port is bound: a node whose TLS
+        // settings cannot be honoured never serves.
+        let tls = match &config.client_tls {
+            None => None,
+            Some(settings) => Some(Arc::new(
+                tls::ClientTls::new(settings.clone())
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
+            )),
+        };
         let cql = TcpListener::bind(config.cql_addr).await?;
         let admin = TcpListener::bind(config.admin_addr).await?;
         let admin_addr = admin.local_addr().unwrap_or(config.admin_addr);
@@ -131,6 +153,7 @@ impl Server {
             admin_addr,
             metrics: Arc::new(Metrics::new(registry)),
             events,
+            tls,
         })
     }
 
@@ -163,6 +186,7 @@ impl Server {
             listener,
             Arc::clone(&self.metrics),
             processor,
+            self.config.admin_token.clone().map(Arc::from),
             stop_rx,
         ));
         self.admin_early = Some((task, stop_tx));
@@ -195,6 +219,7 @@ impl Server {
             processor,
             metrics: Arc::clone(&self.metrics),
             events,
+            tls: self.tls,
         });
         let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
         let accept = tokio::spawn(listener::accept_loop(
@@ -225,6 +250,7 @@ impl Server {
                 listener,
                 Arc::clone(&self.metrics),
                 Arc::clone(&shared.processor),
+                shared.config.admin_token.clone().map(Arc::from),
                 stop_rx.clone(),
             )),
             (None, None) => tokio::spawn(async {}),

@@ -6,7 +6,12 @@
 //! reset. Varve instead reads the connection's first frame (bounded by
 //! [`REJECTED_CONNECTION_TIMEOUT`]), answers it with an Overloaded error
 //! that names the limit, and closes: drivers see the same failure, with a
-//! reason.
+//! reason. (A TLS client's first bytes are a ClientHello, which is no
+//! frame: its connection is closed without a clear-text answer.)
+//!
+//! With client TLS on, the handshake (see [`crate::tls`]) runs in the
+//! connection's own task, holding its slot, so a slow handshake never
+//! holds up the accept loop.
 
 use std::sync::Arc;
 
@@ -54,7 +59,15 @@ pub async fn accept_loop(
                 tokio::spawn(async move {
                     shared.metrics.connection_opened();
                     tracing::debug!("connection from {peer}");
-                    crate::connection::serve(stream, Arc::clone(&shared), shutdown).await;
+                    let _ = stream.set_nodelay(true);
+                    let halves = match &shared.tls {
+                        None => Some(crate::tls::accept::plain(stream)),
+                        Some(tls) => crate::tls::accept::accept(stream, tls, peer).await,
+                    };
+                    if let Some(halves) = halves {
+                        crate::connection::serve(halves, Some(peer), Arc::clone(&shared), shutdown)
+                            .await;
+                    }
                     shared.metrics.connection_closed();
                     drop(permit);
                     drop(done);
@@ -82,6 +95,10 @@ async fn reject(mut stream: TcpStream, limit: usize) {
             if stream.read_buf(&mut buf).await.ok()? == 0 {
                 return None;
             }
+        }
+        // A TLS client's ClientHello: no frame to answer in clear text.
+        if buf.first() == Some(&crate::tls::TLS_HANDSHAKE_RECORD) {
+            return None;
         }
         // Header only; the body is never read.
         let header = varve_protocol::FrameHeader::decode(&buf).ok()?;

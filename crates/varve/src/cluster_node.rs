@@ -72,7 +72,13 @@ impl ClusterNode {
     ) -> anyhow::Result<ClusterNode> {
         let host_id = HostId(node.host_id);
         let seed = u64::from_le_bytes(node.host_id[..8].try_into().unwrap_or_default());
-        let env = Env::tokio(seed ^ varve_types::time::now_micros() as u64);
+        let mut env = Env::tokio(seed ^ varve_types::time::now_micros() as u64);
+        if let Some(tls) = &settings.internode_tls {
+            env.net = Arc::new(varve_cluster::env::tls::TlsNetwork::new(
+                Arc::clone(&env.net),
+                tls,
+            )?);
+        }
         let generation =
             varve_cluster::membership::next_generation(&settings.data_dir, &*env.clock)
                 .context("choosing the gossip generation")?;

@@ -73,6 +73,10 @@ struct FileConfig {
     auto_snapshot: Option<bool>,
     /// Varve's own key: the admin HTTP port.
     admin_port: Option<u16>,
+    /// Varve's own keys: the admin port's address and token
+    /// (crate::admin_config).
+    admin_address: Option<String>,
+    admin_token: Option<String>,
     // The node's place in a cluster (crate::topology_config).
     seed_provider: Option<Vec<crate::topology_config::SeedProvider>>,
     storage_port: Option<u16>,
@@ -116,6 +120,10 @@ pub struct Settings {
     pub rpc_address: IpAddr,
     pub native_port: u16,
     pub admin_port: u16,
+    /// Where the admin port listens (crate::admin_config).
+    pub admin_address: IpAddr,
+    /// The token admin requests must carry, if any.
+    pub admin_token: Option<String>,
     pub data_dir: PathBuf,
     /// Accepted and kept for the durable engine; memtables ignore it today.
     pub commitlog_dir: PathBuf,
@@ -165,6 +173,10 @@ pub struct Settings {
     pub hints: varve_cluster::hints::HintsConfig,
     /// Authentication and authorization (crate::security_config).
     pub auth: varve_query::auth::AuthSettings,
+    /// `client_encryption_options` (crate::tls_config).
+    pub client_tls: Option<varve_server::tls::ClientTlsSettings>,
+    /// `server_encryption_options` (crate::internode_tls_config).
+    pub internode_tls: Option<varve_cluster::env::tls::InternodeTlsSettings>,
 }
 
 fn parse_address(key: &str, text: &str) -> anyhow::Result<IpAddr> {
@@ -397,9 +409,20 @@ impl Settings {
             cidr_authorizer: file.cidr_authorizer.clone(),
             credentials_validity: file.credentials_validity.clone(),
             credentials_validity_in_ms: file.credentials_validity_in_ms,
-            client_encryption_options: file.client_encryption_options.clone(),
-            server_encryption_options: file.server_encryption_options.clone(),
         })?;
+        let admin_address = match &file.admin_address {
+            Some(a) => Some(parse_address("admin_address", a)?),
+            None => None,
+        };
+        let (admin_address, admin_token) = crate::admin_config::resolve(
+            rpc_address,
+            admin_address,
+            file.admin_token.clone(),
+            std::env::var(crate::admin_config::ADMIN_TOKEN_ENV).ok(),
+        )?;
+        let client_tls = crate::tls_config::resolve(file.client_encryption_options.as_ref())?;
+        let internode_tls =
+            crate::internode_tls_config::resolve(file.server_encryption_options.as_ref())?;
         let hints = crate::hints_config::resolve(
             &crate::hints_config::HintsFile {
                 hinted_handoff_enabled: file.hinted_handoff_enabled,
@@ -440,6 +463,10 @@ impl Settings {
             topology,
             hints,
             auth,
+            client_tls,
+            internode_tls,
+            admin_address,
+            admin_token,
             cluster_name: args
                 .cluster_name
                 .clone()
@@ -484,10 +511,12 @@ impl Settings {
     pub fn server_config(&self) -> varve_server::ServerConfig {
         varve_server::ServerConfig {
             cql_addr: (self.rpc_address, self.native_port).into(),
-            admin_addr: (self.rpc_address, self.admin_port).into(),
+            admin_addr: (self.admin_address, self.admin_port).into(),
+            admin_token: self.admin_token.clone(),
             max_connections: self.max_connections,
             max_frame_body_bytes: self.max_frame_body_bytes,
             concurrent_reads: self.concurrent_reads,
+            client_tls: self.client_tls.clone(),
             ..varve_server::ServerConfig::default()
         }
     }

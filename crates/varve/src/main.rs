@@ -7,6 +7,7 @@
 //! config, prepares the data directory and the node's identity
 //! ([`node`]), and hands the rest to `varve-server`.
 
+mod admin_config;
 mod allocator;
 mod bench_cmd;
 mod bootstrap;
@@ -19,6 +20,7 @@ mod cluster_schema;
 mod config;
 mod decommission;
 mod hints_config;
+mod internode_tls_config;
 mod launcher;
 mod memory_limit;
 mod node;
@@ -30,6 +32,7 @@ mod report_cmd;
 mod security_config;
 mod sizes;
 mod stress_cmd;
+mod tls_config;
 mod topology_config;
 
 use std::path::PathBuf;

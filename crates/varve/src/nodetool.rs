@@ -366,7 +366,13 @@ fn request(host: &str, port: u16, method: &str, target: &str) -> anyhow::Result<
         TcpStream::connect((host, port)).with_context(|| format!("connecting to {host}:{port}"))?;
     let timeout = (!waits_for_completion(target)).then_some(NODETOOL_TIMEOUT);
     stream.set_read_timeout(timeout)?;
-    write!(stream, "{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+    // The admin port's token, when the node has one (docs/design/security.md).
+    let auth = std::env::var(crate::admin_config::ADMIN_TOKEN_ENV)
+        .ok()
+        .filter(|t| !t.is_empty())
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(stream, "{method} {target} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n")?;
     let mut response = String::new();
     stream
         .read_to_string(&mut response)

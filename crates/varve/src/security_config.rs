@@ -1,7 +1,7 @@
 //! The security settings of cassandra.yaml (docs/design/security.md,
 //! section 1): `authenticator`, `authorizer`, `role_manager`,
-//! `network_authorizer`, `cidr_authorizer`, `credentials_validity`, and the
-//! encryption options. What Varve does not provide is an error at start,
+//! `network_authorizer`, `cidr_authorizer`, `credentials_validity`, and
+//! (TLS: crate::tls_config and crate::internode_tls_config). What Varve does not provide is an error at start,
 //! never a warning: a copied production file must not look protected when
 //! it is not.
 
@@ -26,8 +26,6 @@ pub struct SecurityFile {
     pub cidr_authorizer: Option<Value>,
     pub credentials_validity: Option<Value>,
     pub credentials_validity_in_ms: Option<u64>,
-    pub client_encryption_options: Option<Value>,
-    pub server_encryption_options: Option<Value>,
 }
 
 /// The class a key names (a string, or a map with `class_name`), without
@@ -58,35 +56,6 @@ fn choose(key: &str, v: &Option<Value>, choices: &[&str]) -> anyhow::Result<usiz
     })
 }
 
-fn flag(options: &Value, key: &str) -> bool {
-    matches!(options.get(key), Some(Value::Bool(true)))
-        || matches!(options.get(key), Some(Value::String(s)) if s == "true")
-}
-
-/// Refuses encryption, which comes in part 2 of issue 23.
-fn check_encryption(file: &SecurityFile) -> anyhow::Result<()> {
-    if let Some(c) = &file.client_encryption_options {
-        if flag(c, "enabled") || flag(c, "optional") {
-            bail!("client_encryption_options: TLS for clients is not supported by Varve yet; refusing to start rather than serve clients in clear text");
-        }
-    }
-    if let Some(s) = &file.server_encryption_options {
-        let mode = match s.get("internode_encryption") {
-            None | Some(Value::Null) => "none".to_string(),
-            Some(Value::String(m)) => m.clone(),
-            Some(_) => bail!(
-                "server_encryption_options.internode_encryption must be none, dc, rack or all"
-            ),
-        };
-        let legacy_port =
-            flag(s, "enable_legacy_ssl_storage_port") || flag(s, "legacy_ssl_storage_port_enabled");
-        if mode != "none" || flag(s, "optional") || legacy_port {
-            bail!("server_encryption_options: internode encryption ({mode}) is not supported by Varve yet; refusing to start rather than talk to other nodes in clear text");
-        }
-    }
-    Ok(())
-}
-
 /// The node's authentication settings.
 pub fn resolve(file: &SecurityFile) -> anyhow::Result<AuthSettings> {
     let password = choose(
@@ -114,7 +83,6 @@ pub fn resolve(file: &SecurityFile) -> anyhow::Result<AuthSettings> {
         &file.cidr_authorizer,
         &["AllowAllCIDRAuthorizer"],
     )?;
-    check_encryption(file)?;
     if authorizer && !password {
         bail!("authorizer: CassandraAuthorizer needs authenticator: PasswordAuthenticator (permissions belong to roles that log in)");
     }
@@ -145,8 +113,6 @@ mod tests {
             cidr_authorizer: get("cidr_authorizer"),
             credentials_validity: get("credentials_validity"),
             credentials_validity_in_ms: get("credentials_validity_in_ms").and_then(|v| v.as_u64()),
-            client_encryption_options: get("client_encryption_options"),
-            server_encryption_options: get("server_encryption_options"),
         }
     }
 
@@ -194,19 +160,6 @@ mod tests {
         assert!(err("role_manager: LDAPRoleManager").contains("role_manager"));
         assert!(
             err("network_authorizer: CassandraNetworkAuthorizer").contains("network_authorizer")
-        );
-        assert!(err("client_encryption_options:\n  enabled: true")
-            .contains("client_encryption_options"));
-        assert!(err("client_encryption_options:\n  optional: true")
-            .contains("client_encryption_options"));
-        assert!(
-            err("server_encryption_options:\n  internode_encryption: all")
-                .contains("server_encryption_options")
-        );
-        assert!(err("server_encryption_options:\n  internode_encryption: dc").contains("(dc)"));
-        assert!(
-            err("server_encryption_options:\n  legacy_ssl_storage_port_enabled: true")
-                .contains("server_encryption_options")
         );
         assert!(err("authorizer: CassandraAuthorizer")
             .contains("needs authenticator: PasswordAuthenticator"));

@@ -95,6 +95,13 @@ fn refused(shared: &Shared, remote: SocketAddr, error: AcceptError) {
             let what = format!("HELLO refused ({:?}): {}", reject.reason, reject.message);
             log_once(shared, remote, &what);
         }
+        AcceptError::Read(ReadError::Io(error)) | AcceptError::Io(error)
+            if error.kind() == std::io::ErrorKind::InvalidData =>
+        {
+            // With internode TLS (crate::env::tls), a refused handshake:
+            // an untrusted certificate, or a peer speaking clear text.
+            log_once(shared, remote, &format!("TLS handshake failed: {error}"));
+        }
         AcceptError::Read(read) => closed(shared, remote, read),
         AcceptError::Io(error) => debug!(%remote, "internode handshake failed: {error}"),
     }
