@@ -17,6 +17,8 @@
 # usage: topology_side_by_side.sh
 #   VARVE=path/to/release/varve   OUT=dir (default /tmp/varve-topology-bench)   ROWS (250000)
 #   RATE=client operations/s (400)   STEADY_S (60)   SKIP_CASSANDRA=1   SKIP_VARVE=1
+#   ADD_THROUGHPUT: stream_throughput_outbound of Varve's new node (e.g. 8MiB/s; it paces what it
+#   takes from each source), to see the pacer hold a limit below what the machine streams
 # Cassandra's cluster is started fresh (FRESH=1) and stopped at the end.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -107,7 +109,12 @@ varve() {
   client_stop
   tail -3 "$out/varve-repair.out" | sed 's/^/  /' | tee -a "$out/summary.txt"
   client varve-bootstrap $host
-  timed varve-bootstrap vt add
+  local add=()
+  if [ -n "${ADD_THROUGHPUT:-}" ]; then
+    echo "stream_throughput_outbound: $ADD_THROUGHPUT" > "$out/add.yaml"
+    add=(-- --config "$out/add.yaml")
+  fi
+  timed varve-bootstrap vt add "${add[@]}"
   client_stop
   sizes "varve after bootstrap" "$dir"/node{1,2,3,4}/data
   vt stop > /dev/null
