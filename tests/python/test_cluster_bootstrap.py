@@ -264,6 +264,37 @@ def _start_quietly(node):
         pass  # killed before ready (what the test does), or stopped by the fixture
 
 
+def replace_under_writes(tmp_path, nodes, dead, name, listen, rows):
+    """Starts a node at `listen` (its data in tmp_path / name) that
+    replaces the dead node at address `dead`, while a Writer adds rows
+    from key `rows`; the replacement and the writer (stopped)."""
+    config = tmp_path / f"{name}.yaml"
+    config.write_text(f"replace_address_first_boot: {dead}\n")
+    writer = Writer(first_key=rows)
+    writer.start()
+    try:
+        replacement = VarveNode(tmp_path / name, ["--seeds", "127.0.0.1", "--config", str(config)],
+                                listen=listen, storage_port=STORAGE)
+        nodes.append(replacement.start(port=NATIVE, admin_port=ADMIN))
+        time.sleep(0.5)
+    finally:
+        writer.stop()
+    assert "bootstrap: this node replaces" in replacement.log(), replacement.log_tail()
+    return replacement, writer
+
+
+def assert_every_row_on(cluster, session, address, live_keys):
+    """Every key of `live_keys` reads at QUORUM, and at ONE through the
+    node at `address` alone; then both drivers are shut down."""
+    assert missing_rows(session, live_keys, "QUORUM") == []
+    new_cluster, new_session = pinned(address)
+    try:
+        assert missing_rows(new_session, live_keys, "ONE") == []
+    finally:
+        new_cluster.shutdown()
+        cluster.shutdown()
+
+
 def test_a_dead_node_is_replaced_by_a_new_one_with_its_tokens(tmp_path, nodes):
     rows = 2000
     cluster, session = three_nodes_with_rows(tmp_path, nodes, rows)
@@ -286,18 +317,7 @@ def test_a_dead_node_is_replaced_by_a_new_one_with_its_tokens(tmp_path, nodes):
         live.start(port=NATIVE, admin_port=ADMIN)
     assert "only a dead node can be replaced" in live.log(), live.log_tail()
     nodes[3].stop(signal.SIGKILL)
-    config = tmp_path / "replace.yaml"
-    config.write_text("replace_address_first_boot: 127.0.0.4\n")
-    writer = Writer(first_key=rows)
-    writer.start()
-    try:
-        replacement = VarveNode(tmp_path / "node5", ["--seeds", "127.0.0.1", "--config", str(config)],
-                                listen="127.0.0.5", storage_port=STORAGE)
-        nodes.append(replacement.start(port=NATIVE, admin_port=ADMIN))
-        time.sleep(0.5)
-    finally:
-        writer.stop()
-    assert "bootstrap: this node replaces" in replacement.log(), replacement.log_tail()
+    _, writer = replace_under_writes(tmp_path, nodes, "127.0.0.4", "node5", "127.0.0.5", rows)
     deadline = time.monotonic() + 10
     while True:
         now = {str(p.peer): sorted(p.tokens) for p in session.execute("SELECT peer, tokens FROM system.peers")}
@@ -312,13 +332,7 @@ def test_a_dead_node_is_replaced_by_a_new_one_with_its_tokens(tmp_path, nodes):
         assert time.monotonic() < deadline, "the replaced voter stayed in the metadata group"
         time.sleep(0.2)
     live_keys = [k for k in range(rows) if k % 10 != 0] + writer.acked
-    assert missing_rows(session, live_keys, "QUORUM") == []
-    new_cluster, new_session = pinned("127.0.0.5")
-    try:
-        assert missing_rows(new_session, live_keys, "ONE") == []
-    finally:
-        new_cluster.shutdown()
-        cluster.shutdown()
+    assert_every_row_on(cluster, session, "127.0.0.5", live_keys)
 
 
 def test_a_dead_node_is_replaced_on_its_own_address(tmp_path, nodes):
@@ -332,18 +346,7 @@ def test_a_dead_node_is_replaced_on_its_own_address(tmp_path, nodes):
               for p in session.execute("SELECT peer, host_id, tokens FROM system.peers")}
     assert before.get("127.0.0.3"), before
     nodes[2].stop(signal.SIGKILL)
-    config = tmp_path / "replace-same.yaml"
-    config.write_text("replace_address_first_boot: 127.0.0.3\n")
-    writer = Writer(first_key=rows)
-    writer.start()
-    try:
-        replacement = VarveNode(tmp_path / "node3-new", ["--seeds", "127.0.0.1", "--config", str(config)],
-                                listen="127.0.0.3", storage_port=STORAGE)
-        nodes.append(replacement.start(port=NATIVE, admin_port=ADMIN))
-        time.sleep(0.5)
-    finally:
-        writer.stop()
-    assert "bootstrap: this node replaces" in replacement.log(), replacement.log_tail()
+    _, writer = replace_under_writes(tmp_path, nodes, "127.0.0.3", "node3-new", "127.0.0.3", rows)
     deadline = time.monotonic() + 10
     while True:
         now = {str(p.peer): (p.host_id, sorted(p.tokens or []))
@@ -355,13 +358,7 @@ def test_a_dead_node_is_replaced_on_its_own_address(tmp_path, nodes):
     assert now["127.0.0.3"][1] == before["127.0.0.3"][1], "the replacement took other tokens"
     assert sorted(now) == ["127.0.0.2", "127.0.0.3"], now
     live_keys = [k for k in range(rows) if k % 10 != 0] + writer.acked
-    assert missing_rows(session, live_keys, "QUORUM") == []
-    new_cluster, new_session = pinned("127.0.0.3")
-    try:
-        assert missing_rows(new_session, live_keys, "ONE") == []
-    finally:
-        new_cluster.shutdown()
-        cluster.shutdown()
+    assert_every_row_on(cluster, session, "127.0.0.3", live_keys)
 
 
 def test_a_full_disk_fails_the_bootstrap_not_the_node_and_it_completes_once_there_is_room(tmp_path, nodes):

@@ -17,7 +17,8 @@ import time
 
 
 from conftest import connect, varve_bin
-from test_cluster_bootstrap import ADMIN, NATIVE, missing_rows, nodes, pinned, start_node  # noqa: F401 (nodes: a fixture)
+from test_cluster_bootstrap import (  # noqa: F401 (nodes: a fixture)
+    ADMIN, NATIVE, missing_rows, nodes, pinned, start_node, three_nodes_with_rows)
 
 
 def nodetool(index, *args):
@@ -47,11 +48,7 @@ def test_one_repair_brings_diverged_replicas_together(tmp_path, nodes):
     assert all(ok for ok, _ in execute_concurrent_with_args(
         session, insert, [(k, "old") for k in range(1000)], concurrency=64))
     # Node 3 misses new rows and deletes, written at ONE; its hints go.
-    nodes[2].stop(signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while "DN  127.0.0.3" not in nodetool(1, "status"):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    kill_third(nodes)
     insert.consistency_level = ConsistencyLevel.ONE
     assert all(ok for ok, _ in execute_concurrent_with_args(
         session, insert, [(k, "new") for k in range(1000, 1500)], concurrency=64))
@@ -59,13 +56,7 @@ def test_one_repair_brings_diverged_replicas_together(tmp_path, nodes):
     delete.consistency_level = ConsistencyLevel.ONE
     for k in range(0, 100):
         session.execute(delete, (k,))
-    for index in (1, 2):
-        nodetool(index, "truncatehints")
-    nodes[2].start(port=NATIVE, admin_port=ADMIN)
-    deadline = time.monotonic() + 30
-    while nodetool(1, "status").count("UN") < 3:
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    restart_third_without_hints(nodes)
     live = list(range(100, 1500))
     deleted = list(range(100))
     third_cluster, third = pinned("127.0.0.3")
@@ -95,6 +86,27 @@ def test_one_repair_brings_diverged_replicas_together(tmp_path, nodes):
         cluster.shutdown()
 
 
+def kill_third(nodes):
+    """SIGKILLs node 3 and waits until node 1 sees it down."""
+    nodes[2].stop(signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while "DN  127.0.0.3" not in nodetool(1, "status"):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def restart_third_without_hints(nodes):
+    """Drops the hints of nodes 1 and 2, starts node 3 again and waits
+    until every node sees all three up."""
+    for index in (1, 2):
+        nodetool(index, "truncatehints")
+    nodes[2].start(port=NATIVE, admin_port=ADMIN)
+    deadline = time.monotonic() + 30
+    while any(nodetool(i, "status").count("UN") < 3 for i in (1, 2, 3)):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
 def paxos_out_of_sync(report):
     return int(re.search(r"system\.paxos: \d+ ranges repaired, (\d+) out of sync", report).group(1))
 
@@ -114,30 +126,14 @@ def test_repair_gives_a_replica_the_paxos_state_of_transactions_it_missed(tmp_pa
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement
 
-    for index in range(1, 4):
-        nodes.append(start_node(tmp_path, index))
-    cluster = connect("127.0.0.1", NATIVE, 5)
-    session = cluster.connect()
-    session.execute("CREATE KEYSPACE ks WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 3}")
-    session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
-    nodes[2].stop(signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while "DN  127.0.0.3" not in nodetool(1, "status"):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    cluster, session = three_nodes_with_rows(tmp_path, nodes, 0)
+    kill_third(nodes)
     insert = SimpleStatement("INSERT INTO ks.t (k, v) VALUES (%s, 'lwt') IF NOT EXISTS",
                              consistency_level=ConsistencyLevel.QUORUM,
                              serial_consistency_level=ConsistencyLevel.SERIAL)
     for k in range(40):
         assert session.execute(insert, (k,)).one()[0] is True
-    for index in (1, 2):
-        nodetool(index, "truncatehints")
-    nodes[2].start(port=NATIVE, admin_port=ADMIN)
-    deadline = time.monotonic() + 30
-    while any(nodetool(i, "status").count("UN") < 3 for i in (1, 2, 3)):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    restart_third_without_hints(nodes)
     first_cluster, first = pinned("127.0.0.1")
     third_cluster, third = pinned("127.0.0.3")
     try:
@@ -174,23 +170,13 @@ def incremental_repairs_compare_only_what_is_new(session, nodes):
     assert int(re.search(r"(\d+) sstables marked repaired", first).group(1)) > 0, first
     assert all(percent_repaired(i) > 50 for i in range(1, 4)), [percent_repaired(i) for i in range(1, 4)]
 
-    nodes[2].stop(signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while "DN  127.0.0.3" not in nodetool(1, "status"):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    kill_third(nodes)
     insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
     insert.consistency_level = ConsistencyLevel.ONE
     fresh = list(range(2000, 2300))
     assert all(ok for ok, _ in execute_concurrent_with_args(
         session, insert, [(k, "fresh") for k in fresh], concurrency=64))
-    for index in (1, 2):
-        nodetool(index, "truncatehints")
-    nodes[2].start(port=NATIVE, admin_port=ADMIN)
-    deadline = time.monotonic() + 30
-    while any(nodetool(i, "status").count("UN") < 3 for i in (1, 2, 3)):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    restart_third_without_hints(nodes)
     second = nodetool(2, "repair", "ks")
     assert out_of_sync(second) > 0, second
     for index in range(1, 4):
