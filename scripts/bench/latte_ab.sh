@@ -7,6 +7,8 @@
 #   RATE=ops/s (default: as fast as the client goes). A fixed rate gives both builds the same
 #   work, so their server CPU compares directly; it is steadier on a noisy machine.
 #   COL_SIZE=bytes per column (default 34: 180 B rows; 6544: 32 KiB rows).
+#   LATTE_ARGS=extra connection arguments for every latte command (TLS and a login:
+#   "--ssl --ssl-ca ca.pem --user cassandra --password cassandra"; docs/benchmarks.md, session 22).
 #   Prints the server's anonymous memory (RssAnon) at the end, then deletes the run's data.
 set -u
 P="-P col_size=${COL_SIZE:-34}"
@@ -21,12 +23,12 @@ B=$(realpath "$B"); out=$(realpath "$out"); conf=$(realpath "$conf")
 cd "$out"
 "$B" server --data-dir "$out/vdata-$L" --port 9043 --admin-port 9183 --config "$conf" > "$out/$L-server.log" 2>&1 &
 VP=$!; sleep 1
-latte schema $W $P $H > /dev/null 2>&1
+latte schema $W $P ${LATTE_ARGS:-} $H > /dev/null 2>&1
 if [ "$FN" = read ]; then
-  latte load $W $P -P rows=$ROWS --concurrency 64 -q $H > /dev/null 2>&1
+  latte load $W $P ${LATTE_ARGS:-} -P rows=$ROWS --concurrency 64 -q $H > /dev/null 2>&1
   "$B" nodetool -p 9183 flush keyspace1; sleep 5
 fi
-python3 "$here/measure_cpu.py" $VP $D "$out/$L.txt" -- latte run $W $P -f $FN -P rows=$ROWS -p 64 -d ${D}s -w 5s ${RATE:+-r $RATE} -q $H > "$out/$L.measure"
+python3 "$here/measure_cpu.py" $VP $D "$out/$L.txt" -- latte run $W $P ${LATTE_ARGS:-} -f $FN -P rows=$ROWS -p 64 -d ${D}s -w 5s ${RATE:+-r $RATE} -q $H > "$out/$L.measure"
 thr=$(grep -E 'Throughput' "$out/$L.txt" | tr -s ' ' | cut -d' ' -f4)
 p99=$(grep -E '^ +99 ' "$out/$L.txt" | head -1 | tr -s ' ')
 echo "$L $FN: thr=$thr | $(cat "$out/$L.measure") | p99:$p99"
