@@ -26,19 +26,7 @@ from cassandra.cluster import Cluster
 h, p = '$1'.split(':'); c = Cluster([h], port=int(p)); s = c.connect()
 s.execute('DROP KEYSPACE IF EXISTS keyspace1', timeout=120); c.shutdown()" 2>/dev/null
 }
-settle() { # nodetool...: wait (up to SETTLE seconds) until no compaction is pending or running
-  local waited=0
-  while [ $waited -lt "$SETTLE" ]; do
-    local stats; stats=$("$@" compactionstats 2>/dev/null)
-    # No pending task ("pending tasks: 0" from Varve, "pending tasks   0" from Cassandra 5.0) and no
-    # table of running compactions (its header names the "compaction type" column).
-    if echo "$stats" | grep -Eq '^pending tasks:? +0 *$' && ! echo "$stats" | grep -q 'compaction type'; then
-      echo "settled after ${waited}s"; return
-    fi
-    sleep 2; waited=$((waited + 2))
-  done
-  echo "not settled after ${SETTLE}s"
-}
+. "$here/settle.sh"   # settle SECONDS NODETOOL...
 side() { # name pid host flushcmd...
   local name=$1 pid=$2 host=$3; shift 3
   for s in $SIZES; do
@@ -48,7 +36,7 @@ side() { # name pid host flushcmd...
     run $name-write-$label $pid $host write $rows $col
     latte load $W -P rows=$rows -P col_size=$col --concurrency 64 -q $host > /dev/null 2>&1
     "$@" flush keyspace1 > /dev/null; sleep 10
-    [ -n "${SETTLE:-}" ] && settle "$@"
+    [ -n "${SETTLE:-}" ] && settle "$SETTLE" "$@"
     run $name-read-$label $pid $host read $rows $col
   done
 }

@@ -70,20 +70,10 @@ timed() {
   say "$label: $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s (exit $rc)"
 }
 
-# settle LABEL NODETOOL...: waits (up to SETTLE seconds) until the node has no compaction pending
-# or running ("pending tasks: 0" from Varve, "pending tasks   0" from Cassandra 5.0, and no table
-# of running compactions), so that the steady phase is steady.
-settle() {
-  local label=$1 waited=0; shift
-  while [ $waited -lt "$SETTLE" ]; do
-    local stats; stats=$("$@" compactionstats 2>/dev/null)
-    if echo "$stats" | grep -Eq '^pending tasks:? +0 *$' && ! echo "$stats" | grep -q 'compaction type'; then
-      say "$label settled after ${waited} s"; return
-    fi
-    sleep 2; waited=$((waited + 2))
-  done
-  say "$label not settled after ${SETTLE} s"
-}
+. "$here/settle.sh"
+# settled LABEL NODETOOL...: settle.sh's wait (up to SETTLE seconds) for no compaction pending or
+# running, so that the steady phase is steady; logged.
+settled() { local label=$1; shift; say "$label $(settle "$SETTLE" "$@")"; }
 
 sizes() { # LABEL DIR...
   local label=$1; shift
@@ -97,7 +87,7 @@ varve() {
   vt start --nodes 3 --native-port 9043 --admin-port 9183 --storage-port 17100 > /dev/null
   load $host
   for i in 1 2 3; do vt nodetool $i flush; done
-  for i in 1 2 3; do settle "varve node$i" vt nodetool $i; done
+  for i in 1 2 3; do settled "varve node$i" vt nodetool $i; done
   sizes "varve loaded" "$dir"/node{1,2,3}/data
   steady varve $host
   vt nodetool 3 flush; vt kill 3
@@ -128,7 +118,7 @@ cassandra() {
   FRESH=1 "$CASS" start 3 > "$out/cassandra-start.out" 2>&1 || { say "cassandra did not start"; return; }
   load $host
   for i in 1 2 3; do cn $i flush; done
-  for i in 1 2 3; do settle "cassandra c$i" cn $i; done
+  for i in 1 2 3; do settled "cassandra c$i" cn $i; done
   sizes "cassandra loaded" /tmp/cass-lab/c{1,2,3}/data
   steady cassandra $host
   cn 3 flush; /work/shared/cassandra/stop.sh c3 > /dev/null

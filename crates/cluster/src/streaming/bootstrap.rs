@@ -120,8 +120,19 @@ pub(super) async fn wait_for_epoch(
         let mut behind = Vec::new();
         let topology = coordinator.topology();
         // Every listed node is asked, not only those gossip says are UP:
-        // a node just restarted sees none UP yet.
-        for host in topology.hosts().iter().filter(|h| !h.is_local) {
+        // a node just restarted sees none UP yet. A record at this node's
+        // own address is the dead node it replaces there: this node would
+        // answer for it, and gossip may call it UP.
+        let own = topology
+            .hosts()
+            .iter()
+            .find(|h| h.is_local)
+            .map(|h| h.address);
+        let others = topology
+            .hosts()
+            .iter()
+            .filter(|h| !h.is_local && Some(h.address) != own);
+        for host in others {
             let answer =
                 match messaging.request(host.address, Verb::ECHO, Bytes::new(), ECHO_TIMEOUT) {
                     Ok(pending) => pending.await.ok(),
