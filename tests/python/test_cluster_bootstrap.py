@@ -335,8 +335,6 @@ def test_a_dead_node_is_replaced_by_a_new_one_with_its_tokens(tmp_path, nodes):
     assert_every_row_on(cluster, session, "127.0.0.5", live_keys)
 
 
-@pytest.mark.skip(reason="known bug (issue 20 note): a replacement on the dead node's own "
-                         "address sometimes stalls before streaming (2 of 5 runs)")
 def test_a_dead_node_is_replaced_on_its_own_address(tmp_path, nodes):
     """Cassandra's usual replacement: the dead node's machine comes back
     with an empty disk and `replace_address_first_boot` naming its own

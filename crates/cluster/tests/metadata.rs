@@ -409,6 +409,73 @@ async fn joins_take_their_tokens_from_the_allocator_in_turn() {
     }
 }
 
+/// Node 3's tokens, joining: with node 3's address, its replacement.
+struct ReplaceNode3;
+
+impl TokenAllocator for ReplaceNode3 {
+    fn allocate(&self, _: &ClusterMetadata, _: &NodeRecord) -> Result<Vec<i64>, String> {
+        Ok(vec![300])
+    }
+
+    fn state(&self, _: &ClusterMetadata) -> NodeState {
+        NodeState::Joining
+    }
+}
+
+/// A dead voter's machine comes back empty under a new host id: the
+/// leader's appends and a candidate's votes for the dead voter now reach
+/// the new node at the same address. It must refuse them (NOT_ADDRESSEE):
+/// its empty log answering for the dead voter's made openraft's leader
+/// stop ("follower log reversion is not allowed"), and the log with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_node_on_a_dead_voter_s_address_does_not_answer_in_its_name() {
+    let dir = Dir::new("same-address");
+    let mut nodes = three(&dir, |_| {}).await;
+    change_schema(&nodes[0], b"before").await;
+    let dead = nodes.pop().expect("three nodes");
+    let addr = dead.addr();
+    dead.stop().await;
+    let seeds = Some(vec![nodes[0].addr()]);
+    let allocator = || Some(Arc::new(ReplaceNode3) as Arc<dyn TokenAllocator>);
+    let new = start_with(4, addr, seeds, &dir.node(4), |_| {}, allocator).await;
+    new.log
+        .wait_member(DEADLINE)
+        .await
+        .expect("the new node is a member");
+    assert_eq!(new.log.current().nodes[&new.host].state, NodeState::Joining);
+    // Several heartbeats to the dead voter's address later, the log still
+    // commits and the new node follows it.
+    let mut epoch = 0;
+    for schema in [&b"one"[..], b"two", b"three", b"four"] {
+        epoch = change_schema(&nodes[0], schema).await;
+        SystemClock.sleep(Duration::from_millis(300)).await;
+    }
+    new.log
+        .wait_applied(epoch)
+        .await
+        .expect("the new node caught up");
+    assert_eq!(new.log.current().schema_version, SchemaVersion::of(b"four"));
+    // It ends its replacement: Normal, and node 3 gone.
+    let mut normal = new.log.current().nodes[&new.host].clone();
+    normal.state = NodeState::Normal;
+    let expected_epoch = new.log.current().epoch;
+    let command = Command::Join {
+        node: normal,
+        expected_epoch,
+    };
+    new.log
+        .propose(command)
+        .await
+        .expect("the replacement becomes Normal");
+    let m = new.log.current();
+    assert_eq!(m.nodes[&new.host].storage_addr, addr);
+    assert!(!m.nodes.contains_key(&HostId([3; 16])), "{:?}", m.nodes);
+    nodes.push(new);
+    for node in nodes {
+        node.stop().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_that_is_not_the_messaging_s_is_refused() {
     let dir = Dir::new("record");

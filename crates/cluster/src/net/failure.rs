@@ -27,9 +27,12 @@ impl FailureReason {
     pub const OVERLOADED: FailureReason = FailureReason(0x0101);
     pub const MALFORMED_PAYLOAD: FailureReason = FailureReason(0x0102);
     pub const UNKNOWN_VERB: FailureReason = FailureReason(0x0103);
+    /// The request names another node than the one at this address (the
+    /// dead node that this one replaced there).
+    pub const NOT_ADDRESSEE: FailureReason = FailureReason(0x0104);
 
     /// Every defined reason with its name.
-    pub const KNOWN: [(FailureReason, &'static str); 10] = [
+    pub const KNOWN: [(FailureReason, &'static str); 11] = [
         (FailureReason::UNKNOWN, "UNKNOWN"),
         (
             FailureReason::READ_TOO_MANY_TOMBSTONES,
@@ -43,6 +46,7 @@ impl FailureReason {
         (FailureReason::OVERLOADED, "OVERLOADED"),
         (FailureReason::MALFORMED_PAYLOAD, "MALFORMED_PAYLOAD"),
         (FailureReason::UNKNOWN_VERB, "UNKNOWN_VERB"),
+        (FailureReason::NOT_ADDRESSEE, "NOT_ADDRESSEE"),
     ];
 
     pub fn name(self) -> Option<&'static str> {

@@ -22,10 +22,17 @@ use crate::metadata::limits::{
     MAX_ENTRIES_PER_APPEND, MAX_MESSAGE_BYTES, MAX_NODES, MAX_RAFT_PAYLOAD_BYTES,
     SNAPSHOT_CHUNK_BYTES,
 };
+use crate::net::handshake::HostId;
 use crate::net::wire::{put_address, put_bytes, put_varint, read_address, Reader, WireError};
 
-/// The layout version of RAFT_* payloads and log records.
+/// The layout version of RAFT_* responses and log records.
 pub const RAFT_PAYLOAD_VERSION: u8 = 1;
+
+/// The layout version of RAFT_* requests: version 2 names the node the
+/// request is meant for, so that a node now at a dead node's address
+/// does not answer in its place (docs/format/metadata-log.md, section 4).
+/// Version 1 requests (no addressee) are still read.
+pub const RAFT_REQUEST_VERSION: u8 = 2;
 
 /// Configurations of one membership: one, or two during a joint change.
 pub const MAX_MEMBERSHIP_CONFIGS: usize = 2;
@@ -198,6 +205,31 @@ pub fn decode<T>(
     Ok(value)
 }
 
+/// A RAFT_* request as read: the node it is meant for (none in a
+/// version 1 request) and the request.
+#[derive(Debug)]
+pub struct Addressed<T> {
+    pub to: Option<HostId>,
+    pub rpc: T,
+}
+
+/// Reads a whole RAFT_* request with `read`: version 2 (the addressee,
+/// then the request) or version 1 (the request alone).
+pub fn decode_request<T>(
+    bytes: &[u8],
+    read: impl FnOnce(&mut Reader<'_>) -> Result<T, WireError>,
+) -> Result<Addressed<T>, WireError> {
+    let mut r = Reader::new(bytes);
+    let to = match r.u8()? {
+        RAFT_REQUEST_VERSION => Some(read_host(&mut r)?),
+        RAFT_PAYLOAD_VERSION => None,
+        _ => return Err(WireError::BadValue("raft request version")),
+    };
+    let rpc = read(&mut r)?;
+    r.finish()?;
+    Ok(Addressed { to, rpc })
+}
+
 /// Whether a RAFT_* payload of `len` bytes may be sent.
 pub fn payload_fits(len: usize) -> bool {
     len <= MAX_RAFT_PAYLOAD_BYTES
@@ -208,8 +240,16 @@ fn start() -> Vec<u8> {
     vec![RAFT_PAYLOAD_VERSION]
 }
 
-pub fn encode_vote_request(req: &VoteRequest<crate::net::HostId>) -> Vec<u8> {
-    let mut out = start();
+/// Starts a request meant for `to`.
+fn start_request(to: HostId) -> Vec<u8> {
+    let mut out = vec![RAFT_REQUEST_VERSION];
+    out.extend_from_slice(&to.0);
+    out
+}
+
+/// The request for `to`.
+pub fn encode_vote_request(to: HostId, req: &VoteRequest<crate::net::HostId>) -> Vec<u8> {
+    let mut out = start_request(to);
     put_vote(&mut out, &req.vote);
     put_opt_log_id(&mut out, &req.last_log_id);
     out
@@ -241,8 +281,9 @@ pub fn read_vote_response(
     })
 }
 
-pub fn encode_append_request(req: &AppendEntriesRequest<TypeConfig>) -> Vec<u8> {
-    let mut out = start();
+/// The request for `to`.
+pub fn encode_append_request(to: HostId, req: &AppendEntriesRequest<TypeConfig>) -> Vec<u8> {
+    let mut out = start_request(to);
     put_vote(&mut out, &req.vote);
     put_opt_log_id(&mut out, &req.prev_log_id);
     put_opt_log_id(&mut out, &req.leader_commit);
@@ -331,8 +372,9 @@ pub fn read_snapshot_meta(r: &mut Reader<'_>) -> Result<SnapshotMeta, WireError>
     })
 }
 
-pub fn encode_snapshot_request(req: &InstallSnapshotRequest<TypeConfig>) -> Vec<u8> {
-    let mut out = start();
+/// The request for `to`.
+pub fn encode_snapshot_request(to: HostId, req: &InstallSnapshotRequest<TypeConfig>) -> Vec<u8> {
+    let mut out = start_request(to);
     put_vote(&mut out, &req.vote);
     put_snapshot_meta(&mut out, &req.meta);
     out.extend_from_slice(&req.offset.to_be_bytes());
@@ -419,12 +461,26 @@ pub fn fuzz_round_trips(payload: &[u8]) {
             assert_eq!(encode(&again), once, "encoding is not stable");
         }
     }
+    // A request re-encodes at version 2, for its addressee (or any node).
+    fn check_request<T>(
+        payload: &[u8],
+        read: impl Fn(&mut Reader<'_>) -> Result<T, WireError>,
+        encode: impl Fn(HostId, &T) -> Vec<u8>,
+    ) {
+        if let Ok(value) = decode_request(payload, &read) {
+            let to = value.to.unwrap_or(HostId([0; 16]));
+            let once = encode(to, &value.rpc);
+            let again = decode_request(&once, &read).expect("a re-encoded request decodes");
+            assert_eq!(again.to, Some(to), "the addressee changed");
+            assert_eq!(encode(to, &again.rpc), once, "encoding is not stable");
+        }
+    }
     check(payload, read_entry, encode_entry);
-    check(payload, read_vote_request, encode_vote_request);
+    check_request(payload, read_vote_request, encode_vote_request);
     check(payload, read_vote_response, encode_vote_response);
-    check(payload, read_append_request, encode_append_request);
+    check_request(payload, read_append_request, encode_append_request);
     check(payload, read_append_response, encode_append_response);
-    check(payload, read_snapshot_request, encode_snapshot_request);
+    check_request(payload, read_snapshot_request, encode_snapshot_request);
     check(payload, read_snapshot_answer, encode_snapshot_answer);
 }
 

@@ -16,6 +16,16 @@ fn host(n: u8) -> HostId {
     HostId([n; 16])
 }
 
+/// A request for host 9 as the receiver reads it.
+fn request<T>(
+    bytes: Vec<u8>,
+    read: impl FnOnce(&mut Reader<'_>) -> Result<T, WireError>,
+) -> Result<T, WireError> {
+    let addressed = decode_request(&bytes, read)?;
+    assert_eq!(addressed.to, Some(host(9)));
+    Ok(addressed.rpc)
+}
+
 fn log_id(term: u64, n: u8, index: u64) -> LogId {
     LogId::new(CommittedLeaderId::new(term, host(n)), index)
 }
@@ -61,7 +71,7 @@ fn votes_round_trip() {
     let mut vote = Vote::new(7, host(3));
     vote.committed = true;
     let req = VoteRequest::new(vote, Some(log_id(6, 2, 40)));
-    let back = decode(&encode_vote_request(&req), read_vote_request).unwrap();
+    let back = request(encode_vote_request(host(9), &req), read_vote_request).unwrap();
     assert_eq!(back, req);
     let resp = VoteResponse {
         vote,
@@ -80,7 +90,7 @@ fn appends_round_trip() {
         entries: entries(),
         leader_commit: None,
     };
-    let back = decode(&encode_append_request(&req), read_append_request).unwrap();
+    let back = request(encode_append_request(host(9), &req), read_append_request).unwrap();
     assert_eq!(back.vote, req.vote);
     assert_eq!(back.prev_log_id, req.prev_log_id);
     assert_eq!(back.leader_commit, req.leader_commit);
@@ -112,7 +122,11 @@ fn snapshots_round_trip() {
         data: vec![1, 2, 3],
         done: true,
     };
-    let back = decode(&encode_snapshot_request(&req), read_snapshot_request).unwrap();
+    let back = request(
+        encode_snapshot_request(host(9), &req),
+        read_snapshot_request,
+    )
+    .unwrap();
     assert_eq!(back.meta, meta);
     assert_eq!(
         (back.offset, back.data, back.done),
@@ -163,7 +177,7 @@ fn entries_out_of_sequence_are_refused() {
         leader_commit: None,
     };
     let decodes = |req: &AppendEntriesRequest<TypeConfig>| {
-        decode(&encode_append_request(req), read_append_request).is_ok()
+        request(encode_append_request(host(9), req), read_append_request).is_ok()
     };
     let all = entries();
     assert!(decodes(&append(Some(log_id(1, 1, 0)), all.clone())));
@@ -191,9 +205,9 @@ fn entries_per_append_at_the_limit_and_over() {
         entries: (0..MAX_ENTRIES_PER_APPEND as u64).map(blank).collect(),
         leader_commit: None,
     };
-    assert!(decode(&encode_append_request(&req), read_append_request).is_ok());
+    assert!(request(encode_append_request(host(9), &req), read_append_request).is_ok());
     req.entries.push(blank(MAX_ENTRIES_PER_APPEND as u64));
-    assert!(decode(&encode_append_request(&req), read_append_request).is_err());
+    assert!(request(encode_append_request(host(9), &req), read_append_request).is_err());
 }
 
 #[test]
@@ -220,15 +234,34 @@ fn another_version_is_refused() {
     assert!(decode_entry(&bytes).is_err());
 }
 
+#[test]
+fn a_request_names_its_receiver_and_one_without_a_name_is_still_read() {
+    let req = VoteRequest::new(Vote::new(7, host(3)), Some(log_id(6, 2, 40)));
+    let bytes = encode_vote_request(host(4), &req);
+    assert_eq!(bytes[0], RAFT_REQUEST_VERSION);
+    let read = decode_request(&bytes, read_vote_request).unwrap();
+    assert_eq!((read.to, read.rpc), (Some(host(4)), req.clone()));
+    // Version 1, from a node of an earlier build: the same request, no name.
+    let mut old = vec![RAFT_PAYLOAD_VERSION];
+    old.extend_from_slice(&bytes[17..]);
+    let read = decode_request(&old, read_vote_request).unwrap();
+    assert_eq!((read.to, read.rpc), (None, req));
+    let mut other = bytes.clone();
+    other[0] = RAFT_REQUEST_VERSION + 1;
+    assert!(decode_request(&other, read_vote_request).is_err());
+    // Cut inside the host id.
+    assert!(decode_request(&bytes[..10], read_vote_request).is_err());
+}
+
 proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
         let _ = decode_entry(&bytes);
-        let _ = decode(&bytes, read_append_request);
+        let _ = decode_request(&bytes, read_append_request);
         let _ = decode(&bytes, read_append_response);
-        let _ = decode(&bytes, read_vote_request);
+        let _ = decode_request(&bytes, read_vote_request);
         let _ = decode(&bytes, read_vote_response);
-        let _ = decode(&bytes, read_snapshot_request);
+        let _ = decode_request(&bytes, read_snapshot_request);
         let _ = decode(&bytes, read_snapshot_answer);
     }
 }

@@ -1,6 +1,9 @@
 //! openraft's `RaftNetwork` over our messaging: RAFT_VOTE, RAFT_APPEND
 //! and RAFT_SNAPSHOT requests to the peer's address, each under the
-//! timeout openraft gives, and the handlers that answer them.
+//! timeout openraft gives, and the handlers that answer them. Each
+//! request names the host id it is meant for: a node that replaced a
+//! dead one at the same address refuses requests still sent to the dead
+//! one (its vote or its log would otherwise count as the dead node's).
 //!
 //! A send that cannot be queued, or a messaging that shut down, is
 //! `Unreachable` (openraft then backs off, [`UNREACHABLE_BACKOFF_MIN`]
@@ -134,7 +137,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<HostId>, RpcError> {
         let entries = rpc.entries.len() as u64;
-        let payload = encode_append_request(&rpc);
+        let payload = encode_append_request(self.target, &rpc);
         if !payload_fits(payload.len()) && entries > 1 {
             return Err(RPCError::PayloadTooLarge(
                 PayloadTooLarge::new_entries_hint(entries / 2),
@@ -150,7 +153,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<InstallSnapshotResponse<HostId>, RpcError<InstallSnapshotError>> {
-        let payload = encode_snapshot_request(&rpc);
+        let payload = encode_snapshot_request(self.target, &rpc);
         let answer = self
             .call(Verb::RAFT_SNAPSHOT, payload, &option, read_snapshot_answer)
             .await
@@ -169,7 +172,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: VoteRequest<HostId>,
         option: RPCOption,
     ) -> Result<VoteResponse<HostId>, RpcError> {
-        let payload = encode_vote_request(&rpc);
+        let payload = encode_vote_request(self.target, &rpc);
         self.call(Verb::RAFT_VOTE, payload, &option, read_vote_response)
             .await
             .map_err(rpc_error)

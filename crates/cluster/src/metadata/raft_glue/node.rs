@@ -12,8 +12,8 @@ use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::{ChangeMembers, Config, Raft, ServerState, SnapshotPolicy};
 
 use super::codec::{
-    decode, encode_append_response, encode_snapshot_answer, encode_vote_response,
-    read_append_request, read_snapshot_request, read_vote_request,
+    decode_request, encode_append_response, encode_snapshot_answer, encode_vote_response,
+    read_append_request, read_snapshot_request, read_vote_request, Addressed,
 };
 use super::log_store::LogStore;
 use super::network::Network;
@@ -211,20 +211,21 @@ impl RaftNode {
     }
 
     fn register_handlers(&self, messaging: &Messaging) {
+        let own = messaging.identity().host_id;
         let raft = self.raft.clone();
         messaging.register(Verb::RAFT_VOTE, move |request: Request| {
             let raft = raft.clone();
-            async move { Some(handle_vote(&raft, request.payload).await) }
+            async move { Some(handle_vote(&raft, own, request.payload).await) }
         });
         let raft = self.raft.clone();
         messaging.register(Verb::RAFT_APPEND, move |request: Request| {
             let raft = raft.clone();
-            async move { Some(handle_append(&raft, request.payload).await) }
+            async move { Some(handle_append(&raft, own, request.payload).await) }
         });
         let raft = self.raft.clone();
         messaging.register(Verb::RAFT_SNAPSHOT, move |request: Request| {
             let raft = raft.clone();
-            async move { Some(handle_snapshot(&raft, request.payload).await) }
+            async move { Some(handle_snapshot(&raft, own, request.payload).await) }
         });
     }
 }
@@ -252,21 +253,49 @@ fn refused(e: impl std::fmt::Display) -> Failure {
     Failure::new(FailureReason::UNKNOWN, e.to_string())
 }
 
-async fn handle_vote(raft: &Raft<TypeConfig>, payload: Bytes) -> Result<Bytes, Failure> {
-    let rpc = decode(&payload, read_vote_request).map_err(malformed)?;
-    let response = raft.vote(rpc).await.map_err(refused)?;
+/// The request of an addressed payload, if it is meant for `own`: a
+/// request for another host id (the dead node this one replaced at the
+/// same address) is refused, so that nothing answers in that node's name.
+fn for_this_node<T>(own: HostId, addressed: Addressed<T>) -> Result<T, Failure> {
+    match addressed.to {
+        Some(to) if to != own => Err(Failure::new(
+            FailureReason::NOT_ADDRESSEE,
+            format!("this node is {own}, not {to}: that node no longer listens here"),
+        )),
+        _ => Ok(addressed.rpc),
+    }
+}
+
+async fn handle_vote(
+    raft: &Raft<TypeConfig>,
+    own: HostId,
+    payload: Bytes,
+) -> Result<Bytes, Failure> {
+    let rpc = decode_request(&payload, read_vote_request).map_err(malformed)?;
+    let response = raft.vote(for_this_node(own, rpc)?).await.map_err(refused)?;
     Ok(Bytes::from(encode_vote_response(&response)))
 }
 
-async fn handle_append(raft: &Raft<TypeConfig>, payload: Bytes) -> Result<Bytes, Failure> {
-    let rpc = decode(&payload, read_append_request).map_err(malformed)?;
-    let response = raft.append_entries(rpc).await.map_err(refused)?;
+async fn handle_append(
+    raft: &Raft<TypeConfig>,
+    own: HostId,
+    payload: Bytes,
+) -> Result<Bytes, Failure> {
+    let rpc = decode_request(&payload, read_append_request).map_err(malformed)?;
+    let response = raft
+        .append_entries(for_this_node(own, rpc)?)
+        .await
+        .map_err(refused)?;
     Ok(Bytes::from(encode_append_response(&response)))
 }
 
-async fn handle_snapshot(raft: &Raft<TypeConfig>, payload: Bytes) -> Result<Bytes, Failure> {
-    let rpc = decode(&payload, read_snapshot_request).map_err(malformed)?;
-    let answer = match raft.install_snapshot(rpc).await {
+async fn handle_snapshot(
+    raft: &Raft<TypeConfig>,
+    own: HostId,
+    payload: Bytes,
+) -> Result<Bytes, Failure> {
+    let rpc = decode_request(&payload, read_snapshot_request).map_err(malformed)?;
+    let answer = match raft.install_snapshot(for_this_node(own, rpc)?).await {
         Ok(response) => Ok(response),
         Err(RaftError::APIError(e)) => Err(e),
         Err(RaftError::Fatal(e)) => return Err(refused(e)),
