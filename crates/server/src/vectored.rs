@@ -10,8 +10,19 @@ use std::io::IoSlice;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use varve_protocol::Spliced;
 
-/// Writes every byte of `frames` to `socket`, in order.
+/// Writes every byte of `frames` to `socket`, in order, and flushes it:
+/// a TLS stream may still hold encrypted bytes once it took the last
+/// plain ones (the socket was full), and they must not wait for the next
+/// response (a plain socket's flush does nothing).
 pub async fn write_spliced<W: AsyncWrite + Unpin>(
+    socket: &mut W,
+    frames: &Spliced,
+) -> std::io::Result<()> {
+    write_all_pieces(socket, frames).await?;
+    socket.flush().await
+}
+
+async fn write_all_pieces<W: AsyncWrite + Unpin>(
     socket: &mut W,
     frames: &Spliced,
 ) -> std::io::Result<()> {

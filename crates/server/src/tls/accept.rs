@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
+use super::drain::Drain;
 use super::{ClientTls, TLS_HANDSHAKE_RECORD};
 
 /// The two halves of a client's byte stream.
@@ -55,7 +56,7 @@ pub async fn accept(stream: TcpStream, tls: &ClientTls, peer: SocketAddr) -> Opt
         Ok(Ok(stream)) => {
             let (reader, writer) = tokio::io::split(stream);
             Some(Halves {
-                reader: Box::new(reader),
+                reader: Box::new(Drain::new(reader)),
                 writer: Box::new(writer),
             })
         }

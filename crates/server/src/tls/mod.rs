@@ -10,13 +10,16 @@
 //! - [`reload`]: the current `ServerConfig`, rebuilt when a file changes;
 //! - [`accept`]: one accepted socket made into a plain or TLS stream (the
 //!   first-byte peek of `optional` mode, the handshake bounded by
-//!   [`ClientTlsSettings::handshake_timeout`]).
+//!   [`ClientTlsSettings::handshake_timeout`]);
+//! - [`drain`]: a TLS stream's reader that hands over every record it
+//!   already decrypted in one read, so requests are answered in bursts.
 //!
 //! Invariant: a setting rustls cannot honour is an error when the node
 //! starts ([`ClientTls::new`]), never ignored.
 
 pub mod accept;
 mod context;
+mod drain;
 mod reload;
 mod settings;
 
