@@ -13,7 +13,7 @@ use openraft::{ChangeMembers, Config, Raft, ServerState, SnapshotPolicy};
 
 use super::codec::{
     decode_request, encode_append_response, encode_snapshot_answer, encode_vote_response,
-    read_append_request, read_snapshot_request, read_vote_request, Addressed,
+    read_append_request, read_snapshot_request, read_vote_request,
 };
 use super::log_store::LogStore;
 use super::network::Network;
@@ -26,6 +26,7 @@ use crate::metadata::limits::{MAX_ENTRIES_PER_APPEND, SNAPSHOT_CHUNK_BYTES};
 use crate::metadata::state::Command;
 use crate::metadata::store::StoreResult;
 use crate::net::handshake::HostId;
+use crate::net::wire::{Reader, WireError};
 use crate::net::{Failure, FailureReason, Messaging, Request, Verb};
 
 /// openraft's timing and snapshot settings, in our words.
@@ -253,10 +254,15 @@ fn refused(e: impl std::fmt::Display) -> Failure {
     Failure::new(FailureReason::UNKNOWN, e.to_string())
 }
 
-/// The request of an addressed payload, if it is meant for `own`: a
-/// request for another host id (the dead node this one replaced at the
+/// Decodes a RAFT_* request with `read` and keeps it if it is meant for
+/// `own`: one for another host id (the dead node this one replaced at the
 /// same address) is refused, so that nothing answers in that node's name.
-fn for_this_node<T>(own: HostId, addressed: Addressed<T>) -> Result<T, Failure> {
+fn request_for<T>(
+    own: HostId,
+    payload: &[u8],
+    read: impl FnOnce(&mut Reader<'_>) -> Result<T, WireError>,
+) -> Result<T, Failure> {
+    let addressed = decode_request(payload, read).map_err(malformed)?;
     match addressed.to {
         Some(to) if to != own => Err(Failure::new(
             FailureReason::NOT_ADDRESSEE,
@@ -271,8 +277,8 @@ async fn handle_vote(
     own: HostId,
     payload: Bytes,
 ) -> Result<Bytes, Failure> {
-    let rpc = decode_request(&payload, read_vote_request).map_err(malformed)?;
-    let response = raft.vote(for_this_node(own, rpc)?).await.map_err(refused)?;
+    let rpc = request_for(own, &payload, read_vote_request)?;
+    let response = raft.vote(rpc).await.map_err(refused)?;
     Ok(Bytes::from(encode_vote_response(&response)))
 }
 
@@ -281,11 +287,8 @@ async fn handle_append(
     own: HostId,
     payload: Bytes,
 ) -> Result<Bytes, Failure> {
-    let rpc = decode_request(&payload, read_append_request).map_err(malformed)?;
-    let response = raft
-        .append_entries(for_this_node(own, rpc)?)
-        .await
-        .map_err(refused)?;
+    let rpc = request_for(own, &payload, read_append_request)?;
+    let response = raft.append_entries(rpc).await.map_err(refused)?;
     Ok(Bytes::from(encode_append_response(&response)))
 }
 
@@ -294,8 +297,8 @@ async fn handle_snapshot(
     own: HostId,
     payload: Bytes,
 ) -> Result<Bytes, Failure> {
-    let rpc = decode_request(&payload, read_snapshot_request).map_err(malformed)?;
-    let answer = match raft.install_snapshot(for_this_node(own, rpc)?).await {
+    let rpc = request_for(own, &payload, read_snapshot_request)?;
+    let answer = match raft.install_snapshot(rpc).await {
         Ok(response) => Ok(response),
         Err(RaftError::APIError(e)) => Err(e),
         Err(RaftError::Fatal(e)) => return Err(refused(e)),
