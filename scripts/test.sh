@@ -55,7 +55,8 @@ case "$target_dir" in
     *) target_dir="$(pwd)/$target_dir" ;;
 esac
 export VARVE_BIN="${VARVE_BIN:-$target_dir/debug/varve}"
-# Two workers: the multi-node modules (fixed ports) run in order on one, the
-# single-node tests on the other (conftest.py). The slowest tests are
-# listed: the whole run must stay under 30 minutes.
-.venv/bin/python -m pytest tests/python -n 2 --dist loadgroup --durations=15 "$@"
+# Four workers: the multi-node modules that share a port set run in order on
+# one (conftest.py), the single-node tests go to any. Most of a multi-node
+# test is waiting, so four workers keep two cores busy. The slowest tests
+# are listed: the whole run must stay under 30 minutes.
+.venv/bin/python -m pytest tests/python -n 4 --dist loadgroup --durations=15 "$@"

@@ -14,10 +14,12 @@
 
 The binary is `$VARVE_BIN`, else target/debug/varve of this repo.
 
-Runs under pytest-xdist (`-n 2 --dist loadgroup`, scripts/test.sh): every
-test of a `test_cluster_*` module goes to one worker, in order, because those
-modules run nodes on fixed addresses and ports (127.0.0.x:19042 and the
-like); the single-node tests, on free ports, go to the other.
+Runs under pytest-xdist (`--dist loadgroup`, scripts/test.sh). The
+`test_cluster_*` modules run nodes on fixed addresses and ports
+(127.0.0.x:19042 and the like). Each names the native port of the port set it
+uses (`FIXED_PORTS`); the modules that share a set run in order on one worker,
+and different sets run side by side. The single-node tests, on free ports, go
+to any worker.
 """
 
 import os
@@ -32,8 +34,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-# The xdist group of the tests that own the fixed cluster ports.
-FIXED_PORTS_GROUP = "fixed-ports"
 READY_TIMEOUT_S = 30
 STOP_TIMEOUT_S = 15
 PROTOCOL_VERSIONS = [4, 5]
@@ -42,10 +42,16 @@ READY_RE = re.compile(r"varve ready: CQL on (?P<host>[^\s:]+):(?P<port>\d+), adm
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the markers
 def pytest_collection_modifyitems(config, items):
-    """Puts every test of a multi-node module in one xdist group (see above)."""
+    """Puts the tests of the multi-node modules that share a port set in one
+    xdist group (see above)."""
     for item in items:
-        if item.module.__name__.startswith("test_cluster_"):
-            item.add_marker(pytest.mark.xdist_group(FIXED_PORTS_GROUP))
+        module = item.module
+        if not module.__name__.startswith("test_cluster_"):
+            continue
+        ports = getattr(module, "FIXED_PORTS", None)
+        if ports is None:
+            raise pytest.UsageError(f"{module.__name__} runs nodes on fixed ports: set FIXED_PORTS (conftest.py)")
+        item.add_marker(pytest.mark.xdist_group(f"fixed-ports-{ports}"))
 
 
 def varve_bin():
@@ -68,7 +74,7 @@ class VarveNode:
         self.proc = None
         self.host = self.port = self.admin_port = None
 
-    def start(self, port=0, admin_port=0):
+    def start(self, port=0, admin_port=0, timeout_s=READY_TIMEOUT_S):
         cmd = [varve_bin(), "server", "--listen", self.listen, "--port", str(port),
                "--admin-port", str(admin_port), "--storage-port", str(self.storage_port),
                "--data-dir", str(self.data_dir),
@@ -77,7 +83,7 @@ class VarveNode:
         self._log_offset = self.log_path.stat().st_size  # a restart appends to the same log
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self._started_at = time.monotonic()
-        deadline = self._started_at + READY_TIMEOUT_S
+        deadline = self._started_at + timeout_s
         while time.monotonic() < deadline:
             match = READY_RE.search(self.log()[self._log_offset:])
             if match:
@@ -88,7 +94,7 @@ class VarveNode:
                 raise RuntimeError(f"varve exited with {self.proc.returncode} before ready:\n{self.log_tail()}")
             time.sleep(0.02)
         self.proc.kill()
-        raise RuntimeError(f"varve not ready after {READY_TIMEOUT_S}s:\n{self.log_tail()}")
+        raise RuntimeError(f"varve not ready after {timeout_s}s:\n{self.log_tail()}")
 
     def log(self):
         """The whole log, every start of this node included."""

@@ -13,6 +13,7 @@ from test_cluster_launcher import varve_cluster
 
 # Ports no other test_cluster_* module uses.
 NATIVE, ADMIN, STORAGE = 19542, 19680, 17500
+FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
 PORTS = ["--native-port", str(NATIVE), "--admin-port", str(ADMIN), "--storage-port", str(STORAGE)]
 HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
 REPLICATION = "{'class': 'SimpleStrategy', 'replication_factor': 3}"

@@ -22,6 +22,7 @@ import pytest
 from conftest import VarveNode, connect, varve_bin
 
 NATIVE, ADMIN, STORAGE = 19342, 19480, 17300
+FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
 VALUE = "v" * 200
 
 

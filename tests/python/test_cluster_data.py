@@ -12,7 +12,19 @@ import time
 
 import pytest
 
-from test_cluster_launcher import PORTS, eventually, node_states, pinned, varve_cluster
+from test_cluster_launcher import eventually, node_states, port_args, varve_cluster
+from test_cluster_launcher import pinned as pinned_on
+
+# A port set of its own (with test_cluster_lwt), so these modules run beside
+# the launcher's (conftest.py).
+NATIVE, ADMIN, STORAGE = 19942, 20080, 17900
+FIXED_PORTS = NATIVE
+PORTS = port_args(NATIVE, ADMIN, STORAGE)
+
+
+def pinned(host):
+    """A driver cluster that sends everything to `host`."""
+    return pinned_on(host, NATIVE)
 
 
 def statement(cql, level):
@@ -149,7 +161,7 @@ def coordinator_requests(host):
     import re
     import urllib.request
 
-    with urllib.request.urlopen(f"http://{host}:19180/metrics", timeout=5) as r:
+    with urllib.request.urlopen(f"http://{host}:{ADMIN}/metrics", timeout=5) as r:
         text = r.read().decode()
     found = re.findall(r'^varve_coordinator_requests_total\{placement="(\w+)"\} (\d+)', text, re.M)
     return {placement: int(n) for placement, n in found}
@@ -167,7 +179,7 @@ def test_a_token_aware_driver_sends_each_statement_to_a_replica(tmp_path):
     varve_cluster(directory, "start", "--nodes", "3", *PORTS)
     try:
         create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-        cluster = connect("127.0.0.1", 19042, 5, local_dc="datacenter1", max_schema_agreement_wait=0)
+        cluster = connect("127.0.0.1", NATIVE, 5, local_dc="datacenter1", max_schema_agreement_wait=0)
         s = cluster.connect()
         insert = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
         insert.consistency_level = CL.ONE
@@ -195,7 +207,7 @@ def metric(host, name):
     import re
     import urllib.request
 
-    with urllib.request.urlopen(f"http://{host}:19180/metrics", timeout=5) as r:
+    with urllib.request.urlopen(f"http://{host}:{ADMIN}/metrics", timeout=5) as r:
         text = r.read().decode()
     found = re.search(rf"^{name} (\d+)", text, re.M)
     return int(found.group(1)) if found else 0
@@ -395,7 +407,7 @@ def test_a_restarted_node_knows_the_ring_before_it_serves(tmp_path):
         create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 1}")
         # Which keys node 1 owns, as a token-aware driver computes it.
         from conftest import connect
-        driver = connect("127.0.0.1", 19042, 5, max_schema_agreement_wait=0)
+        driver = connect("127.0.0.1", NATIVE, 5, max_schema_agreement_wait=0)
         driver.connect()
         keys = range(300)
         owned = {k for k in keys

@@ -17,6 +17,7 @@ import time
 
 from conftest import connect, varve_bin
 from test_cluster_bootstrap import ADMIN, NATIVE, Writer, missing_rows, nodes, pinned, start_node  # noqa: F401 (nodes: a fixture)
+FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
 
 
 def nodetool(index, *args):

@@ -17,6 +17,7 @@ from test_cluster_bootstrap import Writer, missing_rows
 from test_cluster_launcher import PORTS, status, varve_cluster
 
 NATIVE = 19042
+FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
 ROWS = 1500
 
 

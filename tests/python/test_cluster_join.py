@@ -19,6 +19,7 @@ import pytest
 from conftest import VarveNode, connect, varve_bin
 
 NATIVE, ADMIN, STORAGE = 19142, 19280, 17100
+FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
 RING = 1 << 64
 
 

@@ -22,7 +22,16 @@ import pytest
 from conftest import connect, varve_bin
 from helpers import string_map  # noqa: F401 (test_cluster_schema imports it from here)
 
-PORTS = ["--native-port", "19042", "--admin-port", "19180", "--storage-port", "17000"]
+NATIVE, ADMIN, STORAGE = 19042, 19180, 17000
+FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
+
+
+def port_args(native, admin, storage):
+    """The `varve cluster start` arguments of a port set."""
+    return ["--native-port", str(native), "--admin-port", str(admin), "--storage-port", str(storage)]
+
+
+PORTS = port_args(NATIVE, ADMIN, STORAGE)
 
 
 def varve_cluster(directory, *args, check=True):
@@ -59,14 +68,13 @@ def eventually(check, timeout_s=30):
         time.sleep(0.2)
 
 
-def pinned(host):
-    """A driver session that sends everything to `host` (schemas and data
-    are not shared between nodes yet)."""
+def pinned(host, port=NATIVE):
+    """A driver cluster that sends everything to `host`."""
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import WhiteListRoundRobinPolicy
 
     profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]), request_timeout=20)
-    return Cluster([host], port=19042, protocol_version=5, max_schema_agreement_wait=0,
+    return Cluster([host], port=port, protocol_version=5, max_schema_agreement_wait=0,
                    execution_profiles={EXEC_PROFILE_DEFAULT: profile})
 
 

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from test_cluster_data import create_schema, freeze, session, statement
-from test_cluster_launcher import PORTS, varve_cluster
+from test_cluster_data import ADMIN, FIXED_PORTS, NATIVE, PORTS, STORAGE, create_schema, freeze, session, statement  # noqa: F401
+from test_cluster_launcher import varve_cluster
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def metric_sum(host, name, selector):
     import re
     import urllib.request
 
-    with urllib.request.urlopen(f"http://{host}:19180/metrics", timeout=5) as r:
+    with urllib.request.urlopen(f"http://{host}:{ADMIN}/metrics", timeout=5) as r:
         text = r.read().decode()
     pattern = rf"^{name}(?:\{{([^}}]*)\}})? (\S+)$"
     return sum(float(v) for labels, v in re.findall(pattern, text, re.M) if selector in labels)
@@ -198,12 +198,12 @@ def test_increments_go_on_while_a_fourth_node_bootstraps_and_none_is_lost(three_
     from conftest import VarveNode
 
     node = VarveNode(tmp_path / "node4", ["--seeds", "127.0.0.1", "--cluster-name", "varve-local"],
-                     listen="127.0.0.4", storage_port=17000)
+                     listen="127.0.0.4", storage_port=STORAGE)
     started = []
 
     def disturb():
         try:
-            node.start(port=19042, admin_port=19180)
+            node.start(port=NATIVE, admin_port=ADMIN)
             started.append(True)
         except RuntimeError as e:  # the increments still stop; the test fails below
             started.append(e)

@@ -19,6 +19,7 @@ import time
 from conftest import connect, varve_bin
 from test_cluster_bootstrap import (  # noqa: F401 (nodes: a fixture)
     ADMIN, NATIVE, missing_rows, nodes, pinned, start_node, three_nodes_with_rows)
+FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
 
 
 def nodetool(index, *args):

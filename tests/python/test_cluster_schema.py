@@ -6,7 +6,7 @@ another node hear SCHEMA_CHANGE."""
 
 import pytest
 
-from test_cluster_launcher import PORTS, pinned, string_list, string_map, varve_cluster
+from test_cluster_launcher import FIXED_PORTS, PORTS, pinned, string_list, string_map, varve_cluster  # noqa: F401 (FIXED_PORTS: conftest.py)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import urllib.request
 
 from conftest import connect, varve_bin
 from test_cluster_bootstrap import ADMIN, NATIVE, missing_rows, nodes, pinned, start_node  # noqa: F401 (nodes: a fixture)
+FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
 
 SINGLES = 12
 ROWS = 400
