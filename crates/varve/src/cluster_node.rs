@@ -15,9 +15,12 @@ use anyhow::Context;
 use tokio::sync::broadcast;
 use varve_cluster::batchlog::BatchlogStore;
 use varve_cluster::coordinator::{Coordinator, CoordinatorMetrics, Host, Timeouts, Topology};
+use varve_cluster::env::tls::{InternodeEncryption, PerPeerTls, TlsNetwork};
 use varve_cluster::env::Env;
 use varve_cluster::hints::{HintDispatcher, HintStore, HintsMetrics};
-use varve_cluster::membership::{GossipKey, Gossiper, Membership, MembershipConfig};
+use varve_cluster::membership::{
+    GossipKey, GossipLocations, Gossiper, Membership, MembershipConfig,
+};
 use varve_cluster::metadata::{MetadataLog, MetadataService, NodeState};
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::net::messaging::{Messaging, MessagingConfig};
@@ -53,6 +56,9 @@ pub struct ClusterNode {
     /// this node's join.
     metadata: crate::cluster_metadata::Started,
     events: Option<tokio::task::JoinHandle<()>>,
+    /// With `internode_encryption: dc` or `rack`, tells open internode
+    /// connections when peers' locations change.
+    tls_locations: Option<tokio::task::JoinHandle<()>>,
     coordinator: Arc<Coordinator>,
     /// `nodetool decommission`, and the signal that this node has left.
     decommission: Arc<crate::decommission::Decommission>,
@@ -73,18 +79,14 @@ impl ClusterNode {
         let host_id = HostId(node.host_id);
         let seed = u64::from_le_bytes(node.host_id[..8].try_into().unwrap_or_default());
         let mut env = Env::tokio(seed ^ varve_types::time::now_micros() as u64);
-        if let Some(tls) = &settings.internode_tls {
-            env.net = Arc::new(varve_cluster::env::tls::TlsNetwork::new(
-                Arc::clone(&env.net),
-                tls,
-            )?);
-        }
+        let per_peer_tls = internode_tls(settings, node, &mut env)?;
         let generation =
             varve_cluster::membership::next_generation(&settings.data_dir, &*env.clock)
                 .context("choosing the gossip generation")?;
         let listen = SocketAddr::new(settings.listen_address, settings.topology.storage_port);
         let mut config = MessagingConfig::new(&settings.cluster_name, host_id, listen);
         config.generation = generation;
+        config.per_peer_tls = per_peer_tls.clone();
         let messaging = Messaging::start(config, env.clone())
             .await
             .with_context(|| format!("listening for internode messages on {listen}"))?;
@@ -131,6 +133,7 @@ impl ClusterNode {
             .await
             .context("starting gossip")?;
         let membership = Arc::new(gossiper);
+        let tls_locations = per_peer_tls.map(|tls| follow_locations(tls, &membership));
         processor.set_cluster_view(Arc::new(GossipView {
             membership: membership.clone(),
             hints: None,
@@ -239,6 +242,7 @@ impl ClusterNode {
             batch_replay,
             metadata: started,
             events: None,
+            tls_locations,
             coordinator,
             decommission,
             cluster_name: settings.cluster_name.clone(),
@@ -294,13 +298,63 @@ impl ClusterNode {
         self.delivery.abort();
         self.batch_replay.abort();
         self.metadata.binding.abort();
-        if let Some(events) = &self.events {
-            events.abort();
+        for task in [&self.events, &self.tls_locations].into_iter().flatten() {
+            task.abort();
         }
         self.membership.shutdown().await;
         self.metadata.service.shutdown().await;
         self.messaging.shutdown().await;
     }
+}
+
+/// Internode TLS as `server_encryption_options` asks: with `all`, every
+/// connection of `env`'s network is TLS; with `dc` or `rack`, the per-peer
+/// TLS that messaging applies (returned); with `none`, nothing.
+fn internode_tls(
+    settings: &Settings,
+    node: &NodeInfo,
+    env: &mut Env,
+) -> anyhow::Result<Option<Arc<PerPeerTls>>> {
+    let Some(tls) = &settings.internode_tls else {
+        return Ok(None);
+    };
+    if tls.mode == InternodeEncryption::All {
+        env.net = Arc::new(TlsNetwork::new(Arc::clone(&env.net), tls)?);
+        return Ok(None);
+    }
+    tracing::warn!(
+        "internode_encryption: {}: connections between nodes of the same {} are clear text, and a \
+         clear-text connection is trusted as the node whose address it names, without a \
+         certificate; internode_encryption: all authenticates every node",
+        tls.mode,
+        if tls.mode == InternodeEncryption::Dc {
+            "data centre"
+        } else {
+            "rack"
+        }
+    );
+    let here = Location {
+        dc: node.data_center.clone(),
+        rack: node.rack.clone(),
+    };
+    Ok(Some(Arc::new(PerPeerTls::new(tls, here)?)))
+}
+
+/// Gives per-peer TLS gossip's locations, and tells it each time the
+/// peers gossip knows of change.
+fn follow_locations(
+    tls: Arc<PerPeerTls>,
+    membership: &Arc<Gossiper>,
+) -> tokio::task::JoinHandle<()> {
+    let weak: std::sync::Weak<Gossiper> = Arc::downgrade(membership);
+    let weak: std::sync::Weak<dyn Membership> = weak;
+    tls.set_directory(Arc::new(GossipLocations(weak)));
+    let mut changes = membership.changes();
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            tls.locations_changed();
+        }
+    })
 }
 
 /// This node's Paxos acceptor over `system.paxos` in its storage.

@@ -1,16 +1,17 @@
 //! cassandra.yaml `server_encryption_options` read into the cluster's
 //! [`InternodeTlsSettings`] (docs/design/security.md, section 11).
-//! `internode_encryption: none` (the default) and `all` are built; `dc`
-//! and `rack`, plain-and-TLS `optional` mode and the legacy SSL port are
-//! not, and stop the node at start, as does any key Varve cannot honour.
-//! Nodes always authenticate each other (each presents its keystore's
-//! certificate and checks the other's against its truststore).
+//! `internode_encryption: none` (the default), `dc`, `rack` and `all` are
+//! built; plain-and-TLS `optional` mode for everyone and the legacy SSL
+//! port are not, and stop the node at start, as does any key Varve cannot
+//! honour. Nodes always authenticate each other over TLS (each presents
+//! its keystore's certificate and checks the other's against its
+//! truststore).
 
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use serde_yaml::Value;
-use varve_cluster::env::tls::{InternodeTlsSettings, TlsNetwork};
+use varve_cluster::env::tls::{InternodeEncryption, InternodeTlsSettings, TlsNetwork};
 use varve_cluster::env::TokioNetwork;
 
 use crate::tls_config::{check_keys, check_stores, flag, list, protocols, text};
@@ -18,7 +19,7 @@ use crate::tls_config::{check_keys, check_stores, flag, list, protocols, text};
 const KEY: &str = "server_encryption_options";
 
 /// The keys only server_encryption_options has (besides
-/// crate::tls_config::PEM_KEYS), read with `internode_encryption: all`.
+/// crate::tls_config::PEM_KEYS), read when internode TLS is on.
 const INTERNODE_KEYS: [&str; 4] = [
     "internode_encryption",
     // Varve always asks for the peer's certificate (true or false alike).
@@ -28,7 +29,8 @@ const INTERNODE_KEYS: [&str; 4] = [
     "optional",
 ];
 
-/// The settings when internode TLS is on (`all`), else `None`.
+/// The settings when internode TLS is on (`all`, `dc` or `rack`), else
+/// `None`.
 pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<InternodeTlsSettings>> {
     let Some(options) = options.filter(|o| !o.is_null()) else {
         return Ok(None);
@@ -43,21 +45,22 @@ pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<InternodeTlsSet
         bail!("{KEY}: the legacy SSL storage port is not supported by Varve; refusing to start");
     }
     if flag(KEY, options, "optional")? {
-        bail!("{KEY}.optional: plain and encrypted internode connections on one port are not supported by Varve; refusing to start");
+        bail!("{KEY}.optional: accepting clear text from any node is not supported by Varve (dc or rack lets in clear text only from the nodes they name); refusing to start");
     }
-    match mode.as_str() {
-        "none" => return Ok(None),
-        "all" => {}
-        "dc" | "rack" => bail!("{KEY}.internode_encryption: {mode} is not supported by Varve yet (none or all); refusing to start rather than talk to other nodes in clear text"),
-        other => bail!("{KEY}.internode_encryption must be none, dc, rack or all, not '{other}'"),
+    if mode == "none" {
+        return Ok(None);
     }
+    let Some(mode) = InternodeEncryption::parse(&mode) else {
+        bail!("{KEY}.internode_encryption must be none, dc, rack or all, not '{mode}'");
+    };
     check_keys(KEY, options, &INTERNODE_KEYS)?;
     check_stores(KEY, options)?;
     let keystore = text(KEY, options, "keystore")?
-        .with_context(|| format!("{KEY}.keystore: a PEM file with the node's private key and certificate chain is needed with internode_encryption: all"))?;
+        .with_context(|| format!("{KEY}.keystore: a PEM file with the node's private key and certificate chain is needed with internode_encryption: {mode}"))?;
     let truststore = text(KEY, options, "truststore")?
-        .with_context(|| format!("{KEY}.truststore: a PEM file of the certificates other nodes' certificates chain to is needed with internode_encryption: all"))?;
+        .with_context(|| format!("{KEY}.truststore: a PEM file of the certificates other nodes' certificates chain to is needed with internode_encryption: {mode}"))?;
     let settings = InternodeTlsSettings {
+        mode,
         keystore: keystore.into(),
         truststore: truststore.into(),
         protocols: protocols(KEY, options)?,
@@ -90,11 +93,13 @@ mod tests {
 
     #[test]
     fn what_varve_cannot_honour_is_refused_naming_the_key() {
-        assert!(
-            err("internode_encryption: dc").contains("internode_encryption: dc is not supported")
-        );
-        assert!(err("internode_encryption: rack").contains("rack is not supported"));
+        assert!(err("internode_encryption: dc")
+            .contains("server_encryption_options.keystore: a PEM file with the node's private key and certificate chain is needed with internode_encryption: dc"));
+        assert!(err("internode_encryption: rack\nkeystore: k.pem")
+            .contains("server_encryption_options.truststore: a PEM file of the certificates other nodes' certificates chain to is needed with internode_encryption: rack"));
         assert!(err("internode_encryption: some").contains("must be none, dc, rack or all"));
+        assert!(err("internode_encryption: DC").contains("must be none, dc, rack or all, not 'DC'"));
+        assert!(err("internode_encryption: dc\noptional: true").contains("optional"));
         assert!(err("internode_encryption: all").contains("server_encryption_options.keystore"));
         assert!(err("internode_encryption: all\nkeystore: k.pem")
             .contains("server_encryption_options.truststore"));

@@ -1,10 +1,15 @@
-//! Internode TLS (cassandra.yaml `server_encryption_options` with
-//! `internode_encryption: all`; docs/design/security.md, section 11): a
-//! [`Network`] that wraps another one and speaks TLS on every connection
-//! it opens or accepts, with mutual authentication: each node presents the
-//! certificate of its keystore, and accepts only a peer whose certificate
-//! chains to its truststore.
+//! Internode TLS (cassandra.yaml `server_encryption_options`;
+//! docs/design/security.md, section 11), always with mutual
+//! authentication: each node presents the certificate of its keystore, and
+//! accepts only a peer whose certificate chains to its truststore.
 //!
+//! With `internode_encryption: all`, [`TlsNetwork`] is a [`Network`] that
+//! wraps another one and speaks TLS on every connection it opens or
+//! accepts. With `dc` or `rack`, the network stays plain and messaging
+//! wraps the connections that need it ([`PerPeerTls`]).
+//!
+//! - [`policy`]: which connections must be TLS (the pure decision);
+//! - [`per_peer`]: TLS for some peers and not others, one port for both;
 //! - [`config`]: the rustls server and client configurations, rebuilt
 //!   when the keystore or truststore changes (varve-tls's `Reloading`,
 //!   looked at when a connection opens or is accepted);
@@ -14,6 +19,8 @@
 
 mod config;
 mod lazy;
+pub mod per_peer;
+pub mod policy;
 
 use std::io;
 use std::net::SocketAddr;
@@ -26,9 +33,14 @@ use varve_tls::reload::Reloading;
 
 use super::{BoxFuture, BoxStream, Listener, Network};
 
+pub use per_peer::{PeerDirectory, PerPeerTls};
+pub use policy::{must_encrypt, InternodeEncryption};
+
 /// The internode TLS settings, as the node's configuration resolved them.
 #[derive(Debug, Clone)]
 pub struct InternodeTlsSettings {
+    /// Which connections are TLS.
+    pub mode: InternodeEncryption,
     /// PEM: the node's private key and certificate chain.
     pub keystore: PathBuf,
     /// PEM: the certificates peers' certificates must chain to.
@@ -56,18 +68,34 @@ impl TlsNetwork {
         inner: Arc<dyn Network>,
         settings: &InternodeTlsSettings,
     ) -> varve_tls::Result<Self> {
-        let files = vec![settings.keystore.clone(), settings.truststore.clone()];
-        let for_build = settings.clone();
-        let configs = Reloading::new(
-            "internode TLS",
-            files,
-            Box::new(move || config::build(&for_build).map(Arc::new)),
-        )?;
         Ok(TlsNetwork {
             inner,
-            configs: Arc::new(configs),
+            configs: Arc::new(reloading(settings)?),
         })
     }
+}
+
+/// Both sides' configurations, rebuilt when the files change.
+fn reloading(settings: &InternodeTlsSettings) -> varve_tls::Result<Reloading<config::Configs>> {
+    let files = vec![settings.keystore.clone(), settings.truststore.clone()];
+    let for_build = settings.clone();
+    Reloading::new(
+        "internode TLS",
+        files,
+        Box::new(move || config::build(&for_build).map(Arc::new)),
+    )
+}
+
+/// The connecting side's TLS handshake with the node at `addr`.
+async fn client_handshake(
+    configs: &Reloading<config::Configs>,
+    stream: BoxStream,
+    addr: SocketAddr,
+) -> io::Result<BoxStream> {
+    let name = ServerName::IpAddress(addr.ip().into());
+    let connector = TlsConnector::from(Arc::clone(&configs.current().client));
+    let tls = connector.connect(name, stream).await?;
+    Ok(Box::new(tls) as BoxStream)
 }
 
 struct TlsListener {
@@ -106,10 +134,7 @@ impl Network for TlsNetwork {
     fn connect(&self, addr: SocketAddr) -> BoxFuture<'_, io::Result<BoxStream>> {
         Box::pin(async move {
             let stream = self.inner.connect(addr).await?;
-            let name = ServerName::IpAddress(addr.ip().into());
-            let connector = TlsConnector::from(Arc::clone(&self.configs.current().client));
-            let tls = connector.connect(name, stream).await?;
-            Ok(Box::new(tls) as BoxStream)
+            client_handshake(&self.configs, stream, addr).await
         })
     }
 }

@@ -21,8 +21,9 @@
 //! [`detector`] (phi), [`liveness`] (the UP / DOWN rules), [`round`]
 //! (whom to gossip with), [`generation`] (the generation file),
 //! [`live_set`] (what is published), [`config`], [`gossiper`] (the
-//! running service and its API) and `exchange` (its rounds and its
-//! GOSSIP handler).
+//! running service and its API), `exchange` (its rounds and its
+//! GOSSIP handler) and [`locations`] (peers' data centres and racks for
+//! per-peer internode TLS).
 
 pub mod codec;
 pub mod config;
@@ -33,6 +34,7 @@ pub mod gossiper;
 pub mod keys;
 pub mod live_set;
 pub mod liveness;
+pub mod locations;
 pub mod round;
 pub mod state;
 
@@ -46,6 +48,7 @@ pub use generation::{next_generation, GenerationError};
 pub use gossiper::Gossiper;
 pub use keys::{GossipKey, Status};
 pub use live_set::{Change, DownReason, LivePeer, LiveSet, PeerState, Transition};
+pub use locations::GossipLocations;
 pub use state::VersionedValue;
 
 use crate::env::BoxFuture;

@@ -223,9 +223,34 @@ pub async fn handshake_inbound<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + ?Sized,
 {
+    handshake_inbound_checked(stream, local, shutting_down, |_| None).await
+}
+
+/// [`handshake_inbound`], with `refuse` looking at a well-formed HELLO
+/// before anything else is checked: a HELLO_REJECT it returns is the
+/// answer (a clear-text connection that must be TLS learns nothing more,
+/// not even whether its cluster name is right).
+pub async fn handshake_inbound_checked<S>(
+    stream: &mut S,
+    local: &LocalIdentity,
+    shutting_down: bool,
+    refuse: impl FnOnce(&Hello) -> Option<HelloReject>,
+) -> Result<Accepted, AcceptError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + ?Sized,
+{
     let mut reader = FrameReader::new(FrameRules::HANDSHAKE);
     let frame = reader.next(stream).await?;
-    match accept_hello(local, &frame.header, &frame.payload, shutting_down) {
+    let is_hello = frame.header == FrameHeader::handshake(Verb::HELLO);
+    let refused = is_hello
+        .then(|| Hello::decode(&frame.payload).ok())
+        .flatten()
+        .and_then(|hello| refuse(&hello));
+    let decided = match refused {
+        Some(reject) => Err(reject),
+        None => accept_hello(local, &frame.header, &frame.payload, shutting_down),
+    };
+    match decided {
         Ok((ack, hello)) => {
             write_handshake(stream, Verb::HELLO_ACK, &ack.encode()).await?;
             reader.set_rules(FrameRules::established(ack.version));

@@ -90,15 +90,19 @@ impl RejectReason {
     pub const SAME_HOST_ID: RejectReason = RejectReason(4);
     pub const MALFORMED_HELLO: RejectReason = RejectReason(5);
     pub const SHUTTING_DOWN: RejectReason = RejectReason(6);
+    /// A clear-text connection from a peer this node may only talk to in
+    /// TLS (`internode_encryption: dc` or `rack`).
+    pub const ENCRYPTION_REQUIRED: RejectReason = RejectReason(7);
 
-    /// Labels of reasons 1 to 6, for counters (index = code - 1).
-    pub const LABELS: [&'static str; 6] = [
+    /// Labels of reasons 1 to 7, for counters (index = code - 1).
+    pub const LABELS: [&'static str; 7] = [
         "no_common_version",
         "cluster_name_differs",
         "cluster_id_differs",
         "same_host_id",
         "malformed_hello",
         "shutting_down",
+        "encryption_required",
     ];
 
     /// The label of a defined reason.

@@ -14,15 +14,19 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
-use super::connection::{handshake_inbound, AcceptError, FrameReader, ReadError};
+use super::connection::{
+    handshake_inbound, handshake_inbound_checked, AcceptError, Accepted, FrameReader, ReadError,
+};
 use super::counters::DropReason;
 use super::failure::{Failure, FailureReason};
 use super::frame::{Frame, FRAME_HEADER_BYTES, FRAME_TRAILER_BYTES};
 use super::handler::{Reply, Request};
+use super::handshake::{Hello, HelloReject, RejectReason};
 use super::shared::{Origin, Shared};
 use super::verb::Flags;
+use crate::env::tls::PerPeerTls;
 use crate::env::{timeout, BoxStream, Listener};
 
 /// Accepts connections until shutdown, then closes every one it opened.
@@ -50,15 +54,14 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: Box<dyn Listener>) {
 }
 
 /// One inbound connection: the handshake, then frames until it closes.
-async fn serve(shared: Arc<Shared>, mut stream: BoxStream, remote: SocketAddr) {
-    let closing = shared.is_closing();
-    let handshake = handshake_inbound(&mut stream, &shared.identity, closing);
+async fn serve(shared: Arc<Shared>, stream: BoxStream, remote: SocketAddr) {
+    let handshake = handshake(&shared, stream);
     let accepted = tokio::select! {
         biased;
         () = shared.until_shutdown() => return,
         accepted = timeout(&*shared.env.clock, shared.config.handshake_timeout, handshake) => accepted,
     };
-    let accepted = match accepted {
+    let (mut stream, accepted) = match accepted {
         Ok(Ok(accepted)) => accepted,
         Ok(Err(error)) => return refused(&shared, remote, error),
         Err(_) => {
@@ -85,6 +88,41 @@ async fn serve(shared: Arc<Shared>, mut stream: BoxStream, remote: SocketAddr) {
             Err(error) => return closed(&shared, remote, error),
         }
     }
+}
+
+/// With per-peer TLS, the TLS handshake when the connection starts with
+/// one; then the internode handshake, which refuses a clear-text HELLO
+/// from a peer that must use TLS.
+async fn handshake(
+    shared: &Shared,
+    stream: BoxStream,
+) -> Result<(BoxStream, Accepted), AcceptError> {
+    let closing = shared.is_closing();
+    let Some(tls) = &shared.config.per_peer_tls else {
+        let mut stream = stream;
+        let accepted = handshake_inbound(&mut stream, &shared.identity, closing).await?;
+        return Ok((stream, accepted));
+    };
+    let (mut stream, encrypted) = tls.accept(stream).await?;
+    let refuse = |hello: &Hello| (!encrypted).then(|| plain_refused(tls, hello)).flatten();
+    let accepted =
+        handshake_inbound_checked(&mut stream, &shared.identity, closing, refuse).await?;
+    info!(from = %accepted.hello.address, kind = ?accepted.hello.kind, tls = encrypted, "internode connection accepted");
+    Ok((stream, accepted))
+}
+
+/// The refusal of a clear-text HELLO from a peer that must use TLS.
+fn plain_refused(tls: &PerPeerTls, hello: &Hello) -> Option<HelloReject> {
+    tls.must_encrypt(hello.address).then(|| {
+        HelloReject::new(
+            RejectReason::ENCRYPTION_REQUIRED,
+            format!(
+                "internode_encryption: {}: this node takes connections from {} in TLS only",
+                tls.mode(),
+                hello.address
+            ),
+        )
+    })
 }
 
 /// Counts and logs a handshake that failed.

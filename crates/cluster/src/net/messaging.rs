@@ -31,6 +31,7 @@ use super::limits::{
 };
 use super::shared::Shared;
 use super::verb::{Flags, Verb};
+use crate::env::tls::PerPeerTls;
 use crate::env::{BoxFuture, Env};
 
 /// A node's messaging settings. [`MessagingConfig::new`] takes the
@@ -54,6 +55,11 @@ pub struct MessagingConfig {
     pub write_timeout: Duration,
     pub backoff_min: Duration,
     pub backoff_max: Duration,
+    /// `internode_encryption: dc` or `rack`: which connections are TLS is
+    /// decided per peer (the network underneath is plain); `None` leaves
+    /// every connection to the network (TLS for all with
+    /// [`crate::env::tls::TlsNetwork`]).
+    pub per_peer_tls: Option<Arc<PerPeerTls>>,
 }
 
 impl MessagingConfig {
@@ -72,6 +78,7 @@ impl MessagingConfig {
             write_timeout: WRITE_TIMEOUT,
             backoff_min: RECONNECT_BACKOFF_MIN,
             backoff_max: RECONNECT_BACKOFF_MAX,
+            per_peer_tls: None,
         }
     }
 }

@@ -9,16 +9,22 @@
 //! (the peer has stopped reading, or its segments vanish) closes the
 //! connection, which the next frame replaces. Frames still queued wait for the next connection
 //! until their deadlines.
+//!
+//! With per-peer TLS (`internode_encryption: dc` or `rack`), each
+//! connection is TLS or clear text as the peer's location asks (unknown:
+//! TLS); a peer that refuses a clear-text HELLO (`ENCRYPTION_REQUIRED`)
+//! gets TLS on the next attempt, and when locations change a connection
+//! whose encryption no longer matches is closed cleanly and reopened.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::io::AsyncReadExt;
-use tokio::sync::Notify;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::connection::{handshake_outbound, write_batch, ConnectError};
 use super::handshake::{AnswerError, ConnectionKind, RejectReason};
@@ -164,6 +170,8 @@ enum End {
 /// Keeps one lane's connection open while it has frames to send.
 async fn run_lane(shared: Arc<Shared>, addr: SocketAddr, lane: Arc<Lane>) {
     let mut backoff = Backoff::new(shared.config.backoff_min, shared.config.backoff_max);
+    // The peer refused this node's last clear-text HELLO: TLS next time.
+    let mut force_tls = false;
     loop {
         tokio::select! {
             biased;
@@ -178,25 +186,90 @@ async fn run_lane(shared: Arc<Shared>, addr: SocketAddr, lane: Arc<Lane>) {
                 () = shared.env.clock.sleep(jittered) => {}
             }
         }
+        // Subscribed before the choice, so a change during the connect is
+        // seen by the connection.
+        let relook = shared.config.per_peer_tls.as_ref().map(|t| t.subscribe());
+        let tls = encrypt(&shared, addr, force_tls);
         let opened = tokio::select! {
             biased;
             () = shared.until_shutdown() => return,
-            opened = open(&shared, addr, lane.kind) => opened,
+            opened = open(&shared, addr, lane.kind, tls) => opened,
         };
         match opened {
             Ok((stream, version)) => {
                 backoff.succeeded();
+                force_tls = false;
                 shared.counters.count_connection(lane.kind);
-                debug!(%addr, kind = ?lane.kind, "internode connection open");
-                if let End::Shutdown = drive(&shared, &lane, stream, version).await {
+                match tls {
+                    Some(tls) => info!(%addr, kind = ?lane.kind, tls, "internode connection open"),
+                    None => debug!(%addr, kind = ?lane.kind, "internode connection open"),
+                }
+                let link = Link {
+                    addr,
+                    version,
+                    tls,
+                    relook,
+                    changed: false,
+                };
+                if let End::Shutdown = drive(&shared, &lane, stream, link).await {
                     return;
                 }
             }
             Err(error) => {
                 shared.counters.count_connect_failure();
-                on_open_failure(&shared, addr, &error, &mut backoff);
+                force_tls = on_open_failure(&shared, addr, &error, &mut backoff);
             }
         }
+    }
+}
+
+/// With per-peer TLS, whether the next connection to `addr` is TLS.
+fn encrypt(shared: &Shared, addr: SocketAddr, force_tls: bool) -> Option<bool> {
+    let per_peer = shared.config.per_peer_tls.as_ref()?;
+    Some(force_tls || per_peer.must_encrypt(addr))
+}
+
+/// An open connection as the lane sees it.
+struct Link {
+    addr: SocketAddr,
+    /// The frame version its handshake chose.
+    version: u8,
+    /// With per-peer TLS, whether it is TLS.
+    tls: Option<bool>,
+    /// With per-peer TLS, fires when peers' locations may have changed.
+    relook: Option<watch::Receiver<u64>>,
+    /// A change was seen and not looked at yet.
+    changed: bool,
+}
+
+impl Link {
+    /// Whether peers' locations changed so that this connection's
+    /// encryption is no longer what the policy asks (it is then reopened).
+    fn is_stale(&mut self, shared: &Shared) -> bool {
+        let (Some(relook), Some(tls)) = (self.relook.as_mut(), self.tls) else {
+            return false;
+        };
+        if relook.has_changed().unwrap_or(false) {
+            relook.mark_unchanged();
+            self.changed = true;
+        }
+        if !std::mem::take(&mut self.changed) {
+            return false;
+        }
+        encrypt(shared, self.addr, false) != Some(tls)
+    }
+
+    /// Resolves when peers' locations may have changed; never without
+    /// per-peer TLS.
+    async fn relooked(&mut self) {
+        let changed = match self.relook.as_mut() {
+            Some(relook) => relook.changed().await.is_ok(),
+            None => false,
+        };
+        if !changed {
+            return std::future::pending().await;
+        }
+        self.changed = true;
     }
 }
 
@@ -225,21 +298,26 @@ enum OpenError {
     HandshakeTimeout,
 }
 
-/// Connects and does the handshake; the stream and the version chosen.
+/// Connects (in TLS when `tls` says so, per-peer TLS) and does the
+/// handshake; the stream and the version chosen.
 async fn open(
     shared: &Shared,
     addr: SocketAddr,
     kind: ConnectionKind,
+    tls: Option<bool>,
 ) -> Result<(BoxStream, u8), OpenError> {
     let clock = &*shared.env.clock;
-    let mut stream = timeout(
-        clock,
-        shared.config.connect_timeout,
-        shared.env.net.connect(addr),
-    )
-    .await
-    .map_err(|_| OpenError::ConnectTimeout)?
-    .map_err(OpenError::Connect)?;
+    let connect = async {
+        let stream = shared.env.net.connect(addr).await?;
+        match (&shared.config.per_peer_tls, tls) {
+            (Some(per_peer), Some(true)) => per_peer.connect(stream, addr).await,
+            _ => Ok(stream),
+        }
+    };
+    let mut stream = timeout(clock, shared.config.connect_timeout, connect)
+        .await
+        .map_err(|_| OpenError::ConnectTimeout)?
+        .map_err(OpenError::Connect)?;
     let handshake = handshake_outbound(&mut stream, &shared.identity, kind);
     let ack = timeout(clock, shared.config.handshake_timeout, handshake)
         .await
@@ -248,7 +326,14 @@ async fn open(
     Ok((stream, ack.version))
 }
 
-fn on_open_failure(shared: &Shared, addr: SocketAddr, error: &OpenError, backoff: &mut Backoff) {
+/// Counts, logs and backs off after a failed attempt; whether the peer
+/// asked for TLS (the next attempt is then TLS, soon).
+fn on_open_failure(
+    shared: &Shared,
+    addr: SocketAddr,
+    error: &OpenError,
+    backoff: &mut Backoff,
+) -> bool {
     let rejected = match error {
         OpenError::Handshake(ConnectError::Answer(AnswerError::Rejected(r))) => Some(r.reason),
         _ => None,
@@ -256,7 +341,8 @@ fn on_open_failure(shared: &Shared, addr: SocketAddr, error: &OpenError, backoff
     match rejected {
         Some(reason) => {
             shared.counters.count_rejected_by_peer(reason);
-            if reason == RejectReason::SHUTTING_DOWN {
+            if reason == RejectReason::SHUTTING_DOWN || reason == RejectReason::ENCRYPTION_REQUIRED
+            {
                 backoff.failed();
             } else {
                 backoff.refused();
@@ -264,16 +350,22 @@ fn on_open_failure(shared: &Shared, addr: SocketAddr, error: &OpenError, backoff
         }
         None => backoff.failed(),
     }
-    if shared.log_limiter.allow(addr.ip(), shared.env.clock.now()) {
+    let wants_tls = rejected == Some(RejectReason::ENCRYPTION_REQUIRED);
+    if wants_tls {
+        // Expected while the peer has not heard of this node yet.
+        debug!(%addr, "internode: the peer asks for TLS; reconnecting in TLS");
+    } else if shared.log_limiter.allow(addr.ip(), shared.env.clock.now()) {
         warn!(%addr, "internode connection failed: {error}");
     }
+    wants_tls
 }
 
 /// Writes the lane's frames on an open connection until it fails or the
 /// node shuts down. The acceptor never writes after its HELLO_ACK, so a
 /// read that returns (EOF, an error, or stray bytes) means the connection
 /// is gone.
-async fn drive(shared: &Shared, lane: &Lane, stream: BoxStream, version: u8) -> End {
+async fn drive(shared: &Shared, lane: &Lane, stream: BoxStream, mut link: Link) -> End {
+    let version = link.version;
     let (mut read_half, mut write_half) = tokio::io::split(stream);
     let closed = async move {
         let mut byte = [0u8; 1];
@@ -281,6 +373,14 @@ async fn drive(shared: &Shared, lane: &Lane, stream: BoxStream, version: u8) -> 
     };
     tokio::pin!(closed);
     loop {
+        if link.is_stale(shared) {
+            // Everything written so far was flushed: a clean close loses
+            // nothing, and the next frame opens the right connection.
+            debug!(addr = %link.addr, "internode: reopening the connection with the encryption its peer's location asks for");
+            let clock = &*shared.env.clock;
+            let _ = timeout(clock, shared.config.write_timeout, write_half.shutdown()).await;
+            return End::Closed;
+        }
         let now = shared.env.clock.now();
         let (batch, expired) =
             lane.queue
@@ -293,6 +393,7 @@ async fn drive(shared: &Shared, lane: &Lane, stream: BoxStream, version: u8) -> 
                 () = shared.until_shutdown() => return End::Shutdown,
                 () = &mut closed => return End::Closed,
                 () = lane.ready.notified() => continue,
+                () = link.relooked() => continue,
             }
         }
         let write = write_batch(&mut write_half, &batch, version, now);

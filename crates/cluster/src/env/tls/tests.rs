@@ -1,5 +1,6 @@
 //! Internode TLS over real TCP: two nodes of one CA talk; a node whose
-//! certificate another CA signed is refused on either side.
+//! certificate another CA signed is refused on either side; per-peer TLS
+//! tells TLS from clear text on one port and asks its directory.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,6 +37,7 @@ fn settings(dir: &std::path::Path, name: &str, ca: &Ca, trusted: &Ca) -> Interno
     let truststore = dir.join(format!("{name}-trust.pem"));
     std::fs::write(&truststore, trusted.cert.pem()).expect("write");
     InternodeTlsSettings {
+        mode: InternodeEncryption::All,
         keystore,
         truststore,
         protocols: Vec::new(),
@@ -135,5 +137,85 @@ async fn a_changed_truststore_is_used_without_a_restart() {
         .sleep(RELOAD_CHECK_INTERVAL + Duration::from_millis(200))
         .await;
     assert!(talks(&a, &stranger).await);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A directory of fixed locations.
+struct Fixed(Vec<(SocketAddr, crate::ring::Location)>);
+
+impl PeerDirectory for Fixed {
+    fn location(&self, addr: SocketAddr) -> Option<crate::ring::Location> {
+        self.0
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, l)| l.clone())
+    }
+}
+
+fn dc(name: &str) -> crate::ring::Location {
+    crate::ring::Location {
+        dc: name.to_string(),
+        rack: "rack1".to_string(),
+    }
+}
+
+/// What one accepted connection of `tls`'s reads: its first five bytes and
+/// whether it came in TLS; `client` connects and sends `hello`.
+async fn accepted(tls: &PerPeerTls, client: Arc<dyn Network>) -> ([u8; 5], bool) {
+    let listener = TokioNetwork
+        .bind("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let accept = async {
+        let (stream, _) = listener.accept().await.expect("accept");
+        let (mut stream, encrypted) = tls.accept(stream).await.expect("sniffed");
+        let mut got = [0u8; 5];
+        stream.read_exact(&mut got).await.expect("read");
+        (got, encrypted)
+    };
+    let send = async {
+        let mut stream = client.connect(addr).await.expect("connect");
+        stream.write_all(b"hello").await.expect("write");
+        stream.flush().await.expect("flush");
+        SystemClock.sleep(Duration::from_millis(300)).await;
+    };
+    let (got, ()) = tokio::join!(accept, send);
+    got
+}
+
+#[tokio::test]
+async fn one_port_takes_tls_and_clear_text_and_tells_them_apart() {
+    let dir = temp_dir("per-peer");
+    let ours = ca();
+    let mut s = settings(&dir, "a", &ours, &ours);
+    s.mode = InternodeEncryption::Dc;
+    let tls = PerPeerTls::new(&s, dc("dc1")).expect("per peer");
+    let tls_client = Arc::new(network(&settings(&dir, "b", &ours, &ours)));
+    assert_eq!(accepted(&tls, tls_client).await, (*b"hello", true));
+    assert_eq!(
+        accepted(&tls, Arc::new(TokioNetwork)).await,
+        (*b"hello", false)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn per_peer_tls_asks_the_directory_and_needs_tls_until_it_knows() {
+    let dir = temp_dir("directory");
+    let ours = ca();
+    let mut s = settings(&dir, "a", &ours, &ours);
+    s.mode = InternodeEncryption::Dc;
+    let tls = PerPeerTls::new(&s, dc("dc1")).expect("per peer");
+    let near: SocketAddr = "127.0.0.2:7000".parse().expect("addr");
+    let far: SocketAddr = "127.0.0.3:7000".parse().expect("addr");
+    let unknown: SocketAddr = "127.0.0.4:7000".parse().expect("addr");
+    assert!(tls.must_encrypt(near), "no directory yet");
+    let changes = tls.subscribe();
+    tls.set_directory(Arc::new(Fixed(vec![(near, dc("dc1")), (far, dc("dc2"))])));
+    assert!(changes.has_changed().expect("open"), "connections are told");
+    assert!(!tls.must_encrypt(near));
+    assert!(tls.must_encrypt(far));
+    assert!(tls.must_encrypt(unknown));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -61,6 +61,38 @@ async fn a_rejected_hello_is_explained_to_the_connector() {
     assert!(matches!(inb, Err(AcceptError::Rejected(_))));
 }
 
+/// A refusal by the check (clear text from a peer that must use TLS)
+/// comes before every other one: the cluster names differ here too.
+#[tokio::test]
+async fn a_checked_handshake_refuses_before_anything_else_is_looked_at() {
+    let (mut a, mut b) = duplex(4096);
+    let (one, two) = (identity(1, "one"), identity(2, "two"));
+    let refuse = |hello: &Hello| {
+        (hello.address == one.address)
+            .then(|| HelloReject::new(RejectReason::ENCRYPTION_REQUIRED, "TLS only"))
+    };
+    let (out, inb) = tokio::join!(
+        handshake_outbound(&mut a, &one, ConnectionKind::Small),
+        handshake_inbound_checked(&mut b, &two, false, refuse),
+    );
+    match out {
+        Err(ConnectError::Answer(AnswerError::Rejected(r))) => {
+            assert_eq!(r.reason, RejectReason::ENCRYPTION_REQUIRED);
+            assert_eq!(r.message, "TLS only");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(inb, Err(AcceptError::Rejected(_))));
+    // The check passing leaves the usual answer.
+    let (mut a, mut b) = duplex(4096);
+    let (three, four) = (identity(3, "one"), identity(4, "one"));
+    let (out, inb) = tokio::join!(
+        handshake_outbound(&mut a, &three, ConnectionKind::Small),
+        handshake_inbound_checked(&mut b, &four, false, refuse),
+    );
+    assert!(out.is_ok() && inb.is_ok());
+}
+
 #[tokio::test]
 async fn frames_survive_partial_writes() {
     // A pipe of 7 bytes forces many partial vectored writes.

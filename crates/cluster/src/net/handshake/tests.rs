@@ -203,8 +203,12 @@ fn reject_labels() {
         Some("no_common_version")
     );
     assert_eq!(RejectReason::SHUTTING_DOWN.label(), Some("shutting_down"));
+    assert_eq!(
+        RejectReason::ENCRYPTION_REQUIRED.label(),
+        Some("encryption_required")
+    );
     assert_eq!(RejectReason(0).label(), None);
-    assert_eq!(RejectReason(7).label(), None);
+    assert_eq!(RejectReason(8).label(), None);
 }
 
 proptest! {

@@ -101,9 +101,14 @@ mod timeouts {
     }
 
     async fn open_after(delay: Duration) -> Result<u8, OpenError> {
-        open(&shared_over(delay), PEER.into(), ConnectionKind::Small)
-            .await
-            .map(|(_, version)| version)
+        open(
+            &shared_over(delay),
+            PEER.into(),
+            ConnectionKind::Small,
+            None,
+        )
+        .await
+        .map(|(_, version)| version)
     }
 
     #[tokio::test(start_paused = true)]
