@@ -1,7 +1,9 @@
 //! The `scylla` crate logging in to a `varve server` with
 //! PasswordAuthenticator and CassandraAuthorizer (docs/design/security.md):
 //! the default superuser, a wrong password, and a role refused a table
-//! until it is granted SELECT.
+//! until it is granted SELECT; and the same over TLS
+//! (`client_encryption_options`, the driver's `rustls-023` feature), where a
+//! plain client is refused.
 
 mod support;
 
@@ -76,5 +78,92 @@ async fn roles_log_in_and_need_their_permissions() -> TestResult {
         node.stop()
     };
     assert!(status.success(), "varve exited with {status}");
+    Ok(())
+}
+
+/// A CA and a certificate for 127.0.0.1 it signed, as PEM files in `dir`:
+/// (the node's keystore, the CA certificate).
+fn node_certificate(dir: &std::path::Path) -> (std::path::PathBuf, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().expect("CA key");
+    let ca = ca_params.self_signed(&ca_key).expect("CA");
+    let key = KeyPair::generate().expect("node key");
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .expect("node params")
+        .signed_by(&key, &ca, &ca_key)
+        .expect("node certificate");
+    std::fs::create_dir_all(dir).expect("dir");
+    let keystore = dir.join("node.pem");
+    std::fs::write(&keystore, format!("{}{}", key.serialize_pem(), cert.pem())).expect("write");
+    (keystore, ca.pem())
+}
+
+/// A rustls client configuration (ring's provider) trusting `ca_pem`.
+fn client_tls(ca_pem: &str) -> std::sync::Arc<rustls::ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = rustls::pki_types::CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("CA pem");
+    roots.add(ca).expect("CA");
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocols")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    std::sync::Arc::new(config)
+}
+
+async fn login_tls(
+    node: &VarveProcess,
+    tls: &std::sync::Arc<rustls::ClientConfig>,
+    user: &str,
+    password: &str,
+) -> Result<Session, String> {
+    SessionBuilder::new()
+        .known_node(node.known_node())
+        .tls_context(Some(std::sync::Arc::clone(tls)))
+        .user(user, password)
+        .build()
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_logs_in_over_tls_and_needs_its_permissions() -> TestResult {
+    let dir = std::env::temp_dir().join(format!("varve-scylla-tls-{}", std::process::id()));
+    let (keystore, ca_pem) = node_certificate(&dir);
+    let config = format!(
+        "{SECURED}client_encryption_options:\n  enabled: true\n  keystore: {}\n",
+        keystore.display()
+    );
+    let node = VarveProcess::start_with_config(Some(&config));
+    let tls = client_tls(&ca_pem);
+    let plain = login(&node, "cassandra", "cassandra").await;
+    assert!(plain.is_err(), "a plain client on the TLS-only port");
+    let admin = login_tls(&node, &tls, "cassandra", "cassandra").await?;
+    for statement in [
+        "CREATE KEYSPACE tks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE tks.t (k int PRIMARY KEY, v int)",
+        "CREATE ROLE tls_app WITH PASSWORD = 'secret' AND LOGIN = true",
+        "GRANT SELECT ON KEYSPACE tks TO tls_app",
+    ] {
+        admin.query_unpaged(statement, ()).await?;
+    }
+    let app = login_tls(&node, &tls, "tls_app", "secret").await?;
+    app.query_unpaged("SELECT * FROM tks.t", ()).await?;
+    let refused = app
+        .query_unpaged("INSERT INTO tks.t (k, v) VALUES (1, 1)", ())
+        .await;
+    assert!(refused.as_ref().is_err_and(is_unauthorized), "{refused:?}");
+    drop(app);
+    drop(admin);
+    let status = {
+        let mut node = node;
+        node.stop()
+    };
+    assert!(status.success(), "varve exited with {status}");
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
