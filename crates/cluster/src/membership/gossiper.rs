@@ -53,7 +53,8 @@ pub(super) struct Inner {
     pub(super) address: SocketAddr,
     pub(super) core: Mutex<Core>,
     pub(super) live: ArcSwap<LiveSet>,
-    /// `Membership::changes`. The one `watch` of the crate (clippy.toml):
+    /// `Membership::changes`. One of the two `watch`es of the crate (the
+    /// other is per-peer TLS, env::tls::per_peer; clippy.toml):
     /// its waiters wake in an unseeded order, so no waiter may let that
     /// order decide anything a simulation replays.
     #[allow(clippy::disallowed_types)]

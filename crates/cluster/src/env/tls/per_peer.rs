@@ -52,7 +52,11 @@ pub struct PerPeerTls {
     local: Location,
     configs: Arc<Reloading<config::Configs>>,
     directory: RwLock<Option<Arc<dyn PeerDirectory>>>,
-    /// Bumped when what the directory knows changed.
+    /// Bumped when what the directory knows changed. A watch, though the
+    /// order its waiters wake in is not seeded: per-peer TLS runs over real
+    /// TCP only (never in the simulation), and each connection only looks
+    /// again, in any order.
+    #[allow(clippy::disallowed_types)]
     changes: watch::Sender<u64>,
 }
 
@@ -68,6 +72,7 @@ impl fmt::Debug for PerPeerTls {
 impl PerPeerTls {
     /// Reads the files and builds both configurations, as
     /// [`super::TlsNetwork::new`] does; `local` is this node's location.
+    #[allow(clippy::disallowed_methods)] // the watch of `changes`
     pub fn new(settings: &InternodeTlsSettings, local: Location) -> varve_tls::Result<PerPeerTls> {
         Ok(PerPeerTls {
             mode: settings.mode,
