@@ -213,6 +213,38 @@ def metric(host, name):
     return int(found.group(1)) if found else 0
 
 
+def test_getendpoints_names_the_replicas_the_driver_computes(tmp_path):
+    """`nodetool getendpoints` lists the replicas of a key as the driver's
+    own token map and SimpleStrategy place them (an implementation of
+    Cassandra's placement that is not ours), for a one-column key and a
+    composite one given as `a:b`."""
+    from conftest import connect
+
+    directory = tmp_path / "cluster"
+    varve_cluster(directory, "start", "--nodes", "3", *PORTS)
+    try:
+        create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 2}")
+        cluster = connect("127.0.0.1", NATIVE, 5, local_dc="datacenter1", max_schema_agreement_wait=0)
+        s = cluster.connect()
+        s.execute("CREATE TABLE ks.c (a text, b int, v int, PRIMARY KEY ((a, b)))")
+        by_int = s.prepare("SELECT v FROM ks.t WHERE k = ?")
+        by_pair = s.prepare("SELECT v FROM ks.c WHERE a = ? AND b = ?")
+        cluster.refresh_schema_metadata()
+        cases = [("t", str(k), by_int.bind((k,))) for k in range(20)]
+        cases += [("c", f"x{k}:{k}", by_pair.bind((f"x{k}", k))) for k in range(20)]
+        for table, key, bound in cases:
+            expected = [str(h.address) for h in cluster.metadata.get_replicas("ks", bound.routing_key)]
+            out = varve_cluster(directory, "nodetool", str(1 + len(key) % 3), "getendpoints", "ks", table, key).stdout
+            assert sorted(out.split()) == sorted(expected), (table, key, out, expected)
+            assert len(expected) == 2
+        cluster.shutdown()
+        refused = varve_cluster(directory, "nodetool", "1", "getendpoints", "ks", "c", "only-one", check=False)
+        assert refused.returncode != 0
+        assert "2 component(s)" in refused.stdout + refused.stderr
+    finally:
+        varve_cluster(directory, "stop", check=False)
+
+
 def test_a_node_back_from_the_dead_gets_its_hints(three_nodes):
     from cassandra import ConsistencyLevel as CL
 

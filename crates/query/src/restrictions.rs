@@ -179,11 +179,9 @@ fn in_values(ctx: &Ctx, term: &Term, col: &Column) -> Result<Vec<Bytes>> {
 
 /// Builds the serialized partition key from its component values.
 pub fn partition_key(components: &[Bytes]) -> Result<PartitionKey> {
-    let key = if components.len() == 1 {
-        components[0].clone()
-    } else {
-        let parts: Vec<&[u8]> = components.iter().map(|b| b.as_ref()).collect();
-        Bytes::from(token::composite_partition_key(&parts))
+    let key = match components {
+        [single] => single.clone(),
+        _ => Bytes::from(token::partition_key(components)),
     };
     if key.is_empty() {
         return Err(QueryError::Invalid("Key may not be empty".into()));

@@ -26,6 +26,8 @@
 //!   comparison of this node's ranges with their replicas, differences
 //!   exchanged; answers when done
 //! - `GET /nodetool/netstats` → streams in flight, bytes in and out
+//! - `GET /nodetool/getendpoints?keyspace=K&table=T&key=KEY` → the
+//!   addresses of the nodes that replicate KEY's partition
 //! - `POST /nodetool/removenode?host=ID` → a dead node's ranges restored
 //!   from the survivors, then it leaves; answers when done
 //! - `POST /nodetool/pausehandoff`, `resumehandoff`, `truncatehints`,
@@ -333,6 +335,17 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
                 .unwrap_or_else(|| Err("repair: this node is not in a cluster".to_string()))
                 .map_err(QueryError::Invalid)
         }
+        ("GET", "/nodetool/getendpoints") => {
+            let args: Vec<String> = ["keyspace", "table", "key"]
+                .iter()
+                .map(|name| get(name).unwrap_or_default())
+                .collect();
+            processor
+                .cluster_view()
+                .command("getendpoints", &args)
+                .unwrap_or_else(|| Err("getendpoints: this node is not in a cluster".to_string()))
+                .map_err(QueryError::Invalid)
+        }
         ("GET", "/nodetool/netstats") => processor
             .cluster_view()
             .command("netstats", &[])
@@ -374,6 +387,7 @@ fn nodetool(head: &str, processor: &Processor) -> (u16, &'static str, String) {
             | "/nodetool/removenode"
             | "/nodetool/repair"
             | "/nodetool/netstats"
+            | "/nodetool/getendpoints"
             | "/nodetool/pausehandoff"
             | "/nodetool/resumehandoff"
             | "/nodetool/truncatehints"

@@ -22,8 +22,10 @@
 //! numbers: `'1'` is not an int.
 
 mod format;
+mod from_text;
 
 pub use format::{format_decimal, parse_decimal, to_cql_literal};
+pub use from_text::from_text;
 
 use crate::time::{format_uuid, parse_date, parse_duration, parse_time, parse_timestamp};
 use crate::{CqlType, Error, Result, Value};

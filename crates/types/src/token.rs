@@ -96,6 +96,18 @@ pub fn murmur3_token(key: &[u8]) -> i64 {
     }
 }
 
+/// The partition key of its serialized components: a single component as
+/// its bare bytes, two or more in their composite form.
+pub fn partition_key<C: AsRef<[u8]>>(components: &[C]) -> Vec<u8> {
+    match components {
+        [single] => single.as_ref().to_vec(),
+        _ => {
+            let parts: Vec<&[u8]> = components.iter().map(AsRef::as_ref).collect();
+            composite_partition_key(&parts)
+        }
+    }
+}
+
 /// Builds the composite form of a multi-component partition key. Call it
 /// only for keys with two or more components; a single-component key is
 /// hashed as its bare bytes. A component longer than

@@ -560,6 +560,10 @@ impl ClusterView for GossipView {
             let ops = self.decommission.as_ref()?;
             return Some(crate::cleanup::run(ops, args));
         }
+        if name == "getendpoints" {
+            let ops = self.decommission.as_ref()?;
+            return Some(crate::getendpoints::run(ops, args));
+        }
         if name == "netstats" {
             let ops = self.decommission.as_ref()?;
             return Some(Ok(ops.streams.netstats_text()));

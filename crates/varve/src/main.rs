@@ -19,6 +19,7 @@ mod cluster_path;
 mod cluster_schema;
 mod config;
 mod decommission;
+mod getendpoints;
 mod hints_config;
 mod internode_tls_config;
 mod launcher;

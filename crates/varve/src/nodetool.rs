@@ -76,6 +76,13 @@ pub enum NodetoolCommand {
     /// Streams in flight (bootstrap, decommission, removenode, repair):
     /// ranges done and bytes moved; bytes received and sent.
     Netstats,
+    /// The addresses of the nodes that replicate a partition key (plain
+    /// text; the components of a composite key joined by `:`).
+    Getendpoints {
+        keyspace: String,
+        table: String,
+        key: String,
+    },
     /// Restore a dead node's ranges from the surviving replicas and remove
     /// it from the cluster (its host id, as `status` shows it).
     Removenode { host_id: String },
@@ -280,6 +287,19 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
             ),
         ),
         NodetoolCommand::Netstats => ("GET", "/nodetool/netstats".to_string()),
+        NodetoolCommand::Getendpoints {
+            keyspace,
+            table,
+            key,
+        } => (
+            "GET",
+            format!(
+                "/nodetool/getendpoints?keyspace={}&table={}&key={}",
+                encode(keyspace),
+                encode(table),
+                encode(key)
+            ),
+        ),
         NodetoolCommand::Removenode { host_id } => {
             ("POST", format!("/nodetool/removenode?host={host_id}"))
         }
