@@ -530,3 +530,66 @@ async fn a_corrupt_log_tail_is_cut_at_restart() {
     assert!(next > epoch);
     node.stop().await;
 }
+
+/// Where each record of a metadata `log` file starts
+/// (docs/format/metadata-log.md, section 1.1: a `13 + n` byte header,
+/// then records of 16 bytes of framing and a `len` byte payload).
+fn record_starts(log: &[u8]) -> Vec<usize> {
+    let be_u32 = |at: usize| u32::from_be_bytes(log[at..at + 4].try_into().expect("4 bytes"));
+    let mut at = 13 + be_u32(5) as usize;
+    let mut starts = Vec::new();
+    while at + 16 <= log.len() {
+        starts.push(at);
+        at += 16 + be_u32(at) as usize;
+    }
+    starts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_whose_log_went_back_is_caught_up_and_the_leader_goes_on() {
+    let dir = Dir::new("revert");
+    let mut nodes = three(&dir, |_| {}).await;
+    change_schema(&nodes[0], b"first").await;
+    let epoch = change_schema(&nodes[0], b"second").await;
+    for node in &nodes {
+        node.log
+            .wait_applied(epoch)
+            .await
+            .expect("applied everywhere");
+    }
+    let leader = nodes[0].log.leader().expect("a leader");
+    let at = nodes
+        .iter()
+        .position(|n| n.addr() != leader)
+        .expect("a follower");
+    let follower = nodes.remove(at);
+    let (host, addr) = (follower.host.0[0], follower.addr());
+    follower.stop().await;
+
+    // The follower loses its last entry, one the leader counted as
+    // replicated there (a disk that lied about a sync): its log goes back.
+    let path = dir.node(host).join("log");
+    let bytes = std::fs::read(&path).expect("log");
+    let last = *record_starts(&bytes).last().expect("records");
+    std::fs::write(&path, &bytes[..last]).expect("cut");
+    let _ = std::fs::remove_file(dir.node(host).join("committed"));
+
+    let follower = start(host, addr, Some(vec![leader]), &dir.node(host), |_| {}).await;
+    // The leader goes on (openraft's leader would stop at a follower's
+    // log reversion without `loosen-follower-log-revert`) and catches
+    // the follower up.
+    let leading = nodes
+        .iter()
+        .find(|n| n.addr() == leader)
+        .expect("the leader");
+    let next = change_schema(leading, b"after the loss").await;
+    follower.log.wait_applied(next).await.expect("caught up");
+    assert_eq!(
+        follower.log.current().schema_version,
+        SchemaVersion::of(b"after the loss")
+    );
+    nodes.push(follower);
+    for node in nodes {
+        node.stop().await;
+    }
+}
