@@ -4,7 +4,8 @@ Conditional statements answer as on one node, from whichever node
 coordinates them; SERIAL reads see the last commit; clients on three
 coordinators incrementing shared counters by compare-and-set never lose
 or double an increment, also while a node is killed or frozen; too few
-replicas is Unavailable at SERIAL.
+replicas is Unavailable at SERIAL; a replica down at commit gets the
+commits as hints.
 """
 
 import os
@@ -14,8 +15,8 @@ import time
 
 import pytest
 
-from test_cluster_data import ADMIN, FIXED_PORTS, NATIVE, PORTS, STORAGE, create_schema, freeze, session, statement  # noqa: F401
-from test_cluster_launcher import varve_cluster
+from test_cluster_data import ADMIN, FIXED_PORTS, NATIVE, PORTS, STORAGE, create_schema, freeze, metric, session, statement  # noqa: F401
+from test_cluster_launcher import eventually, node_states, varve_cluster
 
 
 @pytest.fixture
@@ -188,6 +189,36 @@ def test_two_of_three_down_is_unavailable_at_serial(three_nodes):
     with pytest.raises(Unavailable):
         s.execute(statement("SELECT v FROM ks.t WHERE k = 9", CL.SERIAL))
     c.shutdown()
+
+
+def test_a_replica_down_at_commit_time_gets_the_commits_as_hints(three_nodes):
+    """Commits that a DOWN replica missed reach it as hints once it is
+    back. Nothing else could bring them: no later round touches these keys,
+    and a read at ONE on node 3 reads its own replica without repair."""
+    from cassandra import ConsistencyLevel as CL
+
+    varve_cluster(three_nodes, "kill", "3")
+    assert eventually(lambda: node_states(three_nodes, 1).get("127.0.0.3") == "DN")
+    before = metric("127.0.0.1", "varve_hints_created_total")
+    c1, s1 = session("127.0.0.1")
+    insert = statement("INSERT INTO ks.t (k, v) VALUES (%s, %s) IF NOT EXISTS", CL.QUORUM)
+    for k in range(20):
+        assert s1.execute(insert, (k, f"c{k}")).was_applied
+    c1.shutdown()
+    assert metric("127.0.0.1", "varve_hints_created_total") - before >= 20
+
+    varve_cluster(three_nodes, "start", "3")
+    assert eventually(lambda: node_states(three_nodes, 1).get("127.0.0.3") == "UN")
+
+    def node3_holds_every_commit():
+        c3, s3 = session("127.0.0.3")
+        try:
+            select = statement("SELECT v FROM ks.t WHERE k = %s", CL.ONE)
+            return all(s3.execute(select, (k,)).one() == (f"c{k}",) for k in range(20))
+        finally:
+            c3.shutdown()
+
+    assert eventually(node3_holds_every_commit, timeout_s=30)
 
 
 def test_increments_go_on_while_a_fourth_node_bootstraps_and_none_is_lost(three_nodes, tmp_path):

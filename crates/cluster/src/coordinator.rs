@@ -17,6 +17,7 @@ pub mod batch_replay;
 pub mod latency;
 pub mod metrics;
 pub mod paxos;
+mod paxos_hints;
 pub mod paxos_queue;
 pub mod read;
 pub mod read_repair;

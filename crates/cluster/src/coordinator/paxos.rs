@@ -16,6 +16,7 @@ use varve_types::data::{ClusteringComparator, Partition, PartitionKey, Slice};
 use varve_types::data_error::{DataError, ReadTimeout, WriteTimeout, WriteType};
 
 use super::answers::Deadline;
+use super::paxos_hints::{finish_in_background, CommitHints};
 use super::read::on_local_error;
 use super::replication::Replication;
 use super::service::{Coordinator, Plan};
@@ -138,7 +139,7 @@ enum ProposeEnd {
 }
 
 /// Requests in flight, each with its replica's index.
-struct Asked<T> {
+pub(super) struct Asked<T> {
     waiting: Vec<(usize, BoxFuture<'static, Result<T, String>>)>,
 }
 
@@ -153,7 +154,7 @@ impl<T> Asked<T> {
         self.waiting.push((index, f));
     }
 
-    async fn next(&mut self) -> Option<(usize, Result<T, String>)> {
+    pub(super) async fn next(&mut self) -> Option<(usize, Result<T, String>)> {
         std::future::poll_fn(|cx| {
             if self.waiting.is_empty() {
                 return std::task::Poll::Ready(None);
@@ -553,11 +554,18 @@ impl Coordinator {
         proposal: &Proposal,
         level: Consistency,
     ) -> Result<(), DataError> {
-        let all: Vec<usize> = (0..plan.replicas.len()).filter(|&i| plan.up[i]).collect();
+        let hints = CommitHints::new(self, plan, c.table, c.key, proposal).map(Arc::new);
+        let (all, down): (Vec<usize>, Vec<usize>) =
+            (0..plan.replicas.len()).partition(|&i| plan.up[i]);
+        if let Some(hints) = &hints {
+            for i in down {
+                hints.hint(i);
+            }
+        }
         let mut asked = self.send_commits(parts, c, plan, &all, proposal);
         if level == Consistency::Any {
             // Accepted by a quorum already: the commit goes on by itself.
-            tokio::spawn(async move { while asked.next().await.is_some() {} });
+            finish_in_background(asked, hints);
             return Ok(());
         }
         let factors = c.replication.factors();
@@ -568,7 +576,7 @@ impl Coordinator {
             match acks.progress() {
                 Progress::Succeeded => {
                     // The other replicas' commits finish in the background.
-                    tokio::spawn(async move { while asked.next().await.is_some() {} });
+                    finish_in_background(asked, hints);
                     return Ok(());
                 }
                 Progress::Failed => {
@@ -590,14 +598,18 @@ impl Coordinator {
                 }
                 Some((i, Err(_))) => {
                     acks.fail(i);
+                    if let Some(hints) = &hints {
+                        hints.hint(i);
+                    }
                 }
                 None => {
+                    finish_in_background(asked, hints);
                     return Err(DataError::WriteTimeout(WriteTimeout {
                         consistency: level,
                         received: acks.received(),
                         block_for: acks.block_for(),
                         write_type: WriteType::Cas,
-                    }))
+                    }));
                 }
             }
         }
