@@ -155,6 +155,10 @@ pub struct Shared {
     /// operations.
     pub lwt_clients: usize,
     pub lwt_think_ms_max: u64,
+    /// In an LWT run over two data centres (no movement): each node's data
+    /// centre, and with it a LOCAL_SERIAL register per data centre
+    /// (`sim/lwt.rs`).
+    pub local_serial_dcs: Option<Vec<String>>,
     /// In a run where a node joins, leaves or is replaced or removed
     /// (`sim/movement.rs`): the metadata's epochs, the mover's steps, and
     /// clients of their own.
@@ -459,6 +463,7 @@ pub fn cluster(
         lwt_key_base: 0,
         lwt_clients: super::lwt::CLIENTS_PER_NODE,
         lwt_think_ms_max: super::lwt::THINK_MAX_MS,
+        local_serial_dcs: super::lwt::local_serial_dcs(&layout.dcs),
         movement: None,
     });
     let nodes = layout

@@ -5,6 +5,10 @@
 //! they read (or insert them IF NOT EXISTS), while the nemesis partitions,
 //! delays, crashes and restarts nodes. Each operation's call and return
 //! go into the history; the linearizability checker judges it, key by key.
+//! In a run over two data centres each data centre also has a register
+//! of its own that only its clients use, at LOCAL_SERIAL (commits at
+//! LOCAL_QUORUM): linearizable among them, with only their data centre's
+//! replicas in each quorum.
 //! An operation whose outcome the client could not know (a timeout, an
 //! unknown result, a node stopped under it) may have taken effect at any
 //! point after its call, or never.
@@ -31,6 +35,8 @@ use crate::paxos::{PaxosReplica, PaxosStore};
 pub const PAXOS_TABLE: u128 = 0x9a_05;
 /// Registers the clients share (few: contention is the point).
 pub const LWT_KEYS: usize = 3;
+/// LOCAL_SERIAL registers per data centre, after the shared ones.
+pub const LOCAL_SERIAL_KEYS_PER_DC: usize = 1;
 /// Client loops per node.
 pub const CLIENTS_PER_NODE: usize = 2;
 /// Client loops per node in a movement run (`sim/movement.rs`), where
@@ -158,13 +164,33 @@ async fn client_loop(
                     new: data.shared.next_value(),
                 },
             ),
-            _ => (rng.below_or_at(LWT_KEYS as u64 - 1) as usize, LwtOp::Read),
+            _ => (pick_key(&data, &rng), LwtOp::Read),
         };
         let outcome = run(&data, &coordinator, client, k, op).await;
         if let (LwtOp::Read, LwtOutcome::Read(v)) = (op, &outcome) {
             last_read = Some((k, *v));
         }
     }
+}
+
+/// The data centres of a run's nodes when there are two of them: the
+/// run then has LOCAL_SERIAL registers.
+pub(super) fn local_serial_dcs(dcs: &[String]) -> Option<Vec<String>> {
+    dcs.iter().any(|dc| *dc != dcs[0]).then(|| dcs.to_vec())
+}
+
+/// A register for the next read: one of the shared ones, or (in a run over
+/// two data centres) this node's data centre's own.
+fn pick_key(data: &NodeData, rng: &SeededRng) -> usize {
+    let Some(dcs) = &data.shared.local_serial_dcs else {
+        return rng.below_or_at(LWT_KEYS as u64 - 1) as usize;
+    };
+    let k = rng.below_or_at(LWT_KEYS as u64) as usize;
+    if k < LWT_KEYS {
+        return k;
+    }
+    let dc_slot = usize::from(dcs[data.index] != dcs[0]);
+    LWT_KEYS + dc_slot * LOCAL_SERIAL_KEYS_PER_DC
 }
 
 /// Whether this node's clients go on: until the workload's end, or in a
@@ -196,6 +222,10 @@ pub(super) async fn run(
     let recorder = &data.shared.recorder;
     recorder.record_now(Event::Lwt(LwtEvent::Invoke { client, key: k, op }));
     let the_key = data.shared.lwt_key(k);
+    let (serial, commit) = match k < LWT_KEYS {
+        true => (Consistency::Serial, Consistency::Quorum),
+        false => (Consistency::LocalSerial, Consistency::LocalQuorum),
+    };
     let slices = [Slice::all(&super::data::comparator())];
     let decide: crate::coordinator::DecideFn = Arc::new(
         move |current: &Partition, ts: i64| -> Result<(bool, Option<Partition>), DataError> {
@@ -213,8 +243,8 @@ pub(super) async fn run(
             key: &the_key,
             slices: &slices,
             replication: &data.shared.replication,
-            serial: Consistency::Serial,
-            commit: Consistency::Quorum,
+            serial,
+            commit,
             now_seconds: super::data::NOW_SECONDS,
             reversed: false,
             row_limit: usize::MAX,

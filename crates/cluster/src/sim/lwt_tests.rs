@@ -7,7 +7,7 @@
 use super::checker::{check, report};
 use super::harness::{run, Run, SimConfig};
 use super::history::Event;
-use super::lwt::{LwtEvent, LwtOutcome};
+use super::lwt::{LwtEvent, LwtOutcome, LWT_KEYS};
 use super::panics;
 
 /// The seeds CI runs with LWT.
@@ -29,11 +29,16 @@ pub struct LwtCoverage {
     pub not_applied: u64,
     pub reads: u64,
     pub unknown: u64,
+    /// Operations on the LOCAL_SERIAL registers (two-data-centre runs).
+    pub local_serial: u64,
 }
 
 fn coverage(run: &Run) -> LwtCoverage {
     let mut c = LwtCoverage::default();
     for e in &run.history.entries {
+        if let Event::Lwt(LwtEvent::Invoke { key, .. }) = &e.event {
+            c.local_serial += u64::from(*key >= LWT_KEYS);
+        }
         if let Event::Lwt(LwtEvent::Done { outcome, .. }) = &e.event {
             match outcome {
                 LwtOutcome::Cas(true) => c.applied += 1,
@@ -73,6 +78,7 @@ fn check_seeds(seeds: impl Iterator<Item = u64>) -> LwtCoverage {
                 total.not_applied += c.not_applied;
                 total.reads += c.reads;
                 total.unknown += c.unknown;
+                total.local_serial += c.local_serial;
             }
             (_, Err(report)) => panic!("seed {seed} failed:\n{report}"),
         }
@@ -86,6 +92,11 @@ fn check_ci_seeds(seeds: std::ops::Range<u64>) {
     assert!(
         c.applied > 0 && c.not_applied > 0 && c.reads > 0 && c.unknown > 0,
         "the LWT seeds {seeds:?} judged nothing: {c:?}"
+    );
+    // Seeds 0 and 3 run over two data centres, one in each half.
+    assert!(
+        c.local_serial > 0,
+        "the LWT seeds {seeds:?} ran nothing at LOCAL_SERIAL: {c:?}"
     );
 }
 

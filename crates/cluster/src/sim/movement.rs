@@ -470,6 +470,7 @@ fn shared(
         lwt_key_base: BOOTSTRAP_KEYS,
         lwt_clients: super::lwt::MOVEMENT_CLIENTS_PER_NODE,
         lwt_think_ms_max: super::lwt::MOVEMENT_THINK_MAX_MS,
+        local_serial_dcs: None,
         movement: Some(Rc::new(movement)),
     })
 }
