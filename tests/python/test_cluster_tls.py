@@ -19,8 +19,8 @@ and client TLS on three nodes (one cluster for the tests after it):
 - the storage port speaks no clear text: a plain internode HELLO is closed;
 - a role created and granted on node 1 logs in over TLS on nodes 2 and 3 at
   once with the Python driver and cqlsh, and may do exactly what it was
-  granted (the `scylla` crate is checked over TLS with a role in
-  crates/driver-tests/tests/scylla_auth.rs);
+  granted (the `scylla` crate does the same on its own three-node cluster
+  in crates/driver-tests/tests/scylla_cluster_auth.rs);
 - a fourth node whose certificate another CA signed is refused by the
   cluster and never joins.
 """

@@ -10,6 +10,7 @@ mod support;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use support::tls::{certificates, client_tls};
 use support::VarveProcess;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -81,40 +82,6 @@ async fn roles_log_in_and_need_their_permissions() -> TestResult {
     Ok(())
 }
 
-/// A CA and a certificate for 127.0.0.1 it signed, as PEM files in `dir`:
-/// (the node's keystore, the CA certificate).
-fn node_certificate(dir: &std::path::Path) -> (std::path::PathBuf, String) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_key = KeyPair::generate().expect("CA key");
-    let ca = ca_params.self_signed(&ca_key).expect("CA");
-    let key = KeyPair::generate().expect("node key");
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .expect("node params")
-        .signed_by(&key, &ca, &ca_key)
-        .expect("node certificate");
-    std::fs::create_dir_all(dir).expect("dir");
-    let keystore = dir.join("node.pem");
-    std::fs::write(&keystore, format!("{}{}", key.serialize_pem(), cert.pem())).expect("write");
-    (keystore, ca.pem())
-}
-
-/// A rustls client configuration (ring's provider) trusting `ca_pem`.
-fn client_tls(ca_pem: &str) -> std::sync::Arc<rustls::ClientConfig> {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    let ca = rustls::pki_types::CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("CA pem");
-    roots.add(ca).expect("CA");
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("protocols")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    std::sync::Arc::new(config)
-}
-
 async fn login_tls(
     node: &VarveProcess,
     tls: &std::sync::Arc<rustls::ClientConfig>,
@@ -133,13 +100,13 @@ async fn login_tls(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_role_logs_in_over_tls_and_needs_its_permissions() -> TestResult {
     let dir = std::env::temp_dir().join(format!("varve-scylla-tls-{}", std::process::id()));
-    let (keystore, ca_pem) = node_certificate(&dir);
+    let certs = certificates(&dir, &["127.0.0.1"]);
     let config = format!(
         "{SECURED}client_encryption_options:\n  enabled: true\n  keystore: {}\n",
-        keystore.display()
+        certs.keystore.display()
     );
     let node = VarveProcess::start_with_config(Some(&config));
-    let tls = client_tls(&ca_pem);
+    let tls = client_tls(&certs.ca_pem);
     let plain = login(&node, "cassandra", "cassandra").await;
     assert!(plain.is_err(), "a plain client on the TLS-only port");
     let admin = login_tls(&node, &tls, "cassandra", "cassandra").await?;

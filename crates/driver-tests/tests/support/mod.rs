@@ -32,6 +32,12 @@ const LOG_TAIL_LINES_MAX: usize = 60;
 /// What the node logs once it serves; the CQL address follows it.
 const READY_MARKER: &str = "varve ready: CQL on ";
 
+// Each test file compiles these; not every one starts a cluster or uses TLS.
+#[allow(dead_code)]
+pub mod cluster;
+#[allow(dead_code)]
+pub mod tls;
+
 /// Tells apart the data directories of nodes started by one test binary.
 static NODE_SEQ: AtomicU32 = AtomicU32::new(0);
 
