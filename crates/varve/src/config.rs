@@ -106,6 +106,8 @@ struct FileConfig {
     credentials_validity: Option<Value>,
     credentials_validity_in_ms: Option<u64>,
     client_encryption_options: Option<Value>,
+    /// Varve's own key: TLS for the admin port (crate::admin_config).
+    admin_encryption_options: Option<Value>,
     server_encryption_options: Option<Value>,
     #[serde(flatten)]
     unknown: BTreeMap<String, Value>,
@@ -414,11 +416,16 @@ impl Settings {
             Some(a) => Some(parse_address("admin_address", a)?),
             None => None,
         };
+        let admin_tls = crate::admin_config::resolve_tls(file.admin_encryption_options.as_ref())?;
+        if admin_tls.is_some() {
+            anyhow::bail!("{}.enabled: HTTPS on the admin port is not built yet; keep the admin port on loopback or behind a TLS proxy", crate::admin_config::ADMIN_TLS_KEY);
+        }
         let (admin_address, admin_token) = crate::admin_config::resolve(
             rpc_address,
             admin_address,
             file.admin_token.clone(),
             std::env::var(crate::admin_config::ADMIN_TOKEN_ENV).ok(),
+            admin_tls.as_ref(),
         )?;
         let client_tls = crate::tls_config::resolve(file.client_encryption_options.as_ref())?;
         let internode_tls =

@@ -84,19 +84,21 @@ pub(crate) fn list(section: &str, options: &Value, key: &str) -> anyhow::Result<
 }
 
 /// `require_client_auth`: `true`, `false` or `optional`.
-fn client_auth(options: &Value) -> anyhow::Result<ClientAuth> {
+fn client_auth(section: &str, options: &Value) -> anyhow::Result<ClientAuth> {
     match options.get("require_client_auth") {
         None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(ClientAuth::None),
         Some(Value::Bool(true)) => Ok(ClientAuth::Required),
-        Some(Value::String(s)) => match s.as_str() {
-            "false" => Ok(ClientAuth::None),
-            "true" => Ok(ClientAuth::Required),
-            "optional" => Ok(ClientAuth::Optional),
-            other => {
-                bail!("{KEY}.require_client_auth must be true, false or optional, not '{other}'")
+        Some(Value::String(s)) => {
+            match s.as_str() {
+                "false" => Ok(ClientAuth::None),
+                "true" => Ok(ClientAuth::Required),
+                "optional" => Ok(ClientAuth::Optional),
+                other => {
+                    bail!("{section}.require_client_auth must be true, false or optional, not '{other}'")
+                }
             }
-        },
-        Some(_) => bail!("{KEY}.require_client_auth must be true, false or optional"),
+        }
+        Some(_) => bail!("{section}.require_client_auth must be true, false or optional"),
     }
 }
 
@@ -146,27 +148,37 @@ pub(crate) fn check_stores(section: &str, options: &Value) -> anyhow::Result<()>
 /// `optional` both false or absent; the other keys are then not read, so
 /// Cassandra's template block with `enabled: false` is accepted as is).
 pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<ClientTlsSettings>> {
+    resolve_section(KEY, options, &CLIENT_KEYS)
+}
+
+/// [`resolve`] for any section shaped like `client_encryption_options`
+/// (the admin port's too), accepting `own` keys beside `PEM_KEYS`.
+pub(crate) fn resolve_section(
+    section: &str,
+    options: Option<&Value>,
+    own: &[&str],
+) -> anyhow::Result<Option<ClientTlsSettings>> {
     let Some(options) = options.filter(|o| !o.is_null()) else {
         return Ok(None);
     };
     if !options.is_mapping() {
-        bail!("{KEY} must be a map");
+        bail!("{section} must be a map");
     }
-    let enabled = flag(KEY, options, "enabled")?;
-    let optional = flag(KEY, options, "optional")?;
+    let enabled = flag(section, options, "enabled")?;
+    let optional = flag(section, options, "optional")?;
     if !enabled && !optional {
         return Ok(None);
     }
-    check_keys(KEY, options, &CLIENT_KEYS)?;
-    check_stores(KEY, options)?;
-    let keystore = text(KEY, options, "keystore")?
-        .with_context(|| format!("{KEY}.keystore: a PEM file with the private key and certificate chain is needed when TLS is on"))?;
+    check_keys(section, options, own)?;
+    check_stores(section, options)?;
+    let keystore = text(section, options, "keystore")?
+        .with_context(|| format!("{section}.keystore: a PEM file with the private key and certificate chain is needed when TLS is on"))?;
     let mut settings = ClientTlsSettings::new(keystore);
     settings.optional = optional;
-    settings.truststore = text(KEY, options, "truststore")?.map(Into::into);
-    settings.client_auth = client_auth(options)?;
-    settings.protocols = protocols(KEY, options)?;
-    settings.cipher_suites = list(KEY, options, "cipher_suites")?;
+    settings.truststore = text(section, options, "truststore")?.map(Into::into);
+    settings.client_auth = client_auth(section, options)?;
+    settings.protocols = protocols(section, options)?;
+    settings.cipher_suites = list(section, options, "cipher_suites")?;
     // Read the files now: an error stops the node before it serves.
     varve_server::tls::ClientTls::new(settings.clone())?;
     Ok(Some(settings))
@@ -226,10 +238,10 @@ mod tests {
             list(KEY, &v, "cipher_suites").unwrap(),
             ["TLS_AES_128_GCM_SHA256"]
         );
-        assert_eq!(client_auth(&v).unwrap(), ClientAuth::Optional);
+        assert_eq!(client_auth(KEY, &v).unwrap(), ClientAuth::Optional);
         let v: Value = serde_yaml::from_str("protocol: TLS\nrequire_client_auth: true").unwrap();
         assert!(protocols(KEY, &v).unwrap().is_empty());
-        assert_eq!(client_auth(&v).unwrap(), ClientAuth::Required);
+        assert_eq!(client_auth(KEY, &v).unwrap(), ClientAuth::Required);
         let v: Value = serde_yaml::from_str("protocol: TLSv1.3").unwrap();
         assert_eq!(protocols(KEY, &v).unwrap(), ["TLSv1.3"]);
     }
