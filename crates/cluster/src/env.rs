@@ -102,7 +102,7 @@ impl Env {
     /// `seed` (print it with any failure that depends on it).
     pub fn tokio(seed: u64) -> Env {
         Env {
-            net: Arc::new(TokioNetwork),
+            net: Arc::new(TokioNetwork::ANY_SOURCE),
             clock: Arc::new(SystemClock),
             rng: Arc::new(SeededRng::new(seed)),
         }

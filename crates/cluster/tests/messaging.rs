@@ -158,9 +158,12 @@ async fn a_request_to_a_peer_that_never_answers_times_out() {
     assert_eq!(a.pending_requests(), 0, "the callback is gone");
 
     // A listener that accepts but never completes a handshake.
-    let silent = varve_cluster::env::Network::bind(&varve_cluster::env::TokioNetwork, loopback())
-        .await
-        .expect("bind");
+    let silent = varve_cluster::env::Network::bind(
+        &varve_cluster::env::TokioNetwork::ANY_SOURCE,
+        loopback(),
+    )
+    .await
+    .expect("bind");
     let to = silent.local_addr().expect("addr");
     let r = a.request(to, Verb::ECHO, Bytes::new(), Duration::from_millis(200));
     assert_eq!(

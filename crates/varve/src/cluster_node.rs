@@ -16,7 +16,7 @@ use tokio::sync::broadcast;
 use varve_cluster::batchlog::BatchlogStore;
 use varve_cluster::coordinator::{Coordinator, CoordinatorMetrics, Host, Timeouts, Topology};
 use varve_cluster::env::tls::{InternodeEncryption, PerPeerTls, TlsNetwork};
-use varve_cluster::env::Env;
+use varve_cluster::env::{Env, TokioNetwork};
 use varve_cluster::hints::{HintDispatcher, HintStore, HintsMetrics};
 use varve_cluster::membership::{
     GossipKey, GossipLocations, Gossiper, Membership, MembershipConfig,
@@ -79,6 +79,7 @@ impl ClusterNode {
         let host_id = HostId(node.host_id);
         let seed = u64::from_le_bytes(node.host_id[..8].try_into().unwrap_or_default());
         let mut env = Env::tokio(seed ^ varve_types::time::now_micros() as u64);
+        env.net = Arc::new(TokioNetwork::from_source(settings.listen_address));
         let per_peer_tls = internode_tls(settings, node, &mut env)?;
         let generation =
             varve_cluster::membership::next_generation(&settings.data_dir, &*env.clock)

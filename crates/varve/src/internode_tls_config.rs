@@ -68,7 +68,7 @@ pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<InternodeTlsSet
         require_endpoint_verification: flag(KEY, options, "require_endpoint_verification")?,
     };
     // Read the files now: an error stops the node before it serves.
-    TlsNetwork::new(Arc::new(TokioNetwork), &settings)?;
+    TlsNetwork::new(Arc::new(TokioNetwork::ANY_SOURCE), &settings)?;
     Ok(Some(settings))
 }
 

@@ -5,10 +5,10 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::time::Instant;
 
 use super::{BoxFuture, BoxStream, Clock, Listener, Network};
@@ -17,8 +17,41 @@ use crate::net::limits::INTERNODE_TCP_USER_TIMEOUT;
 /// TCP through tokio. Every stream has Nagle's algorithm off (frames are
 /// already gathered into one write per wake-up) and, on Linux,
 /// [`INTERNODE_TCP_USER_TIMEOUT`].
+///
+/// Connections leave from `source` when one is set (the node's
+/// `listen_address`, as Cassandra binds its outbound connections), so a
+/// peer, a firewall or a routing rule sees which node opened them; on
+/// 127.0.0.x the kernel would otherwise pick 127.0.0.1 for every node.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TokioNetwork;
+pub struct TokioNetwork {
+    source: Option<IpAddr>,
+}
+
+impl TokioNetwork {
+    /// Connections from the address the kernel picks.
+    pub const ANY_SOURCE: TokioNetwork = TokioNetwork { source: None };
+
+    /// Connections from `source` (an ephemeral port on it); an
+    /// unspecified address (`0.0.0.0`, `::`) leaves the choice to the
+    /// kernel.
+    pub fn from_source(source: IpAddr) -> TokioNetwork {
+        TokioNetwork {
+            source: (!source.is_unspecified()).then_some(source),
+        }
+    }
+
+    async fn open(&self, addr: SocketAddr) -> io::Result<TcpStream> {
+        let Some(source) = self.source else {
+            return TcpStream::connect(addr).await;
+        };
+        let socket = match addr {
+            SocketAddr::V4(_) => TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => TcpSocket::new_v6()?,
+        };
+        socket.bind(SocketAddr::new(source, 0))?;
+        socket.connect(addr).await
+    }
+}
 
 struct TokioListener(TcpListener);
 
@@ -46,7 +79,7 @@ impl Network for TokioNetwork {
 
     fn connect(&self, addr: SocketAddr) -> BoxFuture<'_, io::Result<BoxStream>> {
         Box::pin(async move {
-            let stream = TcpStream::connect(addr).await?;
+            let stream = self.open(addr).await?;
             configure(&stream)?;
             Ok(Box::new(stream) as BoxStream)
         })
@@ -114,7 +147,7 @@ mod tests {
 
     #[tokio::test]
     async fn streams_connect_over_loopback() {
-        let net = TokioNetwork;
+        let net = TokioNetwork::ANY_SOURCE;
         let listener = net.bind(([127, 0, 0, 1], 0).into()).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let mut client = net.connect(addr).await.expect("connect");
@@ -123,6 +156,27 @@ mod tests {
         let mut got = [0u8; 4];
         server.read_exact(&mut got).await.expect("read");
         assert_eq!(&got, b"ping");
+    }
+
+    #[tokio::test]
+    async fn connections_leave_from_the_source_address() {
+        let any = TokioNetwork::ANY_SOURCE;
+        let listener = any.bind(([127, 0, 0, 1], 0).into()).await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        for (net, from) in [
+            (
+                TokioNetwork::from_source([127, 0, 0, 7].into()),
+                [127, 0, 0, 7],
+            ),
+            (
+                TokioNetwork::from_source([0, 0, 0, 0].into()),
+                [127, 0, 0, 1],
+            ),
+        ] {
+            let _client = net.connect(addr).await.expect("connect");
+            let (_, peer) = listener.accept().await.expect("accept");
+            assert_eq!(peer.ip(), IpAddr::from(from));
+        }
     }
 
     /// The user timeout a socket has, in milliseconds.

@@ -47,12 +47,15 @@ pub async fn echo(from: &Messaging, to: &Messaging) -> bool {
 
 /// An address nothing listens on (bound, then closed).
 pub async fn dead_address() -> SocketAddr {
-    let listener = TokioNetwork.bind(loopback()).await.expect("bind");
+    let listener = TokioNetwork::ANY_SOURCE
+        .bind(loopback())
+        .await
+        .expect("bind");
     listener.local_addr().expect("addr")
 }
 
 pub async fn raw_connect(to: SocketAddr) -> BoxStream {
-    TokioNetwork.connect(to).await.expect("connect")
+    TokioNetwork::ANY_SOURCE.connect(to).await.expect("connect")
 }
 
 /// Writes `bytes`, then reads until the node closes the connection.

@@ -51,7 +51,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn network(s: &InternodeTlsSettings) -> TlsNetwork {
-    TlsNetwork::new(Arc::new(TokioNetwork), s).expect("network")
+    TlsNetwork::new(Arc::new(TokioNetwork::ANY_SOURCE), s).expect("network")
 }
 
 /// Whether `hello` sent by `client` arrives at `server`.
@@ -106,7 +106,7 @@ fn a_missing_truststore_names_the_key() {
     let ours = ca();
     let mut s = settings(&dir, "a", &ours, &ours);
     s.truststore = dir.join("nope.pem");
-    let err = TlsNetwork::new(Arc::new(TokioNetwork), &s)
+    let err = TlsNetwork::new(Arc::new(TokioNetwork::ANY_SOURCE), &s)
         .err()
         .expect("refused");
     assert!(
@@ -162,7 +162,7 @@ fn dc(name: &str) -> crate::ring::Location {
 /// What one accepted connection of `tls`'s reads: its first five bytes and
 /// whether it came in TLS; `client` connects and sends `hello`.
 async fn accepted(tls: &PerPeerTls, client: Arc<dyn Network>) -> ([u8; 5], bool) {
-    let listener = TokioNetwork
+    let listener = TokioNetwork::ANY_SOURCE
         .bind("127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("bind");
@@ -194,7 +194,7 @@ async fn one_port_takes_tls_and_clear_text_and_tells_them_apart() {
     let tls_client = Arc::new(network(&settings(&dir, "b", &ours, &ours)));
     assert_eq!(accepted(&tls, tls_client).await, (*b"hello", true));
     assert_eq!(
-        accepted(&tls, Arc::new(TokioNetwork)).await,
+        accepted(&tls, Arc::new(TokioNetwork::ANY_SOURCE)).await,
         (*b"hello", false)
     );
     let _ = std::fs::remove_dir_all(&dir);
