@@ -3,7 +3,8 @@ Paxos across the three replicas of RF 3 (docs/design/paxos.md).
 Conditional statements answer as on one node, from whichever node
 coordinates them; SERIAL reads see the last commit; clients on three
 coordinators incrementing shared counters by compare-and-set never lose
-or double an increment, also while a node is killed or frozen; too few
+or double an increment, also while a node is killed, frozen or cut off
+from the others by the network (and a coordinator on it); too few
 replicas is Unavailable at SERIAL; a replica down at commit gets the
 commits as hints.
 """
@@ -15,6 +16,7 @@ import time
 
 import pytest
 
+import netcut
 from test_cluster_data import ADMIN, FIXED_PORTS, NATIVE, PORTS, STORAGE, create_schema, freeze, metric, session, statement  # noqa: F401
 from test_cluster_launcher import eventually, node_states, varve_cluster
 
@@ -91,14 +93,17 @@ def increment_forever(host, key, stop, history):
 
 
 def run_increments(three_nodes, disturb, seconds=6.0, hosts=("127.0.0.1", "127.0.0.2", "127.0.0.1", "127.0.0.2"),
-                   keys=(1, 2)):
+                   keys=(1, 2), histories=None):
+    """Clients on `hosts` increment `keys` while `disturb` runs a third of
+    the way in; checks the counts and returns {(host, n): history}, filled
+    into `histories` as the clients go when one is given."""
     from cassandra import ConsistencyLevel as CL
 
     _, s = session("127.0.0.1")
     for key in keys:
         s.execute("INSERT INTO ks.counters (k, v) VALUES (%s, 0)", (key,))
     stop = threading.Event()
-    histories = {}
+    histories = {} if histories is None else histories
     threads = []
     for n, host in enumerate(hosts):
         key = keys[n % len(keys)]
@@ -122,7 +127,7 @@ def run_increments(three_nodes, disturb, seconds=6.0, hosts=("127.0.0.1", "127.0
         final = s.execute(statement("SELECT v FROM ks.counters WHERE k = %s", CL.SERIAL), (key,)).one().v
         assert len(applied) <= final <= len(applied) + len(unknown), (key, final, len(applied), len(unknown))
         assert len(applied) > 5, f"key {key}: only {len(applied)} increments applied"
-    return threads
+    return histories
 
 
 def metric_sum(host, name, selector):
@@ -249,3 +254,37 @@ def test_increments_go_on_while_a_fourth_node_bootstraps_and_none_is_lost(three_
     finally:
         if node.running:
             node.stop(signal.SIGKILL)
+
+
+@pytest.mark.skipif(not netcut.available(), reason="network cuts need root (ip rule)")
+def test_increments_go_on_while_a_replica_and_its_coordinator_are_cut_off_and_after(three_nodes):
+    """Node 3 coordinates clients of both keys and is cut off from the two
+    other nodes for two seconds, then the cut heals: its rounds fail or end
+    unknown meanwhile, the majority's go on, and no increment is lost or
+    doubled, also among the rounds node 3 runs once it is back."""
+    cut_s = 2.0
+    histories = {}
+
+    def applied_via_3():
+        return sum(1 for (host, _), h in list(histories.items()) if host == "127.0.0.3"
+                   for _, outcome in list(h) if outcome == "applied")
+
+    with netcut.Cuts(STORAGE) as cuts:
+        at_cut, at_heal = [], []
+
+        def heal():
+            cuts.heal()
+            at_heal.append(applied_via_3())
+
+        def cut_then_heal():
+            at_cut.append(applied_via_3())
+            cuts.cut(["127.0.0.3"], ["127.0.0.1", "127.0.0.2"])
+            threading.Timer(cut_s, heal).start()
+
+        run_increments(three_nodes, disturb=cut_then_heal, seconds=9.0,
+                       hosts=("127.0.0.1", "127.0.0.3", "127.0.0.2", "127.0.0.3"), histories=histories)
+    assert len(at_heal) == 1, "the cut never healed"
+    # While cut off, node 3 reached no quorum: at most the round each of
+    # its two clients had in flight when the cut came was applied.
+    assert at_heal[0] - at_cut[0] <= 2, (at_cut, at_heal)
+    assert applied_via_3() > at_heal[0], {host: h[-5:] for (host, _), h in histories.items()}
