@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 30
 STOP_TIMEOUT_S = 15
 PROTOCOL_VERSIONS = [4, 5]
-READY_RE = re.compile(r"varve ready: CQL on (?P<host>[^\s:]+):(?P<port>\d+), admin on http://[^\s:]+:(?P<admin>\d+)")
+READY_RE = re.compile(r"varve ready: CQL on (?P<host>[^\s:]+):(?P<port>\d+), admin on https?://[^\s:]+:(?P<admin>\d+)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the markers

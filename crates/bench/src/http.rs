@@ -1,7 +1,8 @@
 //! A minimal HTTP/1.1 client for the node's admin port (`GET /metrics`,
 //! `POST /nodetool/...`): one request per connection, `Connection: close`,
-//! the body read to the end of the stream. No TLS, no redirects, no
-//! chunked encoding: the admin port answers with a plain body.
+//! the body read to the end of the stream. No TLS (an `https://` admin
+//! URL is refused, naming the limitation), no redirects, no chunked
+//! encoding: the admin port answers with a plain body.
 
 use std::time::Duration;
 
@@ -30,7 +31,13 @@ impl BaseUrl {
             && authority
                 .rsplit_once(':')
                 .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-        if !valid || s.starts_with("https://") {
+        if s.starts_with("https://") {
+            return Err(BenchError::config(
+                "admin",
+                format!("`{s}`: varve bench speaks plain HTTP to the admin port; HTTPS (admin_encryption_options) is not supported"),
+            ));
+        }
+        if !valid {
             return Err(BenchError::config(
                 "admin",
                 format!("`{s}` (expected http://host:port)"),

@@ -34,8 +34,9 @@ pub struct EmbeddedNode {
 pub fn parse_ready(log: &str) -> Option<(String, String)> {
     let line = log.lines().find(|l| l.contains(READY_MARKER))?;
     let rest = &line[line.find(READY_MARKER)? + READY_MARKER.len()..];
-    let (cql, rest) = rest.split_once(", admin on http://")?;
-    // The admin address ends the line, or is followed by ", internode on ...".
+    let (cql, rest) = rest.split_once(", admin on ")?;
+    // The admin URL ends the line, or is followed by ", internode on ...".
+    // It keeps its scheme: an https one is refused by BaseUrl::parse.
     let admin = rest.split([',', ' ', '\t']).next()?;
     Some((cql.trim().to_string(), admin.to_string()))
 }
@@ -175,14 +176,22 @@ mod tests {
                    2026-01-01T00:00:01Z  INFO varve: varve ready: CQL on 127.0.0.1:40001, admin on http://127.0.0.1:40002\n";
         assert_eq!(
             parse_ready(log),
-            Some(("127.0.0.1:40001".into(), "127.0.0.1:40002".into()))
+            Some(("127.0.0.1:40001".into(), "http://127.0.0.1:40002".into()))
         );
         assert_eq!(
             parse_ready(
                 "INFO varve ready: CQL on 127.0.0.1:9042, admin on http://127.0.0.1:9180, \
                  internode on 127.0.0.1:7000"
             ),
-            Some(("127.0.0.1:9042".to_string(), "127.0.0.1:9180".to_string()))
+            Some((
+                "127.0.0.1:9042".to_string(),
+                "http://127.0.0.1:9180".to_string()
+            ))
+        );
+        assert_eq!(
+            parse_ready("varve ready: CQL on 127.0.0.1:1, admin on https://127.0.0.1:2")
+                .map(|r| r.1),
+            Some("https://127.0.0.1:2".to_string())
         );
         assert_eq!(parse_ready("varve ready: CQL on x"), None);
         assert_eq!(parse_ready(""), None);

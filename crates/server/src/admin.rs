@@ -41,7 +41,9 @@
 //!   ([`crate::admin_snapshots`])
 //!
 //! With a token ([`crate::admin_token`]), a request without it is answered
-//! 401 before anything else is looked at.
+//! 401 before anything else is looked at. With `admin_encryption_options`
+//! the port speaks HTTPS only ([`crate::admin_tls`]): the handshake comes
+//! before the request, and a client that fails it gets no answer.
 //!
 //! Query parameters are percent-decoded. Errors of nodetool operations
 //! come back as 400 with the message.
@@ -50,34 +52,37 @@
 
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::limits::{HTTP_REQUEST_TIMEOUT, MAX_HTTP_REQUEST_BYTES};
 use crate::metrics::Metrics;
+use crate::tls::ClientTls;
 use varve_query::{Processor, QueryError};
+
+/// What every admin connection shares.
+pub struct AdminPort {
+    pub metrics: Arc<Metrics>,
+    pub processor: Arc<Processor>,
+    /// The token every request must carry ([`crate::admin_token`]).
+    pub token: Option<Arc<str>>,
+    /// HTTPS (`admin_encryption_options`, [`crate::admin_tls`]); `None`:
+    /// plain HTTP.
+    pub tls: Option<Arc<ClientTls>>,
+}
 
 /// Serves the admin port until `shutdown` turns true.
 pub async fn serve(
     listener: TcpListener,
-    metrics: Arc<Metrics>,
-    processor: Arc<Processor>,
-    token: Option<Arc<str>>,
+    port: Arc<AdminPort>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let metrics = Arc::clone(&metrics);
-                    let processor = Arc::clone(&processor);
-                    let token = token.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = handle(stream, metrics, processor, token).await {
-                            tracing::debug!("admin connection: {e}");
-                        }
-                    });
+                Ok((stream, peer)) => {
+                    tokio::spawn(connection(stream, peer, Arc::clone(&port)));
                 }
                 Err(e) => {
                     tracing::warn!("admin accept failed: {e}");
@@ -89,20 +94,35 @@ pub async fn serve(
     }
 }
 
-async fn handle(
-    mut stream: TcpStream,
-    metrics: Arc<Metrics>,
-    processor: Arc<Processor>,
-    token: Option<Arc<str>>,
-) -> std::io::Result<()> {
+/// One connection: the TLS handshake first when the port is HTTPS, then
+/// one request.
+async fn connection(stream: TcpStream, peer: std::net::SocketAddr, port: Arc<AdminPort>) {
+    let result = match &port.tls {
+        None => handle(stream, &port).await,
+        Some(tls) => match crate::admin_tls::accept(stream, tls, peer).await {
+            Some(stream) => handle(stream, &port).await,
+            None => Ok(()),
+        },
+    };
+    if let Err(e) = result {
+        tracing::debug!("admin connection: {e}");
+    }
+}
+
+async fn handle<S>(mut stream: S, port: &AdminPort) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
     let head = match tokio::time::timeout(HTTP_REQUEST_TIMEOUT, read_head(&mut stream)).await {
         Ok(r) => r?,
         Err(_) => return Ok(()),
     };
-    let refused = match (&head, &token) {
+    let refused = match (&head, &port.token) {
         (Some(head), Some(token)) => !crate::admin_token::authorized(head, token),
         _ => false,
     };
+    let metrics = Arc::clone(&port.metrics);
+    let processor = Arc::clone(&port.processor);
     let (status, content_type, body) = match head {
         Some(_) if refused => (
             401,
@@ -153,7 +173,7 @@ async fn handle(
 
 /// Reads up to the blank line ending the head; `None` when it is too long
 /// or the peer closes first.
-async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<String>> {
+async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> std::io::Result<Option<String>> {
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 512];
     loop {

@@ -1,6 +1,7 @@
 //! varve-server: the network face of a Varve node. It owns the CQL native
 //! protocol listener (v4 and v5, through the pure codec of
-//! `varve-protocol`) and the admin HTTP port, and hands statements to the
+//! `varve-protocol`) and the admin HTTP port (HTTPS with
+//! `admin_encryption_options`: `admin_tls`), and hands statements to the
 //! `varve-query` [`Processor`].
 //!
 //! This is the only crate that wires network, query and storage together;
@@ -21,6 +22,7 @@
 
 mod admin;
 mod admin_snapshots;
+mod admin_tls;
 pub mod admin_token;
 pub mod authenticate;
 mod compaction_control;
@@ -70,6 +72,9 @@ pub struct ServerConfig {
     pub client_tls: Option<tls::ClientTlsSettings>,
     /// A token every admin request must carry (see [`admin_token`]).
     pub admin_token: Option<String>,
+    /// `admin_encryption_options`: HTTPS on the admin port (`None`: plain
+    /// HTTP).
+    pub admin_tls: Option<tls::ClientTlsSettings>,
 }
 
 impl Default for ServerConfig {
@@ -84,8 +89,23 @@ impl Default for ServerConfig {
             concurrent_reads: limits::CONCURRENT_READS,
             client_tls: None,
             admin_token: None,
+            admin_tls: None,
         }
     }
+}
+
+/// TLS settings made into the configuration in force; an error (files
+/// unreadable, a setting rustls cannot honour) stops the node.
+fn load_tls(
+    settings: Option<&tls::ClientTlsSettings>,
+) -> std::io::Result<Option<Arc<tls::ClientTls>>> {
+    settings
+        .map(|s| {
+            tls::ClientTls::new(s.clone())
+                .map(Arc::new)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+        })
+        .transpose()
 }
 
 /// What every connection shares.
@@ -117,6 +137,8 @@ pub struct Server {
     metrics: Arc<Metrics>,
     events: broadcast::Sender<varve_protocol::Event>,
     tls: Option<Arc<tls::ClientTls>>,
+    /// HTTPS on the admin port, when on.
+    admin_tls: Option<Arc<tls::ClientTls>>,
 }
 
 impl Server {
@@ -134,13 +156,8 @@ impl Server {
     ) -> std::io::Result<Server> {
         // Certificates are read before any port is bound: a node whose TLS
         // settings cannot be honoured never serves.
-        let tls = match &config.client_tls {
-            None => None,
-            Some(settings) => Some(Arc::new(
-                tls::ClientTls::new(settings.clone())
-                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
-            )),
-        };
+        let tls = load_tls(config.client_tls.as_ref())?;
+        let admin_tls = load_tls(config.admin_tls.as_ref())?;
         let cql = TcpListener::bind(config.cql_addr).await?;
         let admin = TcpListener::bind(config.admin_addr).await?;
         let admin_addr = admin.local_addr().unwrap_or(config.admin_addr);
@@ -154,6 +171,7 @@ impl Server {
             metrics: Arc::new(Metrics::new(registry)),
             events,
             tls,
+            admin_tls,
         })
     }
 
@@ -174,6 +192,24 @@ impl Server {
         self.admin_addr
     }
 
+    /// The admin port's URL scheme: `https` with admin TLS, else `http`.
+    pub fn admin_scheme(&self) -> &'static str {
+        match self.admin_tls {
+            Some(_) => "https",
+            None => "http",
+        }
+    }
+
+    /// What the admin port's connections share.
+    fn admin_port(&self, processor: Arc<Processor>) -> Arc<admin::AdminPort> {
+        Arc::new(admin::AdminPort {
+            metrics: Arc::clone(&self.metrics),
+            processor,
+            token: self.config.admin_token.clone().map(Arc::from),
+            tls: self.admin_tls.clone(),
+        })
+    }
+
     /// Serves the admin port at once, before [`Server::run`] serves CQL (a
     /// bootstrapping node answers `nodetool netstats` and `/metrics`
     /// while it streams). The listener moves to the task; `run` stops it.
@@ -182,13 +218,8 @@ impl Server {
             return;
         };
         let (stop_tx, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(admin::serve(
-            listener,
-            Arc::clone(&self.metrics),
-            processor,
-            self.config.admin_token.clone().map(Arc::from),
-            stop_rx,
-        ));
+        let port = self.admin_port(processor);
+        let task = tokio::spawn(admin::serve(listener, port, stop_rx));
         self.admin_early = Some((task, stop_tx));
     }
 
@@ -206,6 +237,7 @@ impl Server {
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         self.metrics.set_serving();
+        let admin_port = self.admin_port(Arc::clone(&processor));
         let events = self.events;
         let grace = self.config.shutdown_grace;
         let read_stage = Arc::new(read_stage::ReadStage::new(
@@ -246,13 +278,9 @@ impl Server {
                     let _ = task.await;
                 })
             }
-            (None, Some(listener)) => tokio::spawn(admin::serve(
-                listener,
-                Arc::clone(&self.metrics),
-                Arc::clone(&shared.processor),
-                shared.config.admin_token.clone().map(Arc::from),
-                stop_rx.clone(),
-            )),
+            (None, Some(listener)) => {
+                tokio::spawn(admin::serve(listener, admin_port, stop_rx.clone()))
+            }
             (None, None) => tokio::spawn(async {}),
         };
         drop(stop_rx);

@@ -11,10 +11,10 @@
 //! with neither the node refuses to start.
 //!
 //! `admin_encryption_options` is shaped like `client_encryption_options`
-//! and read by the same code (crate::tls_config); `optional` is refused,
-//! since the admin port is either plain HTTP or HTTPS only. Serving HTTPS
-//! on the admin port is not built yet, so an enabled section is refused
-//! at start (crate::config) rather than silently served in clear text.
+//! and read by the same code (crate::tls_config); with it the admin port
+//! speaks HTTPS only (varve_server's `admin_tls`), so `optional` is
+//! refused: the port is either plain HTTP or HTTPS, never both. Errors
+//! name `admin_encryption_options`, not the client section.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -45,6 +45,20 @@ pub fn resolve_tls(options: Option<&Value>) -> anyhow::Result<Option<ClientTlsSe
 /// signed by the truststore is required).
 fn tls_authenticates(tls: Option<&ClientTlsSettings>) -> bool {
     tls.is_some_and(|t| t.client_auth == ClientAuth::Required)
+}
+
+/// Whether the config file at `path` turns admin TLS on (its
+/// `admin_encryption_options.enabled`), for the commands that start nodes
+/// and then talk to their admin port in plain HTTP (`varve cluster`).
+pub fn tls_enabled_in(path: &std::path::Path) -> anyhow::Result<bool> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let file: Value =
+        serde_yaml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    match file.get(ADMIN_TLS_KEY).filter(|o| o.is_mapping()) {
+        Some(o) => crate::tls_config::flag(ADMIN_TLS_KEY, o, "enabled"),
+        None => Ok(false),
+    }
 }
 
 /// The environment variable that gives the token (nodetool reads it too).
@@ -148,6 +162,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_config_file_tells_whether_admin_tls_is_on() {
+        let dir = std::env::temp_dir().join(format!("varve-admin-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str, yaml: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, yaml).unwrap();
+            path
+        };
+        let on = file("on.yaml", "admin_encryption_options:\n  enabled: true\n");
+        let off = file("off.yaml", "admin_encryption_options:\n  enabled: false\n");
+        let none = file("none.yaml", "cluster_name: x\n");
+        assert!(tls_enabled_in(&on).unwrap());
+        assert!(!tls_enabled_in(&off).unwrap());
+        assert!(!tls_enabled_in(&none).unwrap());
+        assert!(tls_enabled_in(&dir.join("missing.yaml")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     fn tls_yaml(yaml: &str) -> anyhow::Result<Option<ClientTlsSettings>> {
         let v: Value = serde_yaml::from_str(yaml).unwrap();
         resolve_tls(Some(&v))
@@ -169,6 +202,6 @@ mod tests {
                 .contains("admin_encryption_options.require_client_auth")
         );
         assert!(err("enabled: true\nkeystore: /nonexistent/k.pem")
-            .contains("cannot read /nonexistent/k.pem"));
+            .contains("admin_encryption_options.keystore: cannot read /nonexistent/k.pem"));
     }
 }

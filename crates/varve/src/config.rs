@@ -126,6 +126,9 @@ pub struct Settings {
     pub admin_address: IpAddr,
     /// The token admin requests must carry, if any.
     pub admin_token: Option<String>,
+    /// `admin_encryption_options`: HTTPS on the admin port
+    /// (crate::admin_config).
+    pub admin_tls: Option<varve_server::tls::ClientTlsSettings>,
     pub data_dir: PathBuf,
     /// Accepted and kept for the durable engine; memtables ignore it today.
     pub commitlog_dir: PathBuf,
@@ -417,9 +420,6 @@ impl Settings {
             None => None,
         };
         let admin_tls = crate::admin_config::resolve_tls(file.admin_encryption_options.as_ref())?;
-        if admin_tls.is_some() {
-            anyhow::bail!("{}.enabled: HTTPS on the admin port is not built yet; keep the admin port on loopback or behind a TLS proxy", crate::admin_config::ADMIN_TLS_KEY);
-        }
         let (admin_address, admin_token) = crate::admin_config::resolve(
             rpc_address,
             admin_address,
@@ -474,6 +474,7 @@ impl Settings {
             internode_tls,
             admin_address,
             admin_token,
+            admin_tls,
             cluster_name: args
                 .cluster_name
                 .clone()
@@ -520,6 +521,7 @@ impl Settings {
             cql_addr: (self.rpc_address, self.native_port).into(),
             admin_addr: (self.admin_address, self.admin_port).into(),
             admin_token: self.admin_token.clone(),
+            admin_tls: self.admin_tls.clone(),
             max_connections: self.max_connections,
             max_frame_body_bytes: self.max_frame_body_bytes,
             concurrent_reads: self.concurrent_reads,

@@ -248,6 +248,7 @@ pub fn alive(pid: i32) -> bool {
 /// Starts node `node` of `layout` in the background with `binary`; its
 /// output goes to `nodeN/varve.log`, its pid to `nodeN/pid`.
 pub fn spawn(binary: &Path, dir: &Path, layout: &Layout, node: &Node) -> anyhow::Result<i32> {
+    refuse_admin_tls(&node.args)?;
     let home = node_dir(dir, node.index);
     std::fs::create_dir_all(home.join("data"))
         .with_context(|| format!("creating {}", home.display()))?;
@@ -283,6 +284,26 @@ pub fn spawn(binary: &Path, dir: &Path, layout: &Layout, node: &Node) -> anyhow:
     // Not waited for: it outlives this command (and init reaps it).
     drop(child);
     Ok(pid)
+}
+
+/// The launcher waits for nodes over their admin port in plain HTTP
+/// ([`admin_get`]), so a node whose `--config` turns admin TLS on is not
+/// started: it would never look ready.
+fn refuse_admin_tls(args: &[String]) -> anyhow::Result<()> {
+    let configs = args
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| match a.strip_prefix("--config") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        });
+    for config in configs {
+        if crate::admin_config::tls_enabled_in(Path::new(config))? {
+            bail!("{config}: varve cluster talks to its nodes' admin ports in plain HTTP and does not support {}; leave it off for local clusters (they listen on loopback)", crate::admin_config::ADMIN_TLS_KEY);
+        }
+    }
+    Ok(())
 }
 
 /// Sends `signal` to `pid`.
@@ -372,6 +393,27 @@ fn admin_get(node: &Node, ports: Ports, path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_whose_config_turns_admin_tls_on_is_not_started() {
+        let dir = std::env::temp_dir().join(format!("varve-launcher-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("c.yaml");
+        std::fs::write(&config, "admin_encryption_options:\n  enabled: true\n").unwrap();
+        let path = config.to_string_lossy().to_string();
+        for args in [
+            vec!["--config".to_string(), path.clone()],
+            vec![format!("--config={path}")],
+        ] {
+            let err = refuse_admin_tls(&args).unwrap_err().to_string();
+            assert!(
+                err.contains("does not support admin_encryption_options"),
+                "{err}"
+            );
+        }
+        assert!(refuse_admin_tls(&["--seeds".to_string(), path]).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn nodes_split_over_data_centres_in_order_with_a_seed_each() {

@@ -7,6 +7,7 @@
 //! config, prepares the data directory and the node's identity
 //! ([`node`]), and hands the rest to `varve-server`.
 
+mod admin_client;
 mod admin_config;
 mod allocator;
 mod bench_cmd;
@@ -278,8 +279,9 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         tracing::error!("creating the default superuser role: {e}");
     }
     info!(
-        "varve ready: CQL on {}, admin on http://{}, internode on {}",
+        "varve ready: CQL on {}, admin on {}://{}, internode on {}",
         server.cql_addr(),
+        server.admin_scheme(),
         server.admin_addr(),
         cluster.internode_addr()
     );

@@ -1,11 +1,13 @@
 //! `varve nodetool`: node operations over the admin HTTP port, with
-//! nodetool's flags (`-h HOST -p PORT`) and command names.
+//! nodetool's flags (`-h HOST -p PORT`) and command names; `--ssl
+//! --cafile PATH` (and `--certfile`, `--keyfile`) for an HTTPS admin port
+//! ([`crate::admin_client`]).
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
+
+use crate::admin_client::{self, AdminTlsArgs, Endpoint};
 
 /// How long a nodetool command waits for the node (a flush can take a while).
 const NODETOOL_TIMEOUT: Duration = Duration::from_secs(600);
@@ -41,6 +43,8 @@ pub struct NodetoolArgs {
     /// The node's admin HTTP port.
     #[arg(short = 'p', long = "port", default_value_t = 9180)]
     pub port: u16,
+    #[command(flatten)]
+    pub tls: AdminTlsArgs,
     #[command(subcommand)]
     pub command: NodetoolCommand,
 }
@@ -357,7 +361,18 @@ pub fn run(args: NodetoolArgs) -> anyhow::Result<()> {
             ("GET", t)
         }
     };
-    let (status, body) = request(&args.host, args.port, method, &target)?;
+    let endpoint = Endpoint {
+        host: &args.host,
+        port: args.port,
+        tls: args.tls.client_config()?,
+        // The admin port's token, when the node has one
+        // (docs/design/security.md).
+        token: std::env::var(crate::admin_config::ADMIN_TOKEN_ENV)
+            .ok()
+            .filter(|t| !t.is_empty()),
+    };
+    let timeout = (!waits_for_completion(&target)).then_some(NODETOOL_TIMEOUT);
+    let (status, body) = admin_client::request(&endpoint, method, &target, timeout)?;
     if status != 200 {
         bail!("{}", body.trim_end());
     }
@@ -378,32 +393,6 @@ pub fn cassandra_flags(args: impl Iterator<Item = String>) -> Vec<String> {
         mapped
     })
     .collect()
-}
-
-/// One HTTP/1.1 request; returns the status and the body.
-fn request(host: &str, port: u16, method: &str, target: &str) -> anyhow::Result<(u16, String)> {
-    let mut stream =
-        TcpStream::connect((host, port)).with_context(|| format!("connecting to {host}:{port}"))?;
-    let timeout = (!waits_for_completion(target)).then_some(NODETOOL_TIMEOUT);
-    stream.set_read_timeout(timeout)?;
-    // The admin port's token, when the node has one (docs/design/security.md).
-    let auth = std::env::var(crate::admin_config::ADMIN_TOKEN_ENV)
-        .ok()
-        .filter(|t| !t.is_empty())
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(stream, "{method} {target} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n")?;
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .context("reading the response")?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("malformed HTTP response")?;
-    Ok((status, body.to_string()))
 }
 
 #[cfg(test)]

@@ -154,7 +154,7 @@ pub fn resolve(options: Option<&Value>) -> anyhow::Result<Option<ClientTlsSettin
 /// [`resolve`] for any section shaped like `client_encryption_options`
 /// (the admin port's too), accepting `own` keys beside `PEM_KEYS`.
 pub(crate) fn resolve_section(
-    section: &str,
+    section: &'static str,
     options: Option<&Value>,
     own: &[&str],
 ) -> anyhow::Result<Option<ClientTlsSettings>> {
@@ -174,6 +174,7 @@ pub(crate) fn resolve_section(
     let keystore = text(section, options, "keystore")?
         .with_context(|| format!("{section}.keystore: a PEM file with the private key and certificate chain is needed when TLS is on"))?;
     let mut settings = ClientTlsSettings::new(keystore);
+    settings.section = section;
     settings.optional = optional;
     settings.truststore = text(section, options, "truststore")?.map(Into::into);
     settings.client_auth = client_auth(section, options)?;

@@ -11,26 +11,25 @@ use varve_tls::{pem, suites};
 
 use super::settings::{ClientAuth, ClientTlsSettings, Result, TlsError};
 
-/// The cassandra.yaml section errors name.
-const SECTION: &str = "client_encryption_options";
-
-/// Builds the rustls configuration the settings describe.
+/// Builds the rustls configuration the settings describe; errors name
+/// the settings' section.
 pub fn build(s: &ClientTlsSettings) -> Result<Arc<ServerConfig>> {
-    let versions = suites::versions(SECTION, &s.protocols)?;
-    let provider = Arc::new(suites::provider(SECTION, &s.cipher_suites, &versions)?);
-    let (chain, key) = pem::keystore(SECTION, &s.keystore)?;
+    let section = s.section;
+    let versions = suites::versions(section, &s.protocols)?;
+    let provider = Arc::new(suites::provider(section, &s.cipher_suites, &versions)?);
+    let (chain, key) = pem::keystore(section, &s.keystore)?;
     let verifier = match s.client_auth {
         ClientAuth::None => WebPkiClientVerifier::no_client_auth(),
         auth => {
             let Some(path) = &s.truststore else {
                 return Err(TlsError::Setting {
-                    section: SECTION,
+                    section,
                     key: "truststore",
                     reason: "require_client_auth needs a truststore of the certificates client certificates chain to".into(),
                 });
             };
             let builder = WebPkiClientVerifier::builder_with_provider(
-                Arc::new(pem::truststore(SECTION, path)?),
+                Arc::new(pem::truststore(section, path)?),
                 Arc::clone(&provider),
             );
             let builder = if auth == ClientAuth::Optional {
@@ -39,7 +38,7 @@ pub fn build(s: &ClientTlsSettings) -> Result<Arc<ServerConfig>> {
                 builder
             };
             builder.build().map_err(|e| TlsError::Setting {
-                section: SECTION,
+                section,
                 key: "truststore",
                 reason: e.to_string(),
             })?
@@ -48,14 +47,14 @@ pub fn build(s: &ClientTlsSettings) -> Result<Arc<ServerConfig>> {
     let config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)
         .map_err(|e| TlsError::Setting {
-            section: SECTION,
+            section,
             key: "cipher_suites",
             reason: e.to_string(),
         })?
         .with_client_cert_verifier(verifier)
         .with_single_cert(chain, key)
         .map_err(|e| TlsError::Pem {
-            section: SECTION,
+            section,
             key: "keystore",
             path: s.keystore.clone(),
             reason: e.to_string(),

@@ -24,7 +24,7 @@ mod reload;
 mod settings;
 
 pub use reload::ClientTls;
-pub use settings::{ClientAuth, ClientTlsSettings, TlsError};
+pub use settings::{ClientAuth, ClientTlsSettings, TlsError, CLIENT_SECTION};
 
 use std::time::Duration;
 

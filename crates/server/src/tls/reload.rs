@@ -32,7 +32,7 @@ impl ClientTls {
         files.extend(settings.truststore.clone());
         let for_build = settings.clone();
         let config = Reloading::new(
-            "client TLS",
+            settings.section,
             files,
             Box::new(move || context::build(&for_build)),
         )?;

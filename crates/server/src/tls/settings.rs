@@ -17,9 +17,16 @@ pub enum ClientAuth {
     Required,
 }
 
+/// The section of the CQL port's TLS settings.
+pub const CLIENT_SECTION: &str = "client_encryption_options";
+
 /// What the operator asked for.
 #[derive(Debug, Clone)]
 pub struct ClientTlsSettings {
+    /// The configuration section these settings come from, which errors
+    /// and log lines name (`client_encryption_options`, or
+    /// `admin_encryption_options` for the admin port).
+    pub section: &'static str,
     /// `optional`: plain and TLS clients on the one port.
     pub optional: bool,
     /// `keystore`: a PEM file holding the private key and the certificate
@@ -43,6 +50,7 @@ impl ClientTlsSettings {
     /// setting at its default.
     pub fn new(keystore: impl Into<PathBuf>) -> Self {
         ClientTlsSettings {
+            section: CLIENT_SECTION,
             optional: false,
             keystore: keystore.into(),
             truststore: None,
