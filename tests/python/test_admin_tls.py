@@ -21,8 +21,8 @@ import subprocess
 
 import pytest
 
-from conftest import VarveNode, varve_bin
-from test_tls import Pki
+from conftest import varve_bin
+from test_tls import Pki, start_tls
 
 HOST = "127.0.0.1"
 TIMEOUT_S = 10
@@ -35,11 +35,7 @@ def pki(tmp_path):
 
 def start(dir, options, extra_yaml=""):
     """A node whose admin_encryption_options are `options` (YAML lines)."""
-    dir.mkdir(parents=True, exist_ok=True)
-    config = dir.parent / f"{dir.name}.yaml"
-    body = "".join(f"  {line}\n" for line in options)
-    config.write_text("admin_encryption_options:\n" + body + extra_yaml)
-    return VarveNode(dir, ["--config", str(config)]).start()
+    return start_tls(dir, options, extra_yaml, section="admin_encryption_options")
 
 
 def https_get(port, path, ctx):

@@ -60,12 +60,13 @@ class Pki:
         return self.keystore(name, self.ca.issue_cert(*hosts, **kwargs))
 
 
-def start_tls(dir, options, extra_yaml=""):
-    """A node whose client_encryption_options are `options` (YAML lines)."""
+def start_tls(dir, options, extra_yaml="", section="client_encryption_options"):
+    """A node whose `section` (client_encryption_options by default) is
+    `options` (YAML lines)."""
     dir.mkdir(parents=True, exist_ok=True)
     config = dir.parent / f"{dir.name}.yaml"
     body = "".join(f"  {line}\n" for line in options)
-    config.write_text("client_encryption_options:\n" + body + extra_yaml)
+    config.write_text(f"{section}:\n" + body + extra_yaml)
     return VarveNode(dir, ["--config", str(config)]).start()
 
 
