@@ -14,9 +14,12 @@ Why routing rules: this machine's kernel has no `netem` or `prio` queueing
 discipline and no iptables or nftables, but policy routing is built in.
 Rules are looked up before routes, except that the kernel's own rule for
 local addresses comes first (preference 0, the lowest). `Cuts` therefore
-moves that rule to `LOCAL_RULE_PREF` once, before adding its own below it,
-and puts it back when done. Needs root (CAP_NET_ADMIN), as the tests run
-in CI.
+moves that rule to `LOCAL_RULE_PREF` (adding it there, then deleting the
+one at 0: local addresses are never without a rule) before adding its own
+below it. The move is left in place: with no other rule below 1000 the
+routing is the same, and tests that cut at the same time in other
+processes (pytest workers, the Rust driver tests) must not have it undone
+under them. Needs root (CAP_NET_ADMIN), as the tests run in CI.
 """
 
 import os
@@ -46,26 +49,23 @@ def _has_rule(pref, text):
 
 class Cuts:
     """The cuts of one test, on one storage port; a context manager that
-    heals them all and restores the local rule on exit."""
+    heals them all on exit."""
 
     def __init__(self, storage_port):
         self.port = str(storage_port)
         self.rules = []
-        self.moved_local = False
 
     def __enter__(self):
-        if _has_rule(0, "lookup local"):
-            if not _has_rule(LOCAL_RULE_PREF, "lookup local"):
-                _ip_rule("add", "pref", str(LOCAL_RULE_PREF), "lookup", "local")
-            _ip_rule("del", "pref", "0", "lookup", "local")
-            self.moved_local = True
+        if not _has_rule(LOCAL_RULE_PREF, "lookup local"):
+            # Another process may add it at the same moment ("exists").
+            _ip_rule("add", "pref", str(LOCAL_RULE_PREF), "lookup", "local", check=False)
+        if not _has_rule(LOCAL_RULE_PREF, "lookup local"):
+            raise RuntimeError("ip rule: could not add the local rule at %d" % LOCAL_RULE_PREF)
+        _ip_rule("del", "pref", "0", "lookup", "local", check=False)
         return self
 
     def __exit__(self, *exc):
         self.heal()
-        if self.moved_local:
-            _ip_rule("add", "pref", "0", "lookup", "local")
-            _ip_rule("del", "pref", str(LOCAL_RULE_PREF), "lookup", "local", check=False)
         return False
 
     def cut(self, side_a, side_b):
