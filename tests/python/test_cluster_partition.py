@@ -106,8 +106,9 @@ def test_a_node_cut_off_answers_at_once_and_both_sides_catch_up_after(tmp_path):
             slowest = max(timed(s1, statement(insert, CL.QUORUM), (k, f"major{k}"))[1] for k in range(1, 11))
             assert slowest < PROMPT_S, f"a QUORUM write waited {slowest:.1f} s for the cut-off node"
 
-            assert eventually(lambda: sees(directory, 1, [3], "DN")), node_states(directory, 1)
-            assert eventually(lambda: sees(directory, 3, [1, 2], "DN")), node_states(directory, 3)
+            # Node 2 too: a QUORUM read it coordinates below must not pick node 3.
+            for node, others in ((1, [3]), (2, [3]), (3, [1, 2])):
+                assert eventually(lambda: sees(directory, node, others, "DN")), node_states(directory, node)
             on_1 = unavailable(s1, statement(insert, CL.ALL), (99, "x"))
             assert (on_1.consistency, on_1.required_replicas, on_1.alive_replicas) == (CL.ALL, 3, 2)
             on_3 = unavailable(s3, statement(insert, CL.QUORUM), (99, "x"))
