@@ -32,9 +32,16 @@ const LOG_TAIL_LINES_MAX: usize = 60;
 /// What the node logs once it serves; the CQL address follows it.
 const READY_MARKER: &str = "varve ready: CQL on ";
 
-// Each test file compiles these; not every one starts a cluster or uses TLS.
+// Each test file compiles these; not every one starts a cluster, reads
+// metrics, cuts the network or uses TLS.
 #[allow(dead_code)]
 pub mod cluster;
+#[allow(dead_code)]
+pub mod metrics;
+#[allow(dead_code)]
+pub mod netcut;
+#[allow(dead_code)]
+pub mod sessions;
 #[allow(dead_code)]
 pub mod tls;
 
