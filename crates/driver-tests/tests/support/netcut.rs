@@ -12,9 +12,13 @@
 //! run on. Healing deletes the rules; TCP then delivers what waited.
 //!
 //! The kernel looks its `lookup local` rule up first (preference 0), so
-//! [`Cuts::new`] moves it to [`LOCAL_RULE_PREF`] before adding cut rules
-//! at [`CUT_RULE_PREF`], and `Drop` heals every cut and puts the local rule
-//! back. Needs root (CAP_NET_ADMIN), as the tests have here and in CI.
+//! [`Cuts::new`] moves it to [`LOCAL_RULE_PREF`] (added there, then
+//! deleted at 0: local addresses are never without a rule) before adding
+//! cut rules at [`CUT_RULE_PREF`]; `Drop` heals every cut. The move is
+//! left in place, as netcut.py leaves it: the routing is the same, and a
+//! test cutting at the same time in another process must not have it
+//! undone under it. Needs root (CAP_NET_ADMIN), as the tests have here and
+//! in CI.
 
 use std::process::{Command, Output};
 
@@ -34,38 +38,31 @@ pub fn available() -> bool {
     effective_root && ip_rule(&["show"]).status.success()
 }
 
-/// The cuts of one test, on one storage port; healed, and the local rule
-/// restored, when dropped.
+/// The cuts of one test, on one storage port; healed when dropped.
 pub struct Cuts {
     port: String,
     /// Each rule added, as `ip rule add` took it (`del` takes the same).
     rules: Vec<Vec<String>>,
-    moved_local: bool,
 }
 
 impl Cuts {
     /// Makes room for cuts on `storage_port`: moves the local rule after
     /// [`CUT_RULE_PREF`]. Panics (a test helper) if `ip rule` refuses.
     pub fn new(storage_port: u16) -> Cuts {
-        let mut cuts = Cuts {
+        let pref = LOCAL_RULE_PREF.to_string();
+        if !has_local_rule(LOCAL_RULE_PREF) {
+            // Another process may add it at the same moment ("exists").
+            let _ = ip_rule(&["add", "pref", &pref, "lookup", "local"]);
+        }
+        assert!(
+            has_local_rule(LOCAL_RULE_PREF),
+            "ip rule: could not add the local rule at {pref}"
+        );
+        let _ = ip_rule(&["del", "pref", "0", "lookup", "local"]);
+        Cuts {
             port: storage_port.to_string(),
             rules: Vec::new(),
-            moved_local: false,
-        };
-        if has_local_rule(0) {
-            if !has_local_rule(LOCAL_RULE_PREF) {
-                ip_rule_ok(&[
-                    "add",
-                    "pref",
-                    &LOCAL_RULE_PREF.to_string(),
-                    "lookup",
-                    "local",
-                ]);
-            }
-            ip_rule_ok(&["del", "pref", "0", "lookup", "local"]);
-            cuts.moved_local = true;
         }
-        cuts
     }
 
     /// Drops the internode traffic between every address of `side_a` and
@@ -118,13 +115,6 @@ impl Cuts {
 impl Drop for Cuts {
     fn drop(&mut self) {
         self.heal();
-        if self.moved_local {
-            if !has_local_rule(0) {
-                let _ = ip_rule(&["add", "pref", "0", "lookup", "local"]);
-            }
-            let pref = LOCAL_RULE_PREF.to_string();
-            let _ = ip_rule(&["del", "pref", &pref, "lookup", "local"]);
-        }
     }
 }
 
