@@ -24,6 +24,7 @@ pub mod read_repair;
 pub mod replication;
 pub mod scan;
 pub mod service;
+mod short_read;
 pub mod speculate;
 pub mod topology;
 pub mod write;

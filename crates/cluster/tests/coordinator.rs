@@ -558,3 +558,194 @@ async fn a_silent_replica_times_a_read_out_unless_the_table_speculates() {
         n.stop().await;
     }
 }
+
+/// Row `c` with column 1 = `v`, written at `ts`.
+fn row_at(c: i32, ts: i64, v: &str) -> (ClusteringKey, Row) {
+    let mut row = Row::default();
+    row.cells.insert(
+        (1, None),
+        Cell::live(ts, Bytes::copy_from_slice(v.as_bytes())),
+    );
+    (ClusteringKey::row(ck(c), &cmp()), row)
+}
+
+/// A deletion of row `c` at `ts`.
+fn row_deleted(c: i32, ts: i64) -> (ClusteringKey, Row) {
+    let row = Row {
+        deletion: Some(DeletionTime::new(ts, NOW - 10)),
+        ..Row::default()
+    };
+    (ClusteringKey::row(ck(c), &cmp()), row)
+}
+
+/// The rows `c` from `from` to `to` (both included).
+fn rows_between(from: i32, to: i32) -> Slice {
+    Slice {
+        start: ClusteringKey::before(ck(from), &cmp()),
+        end: ClusteringKey::after(ck(to), &cmp()),
+    }
+}
+
+/// (clustering, column 1) of each live row, in clustering order.
+fn listed(p: Option<&Partition>) -> Vec<(i32, String)> {
+    let Some(p) = p else { return Vec::new() };
+    p.rows
+        .iter()
+        .map(|(k, r)| {
+            let c = i32::from_be_bytes(k.values[0][..4].try_into().unwrap());
+            let v = r
+                .cells
+                .get(&(1, None))
+                .map(|c| c.value.clone())
+                .unwrap_or_default();
+            (c, String::from_utf8_lossy(&v).into_owned())
+        })
+        .collect()
+}
+
+/// What `n` reads of `k` over `slices` at ALL, no read repair.
+async fn rows_read(
+    n: &Node,
+    k: &PartitionKey,
+    slices: &[Slice],
+    reversed: bool,
+    row_limit: usize,
+) -> Vec<(i32, String)> {
+    let rf3 = Replication::Simple(3);
+    let found = n
+        .coordinator
+        .read(Read {
+            table: TABLE,
+            key: k,
+            slices,
+            reversed,
+            now_seconds: NOW,
+            row_limit,
+            replication: &rf3,
+            consistency: Consistency::All,
+            speculation: Speculation::Never,
+            blocking_repair: false,
+        })
+        .await
+        .expect("read at ALL");
+    listed(found.partition.as_ref())
+}
+
+/// What the three replicas' data add up to, read as one node would.
+fn expected(
+    held: &[Partition],
+    slices: &[Slice],
+    reversed: bool,
+    limit: usize,
+) -> Vec<(i32, String)> {
+    let mut all = Partition::default();
+    for p in held {
+        all.merge(p.clone());
+    }
+    let (live, _, _) = all.resolve_slices(slices, reversed, NOW, limit);
+    listed(Some(&live))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_one_replica_lacks_are_read_on_past_its_row_limit() {
+    let nodes = three(|s| s).await;
+    let k = key("wide");
+    // Node 1 has rows 0-9; node 2 deleted rows 0-4 later; node 3 nothing.
+    let mut one = Partition::default();
+    for c in 0..10 {
+        let (ck, row) = row_at(c, 10, &format!("v{c}"));
+        one.rows.insert(ck, row);
+    }
+    let mut two = Partition::default();
+    for c in 0..5 {
+        let (ck, row) = row_deleted(c, 20);
+        two.rows.insert(ck, row);
+    }
+    nodes[0].engine.apply(TABLE, &k, one).unwrap();
+    nodes[1].engine.apply(TABLE, &k, two).unwrap();
+    let all = [Slice::all(&cmp())];
+    let got = rows_read(&nodes[2], &k, &all, false, 3).await;
+    assert_eq!(got, [(5, "v5".into()), (6, "v6".into()), (7, "v7".into())]);
+    assert!(nodes[2].coordinator.counts().short_read_rounds > 0);
+    let got = rows_read(&nodes[2], &k, &all, true, 3).await;
+    assert_eq!(got, [(7, "v7".into()), (8, "v8".into()), (9, "v9".into())]);
+    for n in nodes {
+        n.stop().await;
+    }
+}
+
+/// A small deterministic generator (xorshift), so a failure names its seed.
+struct Dice(u64);
+
+impl Dice {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Per replica: live rows, row deletions and a range deletion here and
+/// there, over clusterings 0-39, with timestamps that make them shadow
+/// each other across replicas.
+fn divergent(seed: u64) -> [Partition; 3] {
+    let mut dice = Dice(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    std::array::from_fn(|replica| {
+        let mut p = Partition::default();
+        for c in 0..40 {
+            let ts = 1 + dice.below(50) as i64;
+            match dice.below(6) {
+                0 | 1 => {
+                    let (ck, row) = row_at(c, ts, &format!("r{replica}-{ts}"));
+                    p.rows.insert(ck, row);
+                }
+                2 => {
+                    let (ck, row) = row_deleted(c, ts);
+                    p.rows.insert(ck, row);
+                }
+                _ => {}
+            }
+        }
+        if dice.below(2) == 0 {
+            let from = dice.below(35) as i32;
+            p.range_tombstones.push(varve_types::data::RangeTombstone {
+                slice: rows_between(from, from + 1 + dice.below(5) as i32),
+                deletion: DeletionTime::new(1 + dice.below(50) as i64, NOW - 10),
+            });
+        }
+        p
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_with_a_row_limit_over_divergent_replicas_answer_as_their_merge() {
+    let nodes = three(|s| s).await;
+    let slice_sets = [
+        vec![Slice::all(&cmp())],
+        vec![rows_between(3, 11), rows_between(20, 33)],
+    ];
+    for seed in 0..8u64 {
+        let k = key(&format!("p{seed}"));
+        let held = divergent(seed);
+        for (n, p) in nodes.iter().zip(&held) {
+            n.engine.apply(TABLE, &k, p.clone()).unwrap();
+        }
+        for slices in &slice_sets {
+            for limit in [1, 2, 3, 7, 40, usize::MAX] {
+                for reversed in [false, true] {
+                    let coordinator = &nodes[(seed % 3) as usize];
+                    let got = rows_read(coordinator, &k, slices, reversed, limit).await;
+                    let want = expected(&held, slices, reversed, limit);
+                    assert_eq!(
+                        got, want,
+                        "seed {seed}, limit {limit}, reversed {reversed}, slices {slices:?}"
+                    );
+                }
+            }
+        }
+    }
+    for n in nodes {
+        n.stop().await;
+    }
+}

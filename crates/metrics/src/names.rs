@@ -89,6 +89,7 @@ pub const COORDINATOR_REQUESTS: &str = "coordinator_requests";
 pub const SPECULATIVE_RETRIES: &str = "speculative_retries";
 pub const READ_DIGEST_MISMATCHES: &str = "read_digest_mismatches";
 pub const READ_REPAIRS_BLOCKING: &str = "read_repairs_blocking";
+pub const SHORT_READ_ROUNDS: &str = "short_read_protection_requests";
 pub const HINTS_CREATED: &str = "hints_created";
 pub const HINTS_REPLAYED: &str = "hints_replayed";
 pub const HINTS_DROPPED: &str = "hints_dropped";
@@ -276,6 +277,9 @@ pub const CATALOG: &[MetricDef] = &[
     def(READ_DIGEST_MISMATCHES, Kind::Counter, &[],
         "Reads whose replicas' digests disagreed, so full data was read from each.",
         "ReadRepair ReconcileRead"),
+    def(SHORT_READ_ROUNDS, Kind::Counter, &[],
+        "Reads that read on past where a replica stopped at the row limit, because deletions on other replicas left too few rows.",
+        "Table ShortReadProtectionRequests (summed over tables)"),
     def(READ_REPAIRS_BLOCKING, Kind::Counter, &[],
         "Reads that wrote the merged data back to stale replicas before answering.",
         "ReadRepair RepairedBlocking"),

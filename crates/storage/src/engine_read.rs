@@ -89,6 +89,43 @@ impl Engine {
         read_windows(g, key, slices, reversed, now_seconds, max_rows).map(Some)
     }
 
+    /// A replica's answer to a coordinator that merges several: the stored
+    /// partition (tombstones included, unresolved) over as much of
+    /// `slices` as holds its first `max_rows` live rows at `now_seconds`
+    /// in the read's direction, and whether it was cut there (`true`: more
+    /// rows may follow the last of them). The live read finds the row to
+    /// cut at (window by window on a large partition), then the stored
+    /// data of the cut slices is read, so the answer carries every
+    /// deletion of the range it covers and nothing beyond.
+    /// `usize::MAX` reads the slices whole.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_stored_limited(
+        &self,
+        id: TableId,
+        key: &PartitionKey,
+        slices: &[Slice],
+        reversed: bool,
+        now_seconds: i32,
+        max_rows: usize,
+        cost: &mut ReadCost,
+    ) -> Result<(Option<Partition>, bool)> {
+        if max_rows == usize::MAX {
+            return Ok((self.read_partition_costed(id, key, slices, cost)?, false));
+        }
+        let live = self.read_live_costed(id, key, slices, reversed, now_seconds, max_rows, cost)?;
+        let last = match &live {
+            Some((p, _, false)) => last_row(p, reversed),
+            _ => None,
+        };
+        match last {
+            None => Ok((self.read_partition_costed(id, key, slices, cost)?, false)),
+            Some(last) => {
+                let covered = Slice::cut_at(slices, &last, reversed);
+                Ok((self.read_partition_costed(id, key, &covered, cost)?, true))
+            }
+        }
+    }
+
     /// [`Self::read_live_costed`] without the cost.
     pub fn read_live(
         &self,
@@ -135,6 +172,16 @@ impl Engine {
         sstables.sort_by_key(|s| std::cmp::Reverse(s.stats().max_timestamp));
         (memtables, sstables)
     }
+}
+
+/// The clustering of the last row of `p` in the read's direction.
+pub fn last_row(p: &Partition, reversed: bool) -> Option<ClusteringKey> {
+    let last = if reversed {
+        p.rows.first_key_value()
+    } else {
+        p.rows.last_key_value()
+    };
+    last.map(|(k, _)| k.clone())
 }
 
 /// The partition as `memtables` and `sstables` hold it within `slices`

@@ -163,6 +163,9 @@ fn check(
                 want.0.rows.keys().map(|k| k.values[0].clone()).collect::<Vec<_>>(),
             ));
         }
+        check_stored_limited(s, &sl, reversed, now, limit, &want.0).map_err(|e| {
+            format!("seed {seed} step {step}: slices {sl:?} reversed {reversed} limit {limit}: {e}")
+        })?;
         if want.2 && got.rows.len() < limit && !complete {
             return Err(format!(
                 "seed {seed} step {step}: an incomplete read of everything"
@@ -178,6 +181,45 @@ fn check(
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// A replica's answer (`read_stored_limited`): resolved, it reads as the
+/// live read does; cut, it holds nothing past the last row wanted.
+fn check_stored_limited(
+    s: &Storage,
+    sl: &[Slice],
+    reversed: bool,
+    now: i32,
+    limit: usize,
+    want: &Partition,
+) -> std::result::Result<(), String> {
+    let mut cost = varve_storage::ReadCost::default();
+    let (stored, stopped) = s
+        .engine()
+        .read_stored_limited(TABLE, &key(), sl, reversed, now, limit, &mut cost)
+        .map_err(|e| format!("read_stored_limited failed: {e}"))?;
+    let resolved = stored
+        .as_ref()
+        .map(|p| p.resolve_slices(sl, reversed, now, limit).0.rows)
+        .unwrap_or_default();
+    if resolved != want.rows {
+        return Err("the stored answer resolves to other rows than the live read".into());
+    }
+    if !stopped {
+        return Ok(());
+    }
+    let last = varve_storage::engine_read::last_row(want, reversed).ok_or("stopped with no row")?;
+    let beyond = stored
+        .iter()
+        .flat_map(|p| p.rows.keys())
+        .any(|k| match reversed {
+            false => *k > last,
+            true => *k < last,
+        });
+    if beyond {
+        return Err("a stopped answer holds rows past its last live row".into());
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! What the coordinator counts, as the node's metrics
 //! (docs/design/metrics.md): requests by whether this node held a replica
 //! of the key (token-aware drivers keep `not_replica` at zero),
-//! speculative retries, digest mismatches and blocking read repairs; and
+//! speculative retries, digest mismatches, blocking read repairs and
+//! short read protection's extra reads; and
 //! Paxos' unfinished rounds finished, unknown results, backoffs and the
 //! time of each phase.
 //! Unavailables and timeouts are counted per operation by the query layer,
@@ -20,6 +21,8 @@ pub struct CoordinatorMetrics {
     pub speculative_retries: Arc<Counter>,
     pub digest_mismatches: Arc<Counter>,
     pub read_repairs: Arc<Counter>,
+    /// Reads that read on past a replica's row limit (short reads).
+    pub short_read_rounds: Arc<Counter>,
     /// Paxos (docs/design/paxos.md): per operation, SERIAL reads first
     /// then conditional writes.
     pub cas_unfinished_commits: [Arc<Counter>; 2],
@@ -43,6 +46,7 @@ impl CoordinatorMetrics {
             speculative_retries: registry.counter(names::SPECULATIVE_RETRIES, &[]),
             digest_mismatches: registry.counter(names::READ_DIGEST_MISMATCHES, &[]),
             read_repairs: registry.counter(names::READ_REPAIRS_BLOCKING, &[]),
+            short_read_rounds: registry.counter(names::SHORT_READ_ROUNDS, &[]),
             cas_unfinished_commits: cas_ops.map(|op| {
                 registry.counter(
                     names::CAS_UNFINISHED_COMMITS,

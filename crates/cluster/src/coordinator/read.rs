@@ -11,8 +11,10 @@
 //!
 //! When this node alone is enough (ONE or LOCAL_ONE with a local replica)
 //! the read is the one-node read, resolved by storage with its row limit.
-//! Replicas answer whole slices (no row limit on them yet, so no short
-//! read can happen).
+//! Otherwise each replica covers the slices up to its `row_limit`-th live
+//! row and says whether it stopped there; what the merge can trust, and
+//! reading on past it when deletions on some replicas leave too few rows,
+//! is [`super::short_read`].
 
 use varve_storage::ReadCost;
 use varve_types::consistency::Consistency;
@@ -55,10 +57,41 @@ pub struct ReadResult {
     pub sstables: u32,
 }
 
+/// One replica's data answer.
+#[derive(Debug, Clone)]
+pub(super) struct Version {
+    pub replica: usize,
+    pub partition: Option<Partition>,
+    /// It stopped at the row limit: it covers the slices only up to its
+    /// last live row in the read's direction.
+    pub stopped: bool,
+}
+
+impl Read<'_> {
+    /// What a replica is asked.
+    pub(super) fn of(&self) -> read::ReadOf<'_> {
+        read::ReadOf {
+            table: self.table,
+            key: self.key,
+            slices: self.slices,
+            reversed: self.reversed,
+            now_seconds: self.now_seconds,
+            row_limit: self.row_limit,
+        }
+    }
+}
+
+impl Version {
+    /// The digest of this answer, as the replica would send it.
+    pub(super) fn digest(&self) -> [u8; 16] {
+        read::digest(self.partition.as_ref(), self.stopped)
+    }
+}
+
 /// What the replicas answered in the first round.
 pub(super) struct Answers {
-    /// The data response: who sent it and what.
-    pub data: Option<(usize, Option<Partition>)>,
+    /// The data response.
+    pub data: Option<Version>,
     /// Digest responses.
     pub digests: Vec<(usize, [u8; 16])>,
     pub sstables: u32,
@@ -104,8 +137,8 @@ impl Coordinator {
             started,
         };
         let answers = self.first_round(&mut round, &order, &contacts).await?;
-        let merged = self.reconcile(&mut round, answers).await?;
-        Ok(resolve(merged.0, &r, merged.1))
+        let reconciled = self.reconcile(&mut round, answers).await?;
+        self.finish(&r, reconciled).await
     }
 
     /// Data from the first contact, digests from the others, one more
@@ -126,11 +159,11 @@ impl Coordinator {
         // before anything was sent.
         for (n, &i) in contacts.iter().enumerate() {
             if round.plan.is_local(i) {
-                let (p, cost) = self.read_stored(round.r)?;
+                let (version, cost) = self.read_stored(round.r, i)?;
                 answers.sstables = cost;
                 match n {
-                    0 => answers.data = Some((i, p)),
-                    _ => answers.digests.push((i, read::digest(p.as_ref()))),
+                    0 => answers.data = Some(version),
+                    _ => answers.digests.push((i, version.digest())),
                 }
                 round.asked.push(i);
                 round.acks.ack(i);
@@ -150,7 +183,7 @@ impl Coordinator {
         let mut speculate: Option<BoxFuture<'static, ()>> = round
             .r
             .speculation
-            .delay(&latencies, round.started)
+            .delay(&latencies, round.started, self.timeouts.read)
             .filter(|_| order.len() > contacts.len())
             .map(|d| self.clock.sleep(d));
         let cmp = self.comparator(round.r.table)?;
@@ -175,11 +208,16 @@ impl Coordinator {
                 Event::Answer(Some((i, Ok(response)))) => {
                     latencies.record(self.clock.now() - round.started, self.clock.now());
                     match read::decode_response(&response.payload, &cmp) {
-                        Ok(ReadResponse::Data(p)) => {
+                        Ok(ReadResponse::Data(partition, stopped)) => {
+                            let version = Version {
+                                replica: i,
+                                partition,
+                                stopped,
+                            };
                             if answers.data.is_none() {
-                                answers.data = Some((i, p));
+                                answers.data = Some(version);
                             } else {
-                                answers.digests.push((i, read::digest(p.as_ref())));
+                                answers.digests.push((i, version.digest()));
                             }
                             round.acks.ack(i);
                         }
@@ -232,9 +270,7 @@ impl Coordinator {
 
     /// Sends a READ of `kind` to replica `i` (never this node).
     pub(super) fn ask(&self, round: &mut Round<'_>, i: usize, kind: ReadKind) {
-        let r = round.r;
-        let payload =
-            read::encode_request(r.table, r.key, r.slices, r.reversed, r.now_seconds, kind);
+        let payload = read::encode_request(&round.r.of(), kind);
         let to = round.plan.address(i);
         round.asked.push(i);
         match self
@@ -259,15 +295,28 @@ impl Coordinator {
         order
     }
 
-    /// This node's stored partition for `r`, unresolved, and the sstables
-    /// it touched.
-    pub(super) fn read_stored(&self, r: &Read<'_>) -> Result<(Option<Partition>, u32), DataError> {
+    /// This node's answer as replica `i` of `r` (the stored partition,
+    /// unresolved, cut at the row limit) and the sstables it touched.
+    pub(super) fn read_stored(&self, r: &Read<'_>, i: usize) -> Result<(Version, u32), DataError> {
         let mut cost = ReadCost::default();
-        let p = self
+        let (partition, stopped) = self
             .engine
-            .read_partition_costed(r.table, r.key, r.slices, &mut cost)
+            .read_stored_limited(
+                r.table,
+                r.key,
+                r.slices,
+                r.reversed,
+                r.now_seconds,
+                r.row_limit,
+                &mut cost,
+            )
             .map_err(on_local_error)?;
-        Ok((p, cost.sstables))
+        let version = Version {
+            replica: i,
+            partition,
+            stopped,
+        };
+        Ok((version, cost.sstables))
     }
 
     /// The read on this node alone, resolved by storage.
@@ -345,27 +394,6 @@ fn read_failure(acks: &WriteAcks, last: Option<String>) -> DataError {
         acks.failures(),
         last.unwrap_or_default()
     ))
-}
-
-fn resolve(merged: Option<Partition>, r: &Read<'_>, sstables: u32) -> ReadResult {
-    match merged {
-        None => ReadResult {
-            partition: None,
-            tombstones: 0,
-            complete: true,
-            sstables,
-        },
-        Some(p) => {
-            let (partition, stats, complete) =
-                p.resolve_slices(r.slices, r.reversed, r.now_seconds, r.row_limit);
-            ReadResult {
-                partition: Some(partition),
-                tombstones: stats.tombstones,
-                complete,
-                sstables,
-            }
-        }
-    }
 }
 
 /// A storage error on this node as the data path reports it.

@@ -5,56 +5,88 @@
 //! read waits for those writes (within its timeout) before it answers,
 //! so a later read at the same level cannot see older data than this one
 //! did (Cassandra's monotonic quorum reads). The repair sends the whole
-//! merged partition restricted to the slices read; applying what a
-//! replica already holds changes nothing.
+//! merged partition restricted to the slices read (to the part of them the
+//! answers covered, when a replica stopped at the row limit); applying what
+//! a replica already holds changes nothing.
 
 use std::sync::Arc;
 
-use varve_types::data::{ClusteringComparator, Partition};
+use varve_types::data::{ClusteringComparator, ClusteringKey, Partition, Slice};
 use varve_types::data_error::DataError;
 
 use super::answers::Pending;
-use super::read::{on_local_error, read_timeout, Answers, Round};
+use super::read::{on_local_error, read_timeout, Answers, Round, Version};
 use super::service::Coordinator;
+use super::short_read;
 use crate::net::{RequestError, Verb};
 use crate::verbs::mutation::{self, TableUpdate};
 use crate::verbs::read::{self, ReadKind, ReadResponse};
 
+/// What the answers add up to.
+pub(super) struct Reconciled {
+    /// The replicas' data merged (unresolved).
+    pub merged: Option<Partition>,
+    /// When some replica stopped at the row limit: the last row the merge
+    /// can be trusted up to ([`short_read::bound`]).
+    pub cut: Option<ClusteringKey>,
+    /// SSTables touched on this node.
+    pub sstables: u32,
+}
+
 impl Coordinator {
-    /// The partition the answers add up to (and the sstables touched
-    /// here): the data itself when every digest agrees with it, else every
-    /// responder's data merged, repaired where the table asks for it.
+    /// The partition the answers add up to: the data itself when every
+    /// digest agrees with it, else every responder's data merged (up to
+    /// the cut), repaired where the table asks for it.
     pub(super) async fn reconcile(
         &self,
         round: &mut Round<'_>,
         answers: Answers,
-    ) -> Result<(Option<Partition>, u32), DataError> {
-        let Some((first, data)) = answers.data else {
+    ) -> Result<Reconciled, DataError> {
+        let Some(data) = answers.data else {
             return Err(read_timeout(round, false));
         };
-        let expected = read::digest(data.as_ref());
+        let expected = data.digest();
         if answers.digests.iter().all(|(_, d)| *d == expected) {
-            return Ok((data, answers.sstables));
+            let cut = short_read::bound(std::slice::from_ref(&data), round.r);
+            return Ok(Reconciled {
+                merged: data.partition,
+                cut,
+                sstables: answers.sstables,
+            });
         }
         self.metrics.digest_mismatches.inc();
-        let mut versions = vec![(first, data)];
+        let mut versions = vec![data];
         let others: Vec<usize> = answers.digests.iter().map(|(i, _)| *i).collect();
         self.fetch_data(round, &others, &mut versions).await?;
+        let cut = short_read::bound(&versions, round.r);
+        let covered = cut
+            .as_ref()
+            .map(|c| Slice::cut_at(round.r.slices, c, round.r.reversed));
+        let within = |p: &Partition| match &covered {
+            Some(slices) => p.slice(slices),
+            None => p.clone(),
+        };
         let mut merged: Option<Partition> = None;
-        for (_, p) in &versions {
-            if let Some(p) = p {
-                match merged.as_mut() {
-                    Some(m) => m.merge(p.clone()),
-                    None => merged = Some(p.clone()),
-                }
+        for p in versions.iter().filter_map(|v| v.partition.as_ref()) {
+            match merged.as_mut() {
+                Some(m) => m.merge(within(p)),
+                None => merged = Some(within(p)),
             }
         }
         if round.r.blocking_repair {
             if let Some(m) = &merged {
-                self.repair(round, &versions, m).await?;
+                let seen: Vec<(usize, Option<Partition>)> = versions
+                    .iter()
+                    .map(|v| (v.replica, v.partition.as_ref().map(within)))
+                    .collect();
+                self.repair(round, &seen, m).await?;
             }
         }
-        Ok((merged, answers.sstables))
+        Ok(Reconciled {
+            merged,
+            cut,
+            sstables: answers.sstables,
+        })
     }
 
     /// Full data from each of `replicas`, added to `versions`.
@@ -62,12 +94,12 @@ impl Coordinator {
         &self,
         round: &mut Round<'_>,
         replicas: &[usize],
-        versions: &mut Vec<(usize, Option<Partition>)>,
+        versions: &mut Vec<Version>,
     ) -> Result<(), DataError> {
         round.pending = Pending::default();
         for &i in replicas {
             if round.plan.is_local(i) {
-                versions.push((i, self.read_stored(round.r)?.0));
+                versions.push(self.read_stored(round.r, i)?.0);
             } else {
                 self.ask(round, i, ReadKind::Data);
             }
@@ -91,7 +123,11 @@ impl Coordinator {
                 |why: String| DataError::ReadFailure(format!("{}: {why}", round.plan.address(i)));
             match answer {
                 Ok(response) => match read::decode_response(&response.payload, &cmp) {
-                    Ok(ReadResponse::Data(p)) => versions.push((i, p)),
+                    Ok(ReadResponse::Data(partition, stopped)) => versions.push(Version {
+                        replica: i,
+                        partition,
+                        stopped,
+                    }),
                     Ok(ReadResponse::Digest(_)) => return Err(failed("a digest for data".into())),
                     Err(e) => return Err(failed(e.to_string())),
                 },
@@ -110,10 +146,10 @@ impl Coordinator {
         versions: &[(usize, Option<Partition>)],
         merged: &Partition,
     ) -> Result<(), DataError> {
-        let target = read::digest(Some(merged));
+        let target = read::digest(Some(merged), false);
         let stale: Vec<usize> = versions
             .iter()
-            .filter(|(_, p)| read::digest(p.as_ref()) != target)
+            .filter(|(_, p)| read::digest(p.as_ref(), false) != target)
             .map(|(i, _)| *i)
             .collect();
         if stale.is_empty() {

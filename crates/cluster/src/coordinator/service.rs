@@ -98,6 +98,7 @@ pub struct CoordinatorCounts {
     pub speculative_retries: u64,
     pub digest_mismatches: u64,
     pub read_repairs: u64,
+    pub short_read_rounds: u64,
 }
 
 /// The replicas of one token for one request, with who is UP: the
@@ -220,6 +221,7 @@ impl Coordinator {
             speculative_retries: m.speculative_retries.get(),
             digest_mismatches: m.digest_mismatches.get(),
             read_repairs: m.read_repairs.get(),
+            short_read_rounds: m.short_read_rounds.get(),
         }
     }
 

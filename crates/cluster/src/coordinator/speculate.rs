@@ -28,16 +28,23 @@ pub enum Speculation {
 
 impl Speculation {
     /// How long a read waits before asking one more replica; `None`:
-    /// never (a percentile without enough samples yet never speculates,
-    /// except through MIN's and MAX's fixed wait).
-    pub fn delay(&self, latencies: &LatencyHistogram, now: Instant) -> Option<Duration> {
+    /// never. A percentile without enough samples yet stands at half of
+    /// `read_timeout`, as Cassandra's sampled read latency starts there: a
+    /// read whose replica died unnoticed is still answered in time.
+    pub fn delay(
+        &self,
+        latencies: &LatencyHistogram,
+        now: Instant,
+        read_timeout: Duration,
+    ) -> Option<Duration> {
+        let sampled = |p| latencies.percentile(p, now).unwrap_or(read_timeout / 2);
         match *self {
             Speculation::Never => None,
             Speculation::Always => Some(Duration::ZERO),
-            Speculation::Percentile(p) => latencies.percentile(p, now),
+            Speculation::Percentile(p) => Some(sampled(p)),
             Speculation::Fixed(d) => Some(d),
-            Speculation::Min(p, d) => Some(latencies.percentile(p, now).map_or(d, |l| l.min(d))),
-            Speculation::Max(p, d) => Some(latencies.percentile(p, now).map_or(d, |l| l.max(d))),
+            Speculation::Min(p, d) => Some(sampled(p).min(d)),
+            Speculation::Max(p, d) => Some(sampled(p).max(d)),
         }
     }
 }
@@ -52,21 +59,24 @@ mod tests {
         let now = SystemClock.now();
         let h = LatencyHistogram::new(now);
         let ms = Duration::from_millis;
-        assert_eq!(Speculation::Never.delay(&h, now), None);
-        assert_eq!(Speculation::Always.delay(&h, now), Some(Duration::ZERO));
+        let timeout = ms(5000);
+        let delay = |s: Speculation| s.delay(&h, now, timeout);
+        assert_eq!(delay(Speculation::Never), None);
+        assert_eq!(delay(Speculation::Always), Some(Duration::ZERO));
         assert_eq!(
-            Speculation::Percentile(99.0).delay(&h, now),
-            None,
-            "no samples"
+            delay(Speculation::Percentile(99.0)),
+            Some(ms(2500)),
+            "no samples: half the read timeout"
         );
-        assert_eq!(Speculation::Fixed(ms(7)).delay(&h, now), Some(ms(7)));
-        assert_eq!(Speculation::Min(99.0, ms(7)).delay(&h, now), Some(ms(7)));
+        assert_eq!(delay(Speculation::Fixed(ms(7))), Some(ms(7)));
+        assert_eq!(delay(Speculation::Min(99.0, ms(7))), Some(ms(7)));
+        assert_eq!(delay(Speculation::Max(99.0, ms(7))), Some(ms(2500)));
         for _ in 0..100 {
             h.record(ms(20), now);
         }
-        let p99 = Speculation::Percentile(99.0).delay(&h, now).unwrap();
+        let p99 = delay(Speculation::Percentile(99.0)).unwrap();
         assert!(p99 >= ms(20) && p99 < ms(25), "{p99:?}");
-        assert_eq!(Speculation::Min(99.0, ms(7)).delay(&h, now), Some(ms(7)));
-        assert_eq!(Speculation::Max(99.0, ms(7)).delay(&h, now), Some(p99));
+        assert_eq!(delay(Speculation::Min(99.0, ms(7))), Some(ms(7)));
+        assert_eq!(delay(Speculation::Max(99.0, ms(7))), Some(p99));
     }
 }

@@ -9,10 +9,14 @@
 //! A data response holds the partition as the replica stores it,
 //! restricted to the slices, tombstones included and not resolved: the
 //! coordinator merges the answers of several replicas before it resolves
-//! them, so a deletion on one replica shadows older data on another. A
-//! digest response (`kind` 1, then 16 bytes) is the MD5 of what the data
+//! them, so a deletion on one replica shadows older data on another. With
+//! a row limit the replica covers the slices only up to its `row_limit`-th
+//! live row in the read's direction and says so with `stopped` 1
+//! (`Engine::read_stored_limited`); the coordinator then trusts the merge
+//! only that far (short read protection, coordinator/read.rs). A digest
+//! response (`kind` 1, then 16 bytes) is the MD5 of what the data
 //! response's bytes after `kind` would have been, so equal digests mean
-//! equal data. Replicas answer whole slices (no row limit yet).
+//! equal data, cut at the same row.
 
 use std::sync::Arc;
 
@@ -48,18 +52,32 @@ pub struct ReadRequest {
     pub slices: Vec<Slice>,
     pub reversed: bool,
     pub now_seconds: i32,
+    /// At most this many live rows (`usize::MAX`: no limit).
+    pub row_limit: usize,
     pub kind: ReadKind,
 }
 
-/// Encodes a read of `key` restricted to `slices`.
-pub fn encode_request(
-    table: u128,
-    key: &PartitionKey,
-    slices: &[Slice],
-    reversed: bool,
-    now_seconds: i32,
-    kind: ReadKind,
-) -> Bytes {
+/// What a replica is asked to read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOf<'a> {
+    pub table: u128,
+    pub key: &'a PartitionKey,
+    pub slices: &'a [Slice],
+    pub reversed: bool,
+    pub now_seconds: i32,
+    pub row_limit: usize,
+}
+
+/// Encodes a read of `r.key` restricted to `r.slices`.
+pub fn encode_request(r: &ReadOf<'_>, kind: ReadKind) -> Bytes {
+    let ReadOf {
+        table,
+        key,
+        slices,
+        reversed,
+        now_seconds,
+        row_limit,
+    } = *r;
     let mut out = Vec::with_capacity(64 + key.key.len());
     put_table(&mut out, table);
     put_key(&mut out, key);
@@ -69,7 +87,7 @@ pub fn encode_request(
     });
     out.push(if reversed { FLAG_REVERSED } else { 0 });
     out.extend_from_slice(&now_seconds.to_be_bytes());
-    put_varint(&mut out, 0);
+    put_varint(&mut out, wire_limit(row_limit));
     put_slices(&mut out, slices);
     Bytes::from(out)
 }
@@ -92,7 +110,10 @@ pub fn decode_request(
         return Err(PayloadError::Malformed(format!("read flags {flags:#04x}")));
     }
     let now_seconds = i32::from_be_bytes(r.array()?);
-    let _row_limit = r.varint()?;
+    let row_limit = match r.varint()? {
+        0 => usize::MAX,
+        n => usize::try_from(n).unwrap_or(usize::MAX),
+    };
     let cmp = tables
         .comparator(table)
         .ok_or(PayloadError::UnknownTable(table))?;
@@ -104,49 +125,61 @@ pub fn decode_request(
         slices,
         reversed: flags & FLAG_REVERSED != 0,
         now_seconds,
+        row_limit,
         kind,
     })
 }
 
-/// Encodes a data response: the partition as stored, if any.
-pub fn encode_response(partition: Option<&Partition>) -> Bytes {
+/// A row limit as the request carries it: 0 for none.
+fn wire_limit(row_limit: usize) -> u64 {
+    if row_limit == usize::MAX {
+        0
+    } else {
+        row_limit as u64
+    }
+}
+
+/// Encodes a data response: the partition as stored, if any, and whether
+/// the replica stopped at the row limit.
+pub fn encode_response(partition: Option<&Partition>, stopped: bool) -> Bytes {
     let mut out = Vec::with_capacity(64);
     out.push(KIND_DATA);
-    put_data(&mut out, partition);
+    put_data(&mut out, partition, stopped);
     Bytes::from(out)
 }
 
 /// The data response's bytes after its `kind`.
-fn put_data(out: &mut Vec<u8>, partition: Option<&Partition>) {
+fn put_data(out: &mut Vec<u8>, partition: Option<&Partition>, stopped: bool) {
     out.push(PARTITION_ENCODING_VERSION);
     out.push(u8::from(partition.is_some()));
-    out.push(0);
+    out.push(u8::from(stopped));
     if let Some(p) = partition {
         put_partition(out, p);
     }
 }
 
 /// The digest of a data response holding `partition`.
-pub fn digest(partition: Option<&Partition>) -> [u8; 16] {
+pub fn digest(partition: Option<&Partition>, stopped: bool) -> [u8; 16] {
     use md5::{Digest, Md5};
     let mut data = Vec::with_capacity(64);
-    put_data(&mut data, partition);
+    put_data(&mut data, partition, stopped);
     Md5::digest(&data).into()
 }
 
 /// Encodes a digest response.
-pub fn encode_digest_response(partition: Option<&Partition>) -> Bytes {
+pub fn encode_digest_response(partition: Option<&Partition>, stopped: bool) -> Bytes {
     let mut out = Vec::with_capacity(17);
     out.push(KIND_DIGEST);
-    out.extend_from_slice(&digest(partition));
+    out.extend_from_slice(&digest(partition, stopped));
     Bytes::from(out)
 }
 
 /// A decoded READ_RSP.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReadResponse {
-    /// The partition as stored (none: nothing under the key).
-    Data(Option<Partition>),
+    /// The partition as stored (none: nothing under the key), and whether
+    /// the replica stopped at the row limit.
+    Data(Option<Partition>, bool),
     Digest([u8; 16]),
 }
 
@@ -169,12 +202,16 @@ pub fn decode_response(
     }
     let version = read_encoding(&mut r)?;
     let present = r.u8()?;
-    let _stopped = r.u8()?;
+    let stopped = match r.u8()? {
+        0 => false,
+        1 => true,
+        v => return Err(PayloadError::Malformed(format!("stopped {v}"))),
+    };
     let p = match present {
         0 => None,
         1 => Some(read_partition(&mut r, payload, version, cmp)?),
         v => return Err(PayloadError::Malformed(format!("present {v}"))),
     };
     r.finish()?;
-    Ok(ReadResponse::Data(p))
+    Ok(ReadResponse::Data(p, stopped))
 }

@@ -154,16 +154,24 @@ impl Replica {
         self.mutation(body).await
     }
 
-    /// Answers a data READ with the partition as stored.
+    /// Answers a READ with the partition as stored, cut at the row limit.
     pub async fn read(&self, payload: Bytes) -> Reply {
         let req = read::decode_request(&payload, &*self.engine).map_err(|e| e.failure())?;
         let engine = Arc::clone(&self.engine);
         let run = move || -> Result<Bytes, StorageError> {
             let mut cost = ReadCost::default();
-            let p = engine.read_partition_costed(req.table, &req.key, &req.slices, &mut cost)?;
+            let (p, stopped) = engine.read_stored_limited(
+                req.table,
+                &req.key,
+                &req.slices,
+                req.reversed,
+                req.now_seconds,
+                req.row_limit,
+                &mut cost,
+            )?;
             Ok(match req.kind {
-                read::ReadKind::Data => read::encode_response(p.as_ref()),
-                read::ReadKind::Digest => read::encode_digest_response(p.as_ref()),
+                read::ReadKind::Data => read::encode_response(p.as_ref(), stopped),
+                read::ReadKind::Digest => read::encode_digest_response(p.as_ref(), stopped),
             })
         };
         self.first_in_memory(run).await

@@ -167,39 +167,66 @@ fn a_read_request_round_trips() {
             end: ClusteringKey::after(ck(9), &c),
         },
     ];
-    let bytes = read::encode_request(TABLE, &key("k"), &slices, true, 77, read::ReadKind::Digest);
-    let back = read::decode_request(&bytes, &One).unwrap();
-    assert_eq!(back.table, TABLE);
-    assert_eq!(back.key, key("k"));
-    assert_eq!(back.slices, slices);
-    assert!(back.reversed);
-    assert_eq!(back.now_seconds, 77);
-    assert_eq!(back.kind, read::ReadKind::Digest);
+    let k = key("k");
+    for (limit, wire) in [(usize::MAX, 0), (1, 1), (5000, 5000)] {
+        let of = read_of(&k, &slices, true, 77, limit);
+        let bytes = read::encode_request(&of, read::ReadKind::Digest);
+        let back = read::decode_request(&bytes, &One).unwrap();
+        assert_eq!(back.table, TABLE);
+        assert_eq!(back.key, key("k"));
+        assert_eq!(back.slices, slices);
+        assert!(back.reversed);
+        assert_eq!(back.now_seconds, 77);
+        assert_eq!(back.row_limit, limit, "carried as {wire}");
+        assert_eq!(back.kind, read::ReadKind::Digest);
+    }
+}
+
+fn read_of<'a>(
+    k: &'a PartitionKey,
+    slices: &'a [Slice],
+    reversed: bool,
+    now_seconds: i32,
+    row_limit: usize,
+) -> read::ReadOf<'a> {
+    read::ReadOf {
+        table: TABLE,
+        key: k,
+        slices,
+        reversed,
+        now_seconds,
+        row_limit,
+    }
 }
 
 #[test]
 fn max_slices_per_read_pass_and_one_more_is_refused() {
     let c = cmp();
+    let k = key("k");
     let at_n = vec![Slice::all(&c); MAX_SLICES_PER_READ];
-    let bytes = read::encode_request(TABLE, &key("k"), &at_n, false, 0, read::ReadKind::Data);
+    let bytes = read::encode_request(
+        &read_of(&k, &at_n, false, 0, usize::MAX),
+        read::ReadKind::Data,
+    );
     assert_eq!(
         read::decode_request(&bytes, &One).unwrap().slices.len(),
         MAX_SLICES_PER_READ
     );
     let over = vec![Slice::all(&c); MAX_SLICES_PER_READ + 1];
-    let bytes = read::encode_request(TABLE, &key("k"), &over, false, 0, read::ReadKind::Data);
+    let bytes = read::encode_request(
+        &read_of(&k, &over, false, 0, usize::MAX),
+        read::ReadKind::Data,
+    );
     assert!(malformed(read::decode_request(&bytes, &One).unwrap_err()));
 }
 
 #[test]
 fn a_bound_weight_other_than_minus_one_zero_one_is_refused() {
     let c = cmp();
+    let k = key("k");
+    let all = [Slice::all(&c)];
     let bytes = read::encode_request(
-        TABLE,
-        &key("k"),
-        &[Slice::all(&c)],
-        false,
-        0,
+        &read_of(&k, &all, false, 0, usize::MAX),
         read::ReadKind::Data,
     );
     let mut bad = bytes.to_vec();
@@ -215,25 +242,35 @@ fn a_bound_weight_other_than_minus_one_zero_one_is_refused() {
 #[test]
 fn a_read_response_round_trips_with_and_without_data() {
     let p = update();
-    let bytes = read::encode_response(Some(&p));
-    assert_eq!(
-        read::decode_response(&bytes, &cmp()).unwrap(),
-        read::ReadResponse::Data(Some(p.clone()))
-    );
-    let none = read::encode_response(None);
+    for stopped in [false, true] {
+        let bytes = read::encode_response(Some(&p), stopped);
+        assert_eq!(
+            read::decode_response(&bytes, &cmp()).unwrap(),
+            read::ReadResponse::Data(Some(p.clone()), stopped)
+        );
+    }
+    let bytes = read::encode_response(Some(&p), false);
+    let none = read::encode_response(None, false);
     assert_eq!(
         read::decode_response(&none, &cmp()).unwrap(),
-        read::ReadResponse::Data(None)
+        read::ReadResponse::Data(None, false)
+    );
+    let mut bad = bytes.to_vec();
+    bad[3] = 2;
+    assert!(
+        read::decode_response(&Bytes::from(bad), &cmp()).is_err(),
+        "stopped is 0 or 1"
     );
     // A digest is the MD5 of the data response after its kind: equal data,
-    // equal digests; different data, different digests.
-    let d = read::encode_digest_response(Some(&p));
+    // equal digests; different data, or a cut, different digests.
+    let d = read::encode_digest_response(Some(&p), false);
     assert_eq!(d.len(), 17);
     assert_eq!(
         read::decode_response(&d, &cmp()).unwrap(),
-        read::ReadResponse::Digest(read::digest(Some(&p)))
+        read::ReadResponse::Digest(read::digest(Some(&p), false))
     );
-    assert_ne!(read::digest(Some(&p)), read::digest(None));
+    assert_ne!(read::digest(Some(&p), false), read::digest(None, false));
+    assert_ne!(read::digest(Some(&p), false), read::digest(Some(&p), true));
     for n in 0..bytes.len() {
         assert!(read::decode_response(&bytes.slice(..n), &cmp()).is_err());
     }

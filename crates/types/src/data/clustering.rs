@@ -171,6 +171,55 @@ impl Slice {
     pub fn is_empty(&self) -> bool {
         self.start >= self.end
     }
+
+    /// `slices` (sorted, disjoint) cut just past the row `last` in the
+    /// read's direction: up to and including it, or from it on when
+    /// `reversed`. What a replica that stopped at `last` covered.
+    pub fn cut_at(slices: &[Slice], last: &ClusteringKey, reversed: bool) -> Vec<Slice> {
+        let cmp = last.comparator();
+        slices
+            .iter()
+            .map(|s| match reversed {
+                false => Slice {
+                    start: s.start.clone(),
+                    end: (&s.end)
+                        .min(&ClusteringKey::after(last.values.clone(), cmp))
+                        .clone(),
+                },
+                true => Slice {
+                    start: (&s.start)
+                        .max(&ClusteringKey::before(last.values.clone(), cmp))
+                        .clone(),
+                    end: s.end.clone(),
+                },
+            })
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    /// The rest of `slices` past the row `last` in the read's direction
+    /// (before it when `reversed`), `last` excluded.
+    pub fn past(slices: &[Slice], last: &ClusteringKey, reversed: bool) -> Vec<Slice> {
+        let cmp = last.comparator();
+        slices
+            .iter()
+            .map(|s| match reversed {
+                false => Slice {
+                    start: (&s.start)
+                        .max(&ClusteringKey::after(last.values.clone(), cmp))
+                        .clone(),
+                    end: s.end.clone(),
+                },
+                true => Slice {
+                    start: s.start.clone(),
+                    end: (&s.end)
+                        .min(&ClusteringKey::before(last.values.clone(), cmp))
+                        .clone(),
+                },
+            })
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -193,6 +242,51 @@ mod tests {
         assert!(ClusteringKey::after(vec![], &cmp) > row);
         assert!(Slice::prefix(vec![int(1)], &cmp).contains(&row));
         assert!(!Slice::prefix(vec![int(2)], &cmp).contains(&row));
+    }
+
+    #[test]
+    fn slices_cut_at_a_row_and_past_it_split_them_there_in_either_direction() {
+        let cmp = ClusteringComparator::new(vec![(CqlType::Int, false)]);
+        let row = |v: i32| ClusteringKey::row(vec![int(v)], &cmp);
+        let slices = vec![
+            Slice {
+                start: ClusteringKey::before(vec![int(0)], &cmp),
+                end: ClusteringKey::after(vec![int(3)], &cmp),
+            },
+            Slice {
+                start: ClusteringKey::before(vec![int(6)], &cmp),
+                end: ClusteringKey::after(vec![int(9)], &cmp),
+            },
+        ];
+        let rows_in = |s: &[Slice]| -> Vec<i32> {
+            (0..12)
+                .filter(|&v| s.iter().any(|s| s.contains(&row(v))))
+                .collect()
+        };
+        assert_eq!(rows_in(&slices), [0, 1, 2, 3, 6, 7, 8, 9]);
+        for (last, reversed, cut, past) in [
+            (2, false, vec![0, 1, 2], vec![3, 6, 7, 8, 9]),
+            (7, false, vec![0, 1, 2, 3, 6, 7], vec![8, 9]),
+            (9, false, vec![0, 1, 2, 3, 6, 7, 8, 9], vec![]),
+            (7, true, vec![7, 8, 9], vec![0, 1, 2, 3, 6]),
+            (2, true, vec![2, 3, 6, 7, 8, 9], vec![0, 1]),
+            (0, true, vec![0, 1, 2, 3, 6, 7, 8, 9], vec![]),
+        ] {
+            let at = row(last);
+            assert_eq!(
+                rows_in(&Slice::cut_at(&slices, &at, reversed)),
+                cut,
+                "cut at {last} {reversed}"
+            );
+            assert_eq!(
+                rows_in(&Slice::past(&slices, &at, reversed)),
+                past,
+                "past {last} {reversed}"
+            );
+        }
+        // Nothing empty is kept.
+        assert_eq!(Slice::cut_at(&slices, &row(4), false).len(), 1);
+        assert!(Slice::past(&slices, &row(9), false).is_empty());
     }
 
     #[test]
