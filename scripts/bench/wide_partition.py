@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 24: queries on wide partitions, one at a time, against any CQL server.
 
-usage: wide_partition.py HOST:PORT LABEL PART:ROWS [PART:ROWS ...] [--repeat N]
+usage: wide_partition.py HOST:PORT LABEL PART:ROWS [PART:ROWS ...] [--repeat N] [--consistency CL]
 
 For each partition PART of table wide.t (loaded by scripts/bench/latte/wide.rn with rows
 0..ROWS), runs REPEAT times each of:
@@ -9,7 +9,8 @@ For each partition PART of table wide.t (loaded by scripts/bench/latte/wide.rn w
   slice  SELECT v FROM wide.t WHERE p = ? AND c >= ? AND c < ?  (100 rows from a random start)
   last   SELECT c, v FROM wide.t WHERE p = ? ORDER BY c DESC LIMIT 10
 checks every answer (row counts, the last rows' clustering), and prints the median and p99 client
-latency in ms per query and partition, as a table and as JSON (LABEL.json).
+latency in ms per query and partition, as a table and as JSON (LABEL.json). The queries run at
+the driver's default level (LOCAL_ONE), or at CL (e.g. QUORUM, on a cluster).
 Uses the Python cassandra-driver (.venv/bin/python3 of this repo has it).
 """
 import json
@@ -32,6 +33,10 @@ def main():
     if "--repeat" in sys.argv:
         repeat = int(sys.argv[sys.argv.index("--repeat") + 1])
         args = [a for a in args if a != str(repeat)]
+    level = None
+    if "--consistency" in sys.argv:
+        level = sys.argv[sys.argv.index("--consistency") + 1]
+        args = [a for a in args if a != level]
     host, port = args[0].rsplit(":", 1)
     label = args[1]
     parts = [tuple(int(x) for x in a.split(":")) for a in args[2:]]
@@ -40,6 +45,10 @@ def main():
     one = s.prepare("SELECT v FROM wide.t WHERE p = ? AND c = ?")
     slc = s.prepare("SELECT v FROM wide.t WHERE p = ? AND c >= ? AND c < ?")
     last = s.prepare("SELECT c, v FROM wide.t WHERE p = ? ORDER BY c DESC LIMIT 10")
+    if level:
+        from cassandra import ConsistencyLevel
+        for prepared in (one, slc, last):
+            prepared.consistency_level = ConsistencyLevel.name_to_value[level]
     rng = random.Random(7)
     timings = {f"{part}:{rows}": {"one": [], "slice": [], "last": []} for part, rows in parts}
     # Round robin over the partitions, so that the machine's noise falls on
