@@ -2,6 +2,7 @@
 //! filtering, projecting, limiting and paging.
 
 mod compiled;
+mod prefetch;
 pub mod selectors;
 
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
@@ -239,6 +240,7 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
                         reversed,
                         resumed_quota,
                         i as u32,
+                        None,
                     )
                     .await;
                 // SSTablesPerRead: one value per partition read by key.
@@ -265,6 +267,7 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
                             reversed,
                             Some(r.remaining_in_partition),
                             0,
+                            None,
                         )
                         .await?
                     {
@@ -282,9 +285,24 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
                     consistency,
                 };
                 let keys = data.scan_keys(scan).await?;
+                if keys.is_empty() {
+                    break;
+                }
+                let ahead = run.chunk_size(run.per_partition);
+                let first = ReadCommand {
+                    table: table.id,
+                    key: &keys[0],
+                    slices: &slices,
+                    reversed,
+                    now_seconds: run.now,
+                    row_limit: ahead,
+                    consistency,
+                };
+                let mut batch = prefetch::Batch::start(data, &keys, first).await?;
                 for key in &keys {
+                    let prefetched = batch.next(ahead).await?;
                     let more = run
-                        .partition(data, key, &slices, None, reversed, None, 0)
+                        .partition(data, key, &slices, None, reversed, None, 0, prefetched)
                         .await?;
                     if !more {
                         done = false;
@@ -414,6 +432,7 @@ impl Run<'_> {
 
     /// Reads one partition and emits its rows. Returns false when the
     /// page is full (the paging state then points after the last row).
+    /// `prefetched`: its first read, made ahead (a range scan's).
     #[allow(clippy::too_many_arguments)]
     async fn partition(
         &mut self,
@@ -424,6 +443,7 @@ impl Run<'_> {
         reversed: bool,
         quota: Option<i32>,
         key_index: u32,
+        mut prefetched: Option<prefetch::Prefetched>,
     ) -> Result<bool> {
         if self.full() {
             return Ok(false);
@@ -448,7 +468,14 @@ impl Run<'_> {
                 row_limit: chunk,
                 consistency: self.consistency,
             };
-            let found = data.read(read).await?;
+            let ahead = prefetched
+                .take()
+                .filter(|_| after.is_none())
+                .and_then(|p| p.into_read_of(chunk, reversed));
+            let found = match ahead {
+                Some(found) => found,
+                None => data.read(read).await?,
+            };
             self.sstables += found.sstables;
             let (Some(live), complete) = (found.partition, found.complete) else {
                 return Ok(true);
