@@ -1,7 +1,8 @@
 //! Messaging between real nodes over TCP on 127.0.0.1: requests and
 //! responses, one-way frames, handlers and failures, timeouts,
 //! reconnection, the bulk connection beside the small one, and full
-//! queues. Outcomes and order are asserted, never durations.
+//! queues. Outcomes and order are asserted, never durations (but the
+//! floor a send delay puts under a round trip).
 
 mod support;
 
@@ -305,4 +306,36 @@ async fn responses_and_self_sends_are_not_requests() {
     let me = a.request(a.local_addr(), Verb::ECHO, Bytes::new(), PATIENCE);
     assert_eq!(me.map(|_| ()), Err(SendError::ToSelf));
     a.shutdown().await;
+}
+
+/// `send_delay` holds every frame that long before it is written, as a
+/// distant link would: a request is answered no sooner than two delays (a
+/// floor, which no slowness of the machine can break), and requests sent
+/// together travel together rather than one delay after another.
+#[tokio::test]
+async fn a_send_delay_makes_each_round_trip_take_two_delays_and_pipelines() {
+    let delay = Duration::from_millis(150);
+    let delayed = |host: u8| {
+        let mut c = config(CLUSTER, host);
+        c.send_delay = delay;
+        start(c, u64::from(host))
+    };
+    let (a, b) = (delayed(1).await, delayed(2).await);
+    assert!(echo(&a, &b).await, "connected");
+    let clock = varve_cluster::env::SystemClock;
+    let started = varve_cluster::env::Clock::now(&clock);
+    let many: Vec<_> = (0..20)
+        .map(|_| a.request(b.local_addr(), Verb::ECHO, Bytes::new(), PATIENCE))
+        .collect();
+    for r in many {
+        r.expect("queued").await.expect("answered");
+    }
+    let took = varve_cluster::env::Clock::now(&clock) - started;
+    assert!(took >= 2 * delay, "answered in {took:?}, under two delays");
+    assert!(
+        took < 20 * delay,
+        "{took:?}: the requests waited for each other"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
 }

@@ -88,6 +88,13 @@ impl ClusterNode {
         let mut config = MessagingConfig::new(&settings.cluster_name, host_id, listen);
         config.generation = generation;
         config.per_peer_tls = per_peer_tls.clone();
+        config.send_delay = settings.topology.send_delay;
+        if !config.send_delay.is_zero() {
+            tracing::warn!(
+                "internode_send_delay_ms: every internode message waits {:?} before it is sent (for benchmarks)",
+                config.send_delay
+            );
+        }
         let messaging = Messaging::start(config, env.clone())
             .await
             .with_context(|| format!("listening for internode messages on {listen}"))?;

@@ -83,6 +83,7 @@ struct FileConfig {
     endpoint_snitch: Option<String>,
     phi_convict_threshold: Option<f64>,
     gossip_interval_ms: Option<u64>,
+    internode_send_delay_ms: Option<u64>,
     dc: Option<String>,
     rack: Option<String>,
     allocate_tokens_for_local_replication_factor: Option<usize>,
@@ -449,6 +450,7 @@ impl Settings {
                 endpoint_snitch: file.endpoint_snitch,
                 phi_convict_threshold: file.phi_convict_threshold,
                 gossip_interval_ms: file.gossip_interval_ms,
+                internode_send_delay_ms: file.internode_send_delay_ms,
                 dc: file.dc,
                 rack: file.rack,
                 allocate_tokens_for_local_replication_factor: file

@@ -35,6 +35,9 @@ pub const MAX_LOCATION_NAME_BYTES: usize = 128;
 pub const DEFAULT_GOSSIP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
 /// The range `gossip_interval` may take.
 pub const GOSSIP_INTERVAL_RANGE_MS: std::ops::RangeInclusive<u64> = 10..=10_000;
+/// The longest `internode_send_delay_ms` (a link across the world is a
+/// few hundred ms each way).
+pub const MAX_INTERNODE_SEND_DELAY_MS: u64 = 1_000;
 /// The file GossipingPropertyFileSnitch reads, beside the config file.
 /// `allocate_tokens_for_local_replication_factor` when it is not set.
 pub const DEFAULT_ALLOCATION_RF: usize = 3;
@@ -77,6 +80,10 @@ pub struct Topology {
     /// `replace_address_first_boot`: a new node takes over the tokens of
     /// the dead node at this address (docs/design/topology.md, section 5).
     pub replace_address: Option<IpAddr>,
+    /// Varve's `internode_send_delay_ms`: every internode frame this node
+    /// sends waits this long first, as over a distant link (benchmarks of
+    /// several data centres on one machine; zero by default).
+    pub send_delay: std::time::Duration,
 }
 
 /// The YAML keys of this module (the rest of the file is parsed elsewhere).
@@ -97,6 +104,7 @@ pub struct TopologyFile {
     /// `24MiB/s`, or a bare number of MiB/s.
     pub stream_throughput_outbound: Option<serde_yaml::Value>,
     pub replace_address_first_boot: Option<String>,
+    pub internode_send_delay_ms: Option<u64>,
 }
 
 /// `stream_throughput_outbound` in bytes per second: a rate like
@@ -196,6 +204,10 @@ impl Topology {
                 ALLOCATION_RF_RANGE.end()
             );
         }
+        let send_delay_ms = file.internode_send_delay_ms.unwrap_or(0);
+        if send_delay_ms > MAX_INTERNODE_SEND_DELAY_MS {
+            bail!("internode_send_delay_ms must be at most {MAX_INTERNODE_SEND_DELAY_MS}, not {send_delay_ms}");
+        }
         Ok(Topology {
             seeds,
             storage_port,
@@ -213,6 +225,7 @@ impl Topology {
                     format!("replace_address_first_boot: '{text}' is not an IP address")
                 })?),
             },
+            send_delay: std::time::Duration::from_millis(send_delay_ms),
         })
     }
 

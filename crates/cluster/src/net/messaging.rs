@@ -60,6 +60,10 @@ pub struct MessagingConfig {
     /// every connection to the network (TLS for all with
     /// [`crate::env::tls::TlsNetwork`]).
     pub per_peer_tls: Option<Arc<PerPeerTls>>,
+    /// Every frame waits this long after it is queued before it is sent
+    /// (`internode_send_delay_ms`): distance between data centres, for
+    /// benchmarks. Zero by default.
+    pub send_delay: Duration,
 }
 
 impl MessagingConfig {
@@ -79,6 +83,7 @@ impl MessagingConfig {
             backoff_min: RECONNECT_BACKOFF_MIN,
             backoff_max: RECONNECT_BACKOFF_MAX,
             per_peer_tls: None,
+            send_delay: Duration::ZERO,
         }
     }
 }

@@ -121,7 +121,9 @@ impl Peer {
         let lane = |kind, max| {
             Arc::new(Lane {
                 kind,
-                queue: Mutex::new(LaneQueue::new(max, shared.budget.clone())),
+                queue: Mutex::new(
+                    LaneQueue::new(max, shared.budget.clone()).with_delay(shared.config.send_delay),
+                ),
                 ready: Notify::new(),
             })
         };
@@ -382,18 +384,24 @@ async fn drive(shared: &Shared, lane: &Lane, stream: BoxStream, mut link: Link) 
             return End::Closed;
         }
         let now = shared.env.clock.now();
-        let (batch, expired) =
-            lane.queue
-                .lock()
-                .take_batch(now, WRITE_BATCH_FRAMES_MAX, WRITE_BATCH_BYTES_MAX);
+        let (batch, expired, next_due) = {
+            let mut queue = lane.queue.lock();
+            let (batch, expired) =
+                queue.take_batch(now, WRITE_BATCH_FRAMES_MAX, WRITE_BATCH_BYTES_MAX);
+            (batch, expired, queue.next_due())
+        };
         shared.count_expired(&expired);
         if batch.is_empty() {
+            // Frames held by the send delay: wake when the first is due.
+            let held =
+                next_due.map(|due| shared.env.clock.sleep(due.saturating_duration_since(now)));
             tokio::select! {
                 biased;
                 () = shared.until_shutdown() => return End::Shutdown,
                 () = &mut closed => return End::Closed,
                 () = lane.ready.notified() => continue,
                 () = link.relooked() => continue,
+                () = async { match held { Some(h) => h.await, None => std::future::pending().await } } => continue,
             }
         }
         let write = write_batch(&mut write_half, &batch, version, now);

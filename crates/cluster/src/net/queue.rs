@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -68,6 +69,8 @@ pub struct Outbound {
     pub payload_crc: u32,
     /// After it the frame is dropped rather than written.
     pub deadline: Instant,
+    /// Not written before this (the lane's send delay, set when queued).
+    pub due: Option<Instant>,
 }
 
 impl Outbound {
@@ -89,6 +92,7 @@ impl Outbound {
             header,
             payload,
             deadline,
+            due: None,
         })
     }
 
@@ -116,6 +120,9 @@ pub struct LaneQueue {
     bytes: usize,
     max_bytes: usize,
     budget: Arc<OutboundBudget>,
+    /// How long each frame waits after it is queued before it may be
+    /// written (`internode_send_delay_ms`; zero but in benchmarks).
+    delay: Duration,
 }
 
 impl LaneQueue {
@@ -126,7 +133,24 @@ impl LaneQueue {
             bytes: 0,
             max_bytes,
             budget,
+            delay: Duration::ZERO,
         }
+    }
+
+    /// The queue with every frame held `delay` after it is queued, as a
+    /// link that long would hold it. Frames keep their order, and many
+    /// can be in flight at once.
+    pub fn with_delay(mut self, delay: Duration) -> LaneQueue {
+        self.delay = delay;
+        self
+    }
+
+    /// When the first frame held by the delay may be written, if one is.
+    pub fn next_due(&self) -> Option<Instant> {
+        [&self.urgent, &self.normal]
+            .into_iter()
+            .filter_map(|q| q.front().and_then(|f| f.due))
+            .min()
     }
 
     /// Bytes queued.
@@ -142,10 +166,13 @@ impl LaneQueue {
     /// be counted) if it does not fit; fails if it still does not.
     pub fn push(
         &mut self,
-        frame: Outbound,
+        mut frame: Outbound,
         priority: Priority,
         now: Instant,
     ) -> Result<Vec<Outbound>, (Full, Outbound)> {
+        if !self.delay.is_zero() {
+            frame.due = Some(now + self.delay);
+        }
         let len = frame.wire_len();
         let mut expired = Vec::new();
         if !self.fits(len) {
@@ -191,7 +218,8 @@ impl LaneQueue {
 
     /// Takes the next batch to write: urgent frames first, then normal,
     /// at most `max_frames` and `max_bytes` (but always one frame if any
-    /// is queued). Expired frames met on the way are returned apart.
+    /// is queued and due). Expired frames met on the way are returned
+    /// apart; a queue stops at its first frame not due yet.
     pub fn take_batch(
         &mut self,
         now: Instant,
@@ -201,11 +229,15 @@ impl LaneQueue {
         let mut batch = Vec::new();
         let mut expired = Vec::new();
         let mut bytes = 0usize;
+        let due =
+            |q: &VecDeque<Outbound>| q.front().is_some_and(|f| f.due.is_none_or(|d| d <= now));
         while batch.len() < max_frames {
-            let queue = if self.urgent.is_empty() {
+            let queue = if due(&self.urgent) {
+                &mut self.urgent
+            } else if due(&self.normal) {
                 &mut self.normal
             } else {
-                &mut self.urgent
+                break;
             };
             let Some(next) = queue.front() else { break };
             let len = next.wire_len();

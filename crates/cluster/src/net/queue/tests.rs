@@ -27,6 +27,7 @@ fn frame_of(pool: &Bytes, wire: usize, deadline: Instant) -> Outbound {
         payload,
         payload_crc: 0,
         deadline,
+        due: None,
     }
 }
 
@@ -160,4 +161,42 @@ fn expired_frames_make_room_and_are_never_written() {
     assert!(batch.is_empty());
     assert_eq!(expired.len(), 2);
     assert_eq!(budget.used(), 0);
+}
+
+#[test]
+fn a_send_delay_holds_each_frame_until_it_is_due_and_keeps_the_order() {
+    let budget = Arc::new(OutboundBudget::new(usize::MAX));
+    let delay = Duration::from_millis(100);
+    let mut q = LaneQueue::new(1 << 20, budget).with_delay(delay);
+    let start = SystemClock.now();
+    let ms = Duration::from_millis;
+    for (id, at, priority) in [
+        (1, 0, Priority::Normal),
+        (2, 10, Priority::Urgent),
+        (3, 20, Priority::Normal),
+    ] {
+        let f = Outbound::new(header(Verb::ECHO, id), Bytes::new(), later()).expect("small");
+        q.push(f, priority, start + ms(at)).expect("fits");
+    }
+    let ids = |q: &mut LaneQueue, at: u64| -> Vec<u64> {
+        let (batch, expired) = q.take_batch(start + ms(at), 10, usize::MAX);
+        assert!(expired.is_empty());
+        batch.iter().map(|f| f.header.request_id).collect()
+    };
+    assert_eq!(q.next_due(), Some(start + ms(100)));
+    assert!(
+        ids(&mut q, 99).is_empty(),
+        "nothing is due before its delay"
+    );
+    assert_eq!(ids(&mut q, 105), [1], "the urgent frame is not due yet");
+    assert_eq!(q.next_due(), Some(start + ms(110)));
+    assert_eq!(ids(&mut q, 125), [2, 3]);
+    assert!(q.is_empty());
+    assert_eq!(q.next_due(), None);
+    // Without a delay nothing is held.
+    let mut plain = LaneQueue::new(1 << 20, Arc::new(OutboundBudget::new(usize::MAX)));
+    let f = Outbound::new(header(Verb::ECHO, 9), Bytes::new(), later()).expect("small");
+    plain.push(f, Priority::Normal, start).expect("fits");
+    assert_eq!(plain.next_due(), None);
+    assert_eq!(plain.take_batch(start, 10, usize::MAX).0.len(), 1);
 }
