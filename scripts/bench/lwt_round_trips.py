@@ -7,7 +7,7 @@ Starts three nodes (`varve cluster start`, 127.0.0.1-3, ports 21142 / 21280 / 19
 `internode_send_delay_ms: DELAY_MS`, so that every internode round trip takes 2 x DELAY_MS, then
 runs 30 of each statement through node 1 (a replica of every key: RF 3) and prints each median
 in milliseconds and in round trips: a plain QUORUM insert, a QUORUM read, a SERIAL read, and an
-uncontended INSERT ... IF NOT EXISTS committed at QUORUM. Uses the Python cassandra-driver
+uncontended INSERT ... IF NOT EXISTS committed at QUORUM, ONE and LOCAL_ONE. Uses the Python cassandra-driver
 (.venv/bin/python of this repo) and the launcher helpers of tests/python.
 """
 import pathlib
@@ -43,6 +43,9 @@ try:
         ("QUORUM read", "SELECT v FROM ks.t WHERE k = {i}", CL.QUORUM),
         ("SERIAL read", "SELECT v FROM ks.t WHERE k = {i}", CL.SERIAL),
         ("INSERT IF NOT EXISTS (commit QUORUM)", "INSERT INTO ks.t (k, v) VALUES ({i}, 2) IF NOT EXISTS", CL.QUORUM),
+        ("INSERT IF NOT EXISTS (commit ONE)", "INSERT INTO ks.t (k, v) VALUES ({i}, 3) IF NOT EXISTS", CL.ONE),
+        ("INSERT IF NOT EXISTS (commit LOCAL_ONE, the driver's default)",
+         "INSERT INTO ks.t (k, v) VALUES ({i}, 4) IF NOT EXISTS", CL.LOCAL_ONE),
     ]:
         m = timed(cql, level)
         print(f"{name}: median {m*1000:.1f} ms = {m/rtt:.2f} round trips of {rtt*1000:.0f} ms")
