@@ -464,3 +464,62 @@ def test_a_restarted_node_knows_the_ring_before_it_serves(tmp_path):
         varve_cluster(directory, "stop", check=False)
     assert refused, "some keys belong to the dead nodes"
     assert set(stored) == owned, (sorted(stored), sorted(owned))
+
+
+def test_range_scans_cross_the_ring_in_token_order_and_page_across_coordinators(tmp_path):
+    """RF 2 on three nodes, so no node holds every row: a full scan, a
+    token range and a filtered scan each find every matching row once, in
+    token order; a scan paged at QUORUM goes on from one coordinator's
+    paging state on another; with a node down, ALL and QUORUM are
+    Unavailable and ONE still scans everything."""
+    from cassandra import ConsistencyLevel as CL
+    from cassandra import Unavailable
+    from cassandra.metadata import Murmur3Token
+    from cassandra.policies import FallthroughRetryPolicy
+    from cassandra.query import SimpleStatement
+
+    directory = tmp_path / "cluster"
+    varve_cluster(directory, "start", "--nodes", "3", *PORTS)
+    try:
+        create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 2}")
+        c1, s1 = session("127.0.0.1")
+        insert = s1.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+        insert.consistency_level = CL.QUORUM
+        for k in range(300):
+            s1.execute(insert, (k, "even" if k % 2 == 0 else "odd"))
+        token = {k: Murmur3Token.from_key(struct.pack(">i", k)).value for k in range(300)}
+        in_token_order = sorted(range(300), key=token.get)
+
+        def scan(s, cql, level, fetch_size=37, paging_state=None):
+            stmt = SimpleStatement(cql, consistency_level=level, fetch_size=fetch_size,
+                                   retry_policy=FallthroughRetryPolicy())
+            return s.execute(stmt, paging_state=paging_state)
+
+        assert [r.k for r in scan(s1, "SELECT k FROM ks.t", CL.QUORUM)] == in_token_order
+        low, high = token[in_token_order[50]], token[in_token_order[200]]
+        ranged = scan(s1, f"SELECT k FROM ks.t WHERE token(k) > {low} AND token(k) <= {high}", CL.QUORUM)
+        assert [r.k for r in ranged] == in_token_order[51:201]
+        filtered = scan(s1, "SELECT k FROM ks.t WHERE v = 'odd' ALLOW FILTERING", CL.QUORUM)
+        assert [r.k for r in filtered] == [k for k in in_token_order if k % 2]
+
+        # One page from each coordinator in turn, each from the last one's paging state.
+        sessions = [s1] + [session(f"127.0.0.{i}")[1] for i in (2, 3)]
+        seen, paging_state, n = [], None, 0
+        while True:
+            page = scan(sessions[n % 3], "SELECT k FROM ks.t", CL.QUORUM, paging_state=paging_state)
+            seen.extend(r.k for r in page.current_rows)
+            paging_state, n = page.paging_state, n + 1
+            if paging_state is None:
+                break
+        assert n >= 8, f"only {n} pages"
+        assert seen == in_token_order, "pages from three coordinators did not add up to the table"
+
+        varve_cluster(directory, "kill", "3")
+        assert eventually(lambda: node_states(directory, 1).get("127.0.0.3") == "DN")
+        for level in (CL.ALL, CL.QUORUM):  # RF 2: a quorum is both replicas
+            with pytest.raises(Unavailable):
+                list(scan(s1, "SELECT k FROM ks.t", level))
+        assert [r.k for r in scan(s1, "SELECT k FROM ks.t", CL.ONE)] == in_token_order
+        c1.shutdown()
+    finally:
+        varve_cluster(directory, "stop", check=False)
