@@ -3,7 +3,8 @@
 //! Each test starts its own node (see `support`), connects a `Session`
 //! exactly as an application written for Cassandra would, and checks one
 //! capability: prepared statements with token-aware routing and the ring in
-//! the cluster metadata, paging, batches, and lightweight transactions.
+//! the cluster metadata, paging, batches, and lightweight transactions
+//! (marked in PREPARED by ScyllaDB's LWT extension, which the driver takes).
 //! Run `cargo build -p varve` first; the binary is never built here.
 
 mod support;
@@ -409,8 +410,18 @@ async fn lightweight_transactions_report_applied() -> TestResult {
     let (applied, _, _) = conditional(&session, update, ("third", "first")).await?;
     assert!(applied);
 
-    // Prepared conditional statements work the same way.
+    // Prepared conditional statements work the same way. The driver took
+    // ScyllaDB's LWT mark (SCYLLA_LWT_ADD_METADATA_MARK): it routes them to
+    // one replica per partition; a plain statement is not marked.
     let prepared = session.prepare(insert_new).await?;
+    assert!(
+        prepared.is_confirmed_lwt(),
+        "a conditional statement is marked"
+    );
+    let plain = session
+        .prepare("INSERT INTO t (k1, k2, c, v) VALUES (?, ?, ?, ?)")
+        .await?;
+    assert!(!plain.is_confirmed_lwt(), "a plain statement is not");
     let result = session
         .execute_unpaged(&prepared, (9, "lwt", 0, "fourth"))
         .await?;

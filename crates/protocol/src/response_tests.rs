@@ -98,14 +98,20 @@ fn arb_result(v5: bool) -> impl Strategy<Value = ResultBody> {
         proptest::collection::vec(arb_column(), 0..3),
         proptest::collection::vec(any::<u16>(), 0..3),
         arb_metadata(v5),
+        any::<bool>(),
     )
-        .prop_map(move |(id, rid, columns, pk_indices, result)| {
+        .prop_map(move |(id, rid, columns, pk_indices, result, lwt)| {
             ResultBody::Prepared(Prepared {
                 id,
                 result_metadata_id: if v5 { rid } else { Bytes::new() },
                 bind: PreparedMetadata {
                     columns,
                     pk_indices,
+                    extra_flags: if lwt {
+                        crate::result::metadata_flags::SCYLLA_LWT_MARK
+                    } else {
+                        0
+                    },
                 },
                 result,
             })

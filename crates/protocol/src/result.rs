@@ -33,6 +33,11 @@ pub mod metadata_flags {
     pub const NO_METADATA: i32 = 0x0004;
     /// v5 only.
     pub const METADATA_CHANGED: i32 = 0x0008;
+    /// ScyllaDB's protocol extension `SCYLLA_LWT_ADD_METADATA_MARK`: in a
+    /// PREPARED result's bind metadata, marks a conditional statement, for
+    /// a client that asked for the extension at STARTUP (the value
+    /// ScyllaDB offers, `LWT_OPTIMIZATION_META_BIT_MASK=2147483648`).
+    pub const SCYLLA_LWT_MARK: i32 = i32::MIN;
 }
 
 /// Name and type of a result column or bind marker.
@@ -152,6 +157,9 @@ pub struct PreparedMetadata {
     pub columns: Vec<ColumnSpec>,
     /// Index of the bind marker of each partition key column, in key order.
     pub pk_indices: Vec<u16>,
+    /// Flag bits beyond the spec's (ScyllaDB's LWT mark,
+    /// [`metadata_flags::SCYLLA_LWT_MARK`]), OR'ed into the flags.
+    pub extra_flags: i32,
 }
 
 /// A Prepared result.
@@ -278,14 +286,12 @@ impl ResultBody {
                     put_short_bytes(out, &p.result_metadata_id);
                 }
                 let global = global_spec(&p.bind.columns);
-                put_int(
-                    out,
-                    if global.is_some() {
-                        metadata_flags::GLOBAL_TABLES_SPEC
-                    } else {
-                        0
-                    },
-                );
+                let spec_flags = if global.is_some() {
+                    metadata_flags::GLOBAL_TABLES_SPEC
+                } else {
+                    0
+                };
+                put_int(out, spec_flags | p.bind.extra_flags);
                 put_int(out, count_int(p.bind.columns.len()));
                 put_int(out, count_int(p.bind.pk_indices.len()));
                 for i in &p.bind.pk_indices {
@@ -358,6 +364,7 @@ impl ResultBody {
                     bind: PreparedMetadata {
                         columns,
                         pk_indices,
+                        extra_flags: flags & !metadata_flags::GLOBAL_TABLES_SPEC,
                     },
                     result,
                 })

@@ -63,6 +63,10 @@ pub struct ClientState {
     pub keyspace: Option<String>,
     /// The role logged in (PasswordAuthenticator), `None` for anonymous.
     pub user: Option<String>,
+    /// The client asked at STARTUP for ScyllaDB's `SCYLLA_LWT_ADD_METADATA_MARK`
+    /// protocol extension: PREPARED marks conditional statements, so that a
+    /// driver sends each partition's to one replica (docs/design/paxos.md).
+    pub lwt_metadata_mark: bool,
 }
 
 /// One column of a result or of a prepared statement's bind variables.
@@ -135,6 +139,9 @@ pub struct PreparedInfo {
     pub pk_indices: Vec<u16>,
     /// Result columns of a SELECT; empty otherwise.
     pub result: Vec<ColumnSpec>,
+    /// A conditional statement (IF ..., or a batch with one): a
+    /// lightweight transaction.
+    pub is_lwt: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

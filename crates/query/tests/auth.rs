@@ -34,6 +34,7 @@ fn as_user(db: &Db, user: &str) -> Db {
         state: ClientState {
             user: Some(user.into()),
             keyspace: Some("ks".into()),
+            ..ClientState::default()
         },
     }
 }

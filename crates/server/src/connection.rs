@@ -295,12 +295,22 @@ fn opcode_name(op: u8) -> String {
     }
 }
 
+/// ScyllaDB's protocol extension that marks conditional statements in
+/// PREPARED, so that its drivers send every LWT of a partition to the same
+/// replica, where they queue instead of duelling (docs/design/paxos.md).
+pub const SCYLLA_LWT_ADD_METADATA_MARK: &str = "SCYLLA_LWT_ADD_METADATA_MARK";
+
 /// The SUPPORTED options.
 pub fn supported_options() -> Vec<(String, Vec<String>)> {
+    let lwt_mask = varve_protocol::result::metadata_flags::SCYLLA_LWT_MARK as u32;
     vec![
         ("COMPRESSION".to_string(), vec!["lz4".to_string()]),
         ("CQL_VERSION".to_string(), vec![CQL_VERSION.to_string()]),
         ("PROTOCOL_VERSIONS".to_string(), supported_version_strings()),
+        (
+            SCYLLA_LWT_ADD_METADATA_MARK.to_string(),
+            vec![format!("LWT_OPTIMIZATION_META_BIT_MASK={lwt_mask}")],
+        ),
     ]
 }
 
@@ -450,6 +460,7 @@ impl Connection {
             Ok(c) => c,
             Err(body) => return self.send_error(stream, body),
         };
+        self.client.lock().lwt_metadata_mark = options.contains_key(SCYLLA_LWT_ADD_METADATA_MARK);
         let (answer, stage) = if self.password_authenticator() {
             let class = crate::authenticate::PASSWORD_AUTHENTICATOR.to_string();
             (Response::Authenticate(class), Stage::Authenticating)

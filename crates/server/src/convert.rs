@@ -145,8 +145,9 @@ pub fn outcome_result(
     }
 }
 
-/// The Prepared result.
-pub fn prepared(p: query::PreparedInfo) -> proto::ResultBody {
+/// The Prepared result; `lwt_mark`: the client negotiated ScyllaDB's LWT
+/// mark, which a conditional statement then carries.
+pub fn prepared(p: query::PreparedInfo, lwt_mark: bool) -> proto::ResultBody {
     let result = if p.result.is_empty() {
         proto::ResultMetadata::empty()
     } else {
@@ -158,6 +159,11 @@ pub fn prepared(p: query::PreparedInfo) -> proto::ResultBody {
         bind: proto::PreparedMetadata {
             columns: p.bind.iter().map(column).collect(),
             pk_indices: p.pk_indices,
+            extra_flags: if lwt_mark && p.is_lwt {
+                proto::result::metadata_flags::SCYLLA_LWT_MARK
+            } else {
+                0
+            },
         },
         result,
     })

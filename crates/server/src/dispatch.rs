@@ -87,7 +87,7 @@ pub async fn execute(
         Request::Prepare { query, keyspace } => {
             match processor.prepare(&state, query, keyspace.as_deref()) {
                 Ok(info) => Executed {
-                    response: Response::Result(convert::prepared(info)),
+                    response: Response::Result(convert::prepared(info, state.lwt_metadata_mark)),
                     warnings: Vec::new(),
                     event: None,
                     would_block: false,

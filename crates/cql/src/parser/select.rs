@@ -79,6 +79,7 @@ impl Parser<'_> {
         if allow_filtering {
             self.expect_kw("filtering")?;
         }
+        self.scylla_using_timeout()?;
         Ok(Select {
             table,
             json,
@@ -91,6 +92,27 @@ impl Parser<'_> {
             limit,
             allow_filtering,
         })
+    }
+
+    /// ScyllaDB's `USING TIMEOUT <duration>` at the end of a SELECT, which
+    /// its drivers send once the server offers a ScyllaDB protocol
+    /// extension (Varve offers `SCYLLA_LWT_ADD_METADATA_MARK`): accepted,
+    /// and the node's own read timeouts apply.
+    fn scylla_using_timeout(&mut self) -> Result<()> {
+        if !(self.is_kw("using") && self.is_kw_at(1, "timeout")) {
+            return Ok(());
+        }
+        self.pos += 2;
+        if self.try_bind()?.is_some() {
+            return Ok(());
+        }
+        match self.peek().clone() {
+            Tok::Duration(_) => {
+                self.pos += 1;
+                Ok(())
+            }
+            _ => Err(self.expecting("a duration or bind marker after USING TIMEOUT")),
+        }
     }
 
     /// `ASC` / `DESC`, default ascending.
