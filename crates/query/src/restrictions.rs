@@ -525,10 +525,7 @@ fn filter(ctx: &Ctx, col: &Column, rel: &Relation) -> Result<Filter> {
                     )))
                 }
             };
-            eval(ctx, &rel.rhs, &elem, &col.name)?
-                .into_option()
-                .into_iter()
-                .collect()
+            vec![contained(ctx, &rel.rhs, &elem, col)?]
         }
         Operator::ContainsKey => {
             let CqlType::Map(k, _) = col.ty.unfrozen() else {
@@ -537,10 +534,7 @@ fn filter(ctx: &Ctx, col: &Column, rel: &Relation) -> Result<Filter> {
                     col.name
                 )));
             };
-            eval(ctx, &rel.rhs, k, &col.name)?
-                .into_option()
-                .into_iter()
-                .collect()
+            vec![contained(ctx, &rel.rhs, k, col)?]
         }
         Operator::Ne => return Err(QueryError::Invalid("Unsupported \"!=\" relation".into())),
         Operator::IsNot => {
@@ -575,6 +569,22 @@ fn filter(ctx: &Ctx, col: &Column, rel: &Relation) -> Result<Filter> {
         values,
         element: None,
     })
+}
+
+/// The value of a CONTAINS or CONTAINS KEY relation: never null or unset
+/// (Cassandra: "Unsupported null value for column s").
+fn contained(ctx: &Ctx, rhs: &Term, ty: &CqlType, col: &Column) -> Result<Value> {
+    match eval(ctx, rhs, ty, &col.name)? {
+        Evaluated::Value(v) => Ok(v),
+        Evaluated::Null => Err(QueryError::Invalid(format!(
+            "Unsupported null value for column {}",
+            col.name
+        ))),
+        Evaluated::Unset => Err(QueryError::Invalid(format!(
+            "Unsupported unset value for column {}",
+            col.name
+        ))),
+    }
 }
 
 /// The clustering prefixes and bounds, plus relations left to filter.

@@ -24,7 +24,7 @@ fn table(pk: &[(&str, CqlType)], ck: &[(&str, CqlType)]) -> Table {
     .unwrap()
 }
 
-fn where_clause(cql: &str) -> Vec<Relation> {
+pub(super) fn where_clause(cql: &str) -> Vec<Relation> {
     match varve_cql::parse(cql).unwrap().statement {
         Statement::Select(s) => s.where_clause,
         other => panic!("not a SELECT: {other:?}"),
@@ -32,7 +32,7 @@ fn where_clause(cql: &str) -> Vec<Relation> {
 }
 
 /// Runs `f` with a context holding `values`.
-fn with_ctx<R>(values: &[BoundValue], f: impl FnOnce(&Ctx) -> R) -> R {
+pub(super) fn with_ctx<R>(values: &[BoundValue], f: impl FnOnce(&Ctx) -> R) -> R {
     let opts = QueryOptions::default();
     let ctx = Ctx {
         schema: Arc::new(varve_schema::Schema::default()),
@@ -136,5 +136,69 @@ fn other_where_clauses_take_the_general_path() {
         (&composite, "SELECT * FROM t WHERE a = 1 AND b = 2"),
     ] {
         assert!(!shortcut(t, cql, &[]), "{cql}");
+    }
+}
+
+/// A table `t (k int, c int, s set<int>, m map<int, int>, PRIMARY KEY (k, c))`.
+fn collections_table() -> Table {
+    let set = CqlType::Set(Box::new(CqlType::Int));
+    let map = CqlType::Map(Box::new(CqlType::Int), Box::new(CqlType::Int));
+    Table::create(TableSpec {
+        keyspace: "ks".into(),
+        name: "t".into(),
+        id: 1,
+        columns: vec![
+            ("k".into(), CqlType::Int, false),
+            ("c".into(), CqlType::Int, false),
+            ("s".into(), set, false),
+            ("m".into(), map, false),
+        ],
+        partition_key: vec!["k".into()],
+        clustering: vec![("c".into(), false)],
+        options: Default::default(),
+    })
+    .unwrap()
+}
+
+/// CONTAINS and CONTAINS KEY refuse a null or unset value, literal or bound,
+/// with Cassandra's message (it once became a filter without a value, which
+/// panicked when a row was tested).
+#[test]
+fn contains_null_is_an_invalid_request() {
+    let t = collections_table();
+    let cases: [(&str, Vec<BoundValue>, &str); 5] = [
+        (
+            "SELECT * FROM t WHERE s CONTAINS NULL ALLOW FILTERING",
+            vec![],
+            "null value for column s",
+        ),
+        (
+            "SELECT * FROM t WHERE m CONTAINS NULL ALLOW FILTERING",
+            vec![],
+            "null value for column m",
+        ),
+        (
+            "SELECT * FROM t WHERE m CONTAINS KEY NULL ALLOW FILTERING",
+            vec![],
+            "null value for column m",
+        ),
+        (
+            "SELECT * FROM t WHERE k = 1 AND s CONTAINS ? ALLOW FILTERING",
+            vec![BoundValue::Null],
+            "null value for column s",
+        ),
+        (
+            "SELECT * FROM t WHERE s CONTAINS ? ALLOW FILTERING",
+            vec![BoundValue::Unset],
+            "unset value for column s",
+        ),
+    ];
+    for (cql, values, what) in cases {
+        let rels = where_clause(cql);
+        let got = with_ctx(&values, |ctx| analyse(ctx, &t, &rels));
+        match got {
+            Err(QueryError::Invalid(m)) => assert_eq!(m, format!("Unsupported {what}"), "{cql}"),
+            other => panic!("{cql}: {other:?}"),
+        }
     }
 }

@@ -170,3 +170,15 @@ fn range_deletion_and_reinsert() {
         "an older deletion shadows nothing newer"
     );
 }
+
+/// CONTAINS NULL is an InvalidRequest (it panicked while filtering).
+#[test]
+fn contains_null_is_refused() {
+    let mut db = Db::new();
+    db.ok("CREATE TABLE cn (p int, c int, s set<int>, PRIMARY KEY (p, c))");
+    db.ok("INSERT INTO cn (p, c, s) VALUES (0, 0, {1, 2})");
+    assert!(matches!(
+        db.err("SELECT * FROM cn WHERE s CONTAINS NULL ALLOW FILTERING"),
+        varve_query::QueryError::Invalid(m) if m == "Unsupported null value for column s"
+    ));
+}

@@ -686,7 +686,9 @@ fn passes(f: &Filter, view: &RowView) -> bool {
             let Ok(v) = codec::deserialize(&ty, &bytes) else {
                 return false;
             };
-            let want = &f.values[0];
+            let Some(want) = f.values.first() else {
+                return false;
+            };
             match (v, f.op) {
                 (Value::List(items) | Value::Set(items), Operator::Contains) => {
                     items.iter().any(|i| i == want)
