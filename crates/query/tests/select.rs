@@ -182,3 +182,25 @@ fn contains_null_is_refused() {
         varve_query::QueryError::Invalid(m) if m == "Unsupported null value for column s"
     ));
 }
+
+/// Scalar functions over an aggregate evaluate over the aggregate's result
+/// (they were evaluated per row, which failed with "aggregate evaluated per
+/// row"); an aggregate of an aggregate is refused, as Cassandra refuses it.
+#[test]
+fn functions_over_aggregates() {
+    let mut db = Db::new();
+    db.ok("CREATE TABLE tu (p int, c int, b timeuuid, v int, PRIMARY KEY (p, c))");
+    db.ok("INSERT INTO tu (p, c, b, v) VALUES (0, 0, e23f450f-53a6-11ec-8080-808080808080, 3)");
+    db.ok("INSERT INTO tu (p, c, b, v) VALUES (0, 1, 50554d6e-29bb-11e5-b345-feff819cdc9f, -7)");
+    let r =
+        db.rows("SELECT todate(max(b)), abs(min(v)), cast(max(v) as text), v FROM tu WHERE p = 0");
+    assert_eq!(r, vec![vec!["'2021-12-02'", "7", "'3'", "3"]]);
+    let r = db.rows("SELECT blobasint(intasblob(sum(v))), count(*) FROM tu WHERE p = 0");
+    assert_eq!(r, vec![vec!["-4", "2"]]);
+    let r = db.rows("SELECT todate(min(b)) FROM tu WHERE p = 9");
+    assert_eq!(r, vec![vec!["null"]]);
+    assert!(matches!(
+        db.err("SELECT max(min(v)) FROM tu WHERE p = 0"),
+        varve_query::QueryError::Invalid(m) if m == "aggregate functions cannot be used as arguments of aggregate functions"
+    ));
+}

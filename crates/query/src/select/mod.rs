@@ -1,6 +1,7 @@
 //! SELECT: choosing partitions and slices, reading and resolving them,
 //! filtering, projecting, limiting and paging.
 
+mod aggregation;
 mod compiled;
 mod prefetch;
 pub mod selectors;
@@ -16,8 +17,9 @@ use crate::restrictions::{self, Filter, PartitionSelection};
 use crate::rows::{key_components, RowView};
 use crate::system;
 use crate::terms::{eval, Evaluated};
+use aggregation::Aggregation;
 use bytes::Bytes;
-use selectors::{AggState, Projection};
+use selectors::Projection;
 use std::cmp::Ordering;
 use std::sync::Arc;
 use varve_cql::ast::{Operator, Order, Select, Term};
@@ -196,7 +198,7 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
         clustering_restricted: !sel.clustering.is_unrestricted(),
         rows: Vec::new(),
         sort_keys: Vec::new(),
-        agg: vec![AggState::default(); projection.selectors.len()],
+        agg: Aggregation::new(projection),
         // With ORDER BY over several partitions, LIMIT applies after the merge.
         remaining: if multi_key_order {
             None
@@ -213,7 +215,6 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
         tombstones: 0,
         last: None,
         keep_sort_keys: multi_key_order,
-        first_row: None,
         sstables: 0,
         consistency,
     };
@@ -341,16 +342,7 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
         run.last.take().map(|l| l.encode())
     };
     let rows = if projection.aggregate {
-        vec![projection
-            .selectors
-            .iter()
-            .zip(&run.agg)
-            .enumerate()
-            .map(|(i, (sel, st))| match sel {
-                selectors::Sel::Aggregate { .. } => selectors::finish(sel, st),
-                _ => run.first_row.as_ref().and_then(|r| r[i].clone()),
-            })
-            .collect()]
+        vec![run.agg.row(projection)?]
     } else {
         run.rows
     };
@@ -410,15 +402,14 @@ struct Run<'a> {
     clustering_restricted: bool,
     rows: Vec<Vec<Option<Bytes>>>,
     sort_keys: Vec<Vec<Bytes>>,
-    agg: Vec<AggState>,
+    /// With aggregates: the running state of the SELECT clause.
+    agg: Aggregation,
     remaining: Option<usize>,
     page_size: Option<usize>,
     per_partition: Option<usize>,
     tombstones: u64,
     last: Option<PagingState>,
     keep_sort_keys: bool,
-    /// With aggregates: the plain selectors' values on the first row.
-    first_row: Option<Vec<Option<Bytes>>>,
     /// SSTables the reads of the current partition touched.
     sstables: u32,
     /// The statement's level.
@@ -595,20 +586,8 @@ impl Run<'_> {
             }
         }
         if self.projection.aggregate {
-            for (sel, st) in self.projection.selectors.iter().zip(self.agg.iter_mut()) {
-                selectors::accumulate(sel, st, view, key.token, self.now)?;
-            }
             // Plain columns beside an aggregate show the first row's value.
-            if self.first_row.is_none() {
-                let mut first = Vec::with_capacity(self.projection.selectors.len());
-                for sel in &self.projection.selectors {
-                    first.push(match sel {
-                        selectors::Sel::Aggregate { .. } => None,
-                        other => selectors::eval(other, view, key.token, self.now)?,
-                    });
-                }
-                self.first_row = Some(first);
-            }
+            self.agg.add(self.projection, view, key.token, self.now)?;
         } else {
             let mut out = Vec::with_capacity(self.projection.selectors.len());
             for sel in &self.projection.selectors {

@@ -1,15 +1,15 @@
 //! The SELECT clause: what each output column is, its name and type, and
 //! how it is computed from a row (or, for aggregates, from all rows).
 
+use super::aggregation::contains_aggregate;
 use crate::api::ColumnSpec;
 use crate::error::{QueryError, Result};
 use crate::functions;
 use crate::rows::RowView;
 use bytes::Bytes;
-use std::cmp::Ordering;
 use varve_cql::ast::{Selection, SelectorExpr};
 use varve_schema::{Column, Table};
-use varve_types::{codec, compare, CqlType, Value};
+use varve_types::{codec, CqlType, Value};
 
 /// One compiled selector.
 #[derive(Debug, Clone)]
@@ -76,7 +76,7 @@ pub fn compile(table: &Table, selection: &Selection) -> Result<Projection> {
             }
         }
     }
-    let aggregate = selectors.iter().any(|s| matches!(s, Sel::Aggregate { .. }));
+    let aggregate = selectors.iter().any(contains_aggregate);
     if aggregate
         && selectors
             .iter()
@@ -187,6 +187,12 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
                 _ => None,
             };
             if let Some(kind) = agg {
+                if compiled.iter().any(contains_aggregate) {
+                    return Err(QueryError::Invalid(
+                        "aggregate functions cannot be used as arguments of aggregate functions"
+                            .into(),
+                    ));
+                }
                 if compiled.len() != 1 {
                     return Err(QueryError::Invalid(format!("Invalid number of arguments in call to function system.{lname}: 1 required but {} provided", compiled.len())));
                 }
@@ -383,7 +389,7 @@ pub fn type_of(sel: &Sel) -> CqlType {
     }
 }
 
-fn cast(from: &CqlType, bytes: &[u8], to: &CqlType) -> Result<Value> {
+pub(super) fn cast(from: &CqlType, bytes: &[u8], to: &CqlType) -> Result<Value> {
     let v = codec::deserialize(from, bytes).map_err(|e| QueryError::Server(e.to_string()))?;
     let as_f64 = |v: &Value| -> Option<f64> {
         Some(match v {
@@ -418,100 +424,4 @@ fn cast(from: &CqlType, bytes: &[u8], to: &CqlType) -> Result<Value> {
 
 fn bad_cast(from: &CqlType, to: &CqlType) -> QueryError {
     QueryError::Invalid(format!("{from} cannot be cast to {to}"))
-}
-
-/// The running state of one aggregate.
-#[derive(Debug, Clone, Default)]
-pub struct AggState {
-    count: i64,
-    best: Option<Bytes>,
-    sum_i: i128,
-    sum_f: f64,
-}
-
-pub fn accumulate(
-    sel: &Sel,
-    state: &mut AggState,
-    view: &RowView,
-    token: i64,
-    now: i32,
-) -> Result<()> {
-    let Sel::Aggregate { kind, arg } = sel else {
-        return Ok(());
-    };
-    let Some(arg) = arg else {
-        state.count += 1;
-        return Ok(());
-    };
-    let Some(value) = eval(arg, view, token, now)? else {
-        return Ok(());
-    };
-    state.count += 1;
-    let ty = type_of(arg);
-    match kind {
-        Agg::Min | Agg::Max => {
-            let replace = match &state.best {
-                None => true,
-                Some(b) => {
-                    let ord = compare::compare(&ty, &value, b);
-                    (*kind == Agg::Min && ord == Ordering::Less)
-                        || (*kind == Agg::Max && ord == Ordering::Greater)
-                }
-            };
-            if replace {
-                state.best = Some(value);
-            }
-        }
-        Agg::Sum | Agg::Avg => match codec::deserialize(&ty, &value) {
-            Ok(Value::TinyInt(x)) => state.sum_i += x as i128,
-            Ok(Value::SmallInt(x)) => state.sum_i += x as i128,
-            Ok(Value::Int(x)) => state.sum_i += x as i128,
-            Ok(Value::BigInt(x)) | Ok(Value::Counter(x)) => state.sum_i += x as i128,
-            Ok(Value::Float(x)) => state.sum_f += x as f64,
-            Ok(Value::Double(x)) => state.sum_f += x,
-            _ => {
-                return Err(QueryError::Invalid(format!(
-                    "sum/avg of {ty} is not supported by Varve yet"
-                )))
-            }
-        },
-        _ => {}
-    }
-    Ok(())
-}
-
-pub fn finish(sel: &Sel, state: &AggState) -> Option<Bytes> {
-    let Sel::Aggregate { kind, arg } = sel else {
-        return None;
-    };
-    let ty = arg.as_ref().map(|a| type_of(a)).unwrap_or(CqlType::BigInt);
-    let n = state.count.max(1);
-    let value = match kind {
-        Agg::Count | Agg::CountRows => Value::BigInt(state.count),
-        Agg::Min | Agg::Max => return state.best.clone(),
-        Agg::Sum | Agg::Avg => {
-            let avg = *kind == Agg::Avg;
-            // Integer sums are kept exact in i128; the result narrows to the
-            // column's type, as Cassandra's sum/avg return the argument type.
-            let int = if avg {
-                state.sum_i / n as i128
-            } else {
-                state.sum_i
-            };
-            let float = if avg {
-                state.sum_f / n as f64
-            } else {
-                state.sum_f
-            };
-            match ty {
-                CqlType::TinyInt => Value::TinyInt(int as i8),
-                CqlType::SmallInt => Value::SmallInt(int as i16),
-                CqlType::Int => Value::Int(int as i32),
-                CqlType::BigInt | CqlType::Counter => Value::BigInt(int as i64),
-                CqlType::Float => Value::Float(float as f32),
-                _ => Value::Double(float),
-            }
-        }
-    };
-    Some(Bytes::from(codec::serialize(&value)))
 }
