@@ -16,6 +16,7 @@ pub mod api;
 pub mod auth;
 mod cas;
 pub mod cluster_view;
+mod clustering_slices;
 mod collections;
 mod compaction_config;
 mod comparator;

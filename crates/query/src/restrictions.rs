@@ -1,6 +1,7 @@
 //! WHERE clauses: which partitions, which clustering slices, and which
 //! filters a statement selects.
 
+use crate::clustering_slices::{self, Bound};
 use crate::context::Ctx;
 use crate::error::{QueryError, Result};
 use crate::terms::{bound_verbatim, eval, Evaluated};
@@ -8,7 +9,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 use varve_cql::ast::{Operator, Relation, RelationLhs, Term};
 use varve_schema::{Column, ColumnKind, Table};
-use varve_storage::{ClusteringComparator, ClusteringKey, PartitionKey, Slice, TokenBound};
+use varve_storage::{ClusteringComparator, PartitionKey, Slice, TokenBound};
 use varve_types::{codec, token, CqlType, Value};
 
 /// The largest partition key or clustering value (Cassandra: 64 KiB - 1).
@@ -44,11 +45,10 @@ pub struct ClusteringSelection {
     pub prefixes: Vec<Vec<Bytes>>,
     /// Number of columns the prefixes fix.
     pub eq_len: usize,
-    /// Bounds on the columns after the prefix: (values, inclusive).
-    pub lower: Option<(Vec<Bytes>, bool)>,
-    pub upper: Option<(Vec<Bytes>, bool)>,
-    /// Whether the first bounded column is DESC.
-    pub bound_descending: bool,
+    /// Bounds on the columns after the prefix, compared as tuples in the
+    /// columns' natural order: (values, inclusive).
+    pub lower: Option<Bound>,
+    pub upper: Option<Bound>,
 }
 
 impl ClusteringSelection {
@@ -61,35 +61,18 @@ impl ClusteringSelection {
         self.eq_len == 0 && self.lower.is_none() && self.upper.is_none()
     }
 
-    /// The slices to read, sorted in clustering order.
+    /// The slices to read, sorted in clustering order and disjoint.
     pub fn slices(&self, cmp: &Arc<ClusteringComparator>) -> Vec<Slice> {
         let mut out = Vec::with_capacity(self.prefixes.len());
         for p in &self.prefixes {
-            let with = |b: &Vec<Bytes>| {
-                let mut v = p.clone();
-                v.extend(b.iter().cloned());
-                v
-            };
-            let (first, last) = if self.bound_descending {
-                (&self.upper, &self.lower)
-            } else {
-                (&self.lower, &self.upper)
-            };
-            let start = match first {
-                Some((vals, true)) => ClusteringKey::before(with(vals), cmp),
-                Some((vals, false)) => ClusteringKey::after(with(vals), cmp),
-                None => ClusteringKey::before(p.clone(), cmp),
-            };
-            let end = match last {
-                Some((vals, true)) => ClusteringKey::after(with(vals), cmp),
-                Some((vals, false)) => ClusteringKey::before(with(vals), cmp),
-                None => ClusteringKey::after(p.clone(), cmp),
-            };
-            out.push(Slice { start, end });
+            out.extend(clustering_slices::bounded(
+                p,
+                self.lower.as_ref(),
+                self.upper.as_ref(),
+                cmp,
+            ));
         }
-        out.sort_by(|a, b| a.start.cmp(&b.start));
-        out.dedup_by(|a, b| a.start == b.start && a.end == b.end);
-        out
+        clustering_slices::merge(out)
     }
 }
 
@@ -611,45 +594,14 @@ fn clustering_selection(
             let RelationLhs::Columns(names) = &rel.lhs else {
                 unreachable!()
             };
-            let cols: Vec<&Column> = names
-                .iter()
-                .map(|n| column(table, n))
-                .collect::<Result<_>>()?;
-            for (k, c) in cols.iter().enumerate() {
-                if c.position as usize != i + k {
-                    return Err(QueryError::Invalid(format!(
-                        "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {}",
-                        names.join(", ")
-                    )));
-                }
-            }
+            let cols = multi_columns(table, names, i)?;
             used[j] = true;
-            let tuple = |t: &Term| -> Result<Vec<Bytes>> {
-                match t {
-                    Term::Tuple(items) if items.len() == cols.len() => items
-                        .iter()
-                        .zip(&cols)
-                        .map(|(t, c)| key_value(ctx, t, c))
-                        .collect(),
-                    other => {
-                        let ty = CqlType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
-                        match eval(ctx, other, &ty, "tuple")? {
-                            Evaluated::Value(Value::Tuple(vs)) => vs
-                                .into_iter()
-                                .map(|v| {
-                                    v.map(|v| Bytes::from(codec::serialize(&v))).ok_or_else(|| {
-                                        QueryError::Invalid(
-                                            "Invalid null value in multi-column relation".into(),
-                                        )
-                                    })
-                                })
-                                .collect(),
-                            _ => Err(QueryError::Invalid(
-                                "Invalid null value in multi-column relation".into(),
-                            )),
-                        }
-                    }
+            let tuple = |t: &Term| tuple_values(ctx, t, &cols);
+            let other_end = |other: &Relation| match &other.lhs {
+                RelationLhs::Columns(names) => {
+                    tuple_values(ctx, &other.rhs, &multi_columns(table, names, i)?)
                 }
+                _ => Ok(vec![key_value(ctx, &other.rhs, col)?]),
             };
             match rel.op {
                 Operator::Eq => {
@@ -701,22 +653,21 @@ fn clustering_selection(
                 }
                 Operator::Gt | Operator::Ge | Operator::Lt | Operator::Le => {
                     let v = tuple(&rel.rhs)?;
-                    set_bound(&mut sel, rel.op, v);
-                    // A second multi-column slice on the same columns (the other end).
+                    set_bound(&mut sel, rel.op, v, col)?;
+                    // The other end: a slice on the same first column, of any length.
                     for (k, other) in rels.iter().enumerate() {
                         if !used[k]
-                            && other.lhs == rel.lhs
+                            && starts_at(&other.lhs, &col.name)
                             && matches!(
                                 other.op,
                                 Operator::Gt | Operator::Ge | Operator::Lt | Operator::Le
                             )
                         {
                             used[k] = true;
-                            let v = tuple(&other.rhs)?;
-                            set_bound(&mut sel, other.op, v);
+                            let v = other_end(other)?;
+                            set_bound(&mut sel, other.op, v, col)?;
                         }
                     }
-                    sel.bound_descending = col.descending;
                     stopped_at = Some((i, true));
                     break;
                 }
@@ -771,9 +722,8 @@ fn clustering_selection(
             }
             used[j] = true;
             let v = key_value(ctx, &rels[j].rhs, col)?;
-            set_bound(&mut sel, op, vec![v]);
+            set_bound(&mut sel, op, vec![v], col)?;
         }
-        sel.bound_descending = col.descending;
         stopped_at = Some((i, true));
         break;
     }
@@ -807,22 +757,93 @@ fn clustering_selection(
     Ok((sel, filters))
 }
 
+/// The columns of a multi-column relation, which must be clustering
+/// columns in PRIMARY KEY order from position `first`.
+fn multi_columns<'t>(table: &'t Table, names: &[String], first: usize) -> Result<Vec<&'t Column>> {
+    let cols: Vec<&Column> = names
+        .iter()
+        .map(|n| column(table, n))
+        .collect::<Result<_>>()?;
+    for (k, c) in cols.iter().enumerate() {
+        if c.position as usize != first + k {
+            return Err(QueryError::Invalid(format!(
+                "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {}",
+                names.join(", ")
+            )));
+        }
+    }
+    Ok(cols)
+}
+
+/// True when `lhs` is the column `name`, or a multi-column relation whose
+/// first column is `name` (Cassandra takes either as the other end of a
+/// multi-column slice).
+fn starts_at(lhs: &RelationLhs, name: &str) -> bool {
+    match lhs {
+        RelationLhs::Columns(cs) => cs.first().is_some_and(|c| c == name),
+        RelationLhs::Column(c) => c == name,
+        _ => false,
+    }
+}
+
+/// The values of the tuple a multi-column relation compares with.
+fn tuple_values(ctx: &Ctx, t: &Term, cols: &[&Column]) -> Result<Vec<Bytes>> {
+    let null = || QueryError::Invalid("Invalid null value in multi-column relation".into());
+    match t {
+        Term::Tuple(items) if items.len() == cols.len() => items
+            .iter()
+            .zip(cols)
+            .map(|(t, c)| key_value(ctx, t, c))
+            .collect(),
+        other => {
+            let ty = CqlType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
+            match eval(ctx, other, &ty, "tuple")? {
+                Evaluated::Value(Value::Tuple(vs)) => vs
+                    .into_iter()
+                    .map(|v| {
+                        v.map(|v| Bytes::from(codec::serialize(&v)))
+                            .ok_or_else(null)
+                    })
+                    .collect(),
+                _ => Err(null()),
+            }
+        }
+    }
+}
+
 /// Statements pass their ALLOW FILTERING flag through the context's
 /// options; writes never allow it.
 fn ctx_allows_filtering(ctx: &Ctx) -> bool {
     ctx.allow_filtering
 }
 
-fn set_bound(sel: &mut ClusteringSelection, op: Operator, v: Vec<Bytes>) {
-    match op {
-        Operator::Gt => sel.lower = Some((v, false)),
-        Operator::Ge => sel.lower = Some((v, true)),
-        Operator::Lt => sel.upper = Some((v, false)),
-        Operator::Le => sel.upper = Some((v, true)),
-        _ => {}
+/// Sets one end of the clustering range; a second relation on the same end
+/// is refused, as Cassandra refuses it.
+fn set_bound(
+    sel: &mut ClusteringSelection,
+    op: Operator,
+    v: Vec<Bytes>,
+    col: &Column,
+) -> Result<()> {
+    let (slot, end) = match op {
+        Operator::Gt | Operator::Ge => (&mut sel.lower, "start"),
+        Operator::Lt | Operator::Le => (&mut sel.upper, "end"),
+        _ => return Ok(()),
+    };
+    if slot.is_some() {
+        return Err(QueryError::Invalid(format!(
+            "More than one restriction was found for the {end} bound on {}",
+            col.name
+        )));
     }
+    *slot = Some((v, matches!(op, Operator::Ge | Operator::Le)));
+    Ok(())
 }
 
 #[cfg(test)]
 #[path = "restrictions_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "restrictions_slice_model_tests.rs"]
+mod slice_model_tests;
