@@ -226,3 +226,46 @@ fn multi_column_slices_on_mixed_clustering_orders() {
     let q = "SELECT a, b FROM mx WHERE p = 0 AND (a, b) >= (0, 2) AND (a) < (2)";
     assert_eq!(ab(&mut db, q), ["02", "12", "11", "10"]);
 }
+
+/// GROUP BY the partition key and a clustering prefix: one row per group
+/// (aggregates over it, other columns from its first row), a static-only
+/// partition as a group of its own, LIMIT and pages counting groups; pages
+/// end after a group and join up to the unpaged answer.
+#[test]
+fn group_by_partition_and_clustering_prefix() {
+    let mut db = Db::new();
+    db.ok("CREATE TABLE g (p int, c1 int, c2 int, v int, s int static, PRIMARY KEY (p, c1, c2))");
+    for (p, c1, c2) in [
+        (1, 1, 1),
+        (1, 1, 2),
+        (1, 2, 1),
+        (1, 3, 1),
+        (1, 3, 2),
+        (2, 1, 1),
+    ] {
+        let v = p * 100 + c1 * 10 + c2;
+        db.ok(&format!(
+            "INSERT INTO g (p, c1, c2, v) VALUES ({p}, {c1}, {c2}, {v})"
+        ));
+    }
+    db.ok("INSERT INTO g (p, s) VALUES (3, 7)");
+    let q = "SELECT p, c1, c2, count(*), max(v) FROM g WHERE p = 1 GROUP BY p, c1";
+    let want = [
+        ["1", "1", "1", "2", "112"],
+        ["1", "2", "1", "1", "121"],
+        ["1", "3", "1", "2", "132"],
+    ];
+    assert_eq!(db.rows(q), want);
+    for size in 1..4 {
+        let (rows, _) = pages(&mut db, q, size);
+        assert_eq!(rows, want, "page size {size}");
+    }
+    let q = "SELECT p, count(*), s FROM g WHERE p IN (1, 3) GROUP BY p";
+    assert_eq!(db.rows(q), [["1", "5", "null"], ["3", "1", "7"]]);
+    let q = "SELECT p, c1 FROM g GROUP BY p, c1 LIMIT 2";
+    assert_eq!(pages(&mut db, q, 1).0, [["1", "1"], ["1", "2"]]);
+    assert!(matches!(
+        db.err("SELECT p, count(*) FROM g GROUP BY c1"),
+        varve_query::QueryError::Invalid(m) if m.starts_with("Group by currently only support")
+    ));
+}

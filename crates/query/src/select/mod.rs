@@ -3,6 +3,7 @@
 
 mod aggregation;
 mod compiled;
+mod grouping;
 mod prefetch;
 pub mod selectors;
 
@@ -130,11 +131,6 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
             "SELECT JSON is not supported by Varve yet".into(),
         ));
     }
-    if !s.group_by.is_empty() {
-        return Err(QueryError::Invalid(
-            "GROUP BY is not supported by Varve yet".into(),
-        ));
-    }
     if s.distinct {
         check_distinct(&table, s)?;
     }
@@ -147,6 +143,7 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
     if s.distinct && !sel.clustering.is_unrestricted() {
         return Err(QueryError::Invalid("SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.".into()));
     }
+    let group = grouping::plan(&table, &sel, &s.group_by)?;
     let compiled = compiled::compiled(&table, &s.selection)?;
     let projection = &compiled.projection;
     let limit = positive(ctx, &s.limit, "LIMIT")?;
@@ -174,7 +171,7 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
     let slices = sel.clustering.slices(&cmp);
 
     let page_size = ctx.opts.page_size.filter(|n| *n > 0).map(|n| n as usize);
-    let page_size = if projection.aggregate {
+    let page_size = if projection.aggregate && group.is_none() {
         None
     } else {
         page_size
@@ -185,7 +182,7 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
     };
     let multi_key_order = !s.order_by.is_empty()
         && matches!(&sel.partitions, PartitionSelection::Keys(k) if k.len() > 1);
-    if multi_key_order && page_size.is_some() && !projection.aggregate {
+    if multi_key_order && page_size.is_some() && (!projection.aggregate || group.is_some()) {
         return Err(QueryError::Invalid("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query".into()));
     }
 
@@ -199,6 +196,7 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
         rows: Vec::new(),
         sort_keys: Vec::new(),
         agg: Aggregation::new(projection),
+        group,
         // With ORDER BY over several partitions, LIMIT applies after the merge.
         remaining: if multi_key_order {
             None
@@ -341,7 +339,7 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
     } else {
         run.last.take().map(|l| l.encode())
     };
-    let rows = if projection.aggregate {
+    let rows = if projection.aggregate && run.group.is_none() {
         vec![run.agg.row(projection)?]
     } else {
         run.rows
@@ -404,6 +402,8 @@ struct Run<'a> {
     sort_keys: Vec<Vec<Bytes>>,
     /// With aggregates: the running state of the SELECT clause.
     agg: Aggregation,
+    /// With GROUP BY: the group open.
+    group: Option<grouping::Grouping>,
     remaining: Option<usize>,
     page_size: Option<usize>,
     per_partition: Option<usize>,
@@ -426,6 +426,29 @@ impl Run<'_> {
     /// `prefetched`: its first read, made ahead (a range scan's).
     #[allow(clippy::too_many_arguments)]
     async fn partition(
+        &mut self,
+        data: &dyn DataPath,
+        key: &PartitionKey,
+        slices: &[Slice],
+        after: Option<&Vec<Bytes>>,
+        reversed: bool,
+        quota: Option<i32>,
+        key_index: u32,
+        prefetched: Option<prefetch::Prefetched>,
+    ) -> Result<bool> {
+        let more = self
+            .partition_rows(
+                data, key, slices, after, reversed, quota, key_index, prefetched,
+            )
+            .await?;
+        // A group never spans partitions.
+        self.close_group()?;
+        Ok(more)
+    }
+
+    /// [`Run::partition`] without closing its last group.
+    #[allow(clippy::too_many_arguments)]
+    async fn partition_rows(
         &mut self,
         data: &dyn DataPath,
         key: &PartitionKey,
@@ -487,6 +510,9 @@ impl Run<'_> {
                     row: None,
                     static_row: live.static_row.as_ref(),
                 };
+                if self.group.is_some() {
+                    return self.static_group(&view, key, key_index);
+                }
                 if self.emit(&view, key, None)? {
                     self.mark(key, key_index, None, None);
                 }
@@ -501,19 +527,34 @@ impl Run<'_> {
                 Box::new(live.rows.iter())
             };
             for (ck, row) in rows {
-                if quota == Some(0) {
-                    return Ok(true);
-                }
-                if self.full() {
-                    return Ok(false);
-                }
                 let view = RowView {
                     pk: &pk,
                     clustering: Some(&ck.values),
                     row: Some(row),
                     static_row: live.static_row.as_ref(),
                 };
-                if self.emit(&view, key, Some(&ck.values))? {
+                if self.group.is_some() && !self.filters.iter().all(|f| passes(f, &view)) {
+                    after = Some(ck.values.clone());
+                    continue;
+                }
+                let starts_group = self.starts_group(&ck.values);
+                if starts_group {
+                    self.close_group()?;
+                }
+                if starts_group && quota == Some(0) {
+                    return Ok(true);
+                }
+                if starts_group && self.full() {
+                    return Ok(false);
+                }
+                if self.group.is_some() {
+                    if starts_group {
+                        self.open_group(&ck.values);
+                        quota = quota.map(|q| q - 1);
+                    }
+                    self.agg.add(self.projection, &view, key.token, self.now)?;
+                    self.mark(key, key_index, Some(ck.values.clone()), quota);
+                } else if self.emit(&view, key, Some(&ck.values))? {
                     quota = quota.map(|q| q - 1);
                     self.mark(key, key_index, Some(ck.values.clone()), quota);
                 }
@@ -531,7 +572,11 @@ impl Run<'_> {
         if self.distinct {
             return 1;
         }
-        if !self.filters.is_empty() || self.projection.aggregate || self.keep_sort_keys {
+        if !self.filters.is_empty()
+            || self.projection.aggregate
+            || self.group.is_some()
+            || self.keep_sort_keys
+        {
             return FILTERING_CHUNK_ROWS;
         }
         let page_left = self.page_size.map(|n| n.saturating_sub(self.rows.len()));
