@@ -76,16 +76,10 @@ pub fn compile(table: &Table, selection: &Selection) -> Result<Projection> {
             }
         }
     }
+    // writetime() and ttl() beside an aggregate show the first row's
+    // value, as any other selector without an aggregate does (Cassandra
+    // 5.0.4, tests/differential 12_writetime_with_aggregates).
     let aggregate = selectors.iter().any(contains_aggregate);
-    if aggregate
-        && selectors
-            .iter()
-            .any(|s| matches!(s, Sel::WriteTime(_) | Sel::Ttl(_)))
-    {
-        return Err(QueryError::Invalid(
-            "Cannot mix aggregate and writetime/ttl selectors".into(),
-        ));
-    }
     Ok(Projection {
         selectors,
         specs: specs.into(),
