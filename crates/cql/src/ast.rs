@@ -330,6 +330,9 @@ pub enum AlterTableOp {
     Drop {
         if_exists: bool,
         columns: Vec<String>,
+        /// `USING TIMESTAMP t`: the drop's time (micros); cells written
+        /// after it come back if the column is added again.
+        timestamp: Option<i64>,
     },
     Rename {
         if_exists: bool,

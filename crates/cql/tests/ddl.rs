@@ -269,6 +269,15 @@ fn alter_table_golden() {
             alter(AlterTableOp::Drop {
                 if_exists: false,
                 columns: strings(&["v"]),
+                timestamp: None,
+            }),
+        ),
+        (
+            "ALTER TABLE t DROP (v, w) USING TIMESTAMP 1234",
+            alter(AlterTableOp::Drop {
+                if_exists: false,
+                columns: strings(&["v", "w"]),
+                timestamp: Some(1234),
             }),
         ),
         (
@@ -276,6 +285,7 @@ fn alter_table_golden() {
             alter(AlterTableOp::Drop {
                 if_exists: true,
                 columns: strings(&["a", "b"]),
+                timestamp: None,
             }),
         ),
         (

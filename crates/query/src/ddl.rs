@@ -404,12 +404,16 @@ async fn alter_table(p: &Processor, ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> R
             }
             Ok(())
         }
-        AlterTableOp::Drop { if_exists, columns } => {
+        AlterTableOp::Drop {
+            if_exists,
+            columns,
+            timestamp,
+        } => {
             for c in columns {
                 if t.column(c).is_none() && *if_exists {
                     continue;
                 }
-                t.drop_column(c, at)?;
+                t.drop_column(c, timestamp.unwrap_or(at))?;
             }
             Ok(())
         }

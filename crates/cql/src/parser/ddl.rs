@@ -7,7 +7,7 @@ use crate::ast::{
     AlterKeyspace, AlterTable, AlterTableOp, ColumnDef, CreateKeyspace, CreateTable, Statement,
 };
 use crate::error::Result;
-use crate::lexer::Punct;
+use crate::lexer::{Punct, Tok};
 
 /// The unsupported feature named by the object keyword after
 /// CREATE / ALTER / DROP, if it is one.
@@ -214,6 +214,21 @@ impl Parser<'_> {
         }
     }
 
+    /// The integer after `DROP ... USING TIMESTAMP` (a literal: DDL binds
+    /// nothing).
+    fn drop_timestamp(&mut self) -> Result<i64> {
+        let negative = self.eat_punct(Punct::Minus);
+        match self.peek().clone() {
+            Tok::Integer(s) => {
+                self.pos += 1;
+                let text = if negative { format!("-{s}") } else { s };
+                text.parse()
+                    .map_err(|_| self.invalid(format!("Invalid timestamp {text}")))
+            }
+            _ => Err(self.expecting("an integer timestamp")),
+        }
+    }
+
     fn alter_table(&mut self) -> Result<AlterTable> {
         let if_exists = self.if_exists()?;
         let name = self.qualified_name()?;
@@ -238,7 +253,17 @@ impl Parser<'_> {
             if parens {
                 self.expect_punct(Punct::RParen)?;
             }
-            AlterTableOp::Drop { if_exists, columns }
+            let timestamp = if self.eat_kw("using") {
+                self.expect_kw("timestamp")?;
+                Some(self.drop_timestamp()?)
+            } else {
+                None
+            };
+            AlterTableOp::Drop {
+                if_exists,
+                columns,
+                timestamp,
+            }
         } else if self.eat_kw("rename") {
             let if_exists = self.if_exists()?;
             let mut renames = Vec::new();
