@@ -32,8 +32,13 @@ CUT_RULE_PREF = 500
 
 
 def available():
-    """Whether this process may change the routing rules."""
-    return os.geteuid() == 0 and subprocess.run(["ip", "rule", "show"], capture_output=True).returncode == 0
+    """Whether this process may change the routing rules (root, and `ip`)."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        return subprocess.run(["ip", "rule", "show"], capture_output=True).returncode == 0
+    except OSError:  # no `ip` on this machine
+        return False
 
 
 def _ip_rule(*args, check=True):
