@@ -14,6 +14,7 @@ pub mod admin;
 pub mod admin_snapshots;
 pub mod api;
 pub mod auth;
+pub mod batch_size;
 mod cas;
 pub mod cluster_view;
 mod clustering_slices;

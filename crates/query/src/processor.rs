@@ -254,7 +254,7 @@ impl Processor {
             bind,
             pk_indices,
             result,
-            is_lwt: is_conditional(&parsed.statement),
+            is_lwt: request::is_conditional(&parsed.statement),
         };
         let spec_names = info.bind.iter().map(|s| s.name.clone()).collect();
         let entry = Arc::new(Prepared {
@@ -589,18 +589,4 @@ fn statement_id(keyspace: Option<&str>, text: &str) -> Bytes {
     }
     h.update(text.as_bytes());
     Bytes::copy_from_slice(&h.finalize())
-}
-
-/// Whether `statement` is a lightweight transaction: a write with an IF,
-/// or a batch holding one.
-fn is_conditional(statement: &Statement) -> bool {
-    use varve_cql::ast::Conditions;
-    let conditional = |c: &Conditions| !matches!(c, Conditions::None);
-    match statement {
-        Statement::Insert(i) => conditional(&i.conditions),
-        Statement::Update(u) => conditional(&u.conditions),
-        Statement::Delete(d) => conditional(&d.conditions),
-        Statement::Batch(b) => b.statements.iter().any(is_conditional),
-        _ => false,
-    }
 }

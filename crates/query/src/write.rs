@@ -82,6 +82,7 @@ pub async fn execute_inline_batch(
     for s in &b.statements {
         plans.push(plan(p, ctx, s, Some(ctx.timestamp_micros)).await?);
     }
+    crate::batch_size::check(&plans, &mut ctx.warnings)?;
     finish_batch(p, ctx, plans, b.kind == varve_cql::ast::BatchKind::Logged).await
 }
 
@@ -135,6 +136,7 @@ pub async fn execute_batch(
         plans.push(plan(p, &mut ctx, &e.parsed.statement, Some(timestamp)).await?);
         warnings.append(&mut ctx.warnings);
     }
+    crate::batch_size::check(&plans, &mut warnings)?;
     let mut ctx = Ctx {
         schema: schema.clone(),
         creator: None,
