@@ -347,3 +347,22 @@ fn comments_anywhere() {
         Statement::Select(select(name("t"), Selection::Wildcard))
     );
 }
+
+/// ScyllaDB's `USING TIMEOUT`, which its drivers add to metadata SELECTs
+/// once Varve offers a ScyllaDB extension: a duration is accepted and
+/// dropped; anything else after it is an error.
+#[test]
+fn scylla_using_timeout_is_accepted_and_dropped() {
+    let plain = stmt("SELECT keyspace_name FROM system_schema.scylla_keyspaces");
+    let timed =
+        stmt("SELECT keyspace_name FROM system_schema.scylla_keyspaces USING TIMEOUT 2000ms");
+    assert_eq!(timed, plain);
+    let limited = stmt("SELECT * FROM t WHERE k = 1 LIMIT 3 ALLOW FILTERING USING TIMEOUT 5s");
+    assert_eq!(
+        limited,
+        stmt("SELECT * FROM t WHERE k = 1 LIMIT 3 ALLOW FILTERING")
+    );
+    assert!(varve_cql::parse("SELECT * FROM t USING TIMEOUT 5").is_err());
+    assert!(varve_cql::parse("SELECT * FROM t USING TIMEOUT ?").is_err());
+    assert!(varve_cql::parse("SELECT * FROM t USING TTL 5").is_err());
+}

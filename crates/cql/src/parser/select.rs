@@ -103,15 +103,14 @@ impl Parser<'_> {
             return Ok(());
         }
         self.pos += 2;
-        if self.try_bind()?.is_some() {
-            return Ok(());
-        }
+        // A literal only: a bind marker would need a value no statement
+        // of Varve's has a place for.
         match self.peek().clone() {
             Tok::Duration(_) => {
                 self.pos += 1;
                 Ok(())
             }
-            _ => Err(self.expecting("a duration or bind marker after USING TIMEOUT")),
+            _ => Err(self.expecting("a duration after USING TIMEOUT")),
         }
     }
 

@@ -101,6 +101,20 @@ fn the_gossip_interval_is_limited_at_n() {
 }
 
 #[test]
+fn the_internode_send_delay_is_off_by_default_and_limited_at_n() {
+    let delay = |yaml: &str| resolve(yaml, &TopologyFlags::default(), None);
+    assert!(delay("").expect("default").send_delay.is_zero());
+    let at = |n: u64| delay(&format!("internode_send_delay_ms: {n}"));
+    let n = MAX_INTERNODE_SEND_DELAY_MS;
+    assert_eq!(at(n).expect("N").send_delay.as_millis(), u128::from(n));
+    let err = at(n + 1).expect_err("N + 1").to_string();
+    assert!(
+        err.contains("internode_send_delay_ms must be at most 1000"),
+        "{err}"
+    );
+}
+
+#[test]
 fn cassandra_yaml_seed_provider_and_snitch_are_read() {
     let yaml = r#"
 seed_provider:
