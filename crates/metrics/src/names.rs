@@ -36,6 +36,8 @@ pub const CAS_UNKNOWN_RESULTS: &str = "cas_unknown_results";
 pub const CAS_BACKOFF: &str = "cas_backoff";
 pub const PAXOS_PHASE_LATENCY: &str = "paxos_phase_latency";
 pub const PAXOS_ROUND_STATEMENTS: &str = "paxos_round_statements";
+pub const CAS_FORWARDED: &str = "cas_forwarded";
+pub const CAS_FORWARDS_SERVED: &str = "cas_forwards_served";
 pub const LABEL_PHASE: &str = "phase";
 pub const PHASE_PREPARE: &str = "prepare";
 pub const PHASE_PROPOSE: &str = "propose";
@@ -171,6 +173,12 @@ pub const CATALOG: &[MetricDef] = &[
         ""),
     def(PAXOS_ROUND_STATEMENTS, Kind::Histogram, &[],
         "Conditional statements one Paxos round decided (a partition's queue on its coordinator).",
+        ""),
+    def(CAS_FORWARDED, Kind::Counter, &[],
+        "Conditional statements of a contended partition this node handed to the partition's home replica.",
+        ""),
+    def(CAS_FORWARDS_SERVED, Kind::Counter, &[],
+        "Conditional statements other coordinators handed to this node as their partition's home replica.",
         ""),
     def(PAXOS_PHASE_LATENCY, Kind::Latency, &[LABEL_PHASE],
         "Paxos rounds' phases as the coordinator waited for them (prepare with its read, propose, commit).",

@@ -267,14 +267,14 @@ type Shown = Vec<(Vec<Column>, Option<Vec<Bytes>>)>;
 
 /// A statement's conditions and planned update, decided by the data path
 /// against the partition as its transaction found it.
-struct StatementDecider {
-    table: Arc<Table>,
-    checks: Vec<CasCheck>,
+pub(crate) struct StatementDecider {
+    pub(crate) table: Arc<Table>,
+    pub(crate) checks: Vec<CasCheck>,
     /// Every update of the statement (or batch), merged.
-    update: Partition,
+    pub(crate) update: Partition,
     /// The timestamp the update was planned with.
-    planned_micros: i64,
-    is_batch: bool,
+    pub(crate) planned_micros: i64,
+    pub(crate) is_batch: bool,
 }
 
 impl StatementDecider {
@@ -345,6 +345,10 @@ impl CasDecider for StatementDecider {
             update
         });
         Ok(CasDecision { applied, update })
+    }
+
+    fn portable(&self) -> Option<Bytes> {
+        Some(crate::cas_portable::encode(self))
     }
 }
 

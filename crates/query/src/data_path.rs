@@ -124,6 +124,14 @@ pub trait CasDecider: Send + Sync {
     /// absent partition is empty) and, if they do, the update to apply,
     /// every timestamp set to `timestamp`.
     fn decide(&self, current: &Partition, timestamp: i64) -> DataResult<CasDecision>;
+
+    /// This decider in bytes another node's query layer rebuilds
+    /// ([`crate::cas_portable::rebuild`]), so a cluster can hand the
+    /// statement to the partition's home replica; `None` if it cannot
+    /// travel (it then runs where it is).
+    fn portable(&self) -> Option<bytes::Bytes> {
+        None
+    }
 }
 
 /// What a [`CasDecider`] decided.

@@ -16,6 +16,7 @@ pub mod api;
 pub mod auth;
 pub mod batch_size;
 mod cas;
+pub mod cas_portable;
 pub mod cluster_view;
 mod clustering_slices;
 mod collections;

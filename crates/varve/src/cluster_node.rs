@@ -178,6 +178,7 @@ impl ClusterNode {
         coordinator.set_paxos(Arc::clone(&paxos));
         coordinator.set_batchlog(batchlog);
         coordinator.set_replication_lookup(ClusterPath::lookup(processor));
+        coordinator.serve_forwarded(ClusterPath::rebuild(processor));
         let batch_replay = coordinator.replay_batches_forever();
         let dispatcher = HintDispatcher::new(
             Arc::clone(&hints),

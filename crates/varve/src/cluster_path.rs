@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use varve_cluster::coordinator::{
-    BatchWrite, Cas, Coordinator, DecideFn, KeyScan, Read, Replication, ReplicationLookup,
-    Speculation, Write,
+    BatchWrite, Cas, Coordinator, DecideFn, KeyScan, Read, RebuildFn, Replication,
+    ReplicationLookup, Speculation, Write,
 };
 use varve_query::data_path::{
-    CasCommand, CasOutcome, DataFuture, DataPath, DataResult, KeyScan as QueryKeyScan,
+    CasCommand, CasDecider, CasOutcome, DataFuture, DataPath, DataResult, KeyScan as QueryKeyScan,
     PartitionRead, ReadCommand, TableId, WriteCommand, WriteKind,
 };
 use varve_query::local::LocalNode;
@@ -85,6 +85,21 @@ impl ClusterPath {
                 .tables
                 .get(&table)
                 .map(|r| (*r.replication).clone())
+        })
+    }
+
+    /// How conditional statements other coordinators forward here are
+    /// rebuilt (docs/design/paxos.md, section 7.1): by query, against
+    /// `processor`'s schema.
+    pub fn rebuild(processor: &Arc<Processor>) -> RebuildFn {
+        let processor = Arc::downgrade(processor);
+        Arc::new(move |table, bytes| {
+            let schema = processor
+                .upgrade()
+                .ok_or_else(|| "the node is stopping".to_string())?
+                .schema();
+            let decider = varve_query::cas_portable::rebuild(&schema, table, bytes)?;
+            Ok(decide_fn(decider))
         })
     }
 
@@ -297,12 +312,8 @@ impl DataPath for ClusterPath {
             return self.local.cas(c);
         }
         DataFuture::Boxed(Box::pin(async move {
-            let decider = Arc::clone(&c.decider);
-            let decide: DecideFn = Arc::new(move |current: &Partition, timestamp: i64| {
-                decider
-                    .decide(current, timestamp)
-                    .map(|d| (d.applied, d.update))
-            });
+            let portable = c.decider.portable();
+            let decide = decide_fn(Arc::clone(&c.decider));
             let found = coordinator
                 .cas(Cas {
                     table: c.table,
@@ -315,6 +326,7 @@ impl DataPath for ClusterPath {
                     reversed: false,
                     row_limit: usize::MAX,
                     decide: Some(decide),
+                    portable,
                 })
                 .await?;
             Ok(CasOutcome {
@@ -384,6 +396,7 @@ fn serial_read<'a>(
                 reversed: r.reversed,
                 row_limit: r.row_limit,
                 decide: None,
+                portable: None,
             })
             .await?;
         let empty = found.current.is_empty();
@@ -394,4 +407,13 @@ fn serial_read<'a>(
             sstables: 0,
         })
     }))
+}
+
+/// A query decider as the coordinator calls it.
+fn decide_fn(decider: Arc<dyn CasDecider>) -> DecideFn {
+    Arc::new(move |current: &Partition, timestamp: i64| {
+        decider
+            .decide(current, timestamp)
+            .map(|d| (d.applied, d.update))
+    })
 }

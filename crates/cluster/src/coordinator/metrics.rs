@@ -3,8 +3,8 @@
 //! of the key (token-aware drivers keep `not_replica` at zero),
 //! speculative retries, digest mismatches, blocking read repairs and
 //! short read protection's extra reads; and
-//! Paxos' unfinished rounds finished, unknown results, backoffs and the
-//! time of each phase.
+//! Paxos' unfinished rounds finished, unknown results, backoffs, the
+//! time of each phase and statements forwarded to a partition's home.
 //! Unavailables and timeouts are counted per operation by the query layer,
 //! which sees every error the coordinator returns.
 
@@ -32,6 +32,10 @@ pub struct CoordinatorMetrics {
     pub paxos_phases: [Arc<LatencyHistogram>; 3],
     /// Statements per round that decided any.
     pub paxos_round_statements: Arc<LatencyHistogram>,
+    /// Conditional statements handed to their partition's home replica,
+    /// and those this node ran as the home of others'.
+    pub cas_forwarded: Arc<Counter>,
+    pub cas_forwards_served: Arc<Counter>,
 }
 
 impl CoordinatorMetrics {
@@ -66,6 +70,8 @@ impl CoordinatorMetrics {
             ]
             .map(|p| registry.latency(names::PAXOS_PHASE_LATENCY, &[(names::LABEL_PHASE, p)])),
             paxos_round_statements: registry.histogram(names::PAXOS_ROUND_STATEMENTS, &[]),
+            cas_forwarded: registry.counter(names::CAS_FORWARDED, &[]),
+            cas_forwards_served: registry.counter(names::CAS_FORWARDS_SERVED, &[]),
         }
     }
 

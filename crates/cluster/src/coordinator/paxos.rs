@@ -42,6 +42,8 @@ pub struct PaxosParts {
     round_micros: AtomicU64,
     /// Conditional statements waiting for their partition's next round.
     pub(super) queues: super::paxos_queue::CasQueues,
+    /// Partitions whose rounds lately lost to other coordinators'.
+    pub(super) contended: super::paxos_forward::Contended,
 }
 
 /// Decides a conditional statement on the state a round found, given the
@@ -67,6 +69,10 @@ pub struct Cas<'a> {
     pub row_limit: usize,
     /// `None`: a SERIAL read.
     pub decide: Option<DecideFn>,
+    /// The decision in a form the partition's home replica rebuilds
+    /// (query's bytes): a statement with one may be forwarded there when
+    /// the partition is contended (docs/design/paxos.md, section 7.1).
+    pub portable: Option<Bytes>,
 }
 
 /// What the transaction found and whether it applied.
@@ -80,6 +86,8 @@ pub struct CasResult {
     pub complete: bool,
     /// Rounds lost to other coordinators.
     pub contention: u64,
+    /// Whether the partition's home replica ran it (section 7.1).
+    pub forwarded: bool,
 }
 
 /// How a round ended.
@@ -180,20 +188,27 @@ impl Coordinator {
             clock: BallotClock::new(self.local_host),
             round_micros: AtomicU64::new(0),
             queues: super::paxos_queue::CasQueues::default(),
+            contended: super::paxos_forward::Contended::default(),
         });
     }
 
     /// Runs a conditional statement (or a serial read) as one linearizable
     /// step on its partition. Conditional statements of one partition that
     /// reach this coordinator while a round of it runs wait, and the next
-    /// round decides them all (docs/design/paxos.md, section 7).
+    /// round decides them all (docs/design/paxos.md, section 7); those of
+    /// a partition contended here go to its home replica (section 7.1).
     pub async fn cas(&self, c: Cas<'_>) -> Result<CasResult, DataError> {
         let parts = self
             .paxos
             .get()
             .ok_or_else(|| DataError::Server("Paxos is not set up on this node".into()))?;
         match c.decide.clone() {
-            Some(own) => self.cas_in_queue(parts, &c, own).await,
+            Some(own) => {
+                if let Some(answer) = self.forwarded(parts, &c).await {
+                    return answer;
+                }
+                self.cas_in_queue(parts, &c, own).await
+            }
             None => {
                 let batch = self.rounds(parts, &c, &[]).await?;
                 Ok(CasResult {
@@ -201,6 +216,7 @@ impl Coordinator {
                     applied: false,
                     complete: batch.complete,
                     contention: batch.contention,
+                    forwarded: false,
                 })
             }
         }
@@ -289,6 +305,7 @@ impl Coordinator {
         if let Some(latest) = &latest {
             parts.clock.observe(&latest.ballot);
             if latest.ballot.micros() >= ballot.micros() {
+                self.saw_rival(parts, c, &latest.ballot);
                 // Our cells would not be newer than the latest commit's:
                 // again, with a ballot past it.
                 return Ok(RoundEnd::Again);
@@ -303,6 +320,7 @@ impl Coordinator {
         if let Some(unfinished) = unfinished {
             // Another coordinator's round stopped half-way: finish it under
             // this ballot, then start again.
+            self.saw_rival(parts, c, &unfinished.ballot);
             let proposal = Proposal {
                 ballot,
                 update: unfinished.update,
@@ -387,6 +405,19 @@ impl Coordinator {
         })
     }
 
+    /// A ballot of another round on `c`'s partition got in this one's way:
+    /// the next ballot is newer than it, and if another coordinator made
+    /// it, the partition is contended (its statements go to its home for a
+    /// while, docs/design/paxos.md section 7.1). A serial read of this
+    /// coordinator's own does not count: forwarding would not help it.
+    fn saw_rival(&self, parts: &PaxosParts, c: &Cas<'_>, ballot: &Ballot) {
+        parts.clock.observe(ballot);
+        if !parts.clock.made(ballot) {
+            let key = (c.table, c.key.key.clone());
+            parts.contended.mark(&key, self.clock.now());
+        }
+    }
+
     /// Sends the prepare to every UP participant and waits for a quorum of
     /// promises. `None` when a newer ballot was promised (contention).
     #[allow(clippy::too_many_arguments)]
@@ -460,7 +491,7 @@ impl Coordinator {
                     answer: PrepareAnswer::Reject { promised },
                     ..
                 }) => {
-                    parts.clock.observe(&promised);
+                    self.saw_rival(parts, c, &promised);
                     rejected += 1;
                 }
                 Err(e) => {
@@ -537,7 +568,7 @@ impl Coordinator {
                 None => return ProposeEnd::TimedOut { maybe_accepted },
                 Some((_, Ok(Ok(())))) => accepted += 1,
                 Some((_, Ok(Err(promised)))) => {
-                    parts.clock.observe(&promised);
+                    self.saw_rival(parts, c, &promised);
                     refused += 1;
                 }
                 Some((_, Err(_))) => failed += 1,

@@ -211,6 +211,7 @@ fn answer(
         applied: d.applied?,
         complete,
         contention,
+        forwarded: false,
     })
 }
 

@@ -49,6 +49,10 @@ impl Verb {
     pub const PAXOS_PROPOSE_RSP: Verb = Verb(0x0053);
     pub const PAXOS_COMMIT: Verb = Verb(0x0054);
     pub const PAXOS_COMMIT_RSP: Verb = Verb(0x0055);
+    /// A conditional statement handed to its partition's home replica
+    /// (docs/design/paxos.md, section 7.1).
+    pub const PAXOS_FORWARD: Verb = Verb(0x0056);
+    pub const PAXOS_FORWARD_RSP: Verb = Verb(0x0057);
     /// First and last codes kept for Paxos (they travel on the urgent lane).
     pub const PAXOS_FIRST: Verb = Verb(0x0050);
     pub const PAXOS_LAST: Verb = Verb(0x005F);
@@ -85,7 +89,7 @@ impl Verb {
     pub const REPAIR_FINALIZE_RSP: Verb = Verb(0x0073);
 
     /// Every defined verb with its name, in code order.
-    pub const KNOWN: [(Verb, &'static str); 49] = [
+    pub const KNOWN: [(Verb, &'static str); 51] = [
         (Verb::HELLO, "HELLO"),
         (Verb::HELLO_ACK, "HELLO_ACK"),
         (Verb::HELLO_REJECT, "HELLO_REJECT"),
@@ -119,6 +123,8 @@ impl Verb {
         (Verb::PAXOS_PROPOSE_RSP, "PAXOS_PROPOSE_RSP"),
         (Verb::PAXOS_COMMIT, "PAXOS_COMMIT"),
         (Verb::PAXOS_COMMIT_RSP, "PAXOS_COMMIT_RSP"),
+        (Verb::PAXOS_FORWARD, "PAXOS_FORWARD"),
+        (Verb::PAXOS_FORWARD_RSP, "PAXOS_FORWARD_RSP"),
         (Verb::STREAM_PULL, "STREAM_PULL"),
         (Verb::STREAM_PULL_RSP, "STREAM_PULL_RSP"),
         (Verb::STREAM_PUSH, "STREAM_PUSH"),

@@ -85,6 +85,14 @@ impl BallotClock {
         Ballot::new(now_micros.max(previous + 1), self.low)
     }
 
+    /// Whether this clock made `ballot` (its clock sequence and node bytes
+    /// are this coordinator's).
+    pub fn made(&self, ballot: &Ballot) -> bool {
+        let mut low = [0u8; 8];
+        low.copy_from_slice(&ballot.0[8..16]);
+        u64::from_be_bytes(low) == self.low
+    }
+
     /// A ballot seen elsewhere (a promise that rejected us, a commit): the
     /// next ballot is newer than it.
     pub fn observe(&self, ballot: &Ballot) {
@@ -107,6 +115,17 @@ mod tests {
         assert_eq!(c.micros(), 1_700_000_000_000_002);
         // A version 1 UUID.
         assert_eq!(a.0[6] >> 4, 1);
+    }
+
+    #[test]
+    fn a_clock_knows_its_own_ballots_from_another_coordinators() {
+        let ours = BallotClock::new(HostId([7; 16]));
+        let theirs = BallotClock::new(HostId([9; 16]));
+        let b = ours.next(1_700_000_000_000_000);
+        assert!(ours.made(&b));
+        assert!(ours.made(&ours.next(1)));
+        assert!(!theirs.made(&b));
+        assert!(!ours.made(&theirs.next(1_700_000_000_000_000)));
     }
 
     #[test]

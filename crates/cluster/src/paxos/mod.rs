@@ -2,11 +2,13 @@
 //! Cassandra's v2 (docs/design/paxos.md). [`ballot`] makes the ballots,
 //! [`state`] holds an acceptor's rules, [`store`] keeps its state durably in
 //! `system.paxos`, [`replica`] answers the three verbs, [`codec`] is their
-//! payloads, and the coordinator's rounds live in
+//! payloads, [`forward`] those of a statement handed to its partition's
+//! home replica, and the coordinator's rounds live in
 //! `crate::coordinator::paxos`.
 
 pub mod ballot;
 pub mod codec;
+pub mod forward;
 pub mod replica;
 pub mod state;
 pub mod store;

@@ -271,6 +271,12 @@ impl NodeData {
         self.shared.starts.set(self.shared.starts.get() + 1);
         if let Some(paxos) = &self.paxos {
             coordinator.set_paxos(paxos.clone());
+            // A contended register's compare-and-sets go to its home.
+            let replication = self.shared.replication.clone();
+            coordinator.set_replication_lookup(Box::new(move |table| {
+                (table == TABLE).then(|| replication.clone())
+            }));
+            coordinator.serve_forwarded(super::lwt::rebuild());
         }
         let client = match (&self.shared.movement, self.shared.lwt) {
             (Some(m), _) => {

@@ -119,8 +119,17 @@ impl fmt::Display for Entry {
             Event::Lwt(LwtEvent::Invoke { client, key, op }) => {
                 write!(f, "lwt client {client} calls {op:?} on k{key}")
             }
-            Event::Lwt(LwtEvent::Done { client, outcome }) => {
-                write!(f, "lwt client {client} gets {outcome:?}")
+            Event::Lwt(LwtEvent::Done {
+                client,
+                outcome,
+                forwarded,
+            }) => {
+                let home = if *forwarded {
+                    " from the key's home"
+                } else {
+                    ""
+                };
+                write!(f, "lwt client {client} gets {outcome:?}{home}")
             }
             Event::Final { node, live } => {
                 write!(f, "{node} ends with live set [")?;

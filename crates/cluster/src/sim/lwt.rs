@@ -27,7 +27,7 @@ use varve_types::CqlType;
 
 use super::data::{NodeData, TABLE};
 use super::history::Event;
-use crate::coordinator::{Cas, Coordinator};
+use crate::coordinator::{Cas, Coordinator, DecideFn, RebuildFn};
 use crate::env::{Clock, SeededRng};
 use crate::paxos::{PaxosReplica, PaxosStore};
 
@@ -71,8 +71,17 @@ pub enum LwtOutcome {
 /// A history line of the LWT workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LwtEvent {
-    Invoke { client: u64, key: usize, op: LwtOp },
-    Done { client: u64, outcome: LwtOutcome },
+    Invoke {
+        client: u64,
+        key: usize,
+        op: LwtOp,
+    },
+    Done {
+        client: u64,
+        outcome: LwtOutcome,
+        /// Whether the key's home replica ran it for this node.
+        forwarded: bool,
+    },
 }
 
 fn paxos_descriptor() -> TableDescriptor {
@@ -120,6 +129,49 @@ fn setting(value: i64, ts: i64) -> Partition {
     );
     p.rows.insert(super::data::row_key(), row);
     p
+}
+
+/// The decision of `IF value = expected` then `new`.
+fn decider(expected: Option<i64>, new: i64) -> DecideFn {
+    Arc::new(
+        move |current: &Partition, ts: i64| -> Result<(bool, Option<Partition>), DataError> {
+            match value_in(current) == expected {
+                true => Ok((true, Some(setting(new, ts)))),
+                false => Ok((false, None)),
+            }
+        },
+    )
+}
+
+/// A compare-and-set as the bytes a forward carries: `expected` (a flag
+/// byte, then 8 bytes when present) and `new`.
+fn portable(expected: Option<i64>, new: i64) -> Bytes {
+    let mut out = Vec::with_capacity(17);
+    match expected {
+        None => out.push(0),
+        Some(e) => {
+            out.push(1);
+            out.extend_from_slice(&e.to_be_bytes());
+        }
+    }
+    out.extend_from_slice(&new.to_be_bytes());
+    Bytes::from(out)
+}
+
+/// How a node rebuilds the compare-and-sets other nodes forward to it.
+pub fn rebuild() -> RebuildFn {
+    Arc::new(|table, bytes: &Bytes| {
+        let int = |b: &[u8]| b.try_into().map(i64::from_be_bytes).ok();
+        let (expected, rest) = match bytes.first() {
+            Some(0) => (None, &bytes[1..]),
+            Some(1) if bytes.len() == 17 => (int(&bytes[1..9]), &bytes[9..]),
+            _ => return Err(format!("a compare-and-set of {} bytes", bytes.len())),
+        };
+        match (table == TABLE, int(rest)) {
+            (true, Some(new)) => Ok(decider(expected, new)),
+            _ => Err("not the register table".into()),
+        }
+    })
 }
 
 /// Runs this node's client loops (`Shared::lwt_clients`) until the
@@ -227,16 +279,6 @@ pub(super) async fn run(
         false => (Consistency::LocalSerial, Consistency::LocalQuorum),
     };
     let slices = [Slice::all(&super::data::comparator())];
-    let decide: crate::coordinator::DecideFn = Arc::new(
-        move |current: &Partition, ts: i64| -> Result<(bool, Option<Partition>), DataError> {
-            match op {
-                LwtOp::Cas { expected, new } if value_in(current) == expected => {
-                    Ok((true, Some(setting(new, ts))))
-                }
-                _ => Ok((false, None)),
-            }
-        },
-    );
     let found = coordinator
         .cas(Cas {
             table: TABLE,
@@ -250,10 +292,15 @@ pub(super) async fn run(
             row_limit: usize::MAX,
             decide: match op {
                 LwtOp::Read => None,
-                LwtOp::Cas { .. } => Some(decide),
+                LwtOp::Cas { expected, new } => Some(decider(expected, new)),
+            },
+            portable: match op {
+                LwtOp::Read => None,
+                LwtOp::Cas { expected, new } => Some(portable(expected, new)),
             },
         })
         .await;
+    let forwarded = found.as_ref().is_ok_and(|r| r.forwarded);
     let outcome = match (op, found) {
         (LwtOp::Read, Ok(r)) => LwtOutcome::Read(value_in(&r.current)),
         (LwtOp::Cas { .. }, Ok(r)) => LwtOutcome::Cas(r.applied),
@@ -263,6 +310,7 @@ pub(super) async fn run(
     recorder.record_now(Event::Lwt(LwtEvent::Done {
         client,
         outcome: outcome.clone(),
+        forwarded,
     }));
     outcome
 }
@@ -302,7 +350,9 @@ pub fn recorded(history: &super::history::History) -> Vec<Recorded> {
                     done.push(previous);
                 }
             }
-            LwtEvent::Done { client, outcome } => {
+            LwtEvent::Done {
+                client, outcome, ..
+            } => {
                 if let Some(mut op) = open.remove(client) {
                     if !matches!(outcome, LwtOutcome::Unknown(_)) {
                         op.ret = Some(e.at);

@@ -31,6 +31,8 @@ pub struct LwtCoverage {
     pub unknown: u64,
     /// Operations on the LOCAL_SERIAL registers (two-data-centre runs).
     pub local_serial: u64,
+    /// Compare-and-sets the register's home ran for their coordinator.
+    pub forwarded: u64,
 }
 
 fn coverage(run: &Run) -> LwtCoverage {
@@ -39,7 +41,11 @@ fn coverage(run: &Run) -> LwtCoverage {
         if let Event::Lwt(LwtEvent::Invoke { key, .. }) = &e.event {
             c.local_serial += u64::from(*key >= LWT_KEYS);
         }
-        if let Event::Lwt(LwtEvent::Done { outcome, .. }) = &e.event {
+        if let Event::Lwt(LwtEvent::Done {
+            outcome, forwarded, ..
+        }) = &e.event
+        {
+            c.forwarded += u64::from(*forwarded);
             match outcome {
                 LwtOutcome::Cas(true) => c.applied += 1,
                 LwtOutcome::Cas(false) => c.not_applied += 1,
@@ -79,6 +85,7 @@ fn check_seeds(seeds: impl Iterator<Item = u64>) -> LwtCoverage {
                 total.reads += c.reads;
                 total.unknown += c.unknown;
                 total.local_serial += c.local_serial;
+                total.forwarded += c.forwarded;
             }
             (_, Err(report)) => panic!("seed {seed} failed:\n{report}"),
         }
@@ -92,6 +99,11 @@ fn check_ci_seeds(seeds: std::ops::Range<u64>) {
     assert!(
         c.applied > 0 && c.not_applied > 0 && c.reads > 0 && c.unknown > 0,
         "the LWT seeds {seeds:?} judged nothing: {c:?}"
+    );
+    // Contended registers' compare-and-sets went to their home replica.
+    assert!(
+        c.forwarded > 0,
+        "the LWT seeds {seeds:?} forwarded nothing to a home replica: {c:?}"
     );
     // Seeds 0 and 3 run over two data centres, one in each half.
     assert!(
