@@ -645,9 +645,27 @@ impl Engine {
     /// is allowed.
     pub fn apply_synced(&self, id: TableId, key: &PartitionKey, update: Partition) -> Result<()> {
         self.apply(id, key, update)?;
+        self.sync()
+    }
+
+    /// Waits until everything applied so far is on disk, whatever the
+    /// commitlog's sync mode. Blocks: call it where waiting is allowed.
+    pub fn sync(&self) -> Result<()> {
         match &self.commitlog {
             Some(cl) if !self.writes_wait_for_sync() => cl.sync(),
             _ => Ok(()),
+        }
+    }
+
+    /// Asks for everything applied so far to be made durable, whatever the
+    /// commitlog's sync mode; `None` when it already is (no commitlog, or
+    /// writes that wait for their fsync). The future is awaited without
+    /// holding a thread ([`Engine::apply_synced`] split in two: apply
+    /// under a lock, release it, then await this).
+    pub fn sync_later(&self) -> Result<Option<crate::commitlog::SyncWait>> {
+        match &self.commitlog {
+            Some(cl) if !self.writes_wait_for_sync() => cl.sync_later().map(Some),
+            _ => Ok(None),
         }
     }
 

@@ -1,15 +1,26 @@
 //! What a replica does with PAXOS_PREPARE, PAXOS_PROPOSE and PAXOS_COMMIT
 //! (docs/design/paxos.md, sections 4 and 5): under the partition's lock, it
-//! loads the state, applies the message's rule ([`super::state`]), saves
-//! the state durably and only then answers. A prepare that promises also
-//! reads the partition's data under the slices, after the latest commit
-//! was applied; a commit writes the update to the data first. Each runs on
-//! tokio's blocking pool (it waits for an fsync). A coordinator reaches its
-//! own replica through the same functions, without the network.
+//! loads the state, applies the message's rule ([`super::state`]) and
+//! writes the state; then, the lock released, it awaits an fsync that
+//! covers the write, and only then answers. A prepare that promises also
+//! reads the partition's data under the slices (under the lock, so after
+//! the latest commit was applied); a commit writes the update to the data
+//! first. The step under the lock runs on the calling task when storage
+//! can serve it from memory, else on tokio's blocking pool; the fsync is
+//! awaited, not waited for, so no thread is held while the commitlog
+//! syncs (concurrent steps share one fsync). A coordinator reaches its own
+//! replica through the same functions, without the network.
+//!
+//! Why the lock need not cover the fsync: the commitlog is one sequence,
+//! and a sync makes everything appended before it durable. A step that
+//! read another's state not yet durable either only rejects (which binds
+//! nothing) or writes state of its own after it, and answers only once a
+//! sync covers its own write, and so the other's too.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use varve_storage::io_mode::NonBlocking;
 use varve_storage::{Error as StorageError, ReadCost};
 
 use super::ballot::Ballot;
@@ -95,26 +106,70 @@ impl PaxosReplica {
 
     /// Promises (durably) and reads, or rejects.
     pub async fn prepare(self: Arc<Self>, p: Prepare) -> Result<PrepareResponse, Failure> {
-        if self.inline {
-            return self.prepare_now(&p).map_err(|e| failure(&e));
+        let (response, wrote) = self.step(move |me| me.prepare_now(&p)).await?;
+        if wrote {
+            self.durable().await?;
         }
-        blocking(move || self.prepare_now(&p)).await
+        Ok(response)
     }
 
     /// Accepts (durably), or names the newer promise.
     pub async fn propose(self: Arc<Self>, c: Carry) -> Result<Result<(), Ballot>, Failure> {
-        if self.inline {
-            return self.propose_now(c).map_err(|e| failure(&e));
+        let answer = self.step(move |me| me.propose_now(&c)).await?;
+        if answer.is_ok() {
+            self.durable().await?;
         }
-        blocking(move || self.propose_now(c)).await
+        Ok(answer)
     }
 
     /// Applies a decided update and records it (durably).
     pub async fn commit(self: Arc<Self>, c: Carry) -> Result<(), Failure> {
-        if self.inline {
-            return self.commit_now(c).map_err(|e| failure(&e));
+        self.step(move |me| me.commit_now(&c)).await?;
+        self.durable().await
+    }
+
+    /// Runs a step under the partition's lock: on this task when storage
+    /// serves it from memory (or always, `inline`), else again on the
+    /// blocking pool. A step reads everything before it writes, so a retry
+    /// finds the state the first try found.
+    async fn step<T, F>(self: &Arc<Self>, f: F) -> Result<T, Failure>
+    where
+        T: Send + 'static,
+        F: Fn(&PaxosReplica) -> Result<T, StorageError> + Send + 'static,
+    {
+        // Writes that wait for their fsync (batch and group commitlog
+        // modes) go straight to the pool.
+        let first = match self.inline || !self.store.engine().writes_wait_for_sync() {
+            true => {
+                let _scope = NonBlocking::enter();
+                f(self)
+            }
+            false => Err(StorageError::WouldBlock {
+                what: "a write that waits for its fsync",
+            }),
+        };
+        match first {
+            Err(StorageError::WouldBlock { .. }) if !self.inline => {
+                let me = Arc::clone(self);
+                blocking(move || f(&me)).await
+            }
+            other => other.map_err(|e| failure(&e)),
         }
-        blocking(move || self.commit_now(c)).await
+    }
+
+    /// Waits, without a thread, until everything this replica wrote is on
+    /// disk. Inline (the simulation), on this thread: a wake from the
+    /// commitlog's thread would come at a moment of real time, and the
+    /// runs of one seed would differ.
+    async fn durable(&self) -> Result<(), Failure> {
+        if self.inline {
+            return self.store.engine().sync().map_err(|e| failure(&e));
+        }
+        match self.store.engine().sync_later() {
+            Ok(Some(wait)) => wait.await.map_err(|e| failure(&e)),
+            Ok(None) => Ok(()),
+            Err(e) => Err(failure(&e)),
+        }
     }
 
     /// Merges another replica's `system.paxos` partition of `key`, streamed
@@ -134,6 +189,7 @@ impl PaxosReplica {
             let merged = loaded.state.clone().merge(theirs);
             if merged != loaded.state {
                 self.store.save(table, key, &merged, loaded.version, now)?;
+                self.store.engine().sync()?;
             }
         }
         Ok(())
@@ -164,31 +220,37 @@ impl PaxosReplica {
         self.locks[(token as u64 % PAXOS_LOCK_STRIPES as u64) as usize].lock()
     }
 
-    fn prepare_now(&self, p: &Prepare) -> Result<PrepareResponse, StorageError> {
+    /// The promise written (not yet durable) with the data read, or the
+    /// rejection; whether it wrote.
+    fn prepare_now(&self, p: &Prepare) -> Result<(PrepareResponse, bool), StorageError> {
         let _guard = self.lock(p.key.token);
         let now = self.store.now_seconds();
         let loaded = self.store.load(p.table, &p.key, now)?;
         let mut state = loaded.state;
         let answer = state.prepare(p.ballot);
         if matches!(answer, PrepareAnswer::Reject { .. }) {
-            return Ok(PrepareResponse { answer, data: None });
+            return Ok((PrepareResponse { answer, data: None }, false));
         }
-        self.store
-            .save(p.table, &p.key, &state, loaded.version, now)?;
+        // Read before the promise is written: the lock keeps commits out,
+        // so the data is the same, and a read that would wait on the disk
+        // is retried with nothing written yet.
         let mut cost = ReadCost::default();
         let data = self
             .store
             .engine()
             .read_partition_costed(p.table, &p.key, &p.slices, &mut cost)?;
-        Ok(PrepareResponse { answer, data })
+        self.store
+            .save(p.table, &p.key, &state, loaded.version, now)?;
+        Ok((PrepareResponse { answer, data }, true))
     }
 
-    fn propose_now(&self, c: Carry) -> Result<Result<(), Ballot>, StorageError> {
+    /// The acceptance written (not yet durable), or the newer promise.
+    fn propose_now(&self, c: &Carry) -> Result<Result<(), Ballot>, StorageError> {
         let _guard = self.lock(c.key.token);
         let now = self.store.now_seconds();
         let loaded = self.store.load(c.table, &c.key, now)?;
         let mut state = loaded.state;
-        let answer = state.propose(c.proposal);
+        let answer = state.propose(c.proposal.clone());
         if answer.is_ok() {
             self.store
                 .save(c.table, &c.key, &state, loaded.version, now)?;
@@ -196,7 +258,10 @@ impl PaxosReplica {
         Ok(answer)
     }
 
-    fn commit_now(&self, c: Carry) -> Result<(), StorageError> {
+    /// The update and the commit written (not yet durable). A retry after
+    /// the state's load would wait on the disk writes the update again:
+    /// the same cells, no change.
+    fn commit_now(&self, c: &Carry) -> Result<(), StorageError> {
         let _guard = self.lock(c.key.token);
         let now = self.store.now_seconds();
         self.store
@@ -204,7 +269,7 @@ impl PaxosReplica {
             .apply(c.table, &c.key, c.proposal.update.clone())?;
         let loaded = self.store.load(c.table, &c.key, now)?;
         let mut state = loaded.state;
-        if state.commit(c.proposal) {
+        if state.commit(c.proposal.clone()) {
             self.store
                 .save(c.table, &c.key, &state, loaded.version, now)?;
         }

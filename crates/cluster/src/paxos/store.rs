@@ -213,8 +213,9 @@ impl PaxosStore {
         Ok(())
     }
 
-    /// Saves `state` for `key` in `table` over the row `loaded` read,
-    /// durably, before returning.
+    /// Writes `state` for `key` in `table` over the row `loaded` read. Not
+    /// yet durable: the caller makes it so before it answers
+    /// ([`varve_storage::Engine::sync_later`], or `sync`).
     pub fn save(
         &self,
         table: u128,
@@ -283,7 +284,7 @@ impl PaxosStore {
                 ..Row::default()
             },
         );
-        self.engine.apply_synced(self.table, key, update)
+        self.engine.apply(self.table, key, update)
     }
 }
 

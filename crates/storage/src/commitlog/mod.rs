@@ -53,6 +53,7 @@ pub use segment::{
     parse_segment_file_name, segment_file_name, COMMITLOG_FORMAT_VERSION, ENTRY_OVERHEAD_BYTES,
     SEGMENT_HEADER_BYTES,
 };
+pub use writer::SyncWait;
 
 use crate::clustering::ClusteringComparator;
 use crate::engine::{PartitionKey, TableId};
@@ -220,6 +221,12 @@ impl CommitLog {
     /// answer to a drain).
     pub fn sync(&self) -> Result<()> {
         writer::sync_now(&self.shared)
+    }
+
+    /// [`CommitLog::sync`] awaited by a task: the request is made now,
+    /// the future is ready once everything appended before it is durable.
+    pub fn sync_later(&self) -> Result<SyncWait> {
+        writer::sync_later(&self.shared)
     }
 
     /// The position the next append will at least have: a memtable that

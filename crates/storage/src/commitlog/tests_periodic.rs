@@ -260,3 +260,54 @@ fn periodic_mode_syncs_early_once_appends_pile_up_write_behind_bytes() {
     assert_eq!(log.shared.writer_rounds.load(Ordering::Relaxed), 1);
     assert!(more.offset > last.offset);
 }
+
+/// Runs `f` to completion on this thread (a waker that unparks it).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(out) => return out,
+            std::task::Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+/// A sync awaited by a task: pending until the writer thread's round,
+/// then ready with everything appended before the request durable.
+#[test]
+fn a_sync_awaited_by_a_task_is_ready_once_the_appends_before_it_are_durable() {
+    let fs = SimFs::new();
+    let (log, _) = open(&fs, periodic(NEVER, 1 << 20)).unwrap();
+    log.append(1, &key(b"a"), &partition(1, b"v")).unwrap();
+    log.append(1, &key(b"b"), &partition(1, b"v")).unwrap();
+    let path = log.segment_paths().pop().unwrap();
+    let (written, durable) = fs.lengths(&path).unwrap();
+    assert!(durable < written, "nothing synced yet");
+    block_on(log.sync_later().unwrap()).unwrap();
+    let (written_after, durable_after) = fs.lengths(&path).unwrap();
+    assert_eq!(durable_after, written_after);
+    assert_eq!(written_after, written);
+    // A power loss keeps both.
+    let (_, replay) = open(&fs.power_loss(), periodic(NEVER, 1 << 20)).unwrap();
+    assert_eq!(replayed(replay).1.len(), 2);
+}
+
+/// A sync that cannot be done is reported to the task that awaits it.
+#[test]
+fn a_sync_awaited_by_a_task_reports_a_failing_disk() {
+    let fs = SimFs::new();
+    let (log, _) = open(&fs, periodic(NEVER, 1 << 20)).unwrap();
+    log.append(1, &key(b"a"), &partition(1, b"v")).unwrap();
+    let _restarted = fs.kill(); // every call through `fs` now fails
+    assert!(block_on(log.sync_later().unwrap()).is_err());
+    log.shutdown().unwrap_or(());
+    assert!(log.sync_later().is_err(), "after shutdown");
+}

@@ -45,6 +45,8 @@ fn to_io(e: &SharedError) -> io::Error {
 pub(super) struct Ticket {
     done: Mutex<Option<std::result::Result<(), SharedError>>>,
     cv: Condvar,
+    /// A task awaiting the ticket ([`SyncWait`]), woken with the threads.
+    waker: Mutex<Option<std::task::Waker>>,
 }
 
 impl Ticket {
@@ -52,12 +54,16 @@ impl Ticket {
         Arc::new(Ticket {
             done: Mutex::new(None),
             cv: Condvar::new(),
+            waker: Mutex::new(None),
         })
     }
 
     pub(super) fn complete(&self, r: std::result::Result<(), SharedError>) {
         *self.done.lock() = Some(r);
         self.cv.notify_all();
+        if let Some(w) = self.waker.lock().take() {
+            w.wake();
+        }
     }
 
     /// Whether the round that took this ticket's bytes has ended.
@@ -377,6 +383,51 @@ pub(super) fn sync_now(shared: &Shared) -> Result<()> {
     ticket
         .wait()
         .map_err(|e| Error::io(shared.dir.clone(), to_io(&e)))
+}
+
+/// A sync request awaited by a task instead of a thread: ready once a
+/// round synced everything appended before the request.
+pub struct SyncWait {
+    ticket: Arc<Ticket>,
+    dir: PathBuf,
+}
+
+impl std::future::Future for SyncWait {
+    type Output = Result<()>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<()>> {
+        // The waker is set before `done` is looked at: a completion in
+        // between finds it and wakes this task.
+        *self.ticket.waker.lock() = Some(cx.waker().clone());
+        match self.ticket.done.lock().as_ref() {
+            Some(r) => std::task::Poll::Ready(
+                r.clone()
+                    .map_err(|e| Error::io(self.dir.clone(), to_io(&e))),
+            ),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+/// Asks the writer thread for a sync of everything appended so far; the
+/// answer is awaited ([`SyncWait`]), not waited for.
+pub(super) fn sync_later(shared: &Shared) -> Result<SyncWait> {
+    let ticket = Ticket::new();
+    {
+        let mut inner = shared.inner.lock();
+        if inner.shutdown {
+            return Err(shared.closed_error());
+        }
+        inner.sync_tickets.push(ticket.clone());
+    }
+    shared.work.notify_one();
+    Ok(SyncWait {
+        ticket,
+        dir: shared.dir.clone(),
+    })
 }
 
 pub(super) fn mark_flushed(shared: &Shared, table: TableId, up_to: Position) -> Result<()> {
