@@ -41,9 +41,18 @@ pub struct BenchArgs {
     /// garbagecollect.
     #[arg(long, value_name = "CMD")]
     pub nodetool: Option<String>,
-    /// With --hosts: the server's process id, for CPU and RSS from /proc.
-    #[arg(long, value_name = "PID")]
-    pub server_pid: Option<u32>,
+    /// With --hosts: the server's process ids (a cluster's nodes, comma
+    /// separated), for CPU and RSS from /proc, summed over them.
+    #[arg(long, value_name = "PID", value_delimiter = ',')]
+    pub server_pid: Vec<u32>,
+    /// Replication factor of the benchmark's keyspace (SimpleStrategy):
+    /// 3 on a three-node cluster, as the seeds ran.
+    #[arg(long, default_value_t = 1)]
+    pub replication_factor: u32,
+    /// Consistency level of the statements (a conditional statement's
+    /// commit included): ONE, QUORUM, LOCAL_QUORUM, ALL...
+    #[arg(long, default_value = "ONE")]
+    pub consistency: String,
     /// Another run directory: also write compare.md/html (this run as A).
     #[arg(long, value_name = "DIR")]
     pub compare_with: Option<PathBuf>,
@@ -68,7 +77,7 @@ pub enum Target {
         hosts: Vec<String>,
         admin: Option<BaseUrl>,
         nodetool: Option<Vec<String>>,
-        server_pid: Option<u32>,
+        server_pids: Vec<u32>,
     },
 }
 
@@ -83,6 +92,10 @@ pub struct BenchOptions {
     pub compare_with: Option<PathBuf>,
     pub plan_only: bool,
     pub quiet: bool,
+    /// The keyspace's replication factor.
+    pub replication_factor: u32,
+    /// The statements' consistency level.
+    pub consistency: varve_stress::config::Consistency,
     /// The command line, for summary.json.
     pub command: String,
 }
@@ -97,7 +110,7 @@ impl BenchArgs {
             for (flag, given) in [
                 ("admin", self.admin.is_some()),
                 ("nodetool", self.nodetool.is_some()),
-                ("server-pid", self.server_pid.is_some()),
+                ("server-pid", !self.server_pid.is_empty()),
             ] {
                 if given {
                     return Err(BenchError::config(
@@ -131,9 +144,17 @@ impl BenchArgs {
                 hosts: self.hosts.clone(),
                 admin: self.admin.as_deref().map(BaseUrl::parse).transpose()?,
                 nodetool,
-                server_pid: self.server_pid,
+                server_pids: self.server_pid.clone(),
             }
         };
+        if self.replication_factor == 0 {
+            return Err(BenchError::config(
+                "replication-factor",
+                "at least 1".to_string(),
+            ));
+        }
+        let consistency = varve_stress::config::parse_consistency(&self.consistency)
+            .map_err(|e| BenchError::config("consistency", e.to_string()))?;
         Ok(BenchOptions {
             scenario,
             variant,
@@ -143,6 +164,8 @@ impl BenchArgs {
             compare_with: self.compare_with.clone(),
             plan_only: self.plan_only,
             quiet: self.quiet,
+            replication_factor: self.replication_factor,
+            consistency,
             command: command.to_string(),
         })
     }
@@ -171,12 +194,13 @@ mod tests {
         assert_eq!(o.variant, Some(Variant::GarbageCollect));
         assert_eq!(o.size, Size::Tiny);
         assert!(matches!(o.target, Target::Embedded { .. }));
+        assert_eq!(o.replication_factor, 1, "one node by default");
         let o = options("x lwt --out d --hosts a:1,b:2 --nodetool /x/nodetool.sh --server-pid 7")
             .unwrap();
         let Target::Hosts {
             hosts,
             nodetool,
-            server_pid,
+            server_pids,
             admin,
         } = o.target
         else {
@@ -184,7 +208,19 @@ mod tests {
         };
         assert_eq!(hosts, ["a:1", "b:2"]);
         assert_eq!(nodetool, Some(vec!["/x/nodetool.sh".to_string()]));
-        assert_eq!((server_pid, admin), (Some(7), None));
+        assert_eq!((server_pids, admin), (vec![7], None));
+        // A three-node cluster, as the seeds ran.
+        let o = options(
+            "x lwt --out d --hosts a:1 --server-pid 7,8,9 --replication-factor 3 --consistency quorum",
+        )
+        .unwrap();
+        assert!(
+            matches!(&o.target, Target::Hosts { server_pids, .. } if server_pids == &[7, 8, 9])
+        );
+        assert_eq!(o.replication_factor, 3);
+        assert_eq!(o.consistency, varve_stress::config::Consistency::Quorum);
+        assert!(options("x lwt --out d --replication-factor 0").is_err());
+        assert!(options("x lwt --out d --consistency MOST").is_err());
         assert!(
             options("x lwt --out d --admin http://h:1").is_err(),
             "--admin needs --hosts"

@@ -48,6 +48,17 @@ pub fn read_process(pid: u32) -> (Option<f64>, Option<f64>) {
     (cpu, rss)
 }
 
+/// CPU seconds and RSS bytes summed over `pids` (a cluster's nodes); each
+/// is `None` unless every process answered (a partial sum would read as a
+/// drop).
+pub fn read_processes(pids: &[u32]) -> (Option<f64>, Option<f64>) {
+    let each: Vec<_> = pids.iter().map(|&p| read_process(p)).collect();
+    let sum = |pick: fn(&(Option<f64>, Option<f64>)) -> Option<f64>| {
+        each.iter().map(pick).sum::<Option<f64>>()
+    };
+    (sum(|r| r.0), sum(|r| r.1))
+}
+
 /// `pending tasks: N` of `nodetool compactionstats`.
 pub fn parse_compactionstats_pending(text: &str) -> Option<f64> {
     text.lines().find_map(|l| {
@@ -127,6 +138,22 @@ pub async fn run_nodetool(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cluster's processes are summed; one that is gone makes the sum
+    /// unknown rather than smaller.
+    #[test]
+    fn processes_are_summed_and_a_missing_one_makes_the_sum_unknown() {
+        let me = std::process::id();
+        let (Some(cpu), Some(rss)) = read_process(me) else {
+            panic!("this process has /proc files")
+        };
+        let (Some(cpu2), Some(rss2)) = read_processes(&[me, me]) else {
+            panic!("twice this process")
+        };
+        assert!(cpu2 >= 2.0 * cpu, "{cpu2} {cpu}");
+        assert!(rss2 >= rss * 1.5, "{rss2} {rss}");
+        assert_eq!(read_processes(&[me, u32::MAX]), (None, None));
+    }
 
     #[test]
     fn proc_files() {

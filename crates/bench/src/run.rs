@@ -40,7 +40,7 @@ struct Endpoint {
     node: Option<EmbeddedNode>,
     hosts: Vec<String>,
     source: Source,
-    pid: Option<u32>,
+    pids: Vec<u32>,
     admin_port: u16,
 }
 
@@ -82,7 +82,7 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
     let sampler = Sampler::start(
         SamplerConfig {
             source: endpoint.source.clone(),
-            pid: endpoint.pid,
+            pids: endpoint.pids.clone(),
             interval: SAMPLE_INTERVAL,
         },
         clock.clone(),
@@ -194,7 +194,7 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
             Ok(Endpoint {
                 hosts: vec![node.cql.clone()],
                 source: Source::Admin(node.admin.clone()),
-                pid: node.pid(),
+                pids: node.pid().into_iter().collect(),
                 admin_port: port_of(&node.admin.authority).unwrap_or(DEFAULT_ADMIN_PORT),
                 node: Some(node),
             })
@@ -203,7 +203,7 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
             hosts,
             admin,
             nodetool,
-            server_pid,
+            server_pids,
         } => {
             let source = match (admin, nodetool) {
                 (Some(a), _) => Source::Admin(a.clone()),
@@ -218,7 +218,7 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
                     .and_then(|a| port_of(&a.authority))
                     .unwrap_or(DEFAULT_ADMIN_PORT),
                 source,
-                pid: *server_pid,
+                pids: server_pids.clone(),
             })
         }
     }
@@ -243,6 +243,8 @@ fn stress_config(ctx: &Ctx<'_>, segment: &Segment, dir: PathBuf) -> StressConfig
         command: ctx.opts.command.clone(),
         out: Some(dir),
         admin_port: ctx.admin_port,
+        replication_factor: ctx.opts.replication_factor,
+        consistency: ctx.opts.consistency,
         ..StressConfig::default()
     }
 }

@@ -135,9 +135,9 @@ pub struct Sampler {
 #[derive(Debug, Clone)]
 pub struct SamplerConfig {
     pub source: Source,
-    /// A server process to read `/proc/PID` of, used when the source does
-    /// not give CPU or RSS.
-    pub pid: Option<u32>,
+    /// Server processes to read `/proc/PID` of (a cluster's nodes: summed),
+    /// used when the source does not give CPU or RSS.
+    pub pids: Vec<u32>,
     pub interval: Duration,
 }
 
@@ -200,8 +200,8 @@ async fn sample(
             ..ServerRow::default()
         },
     };
-    if let Some(pid) = config.pid {
-        let (cpu, rss) = external::read_process(pid);
+    if !config.pids.is_empty() {
+        let (cpu, rss) = external::read_processes(&config.pids);
         row.server_cpu_s = row.server_cpu_s.or(cpu);
         row.server_rss_bytes = row.server_rss_bytes.or(rss);
     }
@@ -301,7 +301,7 @@ mod tests {
         let target: SampleTarget = Arc::default();
         let config = SamplerConfig {
             source: Source::None,
-            pid: Some(std::process::id()),
+            pids: vec![std::process::id()],
             interval: Duration::from_millis(100),
         };
         let sampler = Sampler::start(config, Clock::start(), target);
@@ -319,7 +319,7 @@ mod tests {
     async fn a_run_shorter_than_the_interval_has_its_start_and_end() {
         let config = SamplerConfig {
             source: Source::None,
-            pid: Some(std::process::id()),
+            pids: vec![std::process::id()],
             interval: Duration::from_secs(3600),
         };
         let sampler = Sampler::start(config, Clock::start(), Arc::default());

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use scylla::frame::types::{Consistency, SerialConsistency};
+pub use scylla::frame::types::{Consistency, SerialConsistency};
 
 use crate::error::{Result, StressError};
 use crate::population::Population;
