@@ -52,11 +52,8 @@ pub fn read_process(pid: u32) -> (Option<f64>, Option<f64>) {
 /// is `None` unless every process answered (a partial sum would read as a
 /// drop).
 pub fn read_processes(pids: &[u32]) -> (Option<f64>, Option<f64>) {
-    let each: Vec<_> = pids.iter().map(|&p| read_process(p)).collect();
-    let sum = |pick: fn(&(Option<f64>, Option<f64>)) -> Option<f64>| {
-        each.iter().map(pick).sum::<Option<f64>>()
-    };
-    (sum(|r| r.0), sum(|r| r.1))
+    let (cpu, rss): (Vec<_>, Vec<_>) = pids.iter().map(|&p| read_process(p)).unzip();
+    (cpu.into_iter().sum(), rss.into_iter().sum())
 }
 
 /// `pending tasks: N` of `nodetool compactionstats`.
