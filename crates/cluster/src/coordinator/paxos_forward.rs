@@ -67,6 +67,11 @@ impl Contended {
         since.insert(key.clone(), now);
     }
 
+    /// `key`'s home did not answer: its statements run here again.
+    pub(super) fn forget(&self, key: &PartitionId) {
+        self.since.lock().remove(key);
+    }
+
     /// Whether `key` lost a round within [`CONTENDED_MEMORY`] of `now`.
     pub(super) fn recent(&self, key: &PartitionId, now: Instant) -> bool {
         self.since
@@ -77,9 +82,14 @@ impl Contended {
 }
 
 /// How long a forwarding coordinator waits for the home's answer: the
-/// home's own contention timeout, and each phase's write timeout.
+/// home's own contention timeout and one write timeout. A home answers in
+/// milliseconds unless it is frozen or cut off; then the statement's
+/// outcome is unknown (the home may still run it), and the partition is
+/// no longer forwarded ([`Contended::forget`]) until its rounds here lose
+/// again, so a stuck home costs its partition one timeout, not one per
+/// statement until gossip marks it DOWN.
 fn forward_timeout(write: Duration) -> Duration {
-    CAS_CONTENTION_TIMEOUT + 4 * write
+    CAS_CONTENTION_TIMEOUT + write
 }
 
 /// The partition's home among the plan's replicas: the first natural UP
@@ -146,7 +156,10 @@ impl Coordinator {
             // The home refused the request before running anything (a
             // node that does not know the verb, a payload it cannot read).
             Err(RequestError::Failure(_)) => return None,
-            Err(RequestError::Timeout | RequestError::Shutdown) => return unknown(),
+            Err(RequestError::Timeout | RequestError::Shutdown) => {
+                parts.contended.forget(&key);
+                return unknown();
+            }
         };
         match forward::decode_answer(&response.payload, c.table, &*self.engine) {
             Ok(ForwardAnswer::Done {
@@ -251,6 +264,9 @@ mod tests {
         // A new mark renews it.
         contended.mark(&key(b"a"), t0 + CONTENDED_MEMORY / 2);
         assert!(contended.recent(&key(b"a"), t0 + CONTENDED_MEMORY));
+        // A home that did not answer: forgotten at once.
+        contended.forget(&key(b"a"));
+        assert!(!contended.recent(&key(b"a"), t0 + CONTENDED_MEMORY / 2));
     }
 
     /// At the limit a new partition is remembered only once an old one
