@@ -92,6 +92,17 @@ pub fn check_for(
                         )))
                     }
                 };
+                if elem_ty.unfrozen() == &CqlType::Duration
+                    && matches!(
+                        c.op,
+                        Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+                    )
+                {
+                    return Err(QueryError::Invalid(format!(
+                        "Slice conditions ( {} ) are not supported on durations",
+                        operator_text(c.op)
+                    )));
+                }
                 let values = match (&c.op, &c.rhs) {
                     (Operator::In, Term::Tuple(items)) => items
                         .iter()
@@ -173,6 +184,16 @@ pub fn check_for(
         clustering,
         kind,
     }))
+}
+
+/// A slice operator as CQL writes it.
+fn operator_text(op: Operator) -> &'static str {
+    match op {
+        Operator::Lt => "<",
+        Operator::Le => "<=",
+        Operator::Gt => ">",
+        _ => ">=",
+    }
 }
 
 fn value(ctx: &Ctx, t: &Term, ty: &CqlType, name: &str) -> Result<Option<Value>> {

@@ -520,6 +520,14 @@ fn filter(ctx: &Ctx, col: &Column, rel: &Relation) -> Result<Filter> {
             vec![contained(ctx, &rel.rhs, k, col)?]
         }
         Operator::Ne => return Err(QueryError::Invalid("Unsupported \"!=\" relation".into())),
+        // Durations have no order (1mo is not a number of days).
+        Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+            if col.ty.unfrozen() == &CqlType::Duration =>
+        {
+            return Err(QueryError::Invalid(
+                "Slice restrictions are not supported on duration columns".into(),
+            ))
+        }
         Operator::IsNot => {
             return Err(QueryError::Invalid(
                 "Unsupported restriction: IS NOT NULL".into(),

@@ -323,7 +323,9 @@ fn check_key_column(name: &str, ty: &CqlType, is_static: bool) -> Result<()> {
         CqlType::Counter => Err(Error::Invalid(format!(
             "counter type is not supported for PRIMARY KEY column '{name}'"
         ))),
-        CqlType::Duration => Err(Error::Invalid(format!(
+        // A duration anywhere in the key's type, a tuple's element
+        // included, as Cassandra 5.0.4 refuses it.
+        t if t.references_duration() => Err(Error::Invalid(format!(
             "duration type is not supported for PRIMARY KEY column '{name}'"
         ))),
         _ => Ok(()),

@@ -33,6 +33,18 @@ pub enum CqlType {
 
 impl CqlType {
     /// The type without any `Frozen` wrapper.
+    /// Whether a duration is this type or inside it (a tuple's element, a
+    /// collection's): Cassandra keeps such types out of primary keys.
+    pub fn references_duration(&self) -> bool {
+        match self {
+            CqlType::Duration => true,
+            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) => e.references_duration(),
+            CqlType::Map(k, v) => k.references_duration() || v.references_duration(),
+            CqlType::Tuple(items) => items.iter().any(CqlType::references_duration),
+            _ => false,
+        }
+    }
+
     pub fn unfrozen(&self) -> &CqlType {
         match self {
             CqlType::Frozen(inner) => inner.unfrozen(),
