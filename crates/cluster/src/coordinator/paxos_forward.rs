@@ -16,6 +16,7 @@
 //! decode, is an unknown outcome (the home may have committed it).
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +40,10 @@ pub const CONTENDED_MEMORY: Duration = Duration::from_secs(1);
 /// expired ones are dropped, and with none expired a new one is not
 /// remembered (its statements duel as before: slower, never wrong).
 pub const MAX_CONTENDED_PARTITIONS: usize = 4096;
+/// How long a home that left a forward unanswered gets no more: its
+/// partitions' statements run where they arrive meanwhile (gossip usually
+/// marks a frozen or cut-off node DOWN within it).
+pub const STUCK_HOME_MEMORY: Duration = Duration::from_secs(10);
 
 /// Rebuilds a forwarded statement's decision from its bytes: query's
 /// encoding, which the cluster carries without reading. An error means
@@ -48,10 +53,12 @@ pub type RebuildFn = Arc<dyn Fn(u128, &Bytes) -> Result<DecideFn, String> + Send
 /// A partition: its table and key.
 type PartitionId = (u128, Bytes);
 
-/// Partitions whose rounds lately lost to another coordinator's.
+/// Partitions whose rounds lately lost to another coordinator's, and
+/// homes that lately left a forward unanswered.
 #[derive(Default)]
 pub(super) struct Contended {
     since: parking_lot::Mutex<BTreeMap<PartitionId, Instant>>,
+    stuck: parking_lot::Mutex<BTreeMap<SocketAddr, Instant>>,
 }
 
 impl Contended {
@@ -67,9 +74,23 @@ impl Contended {
         since.insert(key.clone(), now);
     }
 
-    /// `key`'s home did not answer: its statements run here again.
-    pub(super) fn forget(&self, key: &PartitionId) {
+    /// `key`'s home, at `home`, did not answer by `now`: the partition's
+    /// statements run here again, and no statement goes to that home for
+    /// [`STUCK_HOME_MEMORY`].
+    pub(super) fn home_stuck(&self, key: &PartitionId, home: SocketAddr, now: Instant) {
         self.since.lock().remove(key);
+        let mut stuck = self.stuck.lock();
+        stuck.retain(|_, at| now.saturating_duration_since(*at) < STUCK_HOME_MEMORY);
+        stuck.insert(home, now);
+    }
+
+    /// Whether `home` left a forward unanswered within
+    /// [`STUCK_HOME_MEMORY`] of `now`.
+    pub(super) fn is_stuck(&self, home: SocketAddr, now: Instant) -> bool {
+        self.stuck
+            .lock()
+            .get(&home)
+            .is_some_and(|at| now.saturating_duration_since(*at) < STUCK_HOME_MEMORY)
     }
 
     /// Whether `key` lost a round within [`CONTENDED_MEMORY`] of `now`.
@@ -84,10 +105,10 @@ impl Contended {
 /// How long a forwarding coordinator waits for the home's answer: the
 /// home's own contention timeout and one write timeout. A home answers in
 /// milliseconds unless it is frozen or cut off; then the statement's
-/// outcome is unknown (the home may still run it), and the partition is
-/// no longer forwarded ([`Contended::forget`]) until its rounds here lose
-/// again, so a stuck home costs its partition one timeout, not one per
-/// statement until gossip marks it DOWN.
+/// outcome is unknown (the home may still run it), and that home gets no
+/// more statements for [`STUCK_HOME_MEMORY`] ([`Contended::home_stuck`]),
+/// so it costs each coordinator one timeout, not one per statement until
+/// gossip marks it DOWN.
 fn forward_timeout(write: Duration) -> Duration {
     CAS_CONTENTION_TIMEOUT + write
 }
@@ -124,7 +145,8 @@ impl Coordinator {
         }
         let plan = self.write_plan(c.key.token, c.replication);
         let home = home(&plan, c.serial, &self.local_dc)?;
-        if plan.is_local(home) {
+        let address = plan.address(home);
+        if plan.is_local(home) || parts.contended.is_stuck(address, now) {
             return None;
         }
         parts.contended.mark(&key, now);
@@ -139,7 +161,7 @@ impl Coordinator {
         let timeout = forward_timeout(self.timeouts.write);
         let answer = self
             .messaging
-            .request(plan.address(home), Verb::PAXOS_FORWARD, payload, timeout)
+            .request(address, Verb::PAXOS_FORWARD, payload, timeout)
             .ok()?;
         self.metrics.cas_forwarded.inc();
         let unknown = || {
@@ -157,7 +179,7 @@ impl Coordinator {
             // node that does not know the verb, a payload it cannot read).
             Err(RequestError::Failure(_)) => return None,
             Err(RequestError::Timeout | RequestError::Shutdown) => {
-                parts.contended.forget(&key);
+                parts.contended.home_stuck(&key, address, self.clock.now());
                 return unknown();
             }
         };
@@ -264,9 +286,15 @@ mod tests {
         // A new mark renews it.
         contended.mark(&key(b"a"), t0 + CONTENDED_MEMORY / 2);
         assert!(contended.recent(&key(b"a"), t0 + CONTENDED_MEMORY));
-        // A home that did not answer: forgotten at once.
-        contended.forget(&key(b"a"));
+        // A home that did not answer: the partition forgotten at once, and
+        // the home skipped for STUCK_HOME_MEMORY.
+        let home: SocketAddr = "127.0.0.3:7000".parse().unwrap();
+        let other: SocketAddr = "127.0.0.2:7000".parse().unwrap();
+        contended.home_stuck(&key(b"a"), home, t0);
         assert!(!contended.recent(&key(b"a"), t0 + CONTENDED_MEMORY / 2));
+        assert!(contended.is_stuck(home, t0 + STUCK_HOME_MEMORY / 2));
+        assert!(!contended.is_stuck(home, t0 + STUCK_HOME_MEMORY));
+        assert!(!contended.is_stuck(other, t0));
     }
 
     /// At the limit a new partition is remembered only once an old one
