@@ -405,6 +405,24 @@ impl Coordinator {
         })
     }
 
+    /// A statement whose outcome this coordinator cannot know (it ran
+    /// elsewhere, or in a round that vanished), none of its answers seen:
+    /// CAS_WRITE_UNKNOWN with the serial level's quorum (the local data
+    /// centre's for LOCAL_SERIAL).
+    pub(super) fn unknown_outcome(&self, c: &Cas<'_>) -> DataError {
+        let factors = c.replication.factors();
+        let replicas = match c.serial {
+            Consistency::LocalSerial => factors.in_dc(&self.local_dc),
+            _ => factors.total(),
+        };
+        DataError::CasWriteUnknown(WriteTimeout {
+            consistency: c.serial,
+            received: 0,
+            block_for: replicas / 2 + 1,
+            write_type: WriteType::Cas,
+        })
+    }
+
     /// A ballot of another round on `c`'s partition got in this one's way:
     /// the next ballot is newer than it, and if another coordinator made
     /// it, the partition is contended (its statements go to its home for a

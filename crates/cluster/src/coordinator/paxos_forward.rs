@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use bytes::Bytes;
 use varve_types::consistency::Consistency;
 use varve_types::data::Slice;
-use varve_types::data_error::{DataError, WriteTimeout, WriteType};
+use varve_types::data_error::DataError;
 
 use super::paxos::{Cas, CasResult, DecideFn, PaxosParts, CAS_CONTENTION_TIMEOUT};
 use super::service::{Coordinator, Plan};
@@ -166,12 +166,7 @@ impl Coordinator {
         self.metrics.cas_forwarded.inc();
         let unknown = || {
             self.metrics.cas_unknown_results.inc();
-            Some(Err(DataError::CasWriteUnknown(WriteTimeout {
-                consistency: c.serial,
-                received: 0,
-                block_for: c.replication.factors().total() / 2 + 1,
-                write_type: WriteType::Cas,
-            })))
+            Some(Err(self.unknown_outcome(c)))
         };
         let response = match answer.await {
             Ok(response) => response,

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
-use varve_types::data_error::{DataError, WriteTimeout, WriteType};
+use varve_types::data_error::DataError;
 
 use super::paxos::{Cas, CasResult, DecideFn, Decided, PaxosParts};
 use super::service::Coordinator;
@@ -141,14 +141,7 @@ impl Coordinator {
                 Ok(Wake::Lead) => {}
                 // The leader's statement was dropped (its client went)
                 // while its round may have carried this one: unknown.
-                Err(_) => {
-                    return Err(DataError::CasWriteUnknown(WriteTimeout {
-                        consistency: c.serial,
-                        received: 0,
-                        block_for: c.replication.factors().total() / 2 + 1,
-                        write_type: WriteType::Cas,
-                    }))
-                }
+                Err(_) => return Err(self.unknown_outcome(c)),
             },
         }
         let _lead = Leadership {

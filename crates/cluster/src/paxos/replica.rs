@@ -129,27 +129,31 @@ impl PaxosReplica {
     }
 
     /// Runs a step under the partition's lock: on this task when storage
-    /// serves it from memory (or always, `inline`), else again on the
-    /// blocking pool. A step reads everything before it writes, so a retry
-    /// finds the state the first try found.
+    /// serves it from memory, else again on the blocking pool (inline, the
+    /// simulation: always on this task, where it may block, as before). A
+    /// step reads everything before it writes, so a retry finds the state
+    /// the first try found.
     async fn step<T, F>(self: &Arc<Self>, f: F) -> Result<T, Failure>
     where
         T: Send + 'static,
         F: Fn(&PaxosReplica) -> Result<T, StorageError> + Send + 'static,
     {
+        if self.inline {
+            return f(self).map_err(|e| failure(&e));
+        }
         // Writes that wait for their fsync (batch and group commitlog
         // modes) go straight to the pool.
-        let first = match self.inline || !self.store.engine().writes_wait_for_sync() {
-            true => {
+        let first = match self.store.engine().writes_wait_for_sync() {
+            false => {
                 let _scope = NonBlocking::enter();
                 f(self)
             }
-            false => Err(StorageError::WouldBlock {
+            true => Err(StorageError::WouldBlock {
                 what: "a write that waits for its fsync",
             }),
         };
         match first {
-            Err(StorageError::WouldBlock { .. }) if !self.inline => {
+            Err(StorageError::WouldBlock { .. }) => {
                 let me = Arc::clone(self);
                 blocking(move || f(&me)).await
             }

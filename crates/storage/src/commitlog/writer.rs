@@ -370,7 +370,9 @@ pub(super) fn append(
     })
 }
 
-pub(super) fn sync_now(shared: &Shared) -> Result<()> {
+/// Queues a sync request for the writer thread and wakes it: the ticket
+/// completes once everything appended before it is durable.
+fn request_sync(shared: &Shared) -> Result<Arc<Ticket>> {
     let ticket = Ticket::new();
     {
         let mut inner = shared.inner.lock();
@@ -380,7 +382,11 @@ pub(super) fn sync_now(shared: &Shared) -> Result<()> {
         inner.sync_tickets.push(ticket.clone());
     }
     shared.work.notify_one();
-    ticket
+    Ok(ticket)
+}
+
+pub(super) fn sync_now(shared: &Shared) -> Result<()> {
+    request_sync(shared)?
         .wait()
         .map_err(|e| Error::io(shared.dir.clone(), to_io(&e)))
 }
@@ -415,17 +421,8 @@ impl std::future::Future for SyncWait {
 /// Asks the writer thread for a sync of everything appended so far; the
 /// answer is awaited ([`SyncWait`]), not waited for.
 pub(super) fn sync_later(shared: &Shared) -> Result<SyncWait> {
-    let ticket = Ticket::new();
-    {
-        let mut inner = shared.inner.lock();
-        if inner.shutdown {
-            return Err(shared.closed_error());
-        }
-        inner.sync_tickets.push(ticket.clone());
-    }
-    shared.work.notify_one();
     Ok(SyncWait {
-        ticket,
+        ticket: request_sync(shared)?,
         dir: shared.dir.clone(),
     })
 }
