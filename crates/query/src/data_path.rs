@@ -179,6 +179,36 @@ pub struct KeyScan<'a> {
     pub consistency: Consistency,
 }
 
+/// Partitions of a table over a token range, each with its first rows,
+/// as replicas answer range reads (docs/design/cluster.md, section 8.4).
+#[derive(Debug, Clone, Copy)]
+pub struct RowScan<'a> {
+    pub table: TableId,
+    pub start: &'a TokenBound,
+    pub end: &'a TokenBound,
+    pub slices: &'a [Slice],
+    pub reversed: bool,
+    pub now_seconds: i32,
+    /// Live rows per partition (`usize::MAX`: all).
+    pub row_limit: usize,
+    /// Live rows over the scan, a partition with only a static row
+    /// counting one (`usize::MAX`: no limit).
+    pub total_rows: usize,
+    /// Partitions, at least 1.
+    pub limit: usize,
+    pub consistency: Consistency,
+}
+
+/// What a [`RowScan`] found: partitions in token order, each read as a
+/// [`ReadCommand`] with the scan's slices and row limit would read it
+/// (incomplete ones are read on by the caller), and whether the range may
+/// go on after the last one.
+#[derive(Debug, Default)]
+pub struct ScannedPartitions {
+    pub partitions: Vec<(PartitionKey, PartitionRead)>,
+    pub more: bool,
+}
+
 /// Reads and writes of partitions, on one node or many.
 pub trait DataPath: Send + Sync {
     /// Stores one partition update at the command's level.
@@ -200,10 +230,17 @@ pub trait DataPath: Send + Sync {
     /// Reads one partition's live rows at the command's level.
     fn read<'a>(&'a self, r: ReadCommand<'a>) -> DataFuture<'a, PartitionRead>;
 
-    /// Partition keys in token order from `start` to `end`. (A range scan
-    /// that returns data, as replicas will answer it, replaces this with
-    /// range scans across the ring: docs/design/cluster.md, section 8.4.)
+    /// Partition keys in token order from `start` to `end`.
     fn scan_keys<'a>(&'a self, s: KeyScan<'a>) -> DataFuture<'a, Vec<PartitionKey>>;
+
+    /// Partitions with their first rows over a token range, when this path
+    /// reads ranges whole (a cluster: one request per replica rather than
+    /// one per partition); `None` when it does not, and the caller takes
+    /// keys with [`DataPath::scan_keys`] and reads each partition.
+    fn scan_rows<'a>(&'a self, s: RowScan<'a>) -> Option<DataFuture<'a, ScannedPartitions>> {
+        let _ = s;
+        None
+    }
 
     /// Removes every row of a table (TRUNCATE).
     fn truncate(&self, table: TableId) -> DataFuture<'_, ()>;

@@ -16,11 +16,12 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use varve_cluster::coordinator::{
     BatchWrite, Cas, Coordinator, DecideFn, KeyScan, Read, RebuildFn, Replication,
-    ReplicationLookup, Speculation, Write,
+    ReplicationLookup, RowScan, Speculation, Write,
 };
 use varve_query::data_path::{
     CasCommand, CasDecider, CasOutcome, DataFuture, DataPath, DataResult, KeyScan as QueryKeyScan,
-    PartitionRead, ReadCommand, TableId, WriteCommand, WriteKind,
+    PartitionRead, ReadCommand, RowScan as QueryRowScan, ScannedPartitions, TableId, WriteCommand,
+    WriteKind,
 };
 use varve_query::local::LocalNode;
 use varve_query::Processor;
@@ -353,6 +354,45 @@ impl DataPath for ClusterPath {
                 })
                 .await
         }))
+    }
+
+    fn scan_rows<'a>(&'a self, s: QueryRowScan<'a>) -> Option<DataFuture<'a, ScannedPartitions>> {
+        let (coordinator, route) = self.route_full(s.table)?;
+        Some(DataFuture::Boxed(Box::pin(async move {
+            let found = coordinator
+                .scan_rows(RowScan {
+                    table: s.table,
+                    start: s.start,
+                    end: s.end,
+                    slices: s.slices,
+                    reversed: s.reversed,
+                    now_seconds: s.now_seconds,
+                    row_limit: s.row_limit,
+                    total_rows: s.total_rows,
+                    limit: s.limit,
+                    replication: &route.replication,
+                    consistency: s.consistency,
+                    blocking_repair: route.blocking_repair,
+                })
+                .await?;
+            let partitions = found
+                .partitions
+                .into_iter()
+                .map(|(key, r)| {
+                    let read = PartitionRead {
+                        partition: r.partition,
+                        tombstones: r.tombstones,
+                        complete: r.complete,
+                        sstables: r.sstables,
+                    };
+                    (key, read)
+                })
+                .collect();
+            Ok(ScannedPartitions {
+                partitions,
+                more: found.more,
+            })
+        })))
     }
 
     fn truncate(&self, table: TableId) -> DataFuture<'_, ()> {

@@ -284,7 +284,7 @@ impl Coordinator {
 
     /// The UP replicas that count at the level, by preference: this node,
     /// then its data centre, then the others, each in ring order.
-    fn preference(&self, plan: &Plan, acks: &WriteAcks) -> Vec<usize> {
+    pub(super) fn preference(&self, plan: &Plan, acks: &WriteAcks) -> Vec<usize> {
         let mut order: Vec<usize> = (0..plan.replicas.len())
             .filter(|&i| plan.up[i] && acks.counts(i))
             .collect();
@@ -366,7 +366,7 @@ async fn wait(timer: &mut Option<BoxFuture<'static, ()>>) {
 }
 
 /// The first replicas of `order` whose answers meet the level.
-fn needed(order: &[usize], acks: &WriteAcks) -> Vec<usize> {
+pub(super) fn needed(order: &[usize], acks: &WriteAcks) -> Vec<usize> {
     let mut enough = acks.clone();
     let mut out = Vec::new();
     for &i in order {

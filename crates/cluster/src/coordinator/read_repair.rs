@@ -14,9 +14,10 @@ use std::sync::Arc;
 use varve_types::data::{ClusteringComparator, ClusteringKey, Partition, Slice};
 use varve_types::data_error::DataError;
 
-use super::answers::Pending;
-use super::read::{on_local_error, read_timeout, Answers, Round, Version};
+use super::answers::{Deadline, Pending};
+use super::read::{on_local_error, read_timeout, Answers, Read, Round, Version};
 use super::service::Coordinator;
+use super::service::Plan;
 use super::short_read;
 use crate::net::{RequestError, Verb};
 use crate::verbs::mutation::{self, TableUpdate};
@@ -31,6 +32,48 @@ pub(super) struct Reconciled {
     pub cut: Option<ClusteringKey>,
     /// SSTables touched on this node.
     pub sstables: u32,
+}
+
+/// Why a read repair did not complete.
+pub(super) enum RepairError {
+    /// The read's deadline passed first.
+    TimedOut,
+    Failed(DataError),
+}
+
+/// Several replicas' data merged up to where all of them can be trusted.
+pub(super) struct Merged {
+    pub merged: Option<Partition>,
+    /// When some replica stopped at the row limit, the last row the merge
+    /// is trusted up to ([`short_read::bound`]).
+    pub cut: Option<ClusteringKey>,
+    /// Each replica's version, restricted as the merge is: what a repair
+    /// compares with it.
+    pub seen: Vec<(usize, Option<Partition>)>,
+}
+
+/// Merges the replicas' `versions` of `r`'s partition (the newest cell
+/// and any deletion win), each restricted to the part of the slices
+/// every version covers.
+pub(super) fn merge_versions(versions: &[Version], r: &Read<'_>) -> Merged {
+    let cut = short_read::bound(versions, r);
+    let covered = cut.as_ref().map(|c| Slice::cut_at(r.slices, c, r.reversed));
+    let within = |p: &Partition| match &covered {
+        Some(slices) => p.slice(slices),
+        None => p.clone(),
+    };
+    let mut merged: Option<Partition> = None;
+    for p in versions.iter().filter_map(|v| v.partition.as_ref()) {
+        match merged.as_mut() {
+            Some(m) => m.merge(within(p)),
+            None => merged = Some(within(p)),
+        }
+    }
+    let seen = versions
+        .iter()
+        .map(|v| (v.replica, v.partition.as_ref().map(within)))
+        .collect();
+    Merged { merged, cut, seen }
 }
 
 impl Coordinator {
@@ -58,33 +101,23 @@ impl Coordinator {
         let mut versions = vec![data];
         let others: Vec<usize> = answers.digests.iter().map(|(i, _)| *i).collect();
         self.fetch_data(round, &others, &mut versions).await?;
-        let cut = short_read::bound(&versions, round.r);
-        let covered = cut
-            .as_ref()
-            .map(|c| Slice::cut_at(round.r.slices, c, round.r.reversed));
-        let within = |p: &Partition| match &covered {
-            Some(slices) => p.slice(slices),
-            None => p.clone(),
-        };
-        let mut merged: Option<Partition> = None;
-        for p in versions.iter().filter_map(|v| v.partition.as_ref()) {
-            match merged.as_mut() {
-                Some(m) => m.merge(within(p)),
-                None => merged = Some(within(p)),
-            }
-        }
+        let merge = merge_versions(&versions, round.r);
         if round.r.blocking_repair {
-            if let Some(m) = &merged {
-                let seen: Vec<(usize, Option<Partition>)> = versions
-                    .iter()
-                    .map(|v| (v.replica, v.partition.as_ref().map(within)))
-                    .collect();
-                self.repair(round, &seen, m).await?;
+            if let Some(m) = &merge.merged {
+                let (r, plan) = (round.r, &round.plan);
+                match self
+                    .repair(r, plan, &mut round.expired, &merge.seen, m)
+                    .await
+                {
+                    Ok(()) => {}
+                    Err(RepairError::TimedOut) => return Err(read_timeout(round, true)),
+                    Err(RepairError::Failed(e)) => return Err(e),
+                }
             }
         }
         Ok(Reconciled {
-            merged,
-            cut,
+            merged: merge.merged,
+            cut: merge.cut,
             sstables: answers.sstables,
         })
     }
@@ -139,13 +172,15 @@ impl Coordinator {
     }
 
     /// Writes `merged` to every replica whose version differs from it and
-    /// waits for them.
-    async fn repair(
+    /// waits for them (until `expired`).
+    pub(super) async fn repair(
         &self,
-        round: &mut Round<'_>,
+        r: &Read<'_>,
+        plan: &Plan,
+        expired: &mut Deadline,
         versions: &[(usize, Option<Partition>)],
         merged: &Partition,
-    ) -> Result<(), DataError> {
+    ) -> Result<(), RepairError> {
         let target = read::digest(Some(merged), false);
         let stale: Vec<usize> = versions
             .iter()
@@ -156,7 +191,6 @@ impl Coordinator {
             return Ok(());
         }
         self.metrics.read_repairs.inc();
-        let r = round.r;
         let payload = mutation::encode(&[TableUpdate {
             table: r.table,
             key: r.key.clone(),
@@ -164,22 +198,22 @@ impl Coordinator {
         }]);
         let mut pending = Pending::default();
         for &i in &stale {
-            if round.plan.is_local(i) {
+            if plan.is_local(i) {
                 self.engine
                     .apply(r.table, r.key, merged.clone())
-                    .map_err(on_local_error)?;
+                    .map_err(|e| RepairError::Failed(on_local_error(e)))?;
                 continue;
             }
-            let to = round.plan.address(i);
+            let to = plan.address(i);
             match self
                 .messaging
                 .request(to, Verb::MUTATION, payload.clone(), self.timeouts.read)
             {
                 Ok(answer) => pending.push(i, answer),
                 Err(e) => {
-                    return Err(DataError::ReadFailure(format!(
+                    return Err(RepairError::Failed(DataError::ReadFailure(format!(
                         "read repair to {to} not sent: {e}"
-                    )))
+                    ))))
                 }
             }
         }
@@ -187,16 +221,16 @@ impl Coordinator {
             let answer = tokio::select! {
                 biased;
                 answer = pending.next_answer() => answer,
-                () = round.expired.passed() => return Err(read_timeout(round, true)),
+                () = expired.passed() => return Err(RepairError::TimedOut),
             };
             match answer {
                 None => return Ok(()),
                 Some((_, Ok(_))) => {}
                 Some((i, Err(e))) => {
-                    return Err(DataError::ReadFailure(format!(
+                    return Err(RepairError::Failed(DataError::ReadFailure(format!(
                         "read repair on {}: {e}",
-                        round.plan.address(i)
-                    )))
+                        plan.address(i)
+                    ))))
                 }
             }
         }

@@ -3,14 +3,12 @@
 //! A key scan asks every UP node of the ring for the keys it holds in the
 //! range (RANGE_READ of keys, in chunks of at most
 //! [`MAX_KEYS_PER_RESPONSE`]), merges them in token order without
-//! duplicates and keeps the first `limit`. Query then reads each key at
-//! the statement's level, so a key that some replica still holds but
-//! whose partition was deleted reads as empty. This is correct at every
-//! level and costs one request per node per chunk; range reads that
-//! return rows, piece by piece of the ring at the level, replace it in
-//! plan step 15. Before anything is sent, the level must be reachable
-//! for every range the scan crosses (checked on each node's primary
-//! ranges: Unavailable otherwise).
+//! duplicates and keeps the first `limit`. It answers the data path's
+//! `scan_keys`; SELECT scans ranges with rows instead
+//! ([`super::range_scan`]), one request per replica rather than one per
+//! partition. Before anything is sent, the level must be reachable for
+//! every range the scan crosses (checked on each node's primary ranges:
+//! Unavailable otherwise).
 //!
 //! TRUNCATE needs every node of the ring UP (Unavailable otherwise, as in
 //! Cassandra) and waits for each of them.

@@ -59,6 +59,25 @@ impl Coordinator {
     }
 }
 
+/// The answer of a merge trusted up to `cut`, without reading on: marked
+/// incomplete when slices remain past the cut, so that its reader asks
+/// for the rest (a range scan's partitions, which query reads on).
+pub(super) fn resolve_at_cut(
+    merged: Option<Partition>,
+    cut: Option<ClusteringKey>,
+    r: &Read<'_>,
+) -> ReadResult {
+    let Some(cut) = cut else {
+        return resolve_over(merged, r, r.slices, 0);
+    };
+    let covered = Slice::cut_at(r.slices, &cut, r.reversed);
+    let mut found = resolve_over(merged, r, &covered, 0);
+    if !Slice::past(r.slices, &cut, r.reversed).is_empty() {
+        found.complete = false;
+    }
+    found
+}
+
 /// Where the merge of `versions` stops being trustworthy: among those that
 /// stopped at the row limit, the last live row of the one that stopped
 /// nearest the start in the read's direction; `None` when none stopped.

@@ -99,6 +99,7 @@ fn payload_round_trips(payload: &[u8]) {
     crate::paxos::codec::fuzz_decode(payload);
     crate::paxos::forward::fuzz_decode(payload);
     crate::verbs::stream::fuzz_decode(payload);
+    crate::verbs::range_rows::fuzz_decode(payload);
     crate::verbs::stream_file::fuzz_decode(payload);
     crate::repair::validate::fuzz_decode(payload);
     crate::repair::incremental::fuzz_decode(payload);

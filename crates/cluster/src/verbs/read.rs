@@ -148,8 +148,9 @@ pub fn encode_response(partition: Option<&Partition>, stopped: bool) -> Bytes {
     Bytes::from(out)
 }
 
-/// The data response's bytes after its `kind`.
-fn put_data(out: &mut Vec<u8>, partition: Option<&Partition>, stopped: bool) {
+/// The data response's bytes after its `kind` (a RANGE_READ of rows
+/// carries the same for each partition).
+pub(super) fn put_data(out: &mut Vec<u8>, partition: Option<&Partition>, stopped: bool) {
     out.push(PARTITION_ENCODING_VERSION);
     out.push(u8::from(partition.is_some()));
     out.push(u8::from(stopped));
@@ -200,7 +201,19 @@ pub fn decode_response(
             "read response kind {kind}"
         )));
     }
-    let version = read_encoding(&mut r)?;
+    let (p, stopped) = read_data(&mut r, payload, cmp)?;
+    r.finish()?;
+    Ok(ReadResponse::Data(p, stopped))
+}
+
+/// Reads what [`put_data`] wrote: the partition, if present, and
+/// whether the replica stopped at the row limit.
+pub(super) fn read_data(
+    r: &mut Reader<'_>,
+    payload: &Bytes,
+    cmp: &Arc<ClusteringComparator>,
+) -> Result<(Option<Partition>, bool), PayloadError> {
+    let version = read_encoding(r)?;
     let present = r.u8()?;
     let stopped = match r.u8()? {
         0 => false,
@@ -209,9 +222,8 @@ pub fn decode_response(
     };
     let p = match present {
         0 => None,
-        1 => Some(read_partition(&mut r, payload, version, cmp)?),
+        1 => Some(read_partition(r, payload, version, cmp)?),
         v => return Err(PayloadError::Malformed(format!("present {v}"))),
     };
-    r.finish()?;
-    Ok(ReadResponse::Data(p, stopped))
+    Ok((p, stopped))
 }

@@ -1,5 +1,5 @@
 //! What a replica does with the data verbs: MUTATION, HINT, READ,
-//! RANGE_READ (keys), STREAM_PULL, STREAM_PUSH and TRUNCATE, each over this node's
+//! RANGE_READ (keys or rows), STREAM_PULL, STREAM_PUSH and TRUNCATE, each over this node's
 //! storage engine.
 //!
 //! A request first runs in a non-blocking scope on the messaging task (a
@@ -16,7 +16,7 @@ use varve_storage::io_mode::NonBlocking;
 use varve_storage::{Engine, Error as StorageError, ReadCost};
 
 use super::codec::PayloadError;
-use super::{batch, mutation, range, read, stream};
+use super::{batch, mutation, range, range_rows, read, replica_range, stream};
 use crate::batchlog::BatchlogStore;
 use crate::net::{Failure, FailureReason, Messaging, Reply, Request, Verb};
 
@@ -87,7 +87,13 @@ impl Replica {
         let me = self.clone();
         messaging.register(Verb::RANGE_READ, move |req: Request| {
             let me = me.clone();
-            async move { Some(me.scan_keys(req.payload).await) }
+            async move {
+                Some(if range_rows::asks_rows(&req.payload) {
+                    me.scan_rows(req.payload).await
+                } else {
+                    me.scan_keys(req.payload).await
+                })
+            }
         });
         if let Some(log) = &self.batchlog {
             let store = Arc::clone(log);
@@ -187,6 +193,19 @@ impl Replica {
             let more = keys.len() > req.limit;
             keys.truncate(req.limit);
             Ok(range::encode_response(&keys, more))
+        };
+        self.first_in_memory(run).await
+    }
+
+    /// Answers a range read of rows.
+    pub async fn scan_rows(&self, payload: Bytes) -> Reply {
+        let req = range_rows::decode_request(&payload, &*self.engine).map_err(|e| e.failure())?;
+        let engine = Arc::clone(&self.engine);
+        let run = move || -> Result<Bytes, StorageError> {
+            let mut answer = range_rows::AnswerWriter::default();
+            let more =
+                replica_range::scan_stored(&engine, &req, &mut answer, &mut ReadCost::default())?;
+            Ok(answer.finish(more))
         };
         self.first_in_memory(run).await
     }

@@ -321,7 +321,7 @@ pub fn fuzz_decode(payload: &[u8]) {
 }
 
 /// Every table id, with one int clustering column (fuzzing).
-struct AnyTable;
+pub(super) struct AnyTable;
 
 impl Comparators for AnyTable {
     fn comparator(

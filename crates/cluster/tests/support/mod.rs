@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod nodes;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -9,7 +9,7 @@ pub mod selectors;
 
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
 use crate::context::Ctx;
-use crate::data_path::{DataPath, KeyScan, ReadCommand};
+use crate::data_path::{DataPath, KeyScan, ReadCommand, RowScan};
 use crate::error::{QueryError, Result};
 use crate::local::LocalNode;
 use crate::paging::PagingState;
@@ -296,6 +296,53 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
                 from = TokenBound::AfterKey(key);
             }
             'scan: while done {
+                let ahead = run.chunk_size(run.per_partition);
+                let ranges = RowScan {
+                    table: table.id,
+                    start: &from,
+                    end,
+                    slices: &slices,
+                    reversed,
+                    now_seconds: run.now,
+                    row_limit: ahead,
+                    total_rows: run.rows_wanted(ahead),
+                    limit: SCAN_BATCH,
+                    consistency,
+                };
+                let scanned = match data.scan_rows(ranges) {
+                    Some(reading) => Some(reading.await?),
+                    None => None,
+                };
+                if let Some(found) = scanned {
+                    let resume = found.partitions.last().map(|(k, _)| k.clone());
+                    for (key, read) in found.partitions {
+                        let prefetched = prefetch::Prefetched {
+                            found: read,
+                            row_limit: ahead,
+                        };
+                        let more = run
+                            .partition(
+                                data,
+                                &key,
+                                &slices,
+                                None,
+                                reversed,
+                                None,
+                                0,
+                                Some(prefetched),
+                            )
+                            .await?;
+                        if !more {
+                            done = false;
+                            break 'scan;
+                        }
+                    }
+                    match resume {
+                        Some(k) if found.more => from = TokenBound::AfterKey(k),
+                        _ => break,
+                    }
+                    continue;
+                }
                 let scan = KeyScan {
                     table: table.id,
                     start: &from,
@@ -307,7 +354,6 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
                 if keys.is_empty() {
                     break;
                 }
-                let ahead = run.chunk_size(run.per_partition);
                 let first = ReadCommand {
                     table: table.id,
                     key: &keys[0],
@@ -515,7 +561,10 @@ impl Run<'_> {
                 return Ok(true);
             };
             self.count_tombstones(found.tombstones)?;
+            // A read cut short before its first row (a range read's short
+            // read protection can cut there) is not a static-only one.
             let static_only = first_chunk
+                && complete
                 && live.rows.is_empty()
                 && live.static_row.is_some()
                 && !self.clustering_restricted
@@ -606,6 +655,18 @@ impl Run<'_> {
             .min()
             .unwrap_or(FILTERING_CHUNK_ROWS)
             .clamp(1, FILTERING_CHUNK_ROWS)
+    }
+
+    /// How many live rows a range read should bring at once: what the page
+    /// and LIMIT still take, at least `chunk`; no limit when neither
+    /// bounds it.
+    fn rows_wanted(&self, chunk: usize) -> usize {
+        let page_left = self.page_size.map(|n| n.saturating_sub(self.rows.len()));
+        [page_left, self.remaining]
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(usize::MAX, |n| n.max(chunk))
     }
 
     fn count_tombstones(&mut self, n: u64) -> Result<()> {

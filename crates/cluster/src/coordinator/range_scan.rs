@@ -1,0 +1,472 @@
+//! Range scans that return rows (docs/design/cluster.md, section 8.4).
+//!
+//! The scanned token range is cut where the ring's ranges end; each piece
+//! is read from as many of its UP replicas as the level needs, chosen as a
+//! partition read chooses them (this node first, then its data centre).
+//! Consecutive pieces read from the same nodes become one span and one
+//! RANGE_READ of rows per node. Each node answers the partitions it holds
+//! in the span, as stored and cut at the row limit, until a limit stops
+//! it ([`crate::verbs::replica_range`]).
+//!
+//! The answers of a span are merged partition by partition, as a read's
+//! data responses are, with read repair where the table asks for it.
+//! Across partitions, an answer that stopped at a limit covers the span
+//! only up to its last key: the merge is kept up to the smallest such key
+//! and the scan stops there (the caller resumes after it). Within a
+//! partition, short read protection trusts the merge up to its cut and
+//! marks the partition incomplete past it; the caller reads on.
+//!
+//! Spans are read in token order, in waves: one span, then two at once,
+//! then four, while the partitions found leave room for more.
+
+use std::collections::BTreeMap;
+
+use futures::future::join_all;
+use varve_storage::ReadCost;
+use varve_types::consistency::{Consistency, Unavailable};
+use varve_types::data::{PartitionKey, Slice, TokenBound};
+use varve_types::data_error::{DataError, ReadTimeout};
+
+use super::answers::{Deadline, Pending};
+use super::read::{needed, on_local_error, Read, ReadResult, Version};
+use super::read_repair::{merge_versions, RepairError};
+use super::replication::Replication;
+use super::service::{Coordinator, Plan};
+use super::short_read::resolve_at_cut;
+use super::speculate::Speculation;
+use super::write_acks::{Progress, WriteAcks};
+use crate::net::{RequestError, Verb};
+use crate::verbs::range_rows::{
+    self, RowScanAnswer, RowScanRequest, ScannedPartition, MAX_PARTITIONS_PER_RANGE_READ,
+};
+use crate::verbs::replica_range::scan_stored;
+
+/// A scan of a table's partitions, with their first rows, at a level.
+#[derive(Debug, Clone, Copy)]
+pub struct RowScan<'a> {
+    pub table: u128,
+    pub start: &'a TokenBound,
+    pub end: &'a TokenBound,
+    pub slices: &'a [Slice],
+    pub reversed: bool,
+    pub now_seconds: i32,
+    /// Live rows per partition (`usize::MAX`: all).
+    pub row_limit: usize,
+    /// Live rows over the scan (`usize::MAX`: no limit).
+    pub total_rows: usize,
+    /// Partitions over the scan, at least 1.
+    pub limit: usize,
+    pub replication: &'a Replication,
+    pub consistency: Consistency,
+    /// The table's `read_repair`: BLOCKING (true) or NONE.
+    pub blocking_repair: bool,
+}
+
+/// What a scan found: partitions in token order (a partition that holds
+/// nothing live under the slices comes with no rows), and whether the
+/// range may go on past the last one.
+#[derive(Debug, Default)]
+pub struct ScannedRows {
+    pub partitions: Vec<(PartitionKey, ReadResult)>,
+    pub more: bool,
+}
+
+/// A stretch of the ring read from one set of nodes.
+struct Span {
+    start: TokenBound,
+    end: TokenBound,
+    plan: Plan,
+    acks: WriteAcks,
+    contacts: Vec<usize>,
+}
+
+impl Span {
+    fn hosts(&self) -> Vec<crate::net::HostId> {
+        self.contacts
+            .iter()
+            .map(|&i| self.plan.host(i).host_id)
+            .collect()
+    }
+}
+
+impl Coordinator {
+    /// The first partitions of `s`'s range, each with its first rows, at
+    /// the scan's level.
+    pub async fn scan_rows(&self, s: RowScan<'_>) -> Result<ScannedRows, DataError> {
+        let spans = self.spans(&s).map_err(DataError::Unavailable)?;
+        let mut found = ScannedRows::default();
+        let mut rows = 0usize;
+        let (mut next, mut wave) = (0, 1);
+        while next < spans.len() {
+            let ahead = &spans[next..(next + wave).min(spans.len())];
+            let budget = RowScan {
+                limit: s.limit - found.partitions.len(),
+                total_rows: s.total_rows.saturating_sub(rows),
+                ..s
+            };
+            let answers = join_all(ahead.iter().map(|span| self.read_span(&budget, span))).await;
+            for answer in answers {
+                let part = answer?;
+                rows = rows.saturating_add(part.partitions.iter().map(|(_, r)| counted(r)).sum());
+                found.partitions.extend(part.partitions);
+                if part.more || found.partitions.len() >= s.limit || rows >= s.total_rows {
+                    found.more = true;
+                    return Ok(found);
+                }
+            }
+            next += ahead.len();
+            wave *= 2;
+        }
+        Ok(found)
+    }
+
+    /// The spans of `s`'s range, each checked for the UP replicas its level
+    /// needs (Unavailable otherwise).
+    fn spans(&self, s: &RowScan<'_>) -> Result<Vec<Span>, Unavailable> {
+        let mut spans: Vec<Span> = Vec::new();
+        for (start, end, owner) in pieces(&self.topology().range_ends(), s.start, s.end) {
+            let plan = self.plan(owner, s.replication);
+            self.assure_live(&plan, s.replication, s.consistency)?;
+            let factors = s.replication.factors();
+            let acks = WriteAcks::new(s.consistency, &factors, &self.local_dc, &plan.dcs());
+            let order = self.preference(&plan, &acks);
+            let span = Span {
+                start,
+                end,
+                contacts: needed(&order, &acks),
+                plan,
+                acks,
+            };
+            match spans.last_mut() {
+                Some(last) if last.hosts() == span.hosts() => last.end = span.end,
+                _ => spans.push(span),
+            }
+        }
+        Ok(spans)
+    }
+
+    /// One span's partitions from its contacts, merged.
+    async fn read_span(&self, s: &RowScan<'_>, span: &Span) -> Result<ScannedRows, DataError> {
+        let req = RowScanRequest {
+            table: s.table,
+            start: span.start.clone(),
+            end: span.end.clone(),
+            slices: s.slices.to_vec(),
+            reversed: s.reversed,
+            now_seconds: s.now_seconds,
+            row_limit: s.row_limit,
+            total_rows: s.total_rows,
+            partition_limit: s.limit.min(MAX_PARTITIONS_PER_RANGE_READ),
+        };
+        let mut expired = Deadline::after(&self.clock, self.timeouts.range);
+        let answers = self.gather(span, &req, s.consistency, &mut expired).await?;
+        self.merge_span(s, span, answers, &mut expired).await
+    }
+
+    /// Every contact's answer, or the error that stopped the level.
+    async fn gather(
+        &self,
+        span: &Span,
+        req: &RowScanRequest,
+        consistency: Consistency,
+        expired: &mut Deadline,
+    ) -> Result<Vec<(usize, RowScanAnswer)>, DataError> {
+        let mut acks = span.acks.clone();
+        let mut answers = Vec::with_capacity(span.contacts.len());
+        for &i in span.contacts.iter().filter(|&&i| span.plan.is_local(i)) {
+            answers.push((i, self.scan_here(req)?));
+            acks.ack(i);
+        }
+        let payload = range_rows::encode_request(req);
+        let mut pending = Pending::default();
+        for &i in span.contacts.iter().filter(|&&i| !span.plan.is_local(i)) {
+            let to = span.plan.address(i);
+            match self
+                .messaging
+                .request(to, Verb::RANGE_READ, payload.clone(), self.timeouts.range)
+            {
+                Ok(answer) => pending.push(i, answer),
+                Err(e) => tracing::debug!("range read to {to} not sent: {e}"),
+            }
+        }
+        let cmp = self.comparator(req.table)?;
+        let mut last_failure = String::new();
+        loop {
+            match acks.progress() {
+                Progress::Succeeded => return Ok(answers),
+                Progress::Failed => {
+                    return Err(DataError::ReadFailure(format!(
+                        "range read failed on {} replica(s): {last_failure}",
+                        acks.failures()
+                    )))
+                }
+                _ => {}
+            }
+            let answer = tokio::select! {
+                biased;
+                answer = pending.next_answer() => answer,
+                () = expired.passed() => None,
+            };
+            let Some((i, answer)) = answer else {
+                return Err(range_timeout(consistency, &acks, !answers.is_empty()));
+            };
+            let decoded = match answer {
+                Ok(response) => {
+                    range_rows::decode_response(&response.payload, &cmp).map_err(|e| e.to_string())
+                }
+                Err(RequestError::Failure(f)) => Err(f.to_string()),
+                // A timeout or a shut-down messaging: no answer from it.
+                Err(_) => continue,
+            };
+            match decoded {
+                Ok(a) => {
+                    answers.push((i, a));
+                    acks.ack(i);
+                }
+                Err(why) => {
+                    acks.fail(i);
+                    last_failure = format!("{}: {why}", span.plan.address(i));
+                }
+            }
+        }
+    }
+
+    /// This node's answer to `req`.
+    fn scan_here(&self, req: &RowScanRequest) -> Result<RowScanAnswer, DataError> {
+        let mut found = Vec::new();
+        let more = scan_stored(&self.engine, req, &mut found, &mut ReadCost::default())
+            .map_err(on_local_error)?;
+        let partitions = found
+            .into_iter()
+            .map(|(key, partition, stopped)| ScannedPartition {
+                key,
+                partition,
+                stopped,
+            })
+            .collect();
+        Ok(RowScanAnswer { partitions, more })
+    }
+
+    /// The partitions of a span's answers, merged up to the smallest last
+    /// key of an answer that stopped at a limit.
+    async fn merge_span(
+        &self,
+        s: &RowScan<'_>,
+        span: &Span,
+        answers: Vec<(usize, RowScanAnswer)>,
+        expired: &mut Deadline,
+    ) -> Result<ScannedRows, DataError> {
+        let bound = answers
+            .iter()
+            .filter(|(_, a)| a.more)
+            .filter_map(|(_, a)| a.partitions.last().map(|p| p.key.clone()))
+            .min();
+        let mut by_key: BTreeMap<PartitionKey, Vec<Version>> = BTreeMap::new();
+        for (i, answer) in answers {
+            for p in answer.partitions {
+                if bound.as_ref().is_some_and(|b| p.key > *b) {
+                    break;
+                }
+                by_key.entry(p.key).or_default().push(Version {
+                    replica: i,
+                    partition: p.partition,
+                    stopped: p.stopped,
+                });
+            }
+        }
+        let mut found = ScannedRows {
+            partitions: Vec::with_capacity(by_key.len()),
+            more: bound.is_some(),
+        };
+        for (key, mut versions) in by_key {
+            // A contact without the key holds nothing under it.
+            for &i in &span.contacts {
+                if !versions.iter().any(|v| v.replica == i) {
+                    versions.push(Version {
+                        replica: i,
+                        partition: None,
+                        stopped: false,
+                    });
+                }
+            }
+            let result = self.resolve_key(s, span, &key, &versions, expired).await?;
+            found.partitions.push((key, result));
+        }
+        Ok(found)
+    }
+
+    /// One partition's versions resolved as a read resolves them,
+    /// repaired where they differ and the table asks for it.
+    async fn resolve_key(
+        &self,
+        s: &RowScan<'_>,
+        span: &Span,
+        key: &PartitionKey,
+        versions: &[Version],
+        expired: &mut Deadline,
+    ) -> Result<ReadResult, DataError> {
+        let r = Read {
+            table: s.table,
+            key,
+            slices: s.slices,
+            reversed: s.reversed,
+            now_seconds: s.now_seconds,
+            row_limit: s.row_limit,
+            replication: s.replication,
+            consistency: s.consistency,
+            speculation: Speculation::Never,
+            blocking_repair: s.blocking_repair,
+        };
+        let first = versions[0].digest();
+        if versions.iter().skip(1).any(|v| v.digest() != first) {
+            self.metrics.digest_mismatches.inc();
+        }
+        let merge = merge_versions(versions, &r);
+        if s.blocking_repair {
+            if let Some(m) = &merge.merged {
+                let repaired = self.repair(&r, &span.plan, expired, &merge.seen, m).await;
+                match repaired {
+                    Ok(()) => {}
+                    Err(RepairError::TimedOut) => {
+                        return Err(DataError::ReadTimeout(ReadTimeout {
+                            consistency: s.consistency,
+                            received: span.acks.block_for(),
+                            block_for: span.acks.block_for(),
+                            data_present: true,
+                        }))
+                    }
+                    Err(RepairError::Failed(e)) => return Err(e),
+                }
+            }
+        }
+        Ok(resolve_at_cut(merge.merged, merge.cut, &r))
+    }
+}
+
+/// The rows a partition's answer counts for against a scan's total: its
+/// live rows, or one for a partition with only a live static row.
+fn counted(r: &ReadResult) -> usize {
+    match &r.partition {
+        None => 0,
+        Some(p) if p.rows.is_empty() && p.static_row.is_some() => 1,
+        Some(p) => p.rows.len(),
+    }
+}
+
+fn range_timeout(consistency: Consistency, acks: &WriteAcks, data_present: bool) -> DataError {
+    DataError::ReadTimeout(ReadTimeout {
+        consistency,
+        received: acks.received(),
+        block_for: acks.block_for(),
+        data_present,
+    })
+}
+
+/// The pieces of the ring between `start` and `end` in token order, each
+/// with its bounds and the ring token whose replicas hold it: `[min, t0]`,
+/// then `(t0, t1]`, ..., `(tn, max]` (held as `[min, t0]` is).
+pub(super) fn pieces(
+    ends: &[i64],
+    start: &TokenBound,
+    end: &TokenBound,
+) -> Vec<(TokenBound, TokenBound, i64)> {
+    let Some(&first) = ends.first() else {
+        return vec![(start.clone(), end.clone(), 0)];
+    };
+    let mut ring: Vec<(Option<i64>, Option<i64>, i64)> = vec![(None, Some(first), first)];
+    ring.extend(ends.windows(2).map(|w| (Some(w[0]), Some(w[1]), w[1])));
+    ring.push((ends.last().copied(), None, first));
+    let (from, to) = (start_token(start), end_token(end));
+    let mut out = Vec::new();
+    for (lo, hi, owner) in ring {
+        let past = |h: i64| match start {
+            TokenBound::TokenExclusive(t) => h <= *t,
+            _ => i128::from(h) < from,
+        };
+        if hi.is_some_and(past) {
+            continue;
+        }
+        if lo.is_some_and(|l| i128::from(l) >= to) {
+            break;
+        }
+        let piece_start = match lo {
+            Some(l) if from <= i128::from(l) => TokenBound::TokenExclusive(l),
+            _ => start.clone(),
+        };
+        let piece_end = match hi {
+            Some(h) if to > i128::from(h) => TokenBound::TokenInclusive(h),
+            _ => end.clone(),
+        };
+        out.push((piece_start, piece_end, owner));
+    }
+    out
+}
+
+/// Where a start bound begins, as a token (below every token: unbounded).
+fn start_token(b: &TokenBound) -> i128 {
+    match b {
+        TokenBound::Unbounded => i128::MIN,
+        TokenBound::TokenInclusive(t) | TokenBound::TokenExclusive(t) => i128::from(*t),
+        TokenBound::AfterKey(k) => i128::from(k.token),
+    }
+}
+
+/// Where an end bound ends, as a token (above every token: unbounded).
+fn end_token(b: &TokenBound) -> i128 {
+    match b {
+        TokenBound::Unbounded => i128::MAX,
+        TokenBound::TokenInclusive(t) | TokenBound::TokenExclusive(t) => i128::from(*t),
+        TokenBound::AfterKey(k) => i128::from(k.token),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use TokenBound::{TokenExclusive as Excl, TokenInclusive as Incl, Unbounded};
+
+    #[test]
+    fn the_whole_ring_is_cut_where_ranges_end_and_wraps_to_the_first_owner() {
+        let got = pieces(&[-10, 0, 10], &Unbounded, &Unbounded);
+        let want = vec![
+            (Unbounded, Incl(-10), -10),
+            (Excl(-10), Incl(0), 0),
+            (Excl(0), Incl(10), 10),
+            (Excl(10), Unbounded, -10),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_token_range_keeps_its_own_bounds_inside_the_pieces_it_crosses() {
+        let got = pieces(&[-10, 0, 10], &Excl(-3), &Incl(4));
+        assert_eq!(got, vec![(Excl(-3), Incl(0), 0), (Excl(0), Incl(4), 10)]);
+        // Bounds on a range's end: the piece that ends there, and no more.
+        let got = pieces(&[-10, 0, 10], &Incl(0), &Incl(0));
+        assert_eq!(got, vec![(Incl(0), Incl(0), 0)]);
+        let got = pieces(&[-10, 0, 10], &Excl(0), &Incl(10));
+        assert_eq!(got, vec![(Excl(0), Incl(10), 10)]);
+        let got = pieces(&[-10, 0, 10], &Incl(11), &Unbounded);
+        assert_eq!(got, vec![(Incl(11), Unbounded, -10)]);
+    }
+
+    #[test]
+    fn a_scan_resumed_after_a_key_starts_in_that_keys_piece() {
+        let key = PartitionKey::new(Bytes::from_static(b"k"));
+        let t = key.token;
+        let ends = [t - 5, t, t + 5];
+        let got = pieces(&ends, &TokenBound::AfterKey(key.clone()), &Unbounded);
+        assert_eq!(got[0], (TokenBound::AfterKey(key), Incl(t), t));
+        assert_eq!(got[1], (Excl(t), Incl(t + 5), t + 5));
+        assert_eq!(got.len(), 3);
+    }
+
+    #[test]
+    fn a_ring_without_tokens_is_one_piece() {
+        assert_eq!(
+            pieces(&[], &Excl(3), &Unbounded),
+            vec![(Excl(3), Unbounded, 0)]
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! A replica's side of a RANGE_READ of rows ([`super::range_rows`]): the
+//! partitions this node stores in a token range, in token order, each as
+//! stored under the slices and cut at the row limit, until a limit says
+//! stop. The coordinator uses the same walk for its own replica.
+
+use varve_storage::{Engine, Error as StorageError, ReadCost};
+use varve_types::data::{Partition, PartitionKey, TokenBound};
+
+use super::range_rows::{AnswerWriter, RowScanRequest};
+
+/// Keys taken from storage at a time while a range is walked.
+const KEYS_PER_STEP: usize = 256;
+
+/// Where a walk puts what it finds.
+pub trait ScanSink {
+    fn push(&mut self, key: PartitionKey, partition: Option<Partition>, stopped: bool);
+    /// Partitions pushed so far.
+    fn count(&self) -> usize;
+    /// Whether the answer is as large as it may grow.
+    fn is_full(&self) -> bool;
+}
+
+impl ScanSink for AnswerWriter {
+    fn push(&mut self, key: PartitionKey, partition: Option<Partition>, stopped: bool) {
+        AnswerWriter::push(self, &key, partition.as_ref(), stopped);
+    }
+
+    fn count(&self) -> usize {
+        AnswerWriter::count(self)
+    }
+
+    fn is_full(&self) -> bool {
+        AnswerWriter::is_full(self)
+    }
+}
+
+/// Partitions kept as they are (this node's own answer, which crosses no
+/// network: bounded by the request's limits alone).
+impl ScanSink for Vec<(PartitionKey, Option<Partition>, bool)> {
+    fn push(&mut self, key: PartitionKey, partition: Option<Partition>, stopped: bool) {
+        Vec::push(self, (key, partition, stopped));
+    }
+
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn is_full(&self) -> bool {
+        false
+    }
+}
+
+/// Walks `req`'s range on `engine` into `sink`; returns `more`: whether it
+/// stopped at a limit with keys of the range left.
+pub fn scan_stored(
+    engine: &Engine,
+    req: &RowScanRequest,
+    sink: &mut dyn ScanSink,
+    cost: &mut ReadCost,
+) -> Result<bool, StorageError> {
+    let mut start = req.start.clone();
+    let mut rows = 0usize;
+    loop {
+        let want = (req.partition_limit - sink.count()).min(KEYS_PER_STEP);
+        let keys = engine.scan_keys(req.table, &start, &req.end, want + 1)?;
+        let last_step = keys.len() <= want;
+        for (n, key) in keys.into_iter().enumerate() {
+            let stopped_here =
+                sink.count() >= req.partition_limit || rows >= req.total_rows || sink.is_full();
+            if stopped_here {
+                return Ok(true);
+            }
+            if n == want {
+                // The extra key only told that the range goes on.
+                start = TokenBound::AfterKey(key);
+                break;
+            }
+            let (partition, stopped) = engine.read_stored_limited(
+                req.table,
+                &key,
+                &req.slices,
+                req.reversed,
+                req.now_seconds,
+                req.row_limit,
+                cost,
+            )?;
+            rows = rows.saturating_add(live_rows(partition.as_ref(), req));
+            sink.push(key, partition, stopped);
+        }
+        if last_step {
+            return Ok(false);
+        }
+    }
+}
+
+/// The live rows a partition counts for toward `total_rows`: its rows up
+/// to the row limit, or one for a partition with only a live static row.
+fn live_rows(partition: Option<&Partition>, req: &RowScanRequest) -> usize {
+    let Some(p) = partition else { return 0 };
+    let (live, _, _) = p.resolve_slices(&req.slices, req.reversed, req.now_seconds, req.row_limit);
+    match (live.rows.len(), live.static_row.is_some()) {
+        (0, true) => 1,
+        (n, _) => n,
+    }
+}
