@@ -229,6 +229,7 @@ pub(super) fn writes(
             key,
             level,
             last: false,
+            scan: false,
         });
         t += ms(1 + rng.below_or_at(130));
     }
@@ -261,6 +262,7 @@ pub(super) fn final_reads(nodes: &[NodeIndex]) -> Vec<PlannedOp> {
                         Consistency::Quorum
                     },
                     last: all,
+                    scan: false,
                 });
                 t += Duration::from_millis(20);
             }

@@ -56,6 +56,7 @@ pub fn timeouts() -> Timeouts {
     Timeouts {
         write: Duration::from_secs(1),
         read: Duration::from_secs(1),
+        range: Duration::from_secs(1),
         ..Timeouts::default()
     }
 }
@@ -120,7 +121,7 @@ fn deletion(ts: i64) -> Partition {
     p
 }
 
-fn cell_of(p: &Partition) -> Option<(i64, String)> {
+pub(super) fn cell_of(p: &Partition) -> Option<(i64, String)> {
     let cell = p.rows.get(&row_key())?.cells.get(&(1, None))?;
     Some((
         cell.timestamp,
@@ -356,6 +357,14 @@ pub(super) async fn run_op(data: Rc<NodeData>, coordinator: Arc<Coordinator>, id
             .map(|()| Outcome::Written),
         (
             OpKind::Read {
+                blocking_repair, ..
+            },
+            _,
+        ) if op.scan => {
+            super::scan::scan_for(&coordinator, replication, &op, id, blocking_repair).await
+        }
+        (
+            OpKind::Read {
                 speculation,
                 blocking_repair,
             },
@@ -449,14 +458,18 @@ pub fn cluster(
 ) -> (Vec<Rc<NodeData>>, Layout) {
     let layout = layout(rng, config.nodes, location, KEYS);
     let last_at = config.nemesis_end() + config.settle;
+    let mut planned = workload(
+        rng,
+        config.nodes,
+        Duration::from_secs(5),
+        last_at - Duration::from_secs(3),
+        last_at,
+    );
+    if config.scans {
+        super::scan::plan_scans(&mut planned);
+    }
     let shared = Rc::new(Shared {
-        workload: workload(
-            rng,
-            config.nodes,
-            Duration::from_secs(5),
-            last_at - Duration::from_secs(3),
-            last_at,
-        ),
+        workload: planned,
         counter: Cell::new(0),
         recorder,
         nodes: config.nodes,

@@ -61,6 +61,8 @@ pub const HANG_SLACK: Duration = Duration::from_millis(500);
 pub struct DataCoverage {
     pub writes_ok: u64,
     pub reads_ok: u64,
+    /// Reads made as range scans that answered (`SimConfig::scans`).
+    pub scans_ok: u64,
     /// (read, earlier acknowledged write or repairing read) pairs that
     /// (a) and (a') compared.
     pub pairs: u64,
@@ -74,6 +76,7 @@ impl std::ops::AddAssign for DataCoverage {
     fn add_assign(&mut self, o: DataCoverage) {
         self.writes_ok += o.writes_ok;
         self.reads_ok += o.reads_ok;
+        self.scans_ok += o.scans_ok;
         self.pairs += o.pairs;
         self.unavailable += o.unavailable;
         self.timeouts += o.timeouts;
@@ -124,6 +127,10 @@ pub fn check(run: &Run) -> (Vec<Violation>, DataCoverage) {
     for op in ops.values() {
         match op.outcome() {
             Some(Outcome::Written) => coverage.writes_ok += 1,
+            Some(Outcome::Read(_)) if op.op.scan => {
+                coverage.reads_ok += 1;
+                coverage.scans_ok += 1;
+            }
             Some(Outcome::Read(_)) => coverage.reads_ok += 1,
             Some(Outcome::Unavailable { .. }) => coverage.unavailable += 1,
             Some(Outcome::WriteTimeout { .. } | Outcome::ReadTimeout { .. }) => {

@@ -6,7 +6,9 @@
 //!   history, operations included, failing or not;
 //! - `VARVE_SIM_SEEDS=N` (and `VARVE_SIM_FIRST_SEED=K`) runs seeds K to
 //!   K + N - 1 in `replay_data`;
-//! - `VARVE_SIM_LOG=FILTER` prints the nodes' logs, as in `replay`.
+//! - `VARVE_SIM_LOG=FILTER` prints the nodes' logs, as in `replay`;
+//! - `VARVE_SIM_SCANS=1` makes part of the reads of those seeds range
+//!   scans, as `ci_data_seeds_with_scans` does.
 //!
 //! A run with data is checked for the membership properties too.
 
@@ -35,11 +37,19 @@ pub(super) fn run_and_check(config: &SimConfig) -> (Run, Vec<Violation>, DataCov
 /// Runs every seed of `seeds` with data; fails with the first failure's
 /// report and the list of every failing seed.
 pub(super) fn check_data_seeds(seeds: impl Iterator<Item = u64>) -> DataCoverage {
+    check_seeds_of(seeds, SimConfig::with_data)
+}
+
+/// The same, over the configuration `config` makes of each seed.
+pub(super) fn check_seeds_of(
+    seeds: impl Iterator<Item = u64>,
+    config: impl Fn(u64) -> SimConfig,
+) -> DataCoverage {
     let mut failed = Vec::new();
     let mut first = None;
     let mut coverage = DataCoverage::default();
     for seed in seeds {
-        let (run, violations, covered) = run_and_check(&SimConfig::with_data(seed));
+        let (run, violations, covered) = run_and_check(&config(seed));
         match violations.first() {
             None => coverage += covered,
             Some(v) => {
@@ -81,13 +91,47 @@ fn ci_data_seeds_second_half() {
     check_ci_seeds(CI_DATA_SEEDS / 2..CI_DATA_SEEDS);
 }
 
+/// The seeds CI runs with scans among the reads: `CI_SCAN_SEEDS` of
+/// them, from 0 (the same seeds as `ci_data_seeds_*`, whose reads are in
+/// part scans here).
+const CI_SCAN_SEEDS: u64 = 4;
+
+/// A data run of `seed` whose reads are in part range scans.
+pub(super) fn with_scans(seed: u64) -> SimConfig {
+    let mut config = SimConfig::with_data(seed);
+    config.scans = true;
+    config
+}
+
+#[test]
+fn ci_data_seeds_with_scans() {
+    let coverage = check_seeds_of(0..CI_SCAN_SEEDS, with_scans);
+    assert!(
+        coverage.scans_ok > 0 && coverage.pairs > 0 && coverage.unavailable > 0,
+        "the scans left a check without material: {coverage:?}"
+    );
+}
+
+/// A seed with scans gives the same history twice.
+#[test]
+fn same_scan_seed_same_history() {
+    let config = with_scans(3);
+    let first = run(&config).history.to_string();
+    assert!(first.contains("scan k"), "seed 3 planned no scan");
+    same_history(3, &first, &run(&config).history.to_string());
+}
+
 /// One seed (`VARVE_SIM_SEED`, its history printed) or many
 /// (`VARVE_SIM_SEEDS`), with data; nothing without either.
 #[test]
 fn replay_data() {
     log::init_from_env();
+    let config = match env_u64("VARVE_SIM_SCANS") {
+        Some(1) => with_scans,
+        _ => SimConfig::with_data,
+    };
     if let Some(seed) = env_u64("VARVE_SIM_SEED") {
-        let (run, violations, coverage) = run_and_check(&SimConfig::with_data(seed));
+        let (run, violations, coverage) = run_and_check(&config(seed));
         println!("{}\n{coverage:?}", run.history);
         if !violations.is_empty() {
             panic!("{}", report(&run, &violations));
@@ -95,7 +139,7 @@ fn replay_data() {
     }
     if let Some(count) = env_u64("VARVE_SIM_SEEDS") {
         let first = env_u64("VARVE_SIM_FIRST_SEED").unwrap_or(0);
-        let coverage = check_data_seeds(first..first + count);
+        let coverage = check_seeds_of(first..first + count, config);
         println!("{coverage:?}");
     }
 }

@@ -75,6 +75,9 @@ pub struct SimConfig {
     /// (`sim/lwt.rs`) instead of the planned reads and writes (in a
     /// movement run, beside its writes).
     pub lwt: bool,
+    /// With `data`: some of the planned reads are made as range scans
+    /// (`PlannedOp::scan`).
+    pub scans: bool,
     /// With `data`: a node joins, leaves, or replaces a dead one, or a
     /// dead one is removed (`sim/movement.rs`), under clients and a plan
     /// of their own.
@@ -107,6 +110,7 @@ impl SimConfig {
             last_stop: LastStop::for_seed(seed),
             data: false,
             lwt: false,
+            scans: false,
             movement: None,
             repair: false,
         }

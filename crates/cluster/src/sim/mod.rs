@@ -71,6 +71,7 @@ pub mod movement_workload;
 pub mod nemesis;
 pub mod node;
 mod panics;
+pub mod scan;
 pub mod timeline;
 pub mod workload;
 

@@ -72,6 +72,10 @@ pub struct PlannedOp {
     pub level: Consistency,
     /// One of the final reads at ALL, after the quiet phase settled.
     pub last: bool,
+    /// A read made as a range scan (RANGE_READ of rows) from the key's
+    /// token to the end of its ring range, whose answer for the key is
+    /// the read's (runs with `SimConfig::scans`).
+    pub scan: bool,
 }
 
 /// Every operation of a run, in time order.
@@ -114,6 +118,7 @@ pub fn workload(
             key,
             level,
             last: false,
+            scan: false,
         });
         t += Duration::from_millis(1 + rng.below_or_at(GAP_MS_MAX));
     }
@@ -131,6 +136,7 @@ pub fn workload(
                     key,
                     level: Consistency::All,
                     last: true,
+                    scan: false,
                 });
                 t += Duration::from_millis(20);
             }
@@ -239,6 +245,7 @@ impl fmt::Display for PlannedOp {
         let what = match self.kind {
             OpKind::Write => "write",
             OpKind::Delete => "delete",
+            OpKind::Read { .. } if self.scan => "scan",
             OpKind::Read { .. } => "read",
         };
         write!(
