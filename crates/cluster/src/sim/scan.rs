@@ -23,7 +23,7 @@ use varve_types::data_error::DataError;
 /// same operations with or without scans.
 pub fn plan_scans(workload: &mut Workload) {
     for (id, op) in workload.ops.iter_mut().enumerate() {
-        if matches!(op.kind, OpKind::Read { .. }) && !op.last && id % 2 == 0 {
+        if matches!(op.kind, OpKind::Read { .. }) && !op.last && id.is_multiple_of(2) {
             op.scan = true;
         }
     }
@@ -50,7 +50,7 @@ pub async fn scan_for(
             reversed: false,
             now_seconds: NOW_SECONDS,
             row_limit: usize::MAX,
-            total_rows: if id % 4 == 0 { 1 } else { usize::MAX },
+            total_rows: if id.is_multiple_of(4) { 1 } else { usize::MAX },
             limit: 1 + id % 3,
             replication,
             consistency: op.level,
