@@ -38,6 +38,7 @@ pub const PAXOS_PHASE_LATENCY: &str = "paxos_phase_latency";
 pub const PAXOS_ROUND_STATEMENTS: &str = "paxos_round_statements";
 pub const CAS_FORWARDED: &str = "cas_forwarded";
 pub const CAS_FORWARDS_SERVED: &str = "cas_forwards_served";
+pub const CAS_FORWARDS_REFUSED: &str = "cas_forwards_refused";
 pub const LABEL_PHASE: &str = "phase";
 pub const PHASE_PREPARE: &str = "prepare";
 pub const PHASE_PROPOSE: &str = "propose";
@@ -179,6 +180,9 @@ pub const CATALOG: &[MetricDef] = &[
         ""),
     def(CAS_FORWARDS_SERVED, Kind::Counter, &[],
         "Conditional statements other coordinators handed to this node as their partition's home replica.",
+        ""),
+    def(CAS_FORWARDS_REFUSED, Kind::Counter, &[],
+        "Conditional statements whose partition's home refused them before running them (it could not rebuild the statement, or does not know the verb): this node ran them itself.",
         ""),
     def(PAXOS_PHASE_LATENCY, Kind::Latency, &[LABEL_PHASE],
         "Paxos rounds' phases as the coordinator waited for them (prepare with its read, propose, commit).",

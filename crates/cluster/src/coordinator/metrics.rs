@@ -36,6 +36,7 @@ pub struct CoordinatorMetrics {
     /// and those this node ran as the home of others'.
     pub cas_forwarded: Arc<Counter>,
     pub cas_forwards_served: Arc<Counter>,
+    pub cas_forwards_refused: Arc<Counter>,
 }
 
 impl CoordinatorMetrics {
@@ -72,6 +73,7 @@ impl CoordinatorMetrics {
             paxos_round_statements: registry.histogram(names::PAXOS_ROUND_STATEMENTS, &[]),
             cas_forwarded: registry.counter(names::CAS_FORWARDED, &[]),
             cas_forwards_served: registry.counter(names::CAS_FORWARDS_SERVED, &[]),
+            cas_forwards_refused: registry.counter(names::CAS_FORWARDS_REFUSED, &[]),
         }
     }
 

@@ -16,6 +16,7 @@ use varve_types::data::{ClusteringComparator, Partition, PartitionKey, Slice};
 use varve_types::data_error::{DataError, ReadTimeout, WriteTimeout, WriteType};
 
 use super::answers::Deadline;
+use super::paxos_forward::Forwarded;
 use super::paxos_hints::{finish_in_background, CommitHints};
 use super::read::on_local_error;
 use super::replication::Replication;
@@ -88,6 +89,9 @@ pub struct CasResult {
     pub contention: u64,
     /// Whether the partition's home replica ran it (section 7.1).
     pub forwarded: bool,
+    /// Whether it was handed to the partition's home, which refused it
+    /// before running it, so that this node ran it.
+    pub home_refused: bool,
 }
 
 /// How a round ended.
@@ -204,10 +208,19 @@ impl Coordinator {
             .ok_or_else(|| DataError::Server("Paxos is not set up on this node".into()))?;
         match c.decide.clone() {
             Some(own) => {
-                if let Some(answer) = self.forwarded(parts, &c).await {
-                    return answer;
+                let home_refused = match self.forwarded(parts, &c).await {
+                    Forwarded::Answer(answer) => return answer,
+                    Forwarded::Refused => {
+                        self.metrics.cas_forwards_refused.inc();
+                        true
+                    }
+                    Forwarded::NotSent => false,
+                };
+                let mut result = self.cas_in_queue(parts, &c, own).await;
+                if let Ok(r) = &mut result {
+                    r.home_refused = home_refused;
                 }
-                self.cas_in_queue(parts, &c, own).await
+                result
             }
             None => {
                 let batch = self.rounds(parts, &c, &[]).await?;
@@ -217,6 +230,7 @@ impl Coordinator {
                     complete: batch.complete,
                     contention: batch.contention,
                     forwarded: false,
+                    home_refused: false,
                 })
             }
         }

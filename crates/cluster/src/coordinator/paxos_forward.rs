@@ -128,26 +128,39 @@ pub(super) fn home(plan: &Plan, serial: Consistency, local_dc: &str) -> Option<u
     }
 }
 
+/// What became of a statement offered to its partition's home.
+pub(super) enum Forwarded {
+    /// Not sent (not contended here, no other home, the home stuck, or
+    /// messaging would not take it): run it here.
+    NotSent,
+    /// The home refused it before running anything (it declined to
+    /// rebuild it, or does not know the verb): run it here.
+    Refused,
+    /// The home's answer (or the unknown outcome of a home that did not
+    /// answer).
+    Answer(Result<CasResult, DataError>),
+}
+
 impl Coordinator {
     /// Hands a conditional statement to its partition's home when the
     /// partition is contended here and the home is another node. `None`:
     /// run it here.
-    pub(super) async fn forwarded(
-        &self,
-        parts: &PaxosParts,
-        c: &Cas<'_>,
-    ) -> Option<Result<CasResult, DataError>> {
-        let decider = c.portable.as_ref()?;
+    pub(super) async fn forwarded(&self, parts: &PaxosParts, c: &Cas<'_>) -> Forwarded {
+        let Some(decider) = c.portable.as_ref() else {
+            return Forwarded::NotSent;
+        };
         let key: PartitionId = (c.table, c.key.key.clone());
         let now = self.clock.now();
         if !parts.contended.recent(&key, now) {
-            return None;
+            return Forwarded::NotSent;
         }
         let plan = self.write_plan(c.key.token, c.replication);
-        let home = home(&plan, c.serial, &self.local_dc)?;
+        let Some(home) = home(&plan, c.serial, &self.local_dc) else {
+            return Forwarded::NotSent;
+        };
         let address = plan.address(home);
         if plan.is_local(home) || parts.contended.is_stuck(address, now) {
-            return None;
+            return Forwarded::NotSent;
         }
         parts.contended.mark(&key, now);
         let payload = forward::encode_forward(&Forward {
@@ -159,20 +172,22 @@ impl Coordinator {
             decider: decider.clone(),
         });
         let timeout = forward_timeout(self.timeouts.write);
-        let answer = self
+        let Ok(answer) = self
             .messaging
             .request(address, Verb::PAXOS_FORWARD, payload, timeout)
-            .ok()?;
+        else {
+            return Forwarded::NotSent;
+        };
         self.metrics.cas_forwarded.inc();
         let unknown = || {
             self.metrics.cas_unknown_results.inc();
-            Some(Err(self.unknown_outcome(c)))
+            Forwarded::Answer(Err(self.unknown_outcome(c)))
         };
         let response = match answer.await {
             Ok(response) => response,
             // The home refused the request before running anything (a
             // node that does not know the verb, a payload it cannot read).
-            Err(RequestError::Failure(_)) => return None,
+            Err(RequestError::Failure(_)) => return Forwarded::Refused,
             Err(RequestError::Timeout | RequestError::Shutdown) => {
                 parts.contended.home_stuck(&key, address, self.clock.now());
                 return unknown();
@@ -183,15 +198,16 @@ impl Coordinator {
                 current,
                 applied,
                 contention,
-            }) => Some(Ok(CasResult {
+            }) => Forwarded::Answer(Ok(CasResult {
                 current,
                 applied,
                 complete: true,
                 contention,
                 forwarded: true,
+                home_refused: false,
             })),
-            Ok(ForwardAnswer::Failed(e)) => Some(Err(e)),
-            Ok(ForwardAnswer::Declined(_)) => None,
+            Ok(ForwardAnswer::Failed(e)) => Forwarded::Answer(Err(e)),
+            Ok(ForwardAnswer::Declined(_)) => Forwarded::Refused,
             Err(_) => unknown(),
         }
     }

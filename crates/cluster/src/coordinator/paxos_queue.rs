@@ -205,6 +205,7 @@ fn answer(
         complete,
         contention,
         forwarded: false,
+        home_refused: false,
     })
 }
 

@@ -160,6 +160,9 @@ pub struct Shared {
     /// centre, and with it a LOCAL_SERIAL register per data centre
     /// (`sim/lwt.rs`).
     pub local_serial_dcs: Option<Vec<String>>,
+    /// Node 0 does not know PAXOS_FORWARD and node 1 declines every
+    /// forward (`SimConfig::refusing_homes`).
+    pub refusing_homes: bool,
     /// In a run where a node joins, leaves or is replaced or removed
     /// (`sim/movement.rs`): the metadata's epochs, the mover's steps, and
     /// clients of their own.
@@ -277,7 +280,12 @@ impl NodeData {
             coordinator.set_replication_lookup(Box::new(move |table| {
                 (table == TABLE).then(|| replication.clone())
             }));
-            coordinator.serve_forwarded(super::lwt::rebuild());
+            match (self.shared.refusing_homes, self.index) {
+                // A node of an earlier build: the verb is unknown here.
+                (true, 0) => {}
+                (true, 1) => coordinator.serve_forwarded(super::lwt::declining()),
+                _ => coordinator.serve_forwarded(super::lwt::rebuild()),
+            }
         }
         let client = match (&self.shared.movement, self.shared.lwt) {
             (Some(m), _) => {
@@ -483,6 +491,7 @@ pub fn cluster(
         lwt_clients: super::lwt::CLIENTS_PER_NODE,
         lwt_think_ms_max: super::lwt::THINK_MAX_MS,
         local_serial_dcs: super::lwt::local_serial_dcs(&layout.dcs),
+        refusing_homes: config.refusing_homes,
         movement: None,
     });
     let nodes = layout

@@ -78,6 +78,9 @@ pub struct SimConfig {
     /// With `data`: some of the planned reads are made as range scans
     /// (`PlannedOp::scan`).
     pub scans: bool,
+    /// With `lwt`: node 0 answers forwarded statements with UNKNOWN_VERB
+    /// and node 1 declines them, so their coordinators run them.
+    pub refusing_homes: bool,
     /// With `data`: a node joins, leaves, or replaces a dead one, or a
     /// dead one is removed (`sim/movement.rs`), under clients and a plan
     /// of their own.
@@ -111,6 +114,7 @@ impl SimConfig {
             data: false,
             lwt: false,
             scans: false,
+            refusing_homes: false,
             movement: None,
             repair: false,
         }

@@ -123,11 +123,12 @@ impl fmt::Display for Entry {
                 client,
                 outcome,
                 forwarded,
+                home_refused,
             }) => {
-                let home = if *forwarded {
-                    " from the key's home"
-                } else {
-                    ""
+                let home = match (forwarded, home_refused) {
+                    (true, _) => " from the key's home",
+                    (_, true) => " here, the key's home having refused it",
+                    _ => "",
                 };
                 write!(f, "lwt client {client} gets {outcome:?}{home}")
             }

@@ -81,6 +81,8 @@ pub enum LwtEvent {
         outcome: LwtOutcome,
         /// Whether the key's home replica ran it for this node.
         forwarded: bool,
+        /// Whether the key's home refused it, and this node ran it.
+        home_refused: bool,
     },
 }
 
@@ -172,6 +174,12 @@ pub fn rebuild() -> RebuildFn {
             _ => Err("not the register table".into()),
         }
     })
+}
+
+/// A home that declines every forwarded statement, as one that cannot
+/// rebuild it (`SimConfig::refusing_homes`).
+pub fn declining() -> RebuildFn {
+    Arc::new(|_table, _bytes: &Bytes| Err("declined by this node".to_string()))
 }
 
 /// Runs this node's client loops (`Shared::lwt_clients`) until the
@@ -301,6 +309,7 @@ pub(super) async fn run(
         })
         .await;
     let forwarded = found.as_ref().is_ok_and(|r| r.forwarded);
+    let home_refused = found.as_ref().is_ok_and(|r| r.home_refused);
     let outcome = match (op, found) {
         (LwtOp::Read, Ok(r)) => LwtOutcome::Read(value_in(&r.current)),
         (LwtOp::Cas { .. }, Ok(r)) => LwtOutcome::Cas(r.applied),
@@ -311,6 +320,7 @@ pub(super) async fn run(
         client,
         outcome: outcome.clone(),
         forwarded,
+        home_refused,
     }));
     outcome
 }

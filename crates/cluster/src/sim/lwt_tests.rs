@@ -13,6 +13,9 @@ use super::panics;
 /// The seeds CI runs with LWT.
 const CI_LWT_SEEDS: u64 = 6;
 
+/// The seeds CI runs with LWT and homes that refuse forwards.
+const CI_REFUSING_SEEDS: u64 = 3;
+
 impl SimConfig {
     /// A run with data whose clients run lightweight transactions.
     pub fn with_lwt(seed: u64) -> SimConfig {
@@ -33,6 +36,8 @@ pub struct LwtCoverage {
     pub local_serial: u64,
     /// Compare-and-sets the register's home ran for their coordinator.
     pub forwarded: u64,
+    /// Compare-and-sets the home refused, which their coordinator ran.
+    pub home_refused: u64,
 }
 
 fn coverage(run: &Run) -> LwtCoverage {
@@ -42,10 +47,14 @@ fn coverage(run: &Run) -> LwtCoverage {
             c.local_serial += u64::from(*key >= LWT_KEYS);
         }
         if let Event::Lwt(LwtEvent::Done {
-            outcome, forwarded, ..
+            outcome,
+            forwarded,
+            home_refused,
+            ..
         }) = &e.event
         {
             c.forwarded += u64::from(*forwarded);
+            c.home_refused += u64::from(*home_refused);
             match outcome {
                 LwtOutcome::Cas(true) => c.applied += 1,
                 LwtOutcome::Cas(false) => c.not_applied += 1,
@@ -60,9 +69,15 @@ fn coverage(run: &Run) -> LwtCoverage {
 
 /// Runs the LWT seed; the first violation's report, if any.
 fn run_and_check(seed: u64) -> (Run, Result<LwtCoverage, String>) {
+    run_config(&SimConfig::with_lwt(seed))
+}
+
+/// Runs `config`; the first violation's report, if any.
+fn run_config(config: &SimConfig) -> (Run, Result<LwtCoverage, String>) {
+    let seed = config.seed;
     panics::install();
     let before = panics::count();
-    let run = run(&SimConfig::with_lwt(seed));
+    let run = run(config);
     let (violations, _) = check(&run, panics::count() - before);
     if !violations.is_empty() {
         let text = report(&run, &violations);
@@ -86,6 +101,7 @@ fn check_seeds(seeds: impl Iterator<Item = u64>) -> LwtCoverage {
                 total.unknown += c.unknown;
                 total.local_serial += c.local_serial;
                 total.forwarded += c.forwarded;
+                total.home_refused += c.home_refused;
             }
             (_, Err(report)) => panic!("seed {seed} failed:\n{report}"),
         }
@@ -125,6 +141,23 @@ fn ci_lwt_seeds_first_half() {
 #[test]
 fn ci_lwt_seeds_second_half() {
     check_ci_seeds(CI_LWT_SEEDS / 2..CI_LWT_SEEDS);
+}
+
+/// Homes that refuse forwarded compare-and-sets (node 0 as a node of an
+/// earlier build, without the verb; node 1 declining every one): their
+/// coordinators run them, and every register stays linearizable.
+#[test]
+fn ci_lwt_seeds_with_refusing_homes() {
+    let mut refused = 0;
+    for seed in 0..CI_REFUSING_SEEDS {
+        let mut config = SimConfig::with_lwt(seed);
+        config.refusing_homes = true;
+        match run_config(&config) {
+            (_, Ok(c)) => refused += c.home_refused,
+            (_, Err(report)) => panic!("seed {seed} with refusing homes failed:\n{report}"),
+        }
+    }
+    assert!(refused > 0, "no home refused a forwarded compare-and-set");
 }
 
 #[test]

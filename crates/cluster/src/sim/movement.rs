@@ -471,6 +471,7 @@ fn shared(
         lwt_clients: super::lwt::MOVEMENT_CLIENTS_PER_NODE,
         lwt_think_ms_max: super::lwt::MOVEMENT_THINK_MAX_MS,
         local_serial_dcs: None,
+        refusing_homes: false,
         movement: Some(Rc::new(movement)),
     })
 }
