@@ -5,6 +5,8 @@ SELECT JSON read back as text with paging (tests/differential
 
 import json
 
+import pytest
+
 from cassandra import InvalidRequest
 from cassandra.query import SimpleStatement
 
@@ -86,3 +88,16 @@ def test_bad_json_is_an_invalid_request(session, keyspace):
     raises(session, InvalidRequest, insert, [None], match="Got null for INSERT JSON values")
     deep = "[" * 2000 + "]" * 2000
     raises(session, InvalidRequest, insert, ['{"k": 1, "l": %s}' % deep], match="nesting depth")
+
+
+def test_prepare_reads_a_literal_json_as_cassandra_does(session, keyspace):
+    table = make_table(session)
+    with pytest.raises(InvalidRequest, match="unrecognized column: nope"):
+        session.prepare(f"INSERT INTO {table} JSON '{{\"k\": 1, \"nope\": 1}}'")
+    with pytest.raises(InvalidRequest, match="Error decoding JSON value for k"):
+        session.prepare(f"INSERT INTO {table} JSON '{{\"k\": \"x\"}}'")
+    # A missing key is only found at execution (it is null until then).
+    prepared = session.prepare(f"INSERT INTO {table} JSON '{{\"tx\": \"a\"}}'")
+    raises(session, InvalidRequest, prepared, match="Invalid null value")
+    with pytest.raises(InvalidRequest, match="fromjson\\(\\) cannot be used in the selection clause"):
+        session.prepare(f"SELECT fromJson('1') FROM {table}")

@@ -331,6 +331,7 @@ pub fn bind_specs(
             }
             Statement::Insert(i) => {
                 if let Some(j) = &i.json {
+                    crate::json::check_insert_literal(t, i)?;
                     specs.term(j, crate::json::JSON_COLUMN, &CqlType::Text);
                 }
                 for (c, v) in i.columns.iter().zip(&i.values) {

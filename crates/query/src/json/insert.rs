@@ -10,7 +10,7 @@ use crate::context::Ctx;
 use crate::error::{QueryError, Result};
 use crate::terms::{eval, Evaluated};
 use bytes::Bytes;
-use varve_cql::ast::{Insert, Term};
+use varve_cql::ast::{Insert, Literal, Term};
 use varve_schema::Table;
 use varve_types::{codec, CqlType, Value};
 
@@ -28,8 +28,38 @@ pub fn expand_insert(ctx: &mut Ctx, table: &Table, ins: &Insert) -> Result<Inser
             ))
         }
     };
-    let mut members = object_members(&text)?;
-    let mut columns = Vec::with_capacity(table.columns.len());
+    let bound = column_values(table, &text, ins.json_default_unset)?;
+    let mut columns = Vec::with_capacity(bound.len());
+    let mut values = Vec::with_capacity(bound.len());
+    for (col, value) in table.columns.iter().zip(bound) {
+        columns.push(col.name.clone());
+        values.push(Term::Bind(ctx.values.len()));
+        ctx.values.push(value);
+    }
+    Ok(Insert {
+        columns,
+        values,
+        json: None,
+        json_default_unset: false,
+        ..ins.clone()
+    })
+}
+
+/// At PREPARE, as Cassandra does: the JSON of an `INSERT ... JSON '...'`
+/// written as a literal is read against the table (a bind marker waits).
+pub fn check_insert_literal(table: &Table, ins: &Insert) -> Result<()> {
+    match &ins.json {
+        Some(Term::Literal(Literal::String(text))) => {
+            column_values(table, text, ins.json_default_unset).map(|_| ())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The value of every column of `table` (in its order) that the JSON
+/// object `text` gives: null or unset for a column it leaves out.
+fn column_values(table: &Table, text: &str, default_unset: bool) -> Result<Vec<BoundValue>> {
+    let mut members = object_members(text)?;
     let mut values = Vec::with_capacity(table.columns.len());
     for col in &table.columns {
         let bound = match take(&mut members, &col.name) {
@@ -44,25 +74,17 @@ pub fn expand_insert(ctx: &mut Ctx, table: &Table, ins: &Insert) -> Result<Inser
                 }
                 Err(DecodeError::Invalid(m)) => return Err(QueryError::Invalid(m)),
             },
-            None if ins.json_default_unset => BoundValue::Unset,
+            None if default_unset => BoundValue::Unset,
             None => BoundValue::Null,
         };
-        columns.push(col.name.clone());
-        values.push(Term::Bind(ctx.values.len()));
-        ctx.values.push(bound);
+        values.push(bound);
     }
     if let Some((name, _)) = members.first() {
         return Err(QueryError::Invalid(format!(
             "JSON values map contains unrecognized column: {name}"
         )));
     }
-    Ok(Insert {
-        columns,
-        values,
-        json: None,
-        json_default_unset: false,
-        ..ins.clone()
-    })
+    Ok(values)
 }
 
 /// The members of the JSON object `text`, keys as column names: a key in

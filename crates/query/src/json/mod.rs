@@ -16,7 +16,7 @@ mod text;
 
 pub use decode::{from_json, DecodeError};
 pub use encode::{quote, to_json};
-pub use insert::expand_insert;
+pub use insert::{check_insert_literal, expand_insert};
 pub use text::parse;
 
 use crate::api::ColumnSpec;
