@@ -501,3 +501,37 @@ fn every_value_reads_back_from_its_own_json() {
         assert_eq!(read(&ty, &text), Ok(Some(v)), "{ty} via {text}");
     }
 }
+
+#[test]
+fn a_select_json_row_is_one_text_object_keyed_by_result_column() {
+    let spec = |name: &str, ty: CqlType| crate::api::ColumnSpec {
+        keyspace: "ks".into(),
+        table: "t".into(),
+        name: name.into(),
+        ty,
+    };
+    let specs = vec![
+        spec("k", CqlType::Int),
+        spec("Up", CqlType::Text),
+        spec("system.tojson(v)", CqlType::Text),
+    ];
+    let cell = |v: Value| Some(bytes::Bytes::from(varve_types::codec::serialize(&v)));
+    let rows = vec![vec![
+        cell(Value::Int(1)),
+        None,
+        cell(Value::Text("[1]".into())),
+    ]];
+    let out = rows_to_json(&specs, rows).unwrap();
+    let text =
+        varve_types::codec::deserialize(&CqlType::Text, out[0][0].as_ref().unwrap()).unwrap();
+    assert_eq!(
+        text,
+        Value::Text("{\"k\": 1, \"\\\"Up\\\"\": null, \"system.tojson(v)\": \"[1]\"}".into())
+    );
+    let columns = select_specs(&specs, "ks", "t");
+    assert_eq!(columns.len(), 1);
+    assert_eq!(
+        (columns[0].name.as_str(), &columns[0].ty),
+        (JSON_COLUMN, &CqlType::Text)
+    );
+}
