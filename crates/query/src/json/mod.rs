@@ -130,11 +130,12 @@ pub fn from_json_term(ctx: &Ctx, args: &[Term], ty: &CqlType) -> Result<Evaluate
     }
 }
 
+/// The argument as Cassandra quotes it in a type error.
 fn arg_text(t: &Term) -> String {
     match t {
-        Term::Literal(Literal::Integer(s) | Literal::Float(s)) => s.clone(),
-        Term::Literal(Literal::Boolean(b)) => b.to_string(),
-        _ => "0".into(),
+        Term::Literal(lit) => crate::select::selectors::literal_text(lit),
+        Term::FunctionCall { name, .. } => format!("{name}(...)"),
+        _ => "?".into(),
     }
 }
 

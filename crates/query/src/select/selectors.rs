@@ -285,7 +285,7 @@ fn only_literals() -> QueryError {
 }
 
 /// A literal as written, which is how Cassandra names its column.
-fn literal_text(lit: &varve_cql::ast::Literal) -> String {
+pub(crate) fn literal_text(lit: &varve_cql::ast::Literal) -> String {
     use varve_cql::ast::Literal;
     match lit {
         Literal::String(s) => format!("'{}'", s.replace('\'', "''")),
