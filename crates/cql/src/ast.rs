@@ -209,6 +209,9 @@ pub struct Insert {
     pub values: Vec<Term>,
     /// `INSERT ... JSON '...'`: the JSON term; `columns`/`values` are empty.
     pub json: Option<Term>,
+    /// `INSERT ... JSON ... DEFAULT UNSET`: columns the JSON leaves out are
+    /// left as they are (by default, `DEFAULT NULL`, they are set to null).
+    pub json_default_unset: bool,
     pub using: Using,
     /// `Conditions::None` or `Conditions::IfNotExists`.
     pub conditions: Conditions,

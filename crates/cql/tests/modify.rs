@@ -9,6 +9,7 @@ fn insert(cols: &[&str], values: Vec<Term>) -> Insert {
         columns: strings(cols),
         values,
         json: None,
+        json_default_unset: false,
         using: Using::default(),
         conditions: Conditions::None,
     }
@@ -64,10 +65,19 @@ fn insert_golden() {
                 ..insert(&[], vec![])
             }),
         ),
+        (
+            "INSERT INTO t JSON '{}' DEFAULT UNSET IF NOT EXISTS",
+            Statement::Insert(Insert {
+                json: Some(s("{}")),
+                json_default_unset: true,
+                conditions: Conditions::IfNotExists,
+                ..insert(&[], vec![])
+            }),
+        ),
     ]);
     assert_eq!(
-        err_kind("INSERT INTO t JSON '{}' DEFAULT UNSET"),
-        ParseErrorKind::Unsupported
+        err_kind("INSERT INTO t JSON '{}' DEFAULT nothing"),
+        ParseErrorKind::Syntax
     );
     assert_eq!(
         err_kind("INSERT INTO t (a, b) VALUES (1)"),

@@ -51,6 +51,15 @@ pub enum QueryError {
     /// Overloaded (0x1001)
     #[error("{0}")]
     Overloaded(String),
+    /// FunctionFailure (0x1400): a function failed on its arguments (for
+    /// example `fromJson()` given JSON that is not of the receiver's type).
+    #[error("{message}")]
+    FunctionFailure {
+        keyspace: String,
+        function: String,
+        arg_types: Vec<String>,
+        message: String,
+    },
     /// ServerError (0x0000): a bug or an unexpected state.
     #[error("{0}")]
     Server(String),

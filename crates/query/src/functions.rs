@@ -22,6 +22,9 @@ pub fn call_term(
     ty: &CqlType,
     name: &str,
 ) -> Result<Evaluated> {
+    if fname.eq_ignore_ascii_case("fromjson") {
+        return crate::json::from_json_term(ctx, args, ty);
+    }
     let mut typed_args = Vec::with_capacity(args.len());
     for (i, arg) in args.iter().enumerate() {
         let arg_ty = argument_type(fname, i, arg).unwrap_or_else(|| natural_type(arg));
@@ -119,6 +122,7 @@ fn return_type(fname: &str) -> Option<CqlType> {
         "currentdate" | "todate" => CqlType::Date,
         "currenttime" => CqlType::Time,
         "tounixtimestamp" => CqlType::BigInt,
+        "tojson" => CqlType::Text,
         "exp" | "log" | "log10" | "round" => CqlType::Double,
         _ => return None,
     })
@@ -216,6 +220,15 @@ pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
         ));
     }
     match f.as_str() {
+        "tojson" => {
+            if args.len() != 1 {
+                return Err(QueryError::Invalid(
+                    "Invalid number of arguments for function system.tojson(any)".into(),
+                ));
+            }
+            let json = crate::json::to_json(args[0].1.as_ref());
+            Ok((CqlType::Text, Some(Value::Text(json))))
+        }
         "now" | "currenttimeuuid" => {
             arity(0)?;
             Ok((

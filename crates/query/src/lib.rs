@@ -31,6 +31,7 @@ pub mod error;
 mod functions;
 pub mod info;
 mod insert_plan;
+mod json;
 pub mod local;
 pub mod local_schema;
 mod memo;

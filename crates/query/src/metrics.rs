@@ -115,6 +115,8 @@ pub fn error_class(e: &QueryError) -> Option<ErrorClass> {
         | QueryError::Unprepared { .. }
         | QueryError::Overloaded(_)
         | QueryError::Server(_)
+        // A function refused its arguments before anything was read or written.
+        | QueryError::FunctionFailure { .. }
         | QueryError::WouldBlock(_) => None,
     }
 }

@@ -128,6 +128,11 @@ impl Specs<'_> {
                     }
                 }
             }
+            Term::FunctionCall { name: f, args } if f.eq_ignore_ascii_case("fromjson") => {
+                for a in args {
+                    self.term(a, crate::json::FROM_JSON_ARG, &CqlType::Text);
+                }
+            }
             Term::FunctionCall { args, .. } => {
                 for a in args {
                     let ty = crate::functions::natural_type(a);
@@ -325,6 +330,10 @@ pub fn bind_specs(
                 }
             }
             Statement::Insert(i) => {
+                if let Some(j) = &i.json {
+                    crate::json::check_insert_literal(t, i)?;
+                    specs.term(j, crate::json::JSON_COLUMN, &CqlType::Text);
+                }
                 for (c, v) in i.columns.iter().zip(&i.values) {
                     if let Some(col) = t.column(c) {
                         if col.kind == ColumnKind::PartitionKey {

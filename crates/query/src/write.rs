@@ -392,11 +392,13 @@ fn plan_insert(ctx: &mut Ctx<'_>, ins: &Insert, batch_ts: Option<i64>) -> Result
     if let Some(c) = &*insert_plan::compiled(&table, ins) {
         return insert_plan::plan(ctx, &table, ins, c, batch_ts);
     }
-    if ins.json.is_some() {
-        return Err(QueryError::Invalid(
-            "INSERT JSON is not supported by Varve yet".into(),
-        ));
-    }
+    let expanded;
+    let ins = if ins.json.is_some() {
+        expanded = crate::json::expand_insert(ctx, &table, ins)?;
+        &expanded
+    } else {
+        ins
+    };
     if ins.columns.len() != ins.values.len() {
         return Err(QueryError::Invalid("Unmatched column names/values".into()));
     }

@@ -96,6 +96,20 @@ pub fn query_error(e: &QueryError) -> ErrorBody {
             },
         },
         QueryError::Overloaded(_) => ErrorBody::new(ErrorCode::OVERLOADED, message),
+        QueryError::FunctionFailure {
+            keyspace,
+            function,
+            arg_types,
+            ..
+        } => ErrorBody {
+            code: ErrorCode::FUNCTION_FAILURE,
+            message,
+            extra: ErrorExtra::FunctionFailure {
+                keyspace: keyspace.clone(),
+                function: function.clone(),
+                arg_types: arg_types.clone(),
+            },
+        },
         QueryError::Server(_) => ErrorBody::new(ErrorCode::SERVER_ERROR, message),
         // Never meant for a client: the server runs such a statement again
         // on the read stage (statements.rs). Seen by one, it is a bug.
@@ -174,6 +188,15 @@ mod tests {
                 0x1500,
             ),
             (QueryError::Overloaded("o".into()), 0x1001),
+            (
+                QueryError::FunctionFailure {
+                    keyspace: "system".into(),
+                    function: "fromjson".into(),
+                    arg_types: vec!["text".into()],
+                    message: "f".into(),
+                },
+                0x1400,
+            ),
             (QueryError::Server("x".into()), 0x0000),
         ];
         for (e, code) in cases {

@@ -23,9 +23,11 @@
 
 mod format;
 mod from_text;
+mod java;
 
 pub use format::{format_decimal, parse_decimal, to_cql_literal};
 pub use from_text::from_text;
+pub use java::{java_decimal_to_string, java_double_to_string, java_float_to_string};
 
 use crate::time::{format_uuid, parse_date, parse_duration, parse_time, parse_timestamp};
 use crate::{CqlType, Error, Result, Value};

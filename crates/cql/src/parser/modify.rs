@@ -21,18 +21,24 @@ impl Parser<'_> {
             columns: Vec::new(),
             values: Vec::new(),
             json: None,
+            json_default_unset: false,
             using: Using::default(),
             conditions: Conditions::None,
         };
         if self.eat_kw("json") {
+            // Only a string literal or a bind marker, as in Cassandra's grammar.
+            if !matches!(
+                self.peek(),
+                Tok::Str(_) | Tok::Punct(Punct::Question | Punct::Colon)
+            ) {
+                return Err(self.expecting("a JSON string or a bind marker after JSON"));
+            }
             insert.json = Some(self.term()?);
             if self.eat_kw("default") {
-                if self.is_kw("unset") {
-                    return Err(
-                        self.unsupported("INSERT JSON ... DEFAULT UNSET is not supported yet")
-                    );
+                insert.json_default_unset = self.eat_kw("unset");
+                if !insert.json_default_unset {
+                    self.expect_kw("null")?;
                 }
-                self.expect_kw("null")?;
             }
         } else {
             self.expect_punct(Punct::LParen)?;

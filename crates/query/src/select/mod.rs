@@ -54,7 +54,11 @@ pub fn result_columns(
     if s.distinct {
         check_distinct(table, s)?;
     }
-    Ok(selectors::compile(table, &s.selection)?.specs.to_vec())
+    let specs = selectors::compile(table, &s.selection)?.specs;
+    if s.json {
+        return Ok(crate::json::select_specs(&specs, &table.keyspace, &table.name).to_vec());
+    }
+    Ok(specs.to_vec())
 }
 
 fn check_distinct(table: &Table, s: &Select) -> Result<()> {
@@ -146,11 +150,6 @@ impl Source<'_> {
 
 pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<QueryResult> {
     let table = ctx.table(&s.table)?;
-    if s.json {
-        return Err(QueryError::Invalid(
-            "SELECT JSON is not supported by Varve yet".into(),
-        ));
-    }
     if s.distinct {
         check_distinct(&table, s)?;
     }
@@ -410,6 +409,15 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
     } else {
         run.rows
     };
+    if s.json {
+        let columns = crate::json::select_specs(&projection.specs, &table.keyspace, &table.name);
+        return Ok(QueryResult::Rows(ResultRows {
+            rows: crate::json::rows_to_json(&projection.specs, rows)?,
+            metadata_id: crate::prepare::metadata_id(&columns),
+            columns,
+            paging_state,
+        }));
+    }
     Ok(QueryResult::Rows(ResultRows {
         columns: std::sync::Arc::clone(&projection.specs),
         rows,

@@ -149,12 +149,21 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
                 ty.clone(),
             )
         }
+        // A bare literal has no type of its own in a selection (Cassandra
+        // 5.0.4); a cast gives it one.
+        SelectorExpr::Term(varve_cql::ast::Term::Literal(lit)) => {
+            return Err(QueryError::Invalid(format!(
+                "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+                literal_text(lit).replace("null", "NULL")
+            )));
+        }
         SelectorExpr::Term(term) => {
             let ty = crate::functions::natural_type(term);
             constant(term, ty)?
         }
         SelectorExpr::FunctionCall { name, args } => {
             let lname = name.to_ascii_lowercase();
+            check_json_function(&lname, args)?;
             let mut compiled = Vec::new();
             let mut names = Vec::new();
             let mut types = Vec::new();
@@ -237,17 +246,48 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
     })
 }
 
+/// `fromJson()` has no place in a selection; `toJson()` takes one argument
+/// of a known type.
+fn check_json_function(lname: &str, args: &[SelectorExpr]) -> Result<()> {
+    use varve_cql::ast::{Literal, Term};
+    match lname {
+        "fromjson" => Err(QueryError::Invalid(
+            "fromjson() cannot be used in the selection clause of a SELECT statement".into(),
+        )),
+        "tojson" if args.len() != 1 => Err(QueryError::Invalid(
+            "Invalid number of arguments for function system.tojson(any)".into(),
+        )),
+        "tojson" if matches!(args[0], SelectorExpr::Term(Term::Literal(Literal::Null))) => {
+            Err(QueryError::Invalid("Cannot infer type of argument NULL in call to function system.tojson(any): use type casts to disambiguate".into()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A literal selector: its value, the name Cassandra shows, its type.
 fn constant(term: &varve_cql::ast::Term, ty: CqlType) -> Result<(Sel, String, CqlType)> {
-    let varve_cql::ast::Term::Literal(lit) = term else {
-        return Err(QueryError::Invalid(
-            "Only literals are supported as terms in the selection clause".into(),
-        ));
+    use varve_cql::ast::Term;
+    let (lit, ty, shown) = match term {
+        Term::Literal(lit) => (lit, ty, literal_text(lit)),
+        Term::Cast { ty, term } => match &**term {
+            Term::Literal(lit) => (lit, ty.clone(), format!("({ty}){}", literal_text(lit))),
+            _ => return Err(only_literals()),
+        },
+        _ => return Err(only_literals()),
     };
     let value = crate::terms::eval_literal(lit, &ty, "selection")?;
-    // Cassandra names the column after the literal as written.
+    let bytes = value.map(|v| Bytes::from(codec::serialize(&v)));
+    Ok((Sel::Const(ty.clone(), bytes), shown, ty))
+}
+
+fn only_literals() -> QueryError {
+    QueryError::Invalid("Only literals are supported as terms in the selection clause".into())
+}
+
+/// A literal as written, which is how Cassandra names its column.
+pub(crate) fn literal_text(lit: &varve_cql::ast::Literal) -> String {
     use varve_cql::ast::Literal;
-    let shown = match lit {
+    match lit {
         Literal::String(s) => format!("'{}'", s.replace('\'', "''")),
         Literal::Integer(s) | Literal::Float(s) | Literal::Duration(s) => s.clone(),
         Literal::Boolean(b) => b.to_string(),
@@ -257,9 +297,7 @@ fn constant(term: &varve_cql::ast::Term, ty: CqlType) -> Result<(Sel, String, Cq
             b.iter().map(|x| format!("{x:02x}")).collect::<String>()
         ),
         Literal::Null => "null".into(),
-    };
-    let bytes = value.map(|v| Bytes::from(codec::serialize(&v)));
-    Ok((Sel::Const(ty.clone(), bytes), shown, ty))
+    }
 }
 
 fn is_numeric(ty: &CqlType) -> bool {
@@ -398,7 +436,14 @@ pub(super) fn cast(from: &CqlType, bytes: &[u8], to: &CqlType) -> Result<Value> 
     };
     Ok(match to {
         CqlType::Text | CqlType::Ascii => {
-            let s = varve_types::literal::to_cql_literal(&v);
+            use varve_types::literal::{java_decimal_to_string, java_double_to_string};
+            // Numbers print as Java's toString, as Cassandra casts them.
+            let s = match &v {
+                Value::Float(f) => varve_types::literal::java_float_to_string(*f),
+                Value::Double(d) => java_double_to_string(*d),
+                Value::Decimal { unscaled, scale } => java_decimal_to_string(unscaled, *scale),
+                other => varve_types::literal::to_cql_literal(other),
+            };
             let s = s.trim_matches('\'').to_string();
             if matches!(to, CqlType::Ascii) {
                 Value::Ascii(s)

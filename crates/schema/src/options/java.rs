@@ -89,44 +89,8 @@ pub(crate) fn is_numeric(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// `Double.toString`: plain notation for magnitudes in [1e-3, 1e7), otherwise
-/// `d.dddE[-]n`; always at least one digit after the point.
-pub(crate) fn double_to_string(d: f64) -> String {
-    if d.is_nan() {
-        return "NaN".to_string();
-    }
-    if d.is_infinite() {
-        return if d > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
-    }
-    if d == 0.0 {
-        return if d.is_sign_negative() { "-0.0" } else { "0.0" }.to_string();
-    }
-    let sign = if d < 0.0 { "-" } else { "" };
-    let abs = d.abs();
-    // Rust's `{:e}` yields the shortest digits that round-trip, e.g. "1.234e-5".
-    let sci = format!("{abs:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if (1e-3..1e7).contains(&abs) {
-        let point = exp + 1;
-        if point <= 0 {
-            let zeros = "0".repeat(point.unsigned_abs() as usize);
-            format!("{sign}0.{zeros}{digits}")
-        } else {
-            let point = point as usize;
-            if point >= digits.len() {
-                let zeros = "0".repeat(point - digits.len());
-                format!("{sign}{digits}{zeros}.0")
-            } else {
-                format!("{sign}{}.{}", &digits[..point], &digits[point..])
-            }
-        }
-    } else {
-        let frac = if digits.len() > 1 { &digits[1..] } else { "0" };
-        format!("{sign}{}.{frac}E{exp}", &digits[..1])
-    }
-}
+/// `Double.toString` (kept in varve-types, where JSON output uses it too).
+pub(crate) use varve_types::literal::java_double_to_string as double_to_string;
 
 /// `'text'` with embedded quotes doubled, as `CqlBuilder.appendWithSingleQuotes` prints it.
 pub(crate) fn quote(s: &str) -> String {
