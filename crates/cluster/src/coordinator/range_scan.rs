@@ -32,14 +32,14 @@ use super::read::{needed, on_local_error, Read, ReadResult, Version};
 use super::read_repair::{merge_versions, RepairError};
 use super::replication::Replication;
 use super::service::{Coordinator, Plan};
-use super::short_read::resolve_at_cut;
+use super::short_read::{self, resolve_at_cut};
 use super::speculate::Speculation;
 use super::write_acks::{Progress, WriteAcks};
 use crate::net::{RequestError, Verb};
 use crate::verbs::range_rows::{
     self, RowScanAnswer, RowScanRequest, ScannedPartition, MAX_PARTITIONS_PER_RANGE_READ,
 };
-use crate::verbs::replica_range::scan_stored;
+use crate::verbs::replica_range::{scan_stored, ScanSink};
 
 /// A scan of a table's partitions, with their first rows, at a level.
 #[derive(Debug, Clone, Copy)]
@@ -158,6 +158,11 @@ impl Coordinator {
             total_rows: s.total_rows,
             partition_limit: s.limit.min(MAX_PARTITIONS_PER_RANGE_READ),
         };
+        if let [only] = span.contacts[..] {
+            if span.plan.is_local(only) {
+                return self.scan_live_here(&req);
+            }
+        }
         let mut expired = Deadline::after(&self.clock, self.timeouts.range);
         let answers = self.gather(span, &req, s.consistency, &mut expired).await?;
         self.merge_span(s, span, answers, &mut expired).await
@@ -247,6 +252,18 @@ impl Coordinator {
         Ok(RowScanAnswer { partitions, more })
     }
 
+    /// `req` answered by this node alone (its only contact): each
+    /// partition's live rows as storage resolves them.
+    fn scan_live_here(&self, req: &RowScanRequest) -> Result<ScannedRows, DataError> {
+        let mut found = LiveSink::default();
+        let more = scan_stored(&self.engine, req, &mut found, &mut ReadCost::default())
+            .map_err(on_local_error)?;
+        Ok(ScannedRows {
+            partitions: found.0,
+            more,
+        })
+    }
+
     /// The partitions of a span's answers, merged up to the smallest last
     /// key of an answer that stopped at a limit.
     async fn merge_span(
@@ -289,7 +306,7 @@ impl Coordinator {
                     });
                 }
             }
-            let result = self.resolve_key(s, span, &key, &versions, expired).await?;
+            let result = self.resolve_key(s, span, &key, versions, expired).await?;
             found.partitions.push((key, result));
         }
         Ok(found)
@@ -302,7 +319,7 @@ impl Coordinator {
         s: &RowScan<'_>,
         span: &Span,
         key: &PartitionKey,
-        versions: &[Version],
+        mut versions: Vec<Version>,
         expired: &mut Deadline,
     ) -> Result<ReadResult, DataError> {
         let r = Read {
@@ -317,11 +334,17 @@ impl Coordinator {
             speculation: Speculation::Never,
             blocking_repair: s.blocking_repair,
         };
-        let first = versions[0].digest();
-        if versions.iter().skip(1).any(|v| v.digest() != first) {
-            self.metrics.digest_mismatches.inc();
+        let agree = versions
+            .iter()
+            .all(|v| v.stopped == versions[0].stopped && v.partition == versions[0].partition);
+        if agree {
+            // Every contact sent the same: nothing to merge or repair.
+            let cut = short_read::bound(&versions[..1], &r);
+            let only = versions.swap_remove(0);
+            return Ok(resolve_at_cut(only.partition, cut, &r));
         }
-        let merge = merge_versions(versions, &r);
+        self.metrics.digest_mismatches.inc();
+        let merge = merge_versions(&versions, &r);
         if s.blocking_repair {
             if let Some(m) = &merge.merged {
                 let repaired = self.repair(&r, &span.plan, expired, &merge.seen, m).await;
@@ -340,6 +363,55 @@ impl Coordinator {
             }
         }
         Ok(resolve_at_cut(merge.merged, merge.cut, &r))
+    }
+}
+
+/// Partitions read live on this node ([`Coordinator::scan_live_here`]).
+#[derive(Default)]
+struct LiveSink(Vec<(PartitionKey, ReadResult)>);
+
+impl ScanSink for LiveSink {
+    fn read(
+        &mut self,
+        engine: &varve_storage::Engine,
+        req: &RowScanRequest,
+        key: PartitionKey,
+        cost: &mut ReadCost,
+    ) -> Result<usize, varve_storage::Error> {
+        let found = engine.read_live_costed(
+            req.table,
+            &key,
+            &req.slices,
+            req.reversed,
+            req.now_seconds,
+            req.row_limit,
+            cost,
+        )?;
+        let result = match found {
+            Some((partition, stats, complete)) => ReadResult {
+                partition: Some(partition),
+                tombstones: stats.tombstones,
+                complete,
+                sstables: 0,
+            },
+            None => ReadResult {
+                partition: None,
+                tombstones: 0,
+                complete: true,
+                sstables: 0,
+            },
+        };
+        let rows = counted(&result);
+        self.0.push((key, result));
+        Ok(rows)
+    }
+
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_full(&self) -> bool {
+        false
     }
 }
 

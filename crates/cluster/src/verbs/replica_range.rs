@@ -11,18 +11,54 @@ use super::range_rows::{AnswerWriter, RowScanRequest};
 /// Keys taken from storage at a time while a range is walked.
 const KEYS_PER_STEP: usize = 256;
 
-/// Where a walk puts what it finds.
+/// Where a walk puts what it finds: each key of the range is read into
+/// the sink, which says how many live rows it counts for.
 pub trait ScanSink {
-    fn push(&mut self, key: PartitionKey, partition: Option<Partition>, stopped: bool);
-    /// Partitions pushed so far.
+    fn read(
+        &mut self,
+        engine: &Engine,
+        req: &RowScanRequest,
+        key: PartitionKey,
+        cost: &mut ReadCost,
+    ) -> Result<usize, StorageError>;
+    /// Partitions read so far.
     fn count(&self) -> usize;
     /// Whether the answer is as large as it may grow.
     fn is_full(&self) -> bool;
 }
 
+/// The partition as stored under the slices, cut at the row limit, and
+/// the live rows it counts for.
+fn read_stored(
+    engine: &Engine,
+    req: &RowScanRequest,
+    key: &PartitionKey,
+    cost: &mut ReadCost,
+) -> Result<(Option<Partition>, bool, usize), StorageError> {
+    let (partition, stopped) = engine.read_stored_limited(
+        req.table,
+        key,
+        &req.slices,
+        req.reversed,
+        req.now_seconds,
+        req.row_limit,
+        cost,
+    )?;
+    let rows = live_rows(partition.as_ref(), req);
+    Ok((partition, stopped, rows))
+}
+
 impl ScanSink for AnswerWriter {
-    fn push(&mut self, key: PartitionKey, partition: Option<Partition>, stopped: bool) {
-        AnswerWriter::push(self, &key, partition.as_ref(), stopped);
+    fn read(
+        &mut self,
+        engine: &Engine,
+        req: &RowScanRequest,
+        key: PartitionKey,
+        cost: &mut ReadCost,
+    ) -> Result<usize, StorageError> {
+        let (partition, stopped, rows) = read_stored(engine, req, &key, cost)?;
+        self.push(&key, partition.as_ref(), stopped);
+        Ok(rows)
     }
 
     fn count(&self) -> usize {
@@ -34,11 +70,20 @@ impl ScanSink for AnswerWriter {
     }
 }
 
-/// Partitions kept as they are (this node's own answer, which crosses no
-/// network: bounded by the request's limits alone).
+/// Partitions kept as they are (this node's own answer as one contact of
+/// several, which crosses no network: bounded by the request's limits
+/// alone).
 impl ScanSink for Vec<(PartitionKey, Option<Partition>, bool)> {
-    fn push(&mut self, key: PartitionKey, partition: Option<Partition>, stopped: bool) {
-        Vec::push(self, (key, partition, stopped));
+    fn read(
+        &mut self,
+        engine: &Engine,
+        req: &RowScanRequest,
+        key: PartitionKey,
+        cost: &mut ReadCost,
+    ) -> Result<usize, StorageError> {
+        let (partition, stopped, rows) = read_stored(engine, req, &key, cost)?;
+        self.push((key, partition, stopped));
+        Ok(rows)
     }
 
     fn count(&self) -> usize {
@@ -75,17 +120,8 @@ pub fn scan_stored(
                 start = TokenBound::AfterKey(key);
                 break;
             }
-            let (partition, stopped) = engine.read_stored_limited(
-                req.table,
-                &key,
-                &req.slices,
-                req.reversed,
-                req.now_seconds,
-                req.row_limit,
-                cost,
-            )?;
-            rows = rows.saturating_add(live_rows(partition.as_ref(), req));
-            sink.push(key, partition, stopped);
+            let counted = sink.read(engine, req, key, cost)?;
+            rows = rows.saturating_add(counted);
         }
         if last_step {
             return Ok(false);
