@@ -110,7 +110,11 @@ async fn scan_all(
     let mut out: Vec<Scanned> = Vec::new();
     for _ in 0..10_000 {
         let page = scan_page(n, &from, limits, replication, consistency, blocking_repair).await?;
-        assert!(page.partitions.len() <= limits.partitions);
+        assert!(
+            page.partitions.len() <= limits.partitions,
+            "{:?}",
+            page.partitions.iter().map(|(k, _)| k).collect::<Vec<_>>()
+        );
         for (k, r) in &page.partitions {
             out.push((k.clone(), listed(r.partition.as_ref()), r.complete));
         }
@@ -292,4 +296,34 @@ async fn spans_of_rf2_come_back_in_token_order_at_each_level_and_none_is_unavail
     check(&got, &want, limits, "ONE with a node down");
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contacts_holding_different_keys_never_send_a_page_past_its_limit() {
+    let nodes = three(|s| s).await;
+    let mut keys: Vec<PartitionKey> = (0..6).map(|i| key(&format!("d{i}"))).collect();
+    keys.sort();
+    // Node 1 holds the first two keys (all it has: it says no more),
+    // node 2 the last four (it stops at the limit after two of them).
+    for (i, k) in keys.iter().enumerate() {
+        let holder = usize::from(i >= 2);
+        nodes[holder]
+            .engine
+            .apply(TABLE, k, cell(10, &format!("v{i}")))
+            .unwrap();
+    }
+    let rf3 = Replication::Simple(3);
+    let limits = Limits {
+        partitions: 2,
+        total_rows: usize::MAX,
+        row_limit: usize::MAX,
+    };
+    let got = scan_all(&nodes[2], limits, &rf3, Consistency::All, false)
+        .await
+        .expect("a scan at ALL");
+    let scanned: Vec<&PartitionKey> = got.iter().map(|(k, _, _)| k).collect();
+    assert_eq!(scanned, keys.iter().collect::<Vec<_>>());
+    for n in nodes {
+        n.stop().await;
+    }
 }

@@ -81,11 +81,15 @@ struct Span {
 }
 
 impl Span {
+    /// Its contacts, in no particular order.
     fn hosts(&self) -> Vec<crate::net::HostId> {
-        self.contacts
+        let mut hosts: Vec<_> = self
+            .contacts
             .iter()
             .map(|&i| self.plan.host(i).host_id)
-            .collect()
+            .collect();
+        hosts.sort();
+        hosts
     }
 }
 
@@ -106,11 +110,7 @@ impl Coordinator {
             };
             let answers = join_all(ahead.iter().map(|span| self.read_span(&budget, span))).await;
             for answer in answers {
-                let part = answer?;
-                rows = rows.saturating_add(part.partitions.iter().map(|(_, r)| counted(r)).sum());
-                found.partitions.extend(part.partitions);
-                if part.more || found.partitions.len() >= s.limit || rows >= s.total_rows {
-                    found.more = true;
+                if absorb(&mut found, &mut rows, answer?, &s) {
                     return Ok(found);
                 }
             }
@@ -291,11 +291,14 @@ impl Coordinator {
                 });
             }
         }
+        // Contacts that hold different keys can together send more than
+        // the limit: the first ones are kept, and the scan resumes after.
+        let over = by_key.len() > s.limit;
         let mut found = ScannedRows {
-            partitions: Vec::with_capacity(by_key.len()),
-            more: bound.is_some(),
+            partitions: Vec::with_capacity(by_key.len().min(s.limit)),
+            more: bound.is_some() || over,
         };
-        for (key, mut versions) in by_key {
+        for (key, mut versions) in by_key.into_iter().take(s.limit) {
             // A contact without the key holds nothing under it.
             for &i in &span.contacts {
                 if !versions.iter().any(|v| v.replica == i) {
@@ -364,6 +367,29 @@ impl Coordinator {
         }
         Ok(resolve_at_cut(merge.merged, merge.cut, &r))
     }
+}
+
+/// Adds a span's answer to what a scan found (the spans of one wave each
+/// had the whole budget, so an answer past the room left is cut, and the
+/// scan resumes after what was kept); whether the scan stops here.
+fn absorb(
+    found: &mut ScannedRows,
+    rows: &mut usize,
+    mut part: ScannedRows,
+    s: &RowScan<'_>,
+) -> bool {
+    let room = s.limit.saturating_sub(found.partitions.len());
+    if part.partitions.len() > room {
+        part.partitions.truncate(room);
+        part.more = true;
+    }
+    *rows = rows.saturating_add(part.partitions.iter().map(|(_, r)| counted(r)).sum());
+    found.partitions.extend(part.partitions);
+    if part.more || found.partitions.len() >= s.limit || *rows >= s.total_rows {
+        found.more = true;
+        return true;
+    }
+    false
 }
 
 /// Partitions read live on this node ([`Coordinator::scan_live_here`]).
@@ -532,6 +558,61 @@ mod tests {
         assert_eq!(got[0], (TokenBound::AfterKey(key), Incl(t), t));
         assert_eq!(got[1], (Excl(t), Incl(t + 5), t + 5));
         assert_eq!(got.len(), 3);
+    }
+
+    fn scanned(keys: &[&'static [u8]]) -> ScannedRows {
+        let read = || ReadResult {
+            partition: Some(varve_types::data::Partition::default()),
+            tombstones: 0,
+            complete: true,
+            sstables: 0,
+        };
+        ScannedRows {
+            partitions: keys
+                .iter()
+                .map(|k| (PartitionKey::new(Bytes::from_static(k)), read()))
+                .collect(),
+            more: false,
+        }
+    }
+
+    #[test]
+    fn answers_of_one_wave_are_cut_at_the_scans_limit() {
+        let replication = Replication::Simple(1);
+        let s = RowScan {
+            table: 1,
+            start: &Unbounded,
+            end: &Unbounded,
+            slices: &[],
+            reversed: false,
+            now_seconds: 0,
+            row_limit: usize::MAX,
+            total_rows: usize::MAX,
+            limit: 3,
+            replication: &replication,
+            consistency: Consistency::One,
+            blocking_repair: false,
+        };
+        let (mut found, mut rows) = (ScannedRows::default(), 0);
+        // Room for three: two fit, then three more of which one is kept.
+        assert!(!absorb(&mut found, &mut rows, scanned(&[b"a", b"b"]), &s));
+        assert!(absorb(
+            &mut found,
+            &mut rows,
+            scanned(&[b"c", b"d", b"e"]),
+            &s
+        ));
+        assert_eq!(found.partitions.len(), 3);
+        assert!(found.more);
+        // An answer of exactly the room left stops the scan, and says more.
+        let (mut found, mut rows) = (ScannedRows::default(), 0);
+        assert!(absorb(
+            &mut found,
+            &mut rows,
+            scanned(&[b"a", b"b", b"c"]),
+            &s
+        ));
+        assert_eq!((found.partitions.len(), found.more), (3, true));
     }
 
     #[test]
