@@ -63,19 +63,19 @@ pub fn flush_path(keyspace: &str, table: &str) -> String {
 async fn flush_first(source: &Source, keyspace: &str, table: &str, events: &EventLog, quiet: bool) {
     let what = format!("nodetool flush {keyspace}.{table}");
     let result = match source {
-        Source::Admin(base) => {
-            match http::request(
-                base,
-                "POST",
-                &flush_path(keyspace, table),
-                GARBAGECOLLECT_TIMEOUT,
-            )
-            .await
-            {
-                Ok(r) if r.status == 200 => Ok(()),
-                Ok(r) => Err(format!("HTTP {}", r.status)),
-                Err(e) => Err(e.to_string()),
-            }
+        Source::Admin(bases) => {
+            let path = flush_path(keyspace, table);
+            let flushes = bases.iter().map(|base| async {
+                match http::request(base, "POST", &path, GARBAGECOLLECT_TIMEOUT).await {
+                    Ok(r) if r.status == 200 => Ok(()),
+                    Ok(r) => Err(format!("HTTP {}", r.status)),
+                    Err(e) => Err(e.to_string()),
+                }
+            });
+            futures::future::join_all(flushes)
+                .await
+                .into_iter()
+                .collect::<Result<(), String>>()
         }
         Source::Nodetool(prefix) => {
             external::run_nodetool(prefix, &["flush", keyspace, table], GARBAGECOLLECT_TIMEOUT)
@@ -109,16 +109,15 @@ pub fn spawn_garbagecollect(
         // the load wrote (a seed node holds its data on disk) is collected.
         flush_first(&source, &keyspace, &table, &events, quiet).await;
         let outcome = match source {
-            Source::Admin(base) => {
+            // Every node at once, as `nodetool garbagecollect` run on each.
+            Source::Admin(bases) => {
                 let path = garbagecollect_path(&keyspace, &table);
-                match http::request(&base, "POST", &path, GARBAGECOLLECT_TIMEOUT).await {
-                    Ok(r) if r.status == 200 => GcOutcome::Finished,
-                    Ok(r) if r.status == 404 => {
-                        GcOutcome::NotSupported("the admin API answered 404".into())
-                    }
-                    Ok(r) => GcOutcome::Failed(format!("HTTP {}: {}", r.status, r.body.trim())),
-                    Err(e) => GcOutcome::Failed(e.to_string()),
-                }
+                let runs = bases.iter().map(|base| gc_on(base, &path));
+                let outcomes = futures::future::join_all(runs).await;
+                outcomes
+                    .into_iter()
+                    .find(|o| *o != GcOutcome::Finished)
+                    .unwrap_or(GcOutcome::Finished)
             }
             Source::Nodetool(prefix) => {
                 let args = ["garbagecollect", "-g", "ROW", "-j", "1", &keyspace, &table];
@@ -135,6 +134,16 @@ pub fn spawn_garbagecollect(
             events.record(&end, quiet);
         }
     })
+}
+
+/// A garbagecollect through one node's admin port.
+async fn gc_on(base: &http::BaseUrl, path: &str) -> GcOutcome {
+    match http::request(base, "POST", path, GARBAGECOLLECT_TIMEOUT).await {
+        Ok(r) if r.status == 200 => GcOutcome::Finished,
+        Ok(r) if r.status == 404 => GcOutcome::NotSupported("the admin API answered 404".into()),
+        Ok(r) => GcOutcome::Failed(format!("HTTP {}: {}", r.status, r.body.trim())),
+        Err(e) => GcOutcome::Failed(e.to_string()),
+    }
 }
 
 #[cfg(test)]
@@ -177,7 +186,7 @@ mod tests {
         });
         let events = EventLog::new(Clock::start());
         spawn_garbagecollect(
-            Source::Admin(base),
+            Source::Admin(vec![base]),
             "ks".into(),
             "t".into(),
             events.clone(),

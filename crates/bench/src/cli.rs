@@ -26,6 +26,10 @@ pub struct BenchArgs {
     /// tiny (seconds), small (2-3 min), full (10-20 min) or a factor of full.
     #[arg(long, default_value = "small")]
     pub size: String,
+    /// Nodes to start: 1, one embedded node; more, a local cluster on
+    /// 127.0.0.1 .. 127.0.0.N (`varve cluster start`), every node sampled.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
     /// Use an existing cluster (host:port,...) instead of an embedded node.
     #[arg(long, value_delimiter = ',')]
     pub hosts: Vec<String>,
@@ -71,6 +75,13 @@ pub enum Target {
     Embedded {
         exe: PathBuf,
         config: Option<PathBuf>,
+    },
+    /// Start a local cluster of `nodes` nodes of this executable, each
+    /// with the config file, if given.
+    Cluster {
+        exe: PathBuf,
+        config: Option<PathBuf>,
+        nodes: usize,
     },
     /// An existing cluster.
     Hosts {
@@ -119,11 +130,31 @@ impl BenchArgs {
                     ));
                 }
             }
-            Target::Embedded {
-                exe,
-                config: self.config.clone(),
+            match self.nodes {
+                0 => return Err(BenchError::config("nodes", "at least 1")),
+                1 => Target::Embedded {
+                    exe,
+                    config: self.config.clone(),
+                },
+                n if n <= crate::cluster::MAX_BENCH_NODES => Target::Cluster {
+                    exe,
+                    config: self.config.clone(),
+                    nodes: n,
+                },
+                n => {
+                    return Err(BenchError::config(
+                        "nodes",
+                        format!("{n} is more than {}", crate::cluster::MAX_BENCH_NODES),
+                    ))
+                }
             }
         } else {
+            if self.nodes != 1 {
+                return Err(BenchError::config(
+                    "flags",
+                    "--nodes starts a cluster; --hosts uses one already running",
+                ));
+            }
             if self.config.is_some() {
                 return Err(BenchError::config(
                     "flags",
@@ -185,6 +216,22 @@ mod tests {
     fn options(line: &str) -> Result<BenchOptions> {
         let cli = Cli::try_parse_from(line.split_whitespace()).expect("clap accepts it");
         cli.args.options(PathBuf::from("/bin/varve"), line)
+    }
+
+    #[test]
+    fn nodes_start_a_local_cluster_up_to_the_most_the_bench_starts() {
+        let max = crate::cluster::MAX_BENCH_NODES;
+        let o = options(&format!("x lwt --out d --nodes {max}")).unwrap();
+        assert!(matches!(o.target, Target::Cluster { nodes, .. } if nodes == max));
+        let o = options("x lwt --out d --nodes 3 --replication-factor 3").unwrap();
+        assert!(matches!(o.target, Target::Cluster { nodes: 3, .. }));
+        assert!(options(&format!("x lwt --out d --nodes {}", max + 1)).is_err());
+        assert!(options("x lwt --out d --nodes 0").is_err());
+        assert!(matches!(
+            options("x lwt --out d --nodes 1").unwrap().target,
+            Target::Embedded { .. }
+        ));
+        assert!(options("x lwt --out d --nodes 3 --hosts a:1").is_err());
     }
 
     #[test]

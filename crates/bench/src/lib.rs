@@ -1,7 +1,8 @@
 //! `varve-bench`: the seed experiments end to end (`varve bench <scenario>`).
 //!
-//! A run starts a node (this same executable as `varve server`, or uses
-//! `--hosts`), samples the server once a second into server.csv, drives the
+//! A run starts a node (this same executable as `varve server`), a
+//! cluster (`--nodes N`, through `varve cluster start`), or uses
+//! `--hosts`, samples the server once a second into server.csv, drives the
 //! scenario's phases through `varve-stress` runners, takes each phase's
 //! actions (ALTER TABLE, garbagecollect) and marks them in events.csv, then
 //! writes the run directory (docs/format/run-directory.md) and renders its
@@ -22,6 +23,7 @@
 pub mod actions;
 pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod error;
 pub mod events;
 pub mod external;

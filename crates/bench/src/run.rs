@@ -11,6 +11,7 @@ use varve_stress::{RunSummary, Runner, StressConfig};
 use crate::actions;
 use crate::cli::{BenchOptions, Target, SAMPLE_INTERVAL};
 use crate::clock::Clock;
+use crate::cluster::EmbeddedCluster;
 use crate::error::{BenchError, Result};
 use crate::events::EventLog;
 use crate::interrupt::Interrupt;
@@ -38,6 +39,7 @@ pub struct Outcome {
 /// Where the load goes, once the node (if any) is up.
 struct Endpoint {
     node: Option<EmbeddedNode>,
+    cluster: Option<EmbeddedCluster>,
     hosts: Vec<String>,
     source: Source,
     pids: Vec<u32>,
@@ -113,9 +115,10 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
     let rows = sampler.finish().await;
     sampler::write(&opts.out, &rows)?;
     events.write(&opts.out)?;
-    let stopped = match endpoint.node {
-        Some(node) => node.stop().await,
-        None => Ok(()),
+    let stopped = match (endpoint.node, endpoint.cluster) {
+        (Some(node), _) => node.stop().await,
+        (None, Some(cluster)) => cluster.stop(),
+        (None, None) => Ok(()),
     };
     signals.abort();
     if !parts.is_empty() {
@@ -175,15 +178,7 @@ fn prepare_out(out: &Path) -> Result<()> {
 async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
     match &opts.target {
         Target::Embedded { exe, config } => {
-            let config = match config {
-                Some(c) => c.clone(),
-                None => {
-                    let path = opts.out.join("node.yaml");
-                    std::fs::write(&path, node::default_config(opts.size.memtable_space()))
-                        .map_err(|e| BenchError::io(&path, e))?;
-                    path
-                }
-            };
+            let config = node_config(opts, config.as_deref())?;
             let node = EmbeddedNode::start(exe, &opts.out, &config).await?;
             println!(
                 "embedded node: CQL on {}, admin on {} (log {})",
@@ -193,10 +188,29 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
             );
             Ok(Endpoint {
                 hosts: vec![node.cql.clone()],
-                source: Source::Admin(node.admin.clone()),
+                source: Source::Admin(vec![node.admin.clone()]),
                 pids: node.pid().into_iter().collect(),
                 admin_port: port_of(&node.admin.authority).unwrap_or(DEFAULT_ADMIN_PORT),
                 node: Some(node),
+                cluster: None,
+            })
+        }
+        Target::Cluster { exe, config, nodes } => {
+            let config = node_config(opts, config.as_deref())?;
+            let cluster = EmbeddedCluster::start(exe, &opts.out, &config, *nodes)?;
+            println!(
+                "local cluster of {nodes}: CQL on {} (admin port {}, directory {})",
+                cluster.hosts.join(", "),
+                crate::cluster::CLUSTER_ADMIN_PORT,
+                opts.out.join("cluster").display()
+            );
+            Ok(Endpoint {
+                node: None,
+                hosts: cluster.hosts.clone(),
+                source: Source::Admin(cluster.admins.clone()),
+                pids: cluster.pids.clone(),
+                admin_port: crate::cluster::CLUSTER_ADMIN_PORT,
+                cluster: Some(cluster),
             })
         }
         Target::Hosts {
@@ -206,12 +220,13 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
             server_pids,
         } => {
             let source = match (admin, nodetool) {
-                (Some(a), _) => Source::Admin(a.clone()),
+                (Some(a), _) => Source::Admin(vec![a.clone()]),
                 (None, Some(n)) => Source::Nodetool(n.clone()),
                 (None, None) => Source::None,
             };
             Ok(Endpoint {
                 node: None,
+                cluster: None,
                 hosts: hosts.clone(),
                 admin_port: admin
                     .as_ref()
@@ -222,6 +237,18 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
             })
         }
     }
+}
+
+/// The config file every started node gets: `config`, or one written to
+/// OUT/node.yaml with the size's small memtables.
+fn node_config(opts: &BenchOptions, config: Option<&Path>) -> Result<PathBuf> {
+    if let Some(c) = config {
+        return Ok(c.to_path_buf());
+    }
+    let path = opts.out.join("node.yaml");
+    std::fs::write(&path, node::default_config(opts.size.memtable_space()))
+        .map_err(|e| BenchError::io(&path, e))?;
+    Ok(path)
 }
 
 fn port_of(authority: &str) -> Option<u16> {
@@ -337,6 +364,7 @@ fn bench_info(plan: &Plan, opts: &BenchOptions) -> BenchInfo {
         size: plan.size.name(),
         node: match opts.target {
             Target::Embedded { .. } => "embedded".into(),
+            Target::Cluster { nodes, .. } => format!("local cluster of {nodes}"),
             Target::Hosts { .. } => "hosts".into(),
         },
         segments: plan

@@ -54,8 +54,9 @@ pub type SampleTarget = Arc<Mutex<TableUnderTest>>;
 /// Where server numbers come from.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// A Varve admin port.
-    Admin(BaseUrl),
+    /// Varve admin ports: one node's, or every node's of a cluster the
+    /// bench started (their numbers summed).
+    Admin(Vec<BaseUrl>),
     /// A nodetool command prefix (for Cassandra).
     Nodetool(Vec<String>),
     /// Nothing but, perhaps, `/proc/PID`.
@@ -90,6 +91,41 @@ pub fn row_from_metrics(
         space_used_bytes: e.sum(metric::SPACE_USED, &filter),
         server_cpu_s: e.sum(metric::CPU, &[]),
         server_rss_bytes: e.sum(metric::RSS, &[]),
+    }
+}
+
+/// A row from every node's /metrics: each number summed over the nodes
+/// (empty where no node has it), compaction bytes per second from the
+/// summed counter.
+pub fn row_from_nodes(
+    t: f64,
+    nodes: &[Exposition],
+    table: &TableUnderTest,
+    bytes: &mut Derivative,
+) -> ServerRow {
+    let mut each = Derivative::default();
+    let rows: Vec<ServerRow> = nodes
+        .iter()
+        .map(|e| row_from_metrics(t, e, table, &mut each))
+        .collect();
+    let sum = |f: fn(&ServerRow) -> Option<f64>| {
+        rows.iter()
+            .filter_map(f)
+            .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
+    };
+    let compacted = nodes
+        .iter()
+        .filter_map(|e| e.sum(metric::BYTES_COMPACTED, &[]))
+        .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v));
+    ServerRow {
+        t,
+        pending_compactions: sum(|r| r.pending_compactions),
+        compaction_bytes_per_s: bytes.next(t, compacted),
+        live_sstables: sum(|r| r.live_sstables),
+        unleveled_sstables: sum(|r| r.unleveled_sstables),
+        space_used_bytes: sum(|r| r.space_used_bytes),
+        server_cpu_s: sum(|r| r.server_cpu_s),
+        server_rss_bytes: sum(|r| r.server_rss_bytes),
     }
 }
 
@@ -182,13 +218,21 @@ async fn sample(
 ) -> ServerRow {
     let t = clock.now_s();
     let mut row = match &config.source {
-        Source::Admin(base) => {
-            match http::request(base, "GET", "/metrics", SCRAPE_TIMEOUT).await {
-                Ok(r) if r.status == 200 => {
-                    row_from_metrics(t, &Exposition::parse(&r.body), table, bytes)
+        Source::Admin(bases) => {
+            let scrapes = bases
+                .iter()
+                .map(|base| http::request(base, "GET", "/metrics", SCRAPE_TIMEOUT));
+            let mut expositions = Vec::with_capacity(bases.len());
+            for answer in futures::future::join_all(scrapes).await {
+                match answer {
+                    Ok(r) if r.status == 200 => expositions.push(Exposition::parse(&r.body)),
+                    _ => break,
                 }
+            }
+            match expositions.len() == bases.len() {
+                true => row_from_nodes(t, &expositions, table, bytes),
                 // A failed scrape is a row of empty cells: a gap in the charts.
-                _ => ServerRow {
+                false => ServerRow {
                     t,
                     ..ServerRow::default()
                 },
@@ -257,6 +301,34 @@ mod tests {
             ));
         }
         Exposition::parse(&text)
+    }
+
+    #[test]
+    fn a_clusters_row_sums_its_nodes() {
+        let table = TableUnderTest {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            leveled: true,
+        };
+        let nodes = [exposition(3, Some(2), 1_000), exposition(4, None, 3_000)];
+        let mut bytes = Derivative::default();
+        let first = row_from_nodes(1.0, &nodes, &table, &mut bytes);
+        assert_eq!(first.live_sstables, Some(7.0));
+        assert_eq!(
+            first.unleveled_sstables,
+            Some(2.0),
+            "a node without level 0 adds 0"
+        );
+        assert_eq!(
+            first.compaction_bytes_per_s, None,
+            "no rate from one reading"
+        );
+        let later = [exposition(3, Some(2), 2_000), exposition(4, None, 5_000)];
+        let second = row_from_nodes(2.0, &later, &table, &mut bytes);
+        assert_eq!(second.compaction_bytes_per_s, Some(3_000.0));
+        let one = row_from_metrics(2.0, &later[0], &table, &mut Derivative::default());
+        let alone = row_from_nodes(2.0, &later[..1], &table, &mut Derivative::default());
+        assert_eq!(alone.live_sstables, one.live_sstables);
     }
 
     #[test]
