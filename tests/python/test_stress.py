@@ -66,6 +66,11 @@ def test_write_seq_writes_every_key_once(varve_server, cql, tmp_path):
     assert summary["workload"]["population"] == "seq=1..2000"
     rows = list(cql.execute(f"SELECT key FROM {ks}.standard1"))
     assert len(rows) == 2000
+    # The keyspace is the seeds' kind: NetworkTopologyStrategy in the node's data centre.
+    dc = cql.execute("SELECT data_center FROM system.local").one().data_center
+    replication = cql.execute(
+        "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", [ks]).one().replication
+    assert replication == {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy", dc: "1"}, replication
     assert all(len(r.key) == 10 for r in rows)
     row = cql.execute(f'SELECT "C0", "C4" FROM {ks}.standard1 LIMIT 1').one()
     assert len(row.C0) == 34 and len(row.C4) == 34

@@ -86,7 +86,8 @@ pub struct StressArgs {
     /// Keyspace (default keyspace1).
     #[arg(long, default_value = "keyspace1")]
     pub keyspace: String,
-    /// Replication factor of the created keyspace (SimpleStrategy).
+    /// Replication factor of the created keyspace (NetworkTopologyStrategy
+    /// in the contact node's data centre).
     #[arg(long, default_value_t = 1)]
     pub replication_factor: u32,
     /// Compaction map for the created table: "{'class':'SizeTieredCompactionStrategy'}".

@@ -159,7 +159,8 @@ pub struct StressConfig {
     pub workload: Workload,
     /// Keyspace of the workload's table.
     pub keyspace: String,
-    /// Replication factor of the created keyspace (SimpleStrategy).
+    /// Replication factor of the created keyspace (NetworkTopologyStrategy
+    /// in the contact node's data centre).
     pub replication_factor: u32,
     /// A compaction map put after `WITH compaction =` when creating the table.
     pub compaction: Option<String>,

@@ -62,7 +62,7 @@ pub async fn detect(session: &Session, c: &StressConfig) -> Target {
 }
 
 /// The first text column of the first row, if the query succeeds.
-async fn query_text(session: &Session, cql: &str) -> Option<String> {
+pub(crate) async fn query_text(session: &Session, cql: &str) -> Option<String> {
     let result = session.query_unpaged(cql, ()).await.ok()?;
     let rows = result.into_rows_result().ok()?;
     let (value,) = rows.maybe_first_row::<(Option<String>,)>().ok()??;

@@ -63,7 +63,11 @@ pub struct Statements {
 /// `--truncate`).
 pub async fn setup_schema(session: &Session, c: &StressConfig) -> Result<()> {
     if c.create_schema {
-        for stmt in [schema::create_keyspace(c), schema::create_table(c)] {
+        let dc = crate::target::query_text(session, "SELECT data_center FROM system.local").await;
+        for stmt in [
+            schema::create_keyspace(c, dc.as_deref()),
+            schema::create_table(c),
+        ] {
             session
                 .query_unpaged(stmt.as_str(), ())
                 .await

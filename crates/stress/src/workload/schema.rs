@@ -5,12 +5,22 @@
 use crate::config::{StressConfig, Workload};
 use crate::values::column_names;
 
-/// `CREATE KEYSPACE IF NOT EXISTS` with SimpleStrategy.
-pub fn create_keyspace(c: &StressConfig) -> String {
-    format!(
-        "CREATE KEYSPACE IF NOT EXISTS {} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {}}}",
-        c.keyspace, c.replication_factor
-    )
+/// `CREATE KEYSPACE IF NOT EXISTS`: NetworkTopologyStrategy with the
+/// replication factor in data centre `dc` (the contact node's, as the seeds
+/// ran `'DC1': 3`), or SimpleStrategy when the data centre is not known.
+pub fn create_keyspace(c: &StressConfig, dc: Option<&str>) -> String {
+    match dc {
+        Some(dc) => format!(
+            "CREATE KEYSPACE IF NOT EXISTS {} WITH replication = {{'class': 'NetworkTopologyStrategy', '{}': {}}}",
+            c.keyspace,
+            dc.replace('\'', "''"),
+            c.replication_factor
+        ),
+        None => format!(
+            "CREATE KEYSPACE IF NOT EXISTS {} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {}}}",
+            c.keyspace, c.replication_factor
+        ),
+    }
 }
 
 /// `CREATE TABLE IF NOT EXISTS` for the workload, with the compaction map.
@@ -112,7 +122,13 @@ mod tests {
             "CREATE TABLE IF NOT EXISTS keyspace1.standard1 (key blob PRIMARY KEY, \"C0\" blob, \"C1\" blob, \
              \"C2\" blob, \"C3\" blob, \"C4\" blob)"
         );
-        assert!(create_keyspace(&c).contains("'replication_factor': 1"));
+        assert!(create_keyspace(&c, None).contains("'replication_factor': 1"));
+        let nts = create_keyspace(&c, Some("dc1"));
+        assert!(
+            nts.contains("'class': 'NetworkTopologyStrategy', 'dc1': 1"),
+            "{nts}"
+        );
+        assert!(create_keyspace(&c, Some("it's")).contains("'it''s': 1"));
         let s = statements(&c);
         assert_eq!(s.write.matches('?').count(), 6);
     }
