@@ -8,6 +8,10 @@ use crate::svg::{Band, Chart, Marker, Series};
 
 const MIB: f64 = 1024.0 * 1024.0;
 const GIB: f64 = 1024.0 * MIB;
+/// Phases whose values do not set a chart's value axis: a load at full
+/// speed (tens of thousands of operations per second) would flatten the
+/// measured phases (a thousand per second) into the bottom of the chart.
+pub const UNSCALED_PHASES: [&str; 1] = ["load"];
 /// Opacity of the p95 and p50 lines drawn beside the p99 line.
 const P95_OPACITY: f64 = 0.55;
 const P50_OPACITY: f64 = 0.3;
@@ -127,6 +131,7 @@ impl Frame {
                     start: p.start_t,
                     end: p.end_t,
                     label: p.name.clone(),
+                    scaled: !UNSCALED_PHASES.contains(&p.name.as_str()),
                 })
                 .collect(),
             markers: run

@@ -53,7 +53,17 @@ pub struct Band {
     pub start: f64,
     pub end: f64,
     pub label: String,
+    /// Whether its values set the value axis (a load phase's do not: what
+    /// rises above the axis is cut at the plot's top, and the title says
+    /// so).
+    pub scaled: bool,
 }
+
+/// Width of a phase label's character in pixels (12 px italic sans-serif,
+/// a little generous so that estimates never overlap).
+const LABEL_CHAR_PX: f64 = 6.8;
+/// Vertical positions of phase label rows above the plot, from the plot top.
+const LABEL_ROWS: [f64; 2] = [6.0, 20.0];
 
 /// A line chart over time.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,6 +101,7 @@ impl Chart {
     pub fn to_svg(&self) -> String {
         let x_axis = self.x_axis();
         let y_axis = self.y_axis();
+        let clipped = self.values().any(|v| v > y_axis.max);
         let plot = Plot::new(x_axis, y_axis);
         let legend_rows = self.series.len().div_ceil(LEGEND_PER_ROW);
         let height =
@@ -107,11 +118,28 @@ impl Chart {
             t = escape(&self.title),
             x = MARGIN_LEFT,
         );
+        if clipped {
+            let _ = write!(
+                out,
+                r##"<text class="off-scale" x="{x}" y="20" text-anchor="end" font-size="11" fill="#556">the load phase rises above this scale</text>"##,
+                x = WIDTH - MARGIN_RIGHT,
+            );
+        }
         self.draw_bands(&mut out, &plot);
         self.draw_axes(&mut out, &plot);
+        let _ = write!(
+            out,
+            r#"<clipPath id="plot-{id}"><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}"/></clipPath><g clip-path="url(#plot-{id})">"#,
+            id = escape(&self.id),
+            x = plot.left,
+            y = plot.top - 2.0,
+            w = plot.right - plot.left,
+            h = PLOT_HEIGHT + 4.0,
+        );
         for series in &self.series {
             draw_series(&mut out, &plot, series);
         }
+        out.push_str("</g>");
         self.draw_markers(&mut out, &plot);
         self.draw_legend(&mut out, MARGIN_TOP + PLOT_HEIGHT + AXIS_SPACE);
         out.push_str("</svg>\n");
@@ -132,19 +160,50 @@ impl Chart {
         if !hi.is_finite() {
             hi = lo + 1.0;
         }
-        scale::axis(lo, hi, scale::time_step)
+        // The axis ends with the data, not at the next round tick.
+        let mut axis = scale::axis(lo, hi, scale::time_step);
+        if hi > lo {
+            axis.max = hi;
+            axis.ticks.retain(|&t| t <= hi + axis.step * 1e-9);
+        }
+        axis
+    }
+
+    /// Every value of every series.
+    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.series
+            .iter()
+            .flat_map(|s| s.points.iter().filter_map(|p| p.1))
+            .map(scale::clamp)
+    }
+
+    /// Whether a value at `t` sets the value axis: outside every band, or
+    /// inside a scaled one.
+    fn scales(&self, t: f64) -> bool {
+        let mut inside = self.bands.iter().filter(|b| b.start <= t && t <= b.end);
+        let first = inside.next();
+        first.is_none() || first.is_some_and(|b| b.scaled) || inside.any(|b| b.scaled)
     }
 
     fn y_axis(&self) -> Axis {
         let mut lo = 0.0f64;
         let mut hi = f64::NEG_INFINITY;
-        for y in self
+        let scaled = self
             .series
             .iter()
-            .flat_map(|s| s.points.iter().filter_map(|p| p.1))
-        {
-            lo = lo.min(scale::clamp(y));
-            hi = hi.max(scale::clamp(y));
+            .flat_map(|s| s.points.iter())
+            .filter(|p| self.scales(p.0))
+            .filter_map(|p| p.1.map(scale::clamp));
+        for y in scaled {
+            lo = lo.min(y);
+            hi = hi.max(y);
+        }
+        if !hi.is_finite() {
+            // Only unscaled phases have values: they set the axis then.
+            for y in self.values() {
+                lo = lo.min(y);
+                hi = hi.max(y);
+            }
         }
         if !hi.is_finite() {
             hi = 1.0;
@@ -172,12 +231,13 @@ impl Chart {
                     bottom = plot.bottom,
                 );
             }
+        }
+        for (x, row, label) in phase_labels(&self.bands, plot) {
             let _ = write!(
                 out,
                 r##"<text class="phase-label" x="{x:.1}" y="{y:.1}" fill="#556" font-style="italic" {HALO}>{label}</text>"##,
-                x = x0 + 4.0,
-                y = plot.top - 6.0,
-                label = escape(&shorten(&band.label, EVENT_LABEL_MAX_CHARS)),
+                y = plot.top - LABEL_ROWS[row],
+                label = escape(&label),
             );
         }
     }
@@ -254,6 +314,25 @@ impl Chart {
             );
         }
     }
+}
+
+/// Where each phase's label goes: `(x, row, text)`, at the phase's start.
+/// A label takes the first row where it clears the labels already placed;
+/// where no row is clear, it is left out (the report's phase table still
+/// names it), so no two labels overlap.
+fn phase_labels(bands: &[Band], plot: &Plot) -> Vec<(f64, usize, String)> {
+    let mut ends = [f64::NEG_INFINITY; LABEL_ROWS.len()];
+    let mut out = Vec::new();
+    for band in bands {
+        let x = plot.x(band.start) + 4.0;
+        let text = shorten(&band.label, EVENT_LABEL_MAX_CHARS);
+        let width = text.chars().count() as f64 * LABEL_CHAR_PX;
+        if let Some(row) = ends.iter().position(|&end| x >= end) {
+            ends[row] = x + width + LABEL_CHAR_PX;
+            out.push((x, row, text));
+        }
+    }
+    out
 }
 
 /// Where the plot area sits in the SVG and how data maps onto it.
@@ -381,6 +460,62 @@ mod tests {
             }],
             bands: vec![],
         }
+    }
+
+    fn band(start: f64, end: f64, label: &str, scaled: bool) -> Band {
+        Band {
+            start,
+            end,
+            label: label.into(),
+            scaled,
+        }
+    }
+
+    #[test]
+    fn a_load_phase_does_not_set_the_value_axis_and_is_cut_at_the_top() {
+        let mut c = chart(vec![(5.0, Some(40_000.0)), (15.0, Some(1_000.0))]);
+        c.bands = vec![band(0.0, 10.0, "load", false), band(10.0, 20.0, "steady", true)];
+        let y = c.y_axis();
+        assert!(y.max >= 1_000.0 && y.max < 2_000.0, "{y:?}");
+        let svg = c.to_svg();
+        assert!(svg.contains("rises above this scale") && svg.contains("clip-path="));
+        c.bands[0].scaled = true;
+        assert!(c.y_axis().max >= 40_000.0);
+        assert!(!c.to_svg().contains("rises above this scale"));
+        // Only the load has values: it sets the axis.
+        let mut only = chart(vec![(5.0, Some(40_000.0))]);
+        only.bands = vec![band(0.0, 10.0, "load", false)];
+        assert!(only.y_axis().max >= 40_000.0);
+    }
+
+    #[test]
+    fn the_time_axis_ends_with_the_data() {
+        let c = chart(vec![(0.0, Some(1.0)), (37.0, Some(2.0))]);
+        let x = c.x_axis();
+        assert_eq!(x.max, 37.0);
+        assert!(x.ticks.iter().all(|&t| t <= 37.0), "{:?}", x.ticks);
+    }
+
+    #[test]
+    fn phase_labels_never_overlap() {
+        let mut c = chart(vec![(0.0, Some(1.0)), (60.0, Some(2.0))]);
+        c.bands = (0..12)
+            .map(|i| band(i as f64 * 5.0, i as f64 * 5.0 + 5.0, "lwt-contended-c256", true))
+            .collect();
+        let plot = Plot::new(c.x_axis(), c.y_axis());
+        let labels = phase_labels(&c.bands, &plot);
+        assert!(labels.len() >= 2, "{labels:?}");
+        for row in 0..LABEL_ROWS.len() {
+            let on_row: Vec<_> = labels.iter().filter(|l| l.1 == row).collect();
+            for w in on_row.windows(2) {
+                let end = w[0].0 + w[0].2.chars().count() as f64 * LABEL_CHAR_PX;
+                assert!(w[1].0 >= end, "{:?} overlaps {:?}", w[1], w[0]);
+            }
+        }
+        // Wide bands keep every label, on the first row.
+        c.bands = vec![band(0.0, 30.0, "load", true), band(30.0, 60.0, "steady", true)];
+        let labels = phase_labels(&c.bands, &plot);
+        assert_eq!(labels.iter().map(|l| l.1).collect::<Vec<_>>(), [0, 0]);
     }
 
     #[test]
