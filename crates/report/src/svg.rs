@@ -474,7 +474,10 @@ mod tests {
     #[test]
     fn a_load_phase_does_not_set_the_value_axis_and_is_cut_at_the_top() {
         let mut c = chart(vec![(5.0, Some(40_000.0)), (15.0, Some(1_000.0))]);
-        c.bands = vec![band(0.0, 10.0, "load", false), band(10.0, 20.0, "steady", true)];
+        c.bands = vec![
+            band(0.0, 10.0, "load", false),
+            band(10.0, 20.0, "steady", true),
+        ];
         let y = c.y_axis();
         assert!(y.max >= 1_000.0 && y.max < 2_000.0, "{y:?}");
         let svg = c.to_svg();
@@ -500,7 +503,14 @@ mod tests {
     fn phase_labels_never_overlap() {
         let mut c = chart(vec![(0.0, Some(1.0)), (60.0, Some(2.0))]);
         c.bands = (0..12)
-            .map(|i| band(i as f64 * 5.0, i as f64 * 5.0 + 5.0, "lwt-contended-c256", true))
+            .map(|i| {
+                band(
+                    i as f64 * 5.0,
+                    i as f64 * 5.0 + 5.0,
+                    "lwt-contended-c256",
+                    true,
+                )
+            })
             .collect();
         let plot = Plot::new(c.x_axis(), c.y_axis());
         let labels = phase_labels(&c.bands, &plot);
@@ -513,7 +523,10 @@ mod tests {
             }
         }
         // Wide bands keep every label, on the first row.
-        c.bands = vec![band(0.0, 30.0, "load", true), band(30.0, 60.0, "steady", true)];
+        c.bands = vec![
+            band(0.0, 30.0, "load", true),
+            band(30.0, 60.0, "steady", true),
+        ];
         let labels = phase_labels(&c.bands, &plot);
         assert_eq!(labels.iter().map(|l| l.1).collect::<Vec<_>>(), [0, 0]);
     }

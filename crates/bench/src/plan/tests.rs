@@ -34,6 +34,25 @@ fn tombstone_gc_is_5_4_1_on_stcs_lz4_then_the_variant() {
             assert_eq!(seg.qualified_table(), "tlp_stress.keyvaluelargeblob_2");
             assert!(seg.compaction.as_deref().unwrap().contains("SizeTiered"));
             assert!(seg.setup[0].contains("LZ4Compressor"));
+            // Seed 002's table options, every one of them.
+            for option in [
+                "additional_write_policy = '99p'",
+                "bloom_filter_fp_chance = 0.01",
+                "caching = {'keys': 'ALL', 'rows_per_partition': 'NONE'}",
+                "'chunk_length_in_kb': '16'",
+                "crc_check_chance = 1.0",
+                "gc_grace_seconds = 864000",
+                "max_index_interval = 2048",
+                "min_index_interval = 128",
+                "read_repair = 'BLOCKING'",
+                "speculative_retry = '99p'",
+            ] {
+                assert!(
+                    seg.setup[0].contains(option),
+                    "{option} in {}",
+                    seg.setup[0]
+                );
+            }
             let [load, steady, phase2] = &seg.steps[..] else {
                 panic!("three steps")
             };
