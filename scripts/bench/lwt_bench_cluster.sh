@@ -26,7 +26,8 @@ if [ -n "${DELAY_MS:-}" ]; then
 fi
 "$V" cluster start --nodes 3 --dir "$OUT/vc" --native-port 9043 --admin-port 9183 --storage-port 17100 "${node_args[@]}"
 vpids=$(pids_of "$OUT"/vc/node{1,2,3}/pid)
-"$V" bench lwt --size "$SIZE" --out "$OUT/varve" --hosts 127.0.0.1:9043 --admin http://127.0.0.1:9183 \
+"$V" bench lwt --size "$SIZE" --out "$OUT/varve" --hosts 127.0.0.1:9043,127.0.0.2:9043,127.0.0.3:9043 \
+  --admin http://127.0.0.1:9183,http://127.0.0.2:9183,http://127.0.0.3:9183 \
   --server-pid "$vpids" --replication-factor 3 --consistency QUORUM --quiet
 "$V" cluster --dir "$OUT/vc" stop
 

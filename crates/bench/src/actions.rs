@@ -77,10 +77,15 @@ async fn flush_first(source: &Source, keyspace: &str, table: &str, events: &Even
                 .into_iter()
                 .collect::<Result<(), String>>()
         }
-        Source::Nodetool(prefix) => {
-            external::run_nodetool(prefix, &["flush", keyspace, table], GARBAGECOLLECT_TIMEOUT)
+        Source::Nodetool(prefixes) => {
+            let args = ["flush", keyspace, table];
+            let flushes = prefixes
+                .iter()
+                .map(|prefix| external::run_nodetool(prefix, &args, GARBAGECOLLECT_TIMEOUT));
+            futures::future::join_all(flushes)
                 .await
-                .map(|_| ())
+                .into_iter()
+                .try_for_each(|r| r.map(|_| ()))
         }
         Source::None => return,
     };
@@ -119,11 +124,18 @@ pub fn spawn_garbagecollect(
                     .find(|o| *o != GcOutcome::Finished)
                     .unwrap_or(GcOutcome::Finished)
             }
-            Source::Nodetool(prefix) => {
+            Source::Nodetool(prefixes) => {
                 let args = ["garbagecollect", "-g", "ROW", "-j", "1", &keyspace, &table];
-                match external::run_nodetool(&prefix, &args, GARBAGECOLLECT_TIMEOUT).await {
-                    Ok(_) => GcOutcome::Finished,
-                    Err(e) => GcOutcome::Failed(e),
+                let runs = prefixes
+                    .iter()
+                    .map(|prefix| external::run_nodetool(prefix, &args, GARBAGECOLLECT_TIMEOUT));
+                let failed = futures::future::join_all(runs)
+                    .await
+                    .into_iter()
+                    .find_map(Result::err);
+                match failed {
+                    None => GcOutcome::Finished,
+                    Some(e) => GcOutcome::Failed(e),
                 }
             }
             Source::None => GcOutcome::NotSupported("no admin address and no --nodetool".into()),
@@ -166,6 +178,62 @@ mod tests {
         assert_eq!(
             (start.as_str(), end),
             ("nodetool garbagecollect ks.t not supported (404)", None)
+        );
+    }
+
+    /// An admin port that answers 200 to everything; the requests it got.
+    async fn admin_answering_ok() -> (http::BaseUrl, std::sync::Arc<std::sync::Mutex<Vec<String>>>)
+    {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = http::BaseUrl::parse(&listener.local_addr().unwrap().to_string()).unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = std::sync::Arc::clone(&seen);
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = [0u8; 512];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let line = String::from_utf8_lossy(&buf[..n])
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                log.lock().unwrap().push(line);
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            }
+        });
+        (base, seen)
+    }
+
+    #[tokio::test]
+    async fn a_cluster_is_flushed_and_collected_on_every_node() {
+        let (a, seen_a) = admin_answering_ok().await;
+        let (b, seen_b) = admin_answering_ok().await;
+        let events = EventLog::new(Clock::start());
+        spawn_garbagecollect(
+            Source::Admin(vec![a, b]),
+            "ks".into(),
+            "t".into(),
+            events.clone(),
+            true,
+        )
+        .await
+        .unwrap();
+        for seen in [seen_a, seen_b] {
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(seen.len(), 2, "{seen:?}");
+            assert!(
+                seen[0].contains("/nodetool/flush") && seen[1].contains("/nodetool/garbagecollect")
+            );
+        }
+        let labels: Vec<String> = events.snapshot().into_iter().map(|e| e.label).collect();
+        assert!(
+            labels
+                .iter()
+                .any(|l| l.ends_with("garbagecollect ks.t finished")),
+            "{labels:?}"
         );
     }
 

@@ -33,18 +33,20 @@ pub struct BenchArgs {
     /// Use an existing cluster (host:port,...) instead of an embedded node.
     #[arg(long, value_delimiter = ',')]
     pub hosts: Vec<String>,
-    /// With --hosts: a Varve node's admin address (http://host:port) for
-    /// /metrics sampling and garbagecollect.
-    #[arg(long, value_name = "URL")]
-    pub admin: Option<String>,
+    /// With --hosts: Varve nodes' admin addresses (http://host:port, comma
+    /// separated: every node of a cluster) for /metrics sampling (summed)
+    /// and garbagecollect (on each).
+    #[arg(long, value_name = "URL", value_delimiter = ',')]
+    pub admin: Vec<String>,
     /// YAML config of the embedded node (default: small memtables per --size).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// With --hosts (Cassandra): a nodetool command prefix, e.g.
     /// "/tmp/cass-lab/nodetool.sh", for compactionstats, tablestats and
-    /// garbagecollect.
+    /// garbagecollect; once per node of a cluster (numbers summed,
+    /// garbagecollect on each).
     #[arg(long, value_name = "CMD")]
-    pub nodetool: Option<String>,
+    pub nodetool: Vec<String>,
     /// With --hosts: the server's process ids (a cluster's nodes, comma
     /// separated), for CPU and RSS from /proc, summed over them.
     #[arg(long, value_name = "PID", value_delimiter = ',')]
@@ -86,8 +88,8 @@ pub enum Target {
     /// An existing cluster.
     Hosts {
         hosts: Vec<String>,
-        admin: Option<BaseUrl>,
-        nodetool: Option<Vec<String>>,
+        admin: Vec<BaseUrl>,
+        nodetool: Vec<Vec<String>>,
         server_pids: Vec<u32>,
     },
 }
@@ -119,8 +121,8 @@ impl BenchArgs {
         let size = Size::parse(&self.size)?;
         let target = if self.hosts.is_empty() {
             for (flag, given) in [
-                ("admin", self.admin.is_some()),
-                ("nodetool", self.nodetool.is_some()),
+                ("admin", !self.admin.is_empty()),
+                ("nodetool", !self.nodetool.is_empty()),
                 ("server-pid", !self.server_pid.is_empty()),
             ] {
                 if given {
@@ -161,19 +163,22 @@ impl BenchArgs {
                     "--config is for the embedded node, not --hosts",
                 ));
             }
-            let nodetool = match self.nodetool.as_deref() {
-                Some(cmd) => {
-                    let words: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
-                    if words.is_empty() {
-                        return Err(BenchError::config("nodetool", "empty command"));
-                    }
-                    Some(words)
+            let mut nodetool = Vec::with_capacity(self.nodetool.len());
+            for cmd in &self.nodetool {
+                let words: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
+                if words.is_empty() {
+                    return Err(BenchError::config("nodetool", "empty command"));
                 }
-                None => None,
-            };
+                nodetool.push(words);
+            }
+            let admin = self
+                .admin
+                .iter()
+                .map(|a| BaseUrl::parse(a))
+                .collect::<Result<Vec<_>>>()?;
             Target::Hosts {
                 hosts: self.hosts.clone(),
-                admin: self.admin.as_deref().map(BaseUrl::parse).transpose()?,
+                admin,
                 nodetool,
                 server_pids: self.server_pid.clone(),
             }
@@ -219,6 +224,33 @@ mod tests {
     }
 
     #[test]
+    fn every_node_of_a_given_cluster_can_be_sampled() {
+        let o = options("x lwt --out d --hosts a:1,b:1 --admin http://a:2,http://b:2").unwrap();
+        let Target::Hosts { admin, .. } = o.target else {
+            panic!()
+        };
+        assert_eq!(admin.len(), 2);
+        let cli = Cli::try_parse_from([
+            "x",
+            "lwt",
+            "--out",
+            "d",
+            "--hosts",
+            "a:1,b:1",
+            "--nodetool",
+            "/n.sh -p 7201",
+            "--nodetool",
+            "/n.sh -p 7202",
+        ])
+        .expect("clap accepts it");
+        let o = cli.args.options(PathBuf::from("/bin/varve"), "x").unwrap();
+        let Target::Hosts { nodetool, .. } = o.target else {
+            panic!()
+        };
+        assert_eq!(nodetool, [["/n.sh", "-p", "7201"], ["/n.sh", "-p", "7202"]]);
+    }
+
+    #[test]
     fn nodes_start_a_local_cluster_up_to_the_most_the_bench_starts() {
         let max = crate::cluster::MAX_BENCH_NODES;
         let o = options(&format!("x lwt --out d --nodes {max}")).unwrap();
@@ -254,8 +286,8 @@ mod tests {
             panic!()
         };
         assert_eq!(hosts, ["a:1", "b:2"]);
-        assert_eq!(nodetool, Some(vec!["/x/nodetool.sh".to_string()]));
-        assert_eq!((server_pids, admin), (vec![7], None));
+        assert_eq!(nodetool, vec![vec!["/x/nodetool.sh".to_string()]]);
+        assert_eq!((server_pids, admin), (vec![7], vec![]));
         // A three-node cluster, as the seeds ran.
         let o = options(
             "x lwt --out d --hosts a:1 --server-pid 7,8,9 --replication-factor 3 --consistency quorum",

@@ -219,17 +219,17 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
             nodetool,
             server_pids,
         } => {
-            let source = match (admin, nodetool) {
-                (Some(a), _) => Source::Admin(vec![a.clone()]),
-                (None, Some(n)) => Source::Nodetool(n.clone()),
-                (None, None) => Source::None,
+            let source = match (admin.is_empty(), nodetool.is_empty()) {
+                (false, _) => Source::Admin(admin.clone()),
+                (true, false) => Source::Nodetool(nodetool.clone()),
+                (true, true) => Source::None,
             };
             Ok(Endpoint {
                 node: None,
                 cluster: None,
                 hosts: hosts.clone(),
                 admin_port: admin
-                    .as_ref()
+                    .first()
                     .and_then(|a| port_of(&a.authority))
                     .unwrap_or(DEFAULT_ADMIN_PORT),
                 source,

@@ -57,8 +57,9 @@ pub enum Source {
     /// Varve admin ports: one node's, or every node's of a cluster the
     /// bench started (their numbers summed).
     Admin(Vec<BaseUrl>),
-    /// A nodetool command prefix (for Cassandra).
-    Nodetool(Vec<String>),
+    /// Nodetool command prefixes (for Cassandra): one node's, or one per
+    /// node of a cluster (their numbers summed).
+    Nodetool(Vec<Vec<String>>),
     /// Nothing but, perhaps, `/proc/PID`.
     None,
 }
@@ -94,6 +95,26 @@ pub fn row_from_metrics(
     }
 }
 
+/// Rows of several nodes at `t` as one: each number summed over the
+/// nodes that have it (empty where none has).
+pub fn sum_rows(t: f64, rows: &[ServerRow]) -> ServerRow {
+    let sum = |f: fn(&ServerRow) -> Option<f64>| {
+        rows.iter()
+            .filter_map(f)
+            .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
+    };
+    ServerRow {
+        t,
+        pending_compactions: sum(|r| r.pending_compactions),
+        compaction_bytes_per_s: sum(|r| r.compaction_bytes_per_s),
+        live_sstables: sum(|r| r.live_sstables),
+        unleveled_sstables: sum(|r| r.unleveled_sstables),
+        space_used_bytes: sum(|r| r.space_used_bytes),
+        server_cpu_s: sum(|r| r.server_cpu_s),
+        server_rss_bytes: sum(|r| r.server_rss_bytes),
+    }
+}
+
 /// A row from every node's /metrics: each number summed over the nodes
 /// (empty where no node has it), compaction bytes per second from the
 /// summed counter.
@@ -108,24 +129,13 @@ pub fn row_from_nodes(
         .iter()
         .map(|e| row_from_metrics(t, e, table, &mut each))
         .collect();
-    let sum = |f: fn(&ServerRow) -> Option<f64>| {
-        rows.iter()
-            .filter_map(f)
-            .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
-    };
     let compacted = nodes
         .iter()
         .filter_map(|e| e.sum(metric::BYTES_COMPACTED, &[]))
         .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v));
     ServerRow {
-        t,
-        pending_compactions: sum(|r| r.pending_compactions),
         compaction_bytes_per_s: bytes.next(t, compacted),
-        live_sstables: sum(|r| r.live_sstables),
-        unleveled_sstables: sum(|r| r.unleveled_sstables),
-        space_used_bytes: sum(|r| r.space_used_bytes),
-        server_cpu_s: sum(|r| r.server_cpu_s),
-        server_rss_bytes: sum(|r| r.server_rss_bytes),
+        ..sum_rows(t, &rows)
     }
 }
 
@@ -238,7 +248,10 @@ async fn sample(
                 },
             }
         }
-        Source::Nodetool(prefix) => nodetool_row(t, prefix, table).await,
+        Source::Nodetool(prefixes) => {
+            let rows = prefixes.iter().map(|p| nodetool_row(t, p, table));
+            sum_rows(t, &futures::future::join_all(rows).await)
+        }
         Source::None => ServerRow {
             t,
             ..ServerRow::default()
@@ -301,6 +314,25 @@ mod tests {
             ));
         }
         Exposition::parse(&text)
+    }
+
+    #[test]
+    fn rows_of_nodes_sum_where_any_node_has_a_number() {
+        let a = ServerRow {
+            t: 1.0,
+            pending_compactions: Some(2.0),
+            live_sstables: Some(5.0),
+            ..ServerRow::default()
+        };
+        let b = ServerRow {
+            t: 1.0,
+            pending_compactions: Some(1.0),
+            ..ServerRow::default()
+        };
+        let sum = sum_rows(1.0, &[a, b]);
+        assert_eq!(sum.pending_compactions, Some(3.0));
+        assert_eq!(sum.live_sstables, Some(5.0));
+        assert_eq!(sum.space_used_bytes, None, "no node has it");
     }
 
     #[test]
