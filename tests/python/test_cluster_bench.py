@@ -1,6 +1,7 @@
 """`varve bench --nodes 3`: the bench starts a local three-node cluster
 itself (`varve cluster start` on 127.0.0.1-3 with the bench's ports), runs the
-scenario at RF 3 and QUORUM on it, samples every node, and stops it.
+scenario at RF 3 and LOCAL_QUORUM on it (its defaults there), samples every
+node, and stops it.
 """
 
 import csv
@@ -15,8 +16,8 @@ RUN_TIMEOUT_S = 180
 
 def test_bench_on_a_cluster_it_starts_samples_every_node_and_stops_it(tmp_path):
     out = tmp_path / "run"
-    cmd = [varve_bin(), "bench", "lwt", "--size", "tiny", "--nodes", "3",
-           "--replication-factor", "3", "--consistency", "quorum", "--out", str(out), "--quiet"]
+    # RF 3 and LOCAL_QUORUM are the defaults on a cluster the bench starts.
+    cmd = [varve_bin(), "bench", "lwt", "--size", "tiny", "--nodes", "3", "--out", str(out), "--quiet"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, f"{cmd}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert "local cluster of 3" in proc.stdout

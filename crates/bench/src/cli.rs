@@ -9,6 +9,9 @@ use crate::error::{BenchError, Result};
 use crate::http::BaseUrl;
 use crate::plan::{Scenario, Size, Variant};
 
+/// The seeds' replication factor: a cluster the bench starts gets it.
+pub const SEED_REPLICATION_FACTOR: u32 = 3;
+
 /// Sampling period of server.csv (and the progress/intervals period).
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -51,13 +54,16 @@ pub struct BenchArgs {
     /// separated), for CPU and RSS from /proc, summed over them.
     #[arg(long, value_name = "PID", value_delimiter = ',')]
     pub server_pid: Vec<u32>,
-    /// Replication factor of the benchmark's keyspace (SimpleStrategy):
-    /// 3 on a three-node cluster, as the seeds ran.
-    #[arg(long, default_value_t = 1)]
-    pub replication_factor: u32,
+    /// Replication factor of the benchmark's keyspace (NetworkTopologyStrategy
+    /// in the contact node's data centre). Default: 3 on a cluster the bench
+    /// starts (its node count when fewer), as the seeds ran; else 1.
+    #[arg(long)]
+    pub replication_factor: Option<u32>,
     /// Consistency level of the statements (a conditional statement's
-    /// commit included): ONE, QUORUM, LOCAL_QUORUM, ALL...
-    #[arg(long, default_value = "ONE")]
+    /// commit included): ONE, QUORUM, LOCAL_QUORUM, ALL... Default:
+    /// LOCAL_QUORUM, the seeds' level where they name none (the same as ONE
+    /// at replication factor 1).
+    #[arg(long, default_value = "LOCAL_QUORUM")]
     pub consistency: String,
     /// Another run directory: also write compare.md/html (this run as A).
     #[arg(long, value_name = "DIR")]
@@ -183,7 +189,11 @@ impl BenchArgs {
                 server_pids: self.server_pid.clone(),
             }
         };
-        if self.replication_factor == 0 {
+        let replication_factor = self.replication_factor.unwrap_or(match &target {
+            Target::Cluster { nodes, .. } => (*nodes).min(SEED_REPLICATION_FACTOR as usize) as u32,
+            _ => 1,
+        });
+        if replication_factor == 0 {
             return Err(BenchError::config(
                 "replication-factor",
                 "at least 1".to_string(),
@@ -200,7 +210,7 @@ impl BenchArgs {
             compare_with: self.compare_with.clone(),
             plan_only: self.plan_only,
             quiet: self.quiet,
-            replication_factor: self.replication_factor,
+            replication_factor,
             consistency,
             command: command.to_string(),
         })
@@ -255,8 +265,26 @@ mod tests {
         let max = crate::cluster::MAX_BENCH_NODES;
         let o = options(&format!("x lwt --out d --nodes {max}")).unwrap();
         assert!(matches!(o.target, Target::Cluster { nodes, .. } if nodes == max));
-        let o = options("x lwt --out d --nodes 3 --replication-factor 3").unwrap();
+        let o = options("x lwt --out d --nodes 3").unwrap();
         assert!(matches!(o.target, Target::Cluster { nodes: 3, .. }));
+        assert_eq!(
+            o.replication_factor, 3,
+            "the seeds' RF on a cluster of three"
+        );
+        assert_eq!(
+            options("x lwt --out d --nodes 2")
+                .unwrap()
+                .replication_factor,
+            2
+        );
+        assert_eq!(
+            options("x lwt --out d --nodes 5")
+                .unwrap()
+                .replication_factor,
+            3
+        );
+        let o = options("x lwt --out d --nodes 3 --replication-factor 1").unwrap();
+        assert_eq!(o.replication_factor, 1);
         assert!(options(&format!("x lwt --out d --nodes {}", max + 1)).is_err());
         assert!(options("x lwt --out d --nodes 0").is_err());
         assert!(matches!(
@@ -274,6 +302,10 @@ mod tests {
         assert_eq!(o.size, Size::Tiny);
         assert!(matches!(o.target, Target::Embedded { .. }));
         assert_eq!(o.replication_factor, 1, "one node by default");
+        assert_eq!(
+            o.consistency,
+            varve_stress::config::Consistency::LocalQuorum
+        );
         let o = options("x lwt --out d --hosts a:1,b:2 --nodetool /x/nodetool.sh --server-pid 7")
             .unwrap();
         let Target::Hosts {
