@@ -39,6 +39,12 @@ pub enum Statement {
         if_exists: bool,
     },
     Truncate(QualifiedName),
+    CreateType(CreateType),
+    AlterType(AlterType),
+    DropType {
+        name: QualifiedName,
+        if_exists: bool,
+    },
     Describe(Describe),
     /// A role or permission statement.
     Auth(crate::auth_ast::AuthStatement),
@@ -76,6 +82,8 @@ pub enum Term {
     Map(Vec<(Term, Term)>),
     /// `(a, b, ...)`: a tuple value, or the list of an IN relation.
     Tuple(Vec<Term>),
+    /// `{field: term, ...}`: a user type value (field names normalised).
+    UserType(Vec<(String, Term)>),
     /// `name(args)`, e.g. `now()`, `token(?)`, `toTimestamp(now())`.
     FunctionCall {
         name: String,
@@ -142,6 +150,11 @@ pub enum SelectorExpr {
     Cast {
         expr: Box<SelectorExpr>,
         ty: CqlType,
+    },
+    /// `expr.field`: one field of a user type value.
+    Field {
+        expr: Box<SelectorExpr>,
+        field: String,
     },
     Term(Term),
 }
@@ -372,8 +385,43 @@ pub enum Describe {
     Tables,
     Table(QualifiedName),
     Types,
+    /// `DESCRIBE TYPE name`
+    Type(QualifiedName),
     Functions,
     Aggregates,
     /// `DESCRIBE name`: a keyspace or table, whichever exists.
     Name(QualifiedName),
+}
+
+/// `CREATE TYPE [IF NOT EXISTS] name (field type, ...)`
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateType {
+    pub name: QualifiedName,
+    pub if_not_exists: bool,
+    pub fields: Vec<(String, CqlType)>,
+}
+
+/// `ALTER TYPE [IF EXISTS] name ...`
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterType {
+    pub name: QualifiedName,
+    pub if_exists: bool,
+    pub op: AlterTypeOp,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterTypeOp {
+    /// `ADD [IF NOT EXISTS] field type`
+    Add {
+        if_not_exists: bool,
+        field: String,
+        ty: CqlType,
+    },
+    /// `RENAME [IF EXISTS] a TO b [AND c TO d ...]`
+    Rename {
+        if_exists: bool,
+        renames: Vec<(String, String)>,
+    },
+    /// `ALTER field TYPE t`: refused, as Cassandra refuses it.
+    AlterField,
 }

@@ -188,6 +188,7 @@ mod tests {
                 replication: ReplicationParams::simple(1),
                 durable_writes: true,
                 tables: [("t".to_string(), Arc::new(t))].into(),
+                types: Default::default(),
                 is_system: false,
             }),
         );

@@ -108,10 +108,20 @@ impl Specs<'_> {
                     self.term(vt, name, &v);
                 }
             }
+            Term::UserType(fields) => {
+                let u = ty.user_type().cloned();
+                for (f, it) in fields {
+                    let fty = u
+                        .as_ref()
+                        .and_then(|u| Some(u.field_types[u.field_index(f)?].clone()))
+                        .unwrap_or(CqlType::Blob);
+                    self.term(it, &format!("{name}.{f}"), &fty);
+                }
+            }
             Term::Tuple(items) => {
-                let types = match ty.unfrozen() {
-                    CqlType::Tuple(ts) => ts.clone(),
-                    other => vec![other.clone(); items.len()],
+                let types = match ty.tuple_fields() {
+                    Some(ts) => ts.to_vec(),
+                    None => vec![ty.unfrozen().clone(); items.len()],
                 };
                 for (it, t) in items.iter().zip(types.iter()) {
                     self.term(it, name, t);

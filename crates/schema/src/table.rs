@@ -314,6 +314,12 @@ fn check_key_column(name: &str, ty: &CqlType, is_static: bool) -> Result<()> {
             "Static column {name} cannot be part of the PRIMARY KEY"
         )));
     }
+    if let CqlType::Udt(u) = ty {
+        return Err(Error::Invalid(format!(
+            "Invalid non-frozen user-defined type \"{}.{}\" for PRIMARY KEY column '{name}'",
+            u.keyspace, u.name
+        )));
+    }
     if ty.is_multi_cell() {
         return Err(Error::Invalid(format!(
             "Invalid non-frozen collection type {ty} for PRIMARY KEY component {name}"

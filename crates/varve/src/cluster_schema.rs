@@ -298,13 +298,14 @@ fn save_epoch(path: &Path, epoch: u64) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// The SCHEMA_CHANGE events that take `before` to `after`: keyspaces and
-/// tables created, updated and dropped (types and functions come with
-/// them when the schema holds them).
+/// The SCHEMA_CHANGE events that take `before` to `after`: keyspaces,
+/// user types and tables created, updated and dropped (a keyspace's types
+/// before its tables, as drivers need a type before a table using it).
 pub fn differences(before: &Schema, after: &Schema) -> Vec<SchemaChange> {
     let mut out = Vec::new();
     let change = |change, target| SchemaChange { change, target };
     for (name, ks) in &after.keyspaces {
+        let old_types = before.keyspaces.get(name).map(|k| &k.types);
         match before.keyspaces.get(name) {
             None => out.push(change(
                 SchemaChangeType::Created,
@@ -319,6 +320,14 @@ pub fn differences(before: &Schema, after: &Schema) -> Vec<SchemaChange> {
                 ))
             }
             Some(_) => {}
+        }
+        for (t, u) in &ks.types {
+            let kind = match old_types.and_then(|o| o.get(t)) {
+                None => SchemaChangeType::Created,
+                Some(o) if o != u => SchemaChangeType::Updated,
+                Some(_) => continue,
+            };
+            out.push(change(kind, type_target(name, t)));
         }
         for (t, table) in &ks.tables {
             let old = before.keyspaces.get(name).and_then(|k| k.tables.get(t));
@@ -344,10 +353,20 @@ pub fn differences(before: &Schema, after: &Schema) -> Vec<SchemaChange> {
                 for t in ks.tables.keys().filter(|t| !now.tables.contains_key(*t)) {
                     out.push(change(SchemaChangeType::Dropped, table_target(name, t)));
                 }
+                for t in ks.types.keys().filter(|t| !now.types.contains_key(*t)) {
+                    out.push(change(SchemaChangeType::Dropped, type_target(name, t)));
+                }
             }
         }
     }
     out
+}
+
+fn type_target(keyspace: &str, name: &str) -> SchemaChangeTarget {
+    SchemaChangeTarget::Type {
+        keyspace: keyspace.to_string(),
+        name: name.to_string(),
+    }
 }
 
 fn table_target(keyspace: &str, name: &str) -> SchemaChangeTarget {

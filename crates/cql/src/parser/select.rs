@@ -186,13 +186,18 @@ impl Parser<'_> {
         }
         if self.is_ident_at(0) {
             let column = self.ident()?;
-            if self.is_punct(Punct::Dot) {
-                return Err(self.unsupported("user types are not supported yet"));
+            let mut expr = SelectorExpr::Column(column);
+            while self.eat_punct(Punct::Dot) {
+                let field = self.ident()?;
+                expr = SelectorExpr::Field {
+                    expr: Box::new(expr),
+                    field,
+                };
             }
             if self.is_punct(Punct::LBracket) {
                 return Err(self.unsupported("selecting collection elements is not supported yet"));
             }
-            return Ok(SelectorExpr::Column(column));
+            return Ok(expr);
         }
         Ok(SelectorExpr::Term(self.term()?))
     }

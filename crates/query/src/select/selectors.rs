@@ -29,6 +29,12 @@ pub enum Sel {
         inner: Box<Sel>,
         ty: CqlType,
     },
+    /// Field `index` of a user type value, of type `ty`.
+    Field {
+        inner: Box<Sel>,
+        index: usize,
+        ty: CqlType,
+    },
     Aggregate {
         kind: Agg,
         arg: Option<Box<Sel>>,
@@ -138,6 +144,19 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
             "count".into(),
             CqlType::BigInt,
         ),
+        SelectorExpr::Field { expr, field } => {
+            let (inner, name, ty) = compile_expr(table, expr)?;
+            let (index, fty) = crate::user_types::fields::field_of(&name, &ty, field)?;
+            (
+                Sel::Field {
+                    inner: Box::new(inner),
+                    index,
+                    ty: fty.clone(),
+                },
+                format!("{name}.{}", crate::describe::quote(field)),
+                fty,
+            )
+        }
         SelectorExpr::Cast { expr, ty } => {
             let (inner, name, _) = compile_expr(table, expr)?;
             (
@@ -353,6 +372,10 @@ pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<By
             let from = type_of(inner);
             Some(Bytes::from(codec::serialize(&cast(&from, &bytes, ty)?)))
         }
+        Sel::Field { inner, index, .. } => match eval(inner, view, token, now)? {
+            Some(bytes) => crate::user_types::fields::field_bytes(&bytes, *index),
+            None => None,
+        },
         Sel::Func { name, args } => {
             let mut typed = Vec::with_capacity(args.len());
             for a in args {
@@ -405,7 +428,7 @@ pub fn type_of(sel: &Sel) -> CqlType {
         Sel::Ttl(c) if c.ty.is_multi_cell() => CqlType::List(Box::new(CqlType::Int)),
         Sel::WriteTime(_) | Sel::Token => CqlType::BigInt,
         Sel::Ttl(_) => CqlType::Int,
-        Sel::Cast { ty, .. } => ty.clone(),
+        Sel::Cast { ty, .. } | Sel::Field { ty, .. } => ty.clone(),
         Sel::Func { name, args } => {
             let probe = args.iter().map(|a| (type_of(a), None)).collect();
             functions::apply(name, probe)

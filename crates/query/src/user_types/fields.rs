@@ -1,0 +1,64 @@
+//! Fields of user type values: finding a field of a type by name, and
+//! reading one field out of a value's bytes (each field
+//! `[int length][bytes]`, -1 for null, missing trailing fields null).
+
+use crate::error::{QueryError, Result};
+use bytes::Bytes;
+use varve_types::CqlType;
+
+/// The position and type of `field` in `ty`, the type of the selector
+/// `name`, with Cassandra's errors.
+pub fn field_of(name: &str, ty: &CqlType, field: &str) -> Result<(usize, CqlType)> {
+    let Some(u) = ty.user_type() else {
+        return Err(QueryError::Invalid(format!(
+            "Invalid field selection: {name} of type {ty} is not a user type"
+        )));
+    };
+    let i = u
+        .field_index(field)
+        .ok_or_else(|| QueryError::Invalid(format!("{name} of type {ty} has no field {field}")))?;
+    Ok((i, u.field_types[i].clone()))
+}
+
+/// The bytes of field `index` of an encoded value; `None` when the field
+/// is null, missing, or the value is malformed.
+pub fn field_bytes(value: &[u8], index: usize) -> Option<Bytes> {
+    let mut rest = value;
+    for i in 0..=index {
+        let len = i32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+        rest = &rest[4..];
+        let Ok(len) = usize::try_from(len) else {
+            if i == index {
+                return None;
+            }
+            continue;
+        };
+        let body = rest.get(..len)?;
+        if i == index {
+            return Some(Bytes::copy_from_slice(body));
+        }
+        rest = &rest[len..];
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use varve_types::{codec, Value};
+
+    #[test]
+    fn fields_are_read_by_position() {
+        let v = Value::Tuple(vec![
+            Some(Value::Int(7)),
+            None,
+            Some(Value::Text("x".into())),
+        ]);
+        let b = codec::serialize(&v);
+        assert_eq!(field_bytes(&b, 0).as_deref(), Some(&[0, 0, 0, 7][..]));
+        assert_eq!(field_bytes(&b, 1), None);
+        assert_eq!(field_bytes(&b, 2).as_deref(), Some(&b"x"[..]));
+        assert_eq!(field_bytes(&b, 3), None);
+        assert_eq!(field_bytes(&b[..6], 0), None);
+    }
+}
