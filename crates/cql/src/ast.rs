@@ -202,6 +202,8 @@ pub struct Condition {
     pub column: String,
     /// `IF m['k'] = ...` or `IF l[0] = ...`
     pub element: Option<Term>,
+    /// `IF c.field = ...`
+    pub field: Option<String>,
     pub op: Operator,
     pub rhs: Term,
 }
@@ -246,6 +248,12 @@ pub enum Assignment {
     Prepend { column: String, value: Term },
     /// `c = c - v`
     Remove { column: String, value: Term },
+    /// `c.field = v` (a non-frozen user type's field)
+    SetField {
+        column: String,
+        field: String,
+        value: Term,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -262,6 +270,8 @@ pub struct DeleteTarget {
     pub column: String,
     /// `DELETE m['k'] FROM ...`, `DELETE l[0] FROM ...`
     pub element: Option<Term>,
+    /// `DELETE c.field FROM ...` (a non-frozen user type's field)
+    pub field: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

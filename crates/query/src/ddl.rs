@@ -341,13 +341,7 @@ fn column_type(p: &Processor, ks: &str, ty: &varve_types::CqlType) -> Result<var
     let keyspace = schema
         .keyspace(ks)
         .ok_or_else(|| QueryError::Invalid(format!("Keyspace '{ks}' doesn't exist")))?;
-    let resolved = resolve(ty, keyspace)?;
-    if matches!(resolved, varve_types::CqlType::Udt(_)) {
-        return Err(QueryError::Invalid(
-            "non-frozen user types are not supported yet (use frozen<...>)".into(),
-        ));
-    }
-    Ok(resolved)
+    resolve(ty, keyspace)
 }
 
 /// The data centres a NetworkTopologyStrategy keyspace may name: this

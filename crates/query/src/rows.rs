@@ -90,6 +90,9 @@ fn cell_value(row: &Row, col: &Column) -> Option<Bytes> {
         .take_while(|((c, _), _)| *c == col.id)
         .filter_map(|((_, path), cell)| path.as_ref().map(|p| (p, &cell.value)))
         .collect();
+    if let CqlType::Udt(u) = &col.ty {
+        return crate::user_types::cells::assemble(u, &elements);
+    }
     if elements.is_empty() {
         return None;
     }

@@ -164,6 +164,14 @@ pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluate
                 let mut out = Vec::with_capacity(types.len());
                 for (i, t) in types.iter().enumerate() {
                     match items.get(i) {
+                        Some(item @ Term::Literal(_)) if ty.is_user_type() => {
+                            let v = eval(ctx, item, t, name).map_err(|_| {
+                                QueryError::Invalid(format!(
+                                    "Invalid tuple literal for {name}: component {i} is not of type {t}"
+                                ))
+                            })?;
+                            out.push(v.into_option())
+                        }
                         Some(item) => out.push(eval(ctx, item, t, name)?.into_option()),
                         None => out.push(None),
                     }

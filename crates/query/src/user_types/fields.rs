@@ -20,6 +20,29 @@ pub fn field_of(name: &str, ty: &CqlType, field: &str) -> Result<(usize, CqlType
     Ok((i, u.field_types[i].clone()))
 }
 
+/// The type and position (as the element of a condition) of the field a
+/// condition `IF c.field ...` names, with Cassandra's errors.
+pub fn condition_field(
+    col: &varve_schema::Column,
+    field: Option<&str>,
+) -> Result<(CqlType, Option<varve_types::Value>)> {
+    let field = field.unwrap_or_default();
+    let Some(u) = col.ty.user_type() else {
+        return Err(QueryError::Invalid(format!(
+            "Invalid field selection: {} of type {} is not a user type",
+            col.name, col.ty
+        )));
+    };
+    let i = u.field_index(field).ok_or_else(|| {
+        QueryError::Invalid(format!("Unknown field {field} for column {}", col.name))
+    })?;
+    let index = i32::try_from(i).unwrap_or(i32::MAX);
+    Ok((
+        u.field_types[i].clone(),
+        Some(varve_types::Value::Int(index)),
+    ))
+}
+
 /// The bytes of field `index` of an encoded value; `None` when the field
 /// is null, missing, or the value is malformed.
 pub fn field_bytes(value: &[u8], index: usize) -> Option<Bytes> {

@@ -1,6 +1,7 @@
 //! User-defined types in statements: looking up the types a statement
 //! names ([`resolve`]), and CREATE / ALTER / DROP TYPE ([`ddl`]).
 
+pub mod cells;
 pub mod ddl;
 pub mod fields;
 pub mod values;
