@@ -147,6 +147,28 @@ fn types_in_order(ks: &Keyspace) -> Vec<&Arc<UserType>> {
     out
 }
 
+/// What a snapshot's `schema.cql` holds for `t`: `CREATE TYPE IF NOT
+/// EXISTS` for each user type the table uses (each after the types it
+/// uses), then the table's CREATE TABLE.
+pub fn snapshot_cql(schema: &varve_schema::Schema, t: &Table) -> String {
+    let mut out = String::new();
+    if let Some(ks) = schema.keyspace(&t.keyspace) {
+        for u in types_in_order(ks) {
+            let used = t
+                .columns
+                .iter()
+                .any(|c| c.ty.references_user_type(&ks.name, &u.name));
+            if used {
+                let cql = type_cql(u).replacen("CREATE TYPE", "CREATE TYPE IF NOT EXISTS", 1);
+                out.push_str(&cql);
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str(&table_cql(t));
+    out
+}
+
 fn type_rows(ks: &Keyspace) -> Vec<Vec<String>> {
     types_in_order(ks)
         .into_iter()

@@ -31,6 +31,24 @@ pub fn substitute(ty: &CqlType, new: &Arc<UserType>) -> CqlType {
     }
 }
 
+/// `ty` with every user type replaced by a frozen tuple of its field
+/// types, as Cassandra records a dropped column's type.
+pub fn expand(ty: &CqlType) -> CqlType {
+    let sub = |t: &CqlType| Box::new(expand(t));
+    match ty {
+        CqlType::Udt(u) => CqlType::Tuple(u.field_types.iter().map(expand).collect()),
+        CqlType::Frozen(t) => match expand(t) {
+            tuple @ CqlType::Tuple(_) => tuple,
+            other => CqlType::Frozen(Box::new(other)),
+        },
+        CqlType::List(t) => CqlType::List(sub(t)),
+        CqlType::Set(t) => CqlType::Set(sub(t)),
+        CqlType::Map(k, v) => CqlType::Map(sub(k), sub(v)),
+        CqlType::Tuple(items) => CqlType::Tuple(items.iter().map(expand).collect()),
+        other => other.clone(),
+    }
+}
+
 /// Where a user type is used in its keyspace.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct TypeUsers {
@@ -156,6 +174,24 @@ mod tests {
             Vec::<String>::new()
         );
         assert_eq!(ks.type_users("nope"), TypeUsers::default());
+    }
+
+    #[test]
+    fn dropped_columns_keep_user_types_as_tuples() {
+        let mut ks = keyspace();
+        let t = Arc::make_mut(ks.tables.get_mut("t").unwrap());
+        t.drop_column("p", 5).unwrap();
+        assert_eq!(
+            t.dropped["p"].ty.cql_name(),
+            "list<frozen<tuple<frozen<tuple<int>>>>>"
+        );
+        let addr = ks.types["addr"].clone();
+        t.add_column("n", CqlType::Udt(addr), false).unwrap();
+        let e = t.drop_column("n", 6).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Cannot drop non-frozen column n of user type addr"
+        );
     }
 
     #[test]

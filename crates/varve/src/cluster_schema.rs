@@ -382,3 +382,55 @@ async fn conflict_pause() {
     let jitter = varve_types::time::now_micros().rem_euclid(CONFLICT_JITTER_MICROS);
     tokio::time::sleep(Duration::from_micros(jitter as u64)).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use varve_schema::options::ReplicationParams;
+    use varve_types::{CqlType, UserType};
+
+    fn with_type(fields: &[&str]) -> Schema {
+        let u = UserType {
+            keyspace: "ks".into(),
+            name: "addr".into(),
+            field_names: fields.iter().map(|f| f.to_string()).collect(),
+            field_types: fields.iter().map(|_| CqlType::Int).collect(),
+        };
+        let mut schema = varve_query::system_schema();
+        let ks = varve_schema::Keyspace {
+            name: "ks".into(),
+            replication: ReplicationParams::simple(1),
+            durable_writes: true,
+            tables: Default::default(),
+            types: [("addr".to_string(), Arc::new(u))].into(),
+            is_system: false,
+        };
+        schema.keyspaces.insert("ks".into(), Arc::new(ks));
+        schema
+    }
+
+    fn type_changes(before: &Schema, after: &Schema) -> Vec<SchemaChangeType> {
+        differences(before, after)
+            .into_iter()
+            .filter(|c| matches!(c.target, SchemaChangeTarget::Type { .. }))
+            .map(|c| c.change)
+            .collect()
+    }
+
+    #[test]
+    fn a_user_type_travels_in_the_log_and_its_changes_become_events() {
+        let one = with_type(&["a"]);
+        let back = decode(&encode(&one), [1; 16]).unwrap();
+        assert_eq!(back.keyspaces["ks"].types, one.keyspaces["ks"].types);
+        let none = varve_query::system_schema();
+        assert_eq!(type_changes(&none, &one), [SchemaChangeType::Created]);
+        assert_eq!(type_changes(&one, &back), []);
+        let two = with_type(&["a", "b"]);
+        assert_eq!(type_changes(&one, &two), [SchemaChangeType::Updated]);
+        let mut dropped = with_type(&["a"]);
+        Arc::make_mut(dropped.keyspaces.get_mut("ks").unwrap())
+            .types
+            .clear();
+        assert_eq!(type_changes(&one, &dropped), [SchemaChangeType::Dropped]);
+    }
+}

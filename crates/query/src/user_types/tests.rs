@@ -138,3 +138,40 @@ fn alter_adds_and_renames_fields() {
     assert!(altered(&ks, &old, &rename(&[("x", "y")], true)).is_ok());
     assert!(altered(&ks, &old, &AlterTypeOp::AlterField).is_err());
 }
+
+#[test]
+fn describe_and_snapshots_print_the_types_a_table_uses() {
+    use varve_schema::options::TableOptions;
+    use varve_schema::table::{Table, TableSpec};
+    let mut ks = keyspace();
+    let addr = ks.types["addr"].clone();
+    let spec = TableSpec {
+        keyspace: "ks".into(),
+        name: "t".into(),
+        id: 1,
+        columns: vec![
+            ("k".into(), CqlType::Int, false),
+            ("a".into(), CqlType::Udt(addr.clone()), false),
+        ],
+        partition_key: vec!["k".into()],
+        clustering: vec![],
+        options: TableOptions::default(),
+    };
+    let table = Arc::new(Table::create(spec).unwrap());
+    ks.tables.insert("t".into(), table.clone());
+    let mut schema = varve_schema::Schema::default();
+    schema.keyspaces.insert("ks".into(), Arc::new(ks));
+    assert_eq!(
+        crate::describe::type_cql(&addr),
+        "CREATE TYPE ks.addr (\n    street text,\n    zip int\n);"
+    );
+    let cql = crate::describe::snapshot_cql(&schema, &table);
+    assert!(
+        cql.starts_with("CREATE TYPE IF NOT EXISTS ks.addr (\n"),
+        "{cql}"
+    );
+    assert!(
+        cql.contains(");\nCREATE TABLE ks.t (\n    k int PRIMARY KEY,\n    a addr\n)"),
+        "{cql}"
+    );
+}
