@@ -172,6 +172,15 @@ mod tests {
             ),
             ("ALTER TABLE t ADD v int", vec![(Permission::Alter, table("ks", "t"))]),
             ("DROP TABLE t", vec![(Permission::Drop, table("ks", "t"))]),
+            (
+                "CREATE TYPE a (f int)",
+                vec![(Permission::Create, Resource::Keyspace("ks".into()))],
+            ),
+            (
+                "ALTER TYPE o.a ADD g int",
+                vec![(Permission::Alter, Resource::Keyspace("o".into()))],
+            ),
+            ("DROP TYPE a", vec![(Permission::Drop, Resource::Keyspace("ks".into()))]),
             ("USE ks", vec![]),
             ("SELECT * FROM system.local", vec![]),
             ("SELECT * FROM system_schema.tables", vec![]),
