@@ -142,6 +142,13 @@ pub enum SelectorExpr {
     Column(String),
     WriteTime(String),
     Ttl(String),
+    /// `writetime(c.f)` (`ttl: false`) or `ttl(c.f)`: of one field of a
+    /// user type column.
+    FieldWriteTime {
+        column: String,
+        field: String,
+        ttl: bool,
+    },
     CountStar,
     FunctionCall {
         name: String,

@@ -381,6 +381,19 @@ fn user_type_fields_and_literals() {
     };
     assert_eq!(items[0].expr, field(scol("a"), "zip"));
     assert_eq!(items[1].expr, field(field(scol("a"), "In"), "x"));
+    let Statement::Select(sel) = stmt("SELECT writetime(a.zip), ttl(a.\"Z\") FROM t") else {
+        panic!()
+    };
+    let Selection::Items(items) = sel.selection else {
+        panic!()
+    };
+    let meta = |f: &str, ttl| SelectorExpr::FieldWriteTime {
+        column: "a".into(),
+        field: f.into(),
+        ttl,
+    };
+    assert_eq!(items[0].expr, meta("zip", false));
+    assert_eq!(items[1].expr, meta("Z", true));
     let Statement::Insert(ins) = stmt("INSERT INTO t (k, a) VALUES (1, {street: 'x', \"Zip\": ?})")
     else {
         panic!()

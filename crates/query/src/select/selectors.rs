@@ -29,6 +29,13 @@ pub enum Sel {
         inner: Box<Sel>,
         ty: CqlType,
     },
+    /// writetime() (`ttl: false`) or ttl() of field `index` of a user type
+    /// column: its own cell when the column is not frozen.
+    FieldCell {
+        column: Column,
+        index: usize,
+        ttl: bool,
+    },
     /// Field `index` of a user type value, of type `ty`.
     Field {
         inner: Box<Sel>,
@@ -144,6 +151,33 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
             "count".into(),
             CqlType::BigInt,
         ),
+        SelectorExpr::FieldWriteTime {
+            column: n,
+            field,
+            ttl,
+        } => {
+            let c = column(table, n)?;
+            let (fname, ty) = match ttl {
+                true => ("ttl", CqlType::Int),
+                false => ("writetime", CqlType::BigInt),
+            };
+            if c.is_primary_key() {
+                return Err(QueryError::Invalid(format!(
+                    "Cannot use selection function {fname} on PRIMARY KEY part {n}"
+                )));
+            }
+            let (index, _) = crate::user_types::fields::field_of(n, &c.ty, field)?;
+            let sel = Sel::FieldCell {
+                column: c.clone(),
+                index,
+                ttl: *ttl,
+            };
+            (
+                sel,
+                format!("{fname}({n}.{})", crate::describe::quote(field)),
+                ty,
+            )
+        }
         SelectorExpr::Field { expr, field } => {
             let (inner, name, ty) = compile_expr(table, expr)?;
             let (index, fty) = crate::user_types::fields::field_of(&name, &ty, field)?;
@@ -372,6 +406,20 @@ pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<By
             let from = type_of(inner);
             Some(Bytes::from(codec::serialize(&cast(&from, &bytes, ty)?)))
         }
+        Sel::FieldCell { column, index, ttl } => {
+            let cell = match column.ty {
+                CqlType::Udt(_) => view.field_cell(column, *index),
+                _ => view.cell(column),
+            };
+            cell.and_then(|cell| match ttl {
+                false => Some(Value::BigInt(cell.timestamp)),
+                true if cell.is_expiring() => {
+                    Some(Value::Int((cell.local_deletion_time - now).max(0)))
+                }
+                true => None,
+            })
+            .map(|v| Bytes::from(codec::serialize(&v)))
+        }
         Sel::Field { inner, index, .. } => match eval(inner, view, token, now)? {
             Some(bytes) => crate::user_types::fields::field_bytes(&bytes, *index),
             None => None,
@@ -427,6 +475,8 @@ pub fn type_of(sel: &Sel) -> CqlType {
         Sel::WriteTime(c) if c.ty.is_multi_cell() => CqlType::List(Box::new(CqlType::BigInt)),
         Sel::Ttl(c) if c.ty.is_multi_cell() => CqlType::List(Box::new(CqlType::Int)),
         Sel::WriteTime(_) | Sel::Token => CqlType::BigInt,
+        Sel::FieldCell { ttl: false, .. } => CqlType::BigInt,
+        Sel::FieldCell { ttl: true, .. } => CqlType::Int,
         Sel::Ttl(_) => CqlType::Int,
         Sel::Cast { ty, .. } | Sel::Field { ty, .. } => ty.clone(),
         Sel::Func { name, args } => {
