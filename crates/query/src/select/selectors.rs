@@ -155,29 +155,7 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
             column: n,
             field,
             ttl,
-        } => {
-            let c = column(table, n)?;
-            let (fname, ty) = match ttl {
-                true => ("ttl", CqlType::Int),
-                false => ("writetime", CqlType::BigInt),
-            };
-            if c.is_primary_key() {
-                return Err(QueryError::Invalid(format!(
-                    "Cannot use selection function {fname} on PRIMARY KEY part {n}"
-                )));
-            }
-            let (index, _) = crate::user_types::fields::field_of(n, &c.ty, field)?;
-            let sel = Sel::FieldCell {
-                column: c.clone(),
-                index,
-                ttl: *ttl,
-            };
-            (
-                sel,
-                format!("{fname}({n}.{})", crate::describe::quote(field)),
-                ty,
-            )
-        }
+        } => crate::user_types::fields::compile_cell_info(column(table, n)?, field, *ttl)?,
         SelectorExpr::Field { expr, field } => {
             let (inner, name, ty) = compile_expr(table, expr)?;
             let (index, fty) = crate::user_types::fields::field_of(&name, &ty, field)?;
@@ -407,18 +385,7 @@ pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<By
             Some(Bytes::from(codec::serialize(&cast(&from, &bytes, ty)?)))
         }
         Sel::FieldCell { column, index, ttl } => {
-            let cell = match column.ty {
-                CqlType::Udt(_) => view.field_cell(column, *index),
-                _ => view.cell(column),
-            };
-            cell.and_then(|cell| match ttl {
-                false => Some(Value::BigInt(cell.timestamp)),
-                true if cell.is_expiring() => {
-                    Some(Value::Int((cell.local_deletion_time - now).max(0)))
-                }
-                true => None,
-            })
-            .map(|v| Bytes::from(codec::serialize(&v)))
+            crate::user_types::fields::cell_info(view, column, *index, *ttl, now)
         }
         Sel::Field { inner, index, .. } => match eval(inner, view, token, now)? {
             Some(bytes) => crate::user_types::fields::field_bytes(&bytes, *index),

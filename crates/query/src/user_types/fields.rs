@@ -1,10 +1,14 @@
-//! Fields of user type values: finding a field of a type by name, and
-//! reading one field out of a value's bytes (each field
-//! `[int length][bytes]`, -1 for null, missing trailing fields null).
+//! Fields of user type values: finding a field of a type by name, reading
+//! one field out of a value's bytes (each field `[int length][bytes]`, -1
+//! for null, missing trailing fields null), a field in a condition, and the
+//! write time and ttl of one field.
 
 use crate::error::{QueryError, Result};
+use crate::rows::RowView;
+use crate::select::selectors::Sel;
 use bytes::Bytes;
-use varve_types::CqlType;
+use varve_schema::Column;
+use varve_types::{codec, CqlType, Value};
 
 /// The position and type of `field` in `ty`, the type of the selector
 /// `name`, with Cassandra's errors.
@@ -20,12 +24,53 @@ pub fn field_of(name: &str, ty: &CqlType, field: &str) -> Result<(usize, CqlType
     Ok((i, u.field_types[i].clone()))
 }
 
+/// `writetime(c.f)` (`ttl: false`) or `ttl(c.f)` as a selector: its
+/// selector, column name and type, with Cassandra's errors.
+pub fn compile_cell_info(c: &Column, field: &str, ttl: bool) -> Result<(Sel, String, CqlType)> {
+    let (fname, ty) = match ttl {
+        true => ("ttl", CqlType::Int),
+        false => ("writetime", CqlType::BigInt),
+    };
+    if c.is_primary_key() {
+        return Err(QueryError::Invalid(format!(
+            "Cannot use selection function {fname} on PRIMARY KEY part {}",
+            c.name
+        )));
+    }
+    let (index, _) = field_of(&c.name, &c.ty, field)?;
+    let sel = Sel::FieldCell {
+        column: c.clone(),
+        index,
+        ttl,
+    };
+    let name = format!("{fname}({}.{})", c.name, crate::describe::quote(field));
+    Ok((sel, name, ty))
+}
+
+/// The write time (or remaining ttl) of field `index` of `column`: its own
+/// cell when the column is not frozen, the column's cell when it is.
+pub fn cell_info(
+    view: &RowView,
+    column: &Column,
+    index: usize,
+    ttl: bool,
+    now: i32,
+) -> Option<Bytes> {
+    let cell = match column.ty {
+        CqlType::Udt(_) => view.field_cell(column, index),
+        _ => view.cell(column),
+    }?;
+    let v = match ttl {
+        false => Value::BigInt(cell.timestamp),
+        true if cell.is_expiring() => Value::Int((cell.local_deletion_time - now).max(0)),
+        true => return None,
+    };
+    Some(Bytes::from(codec::serialize(&v)))
+}
+
 /// The type and position (as the element of a condition) of the field a
 /// condition `IF c.field ...` names, with Cassandra's errors.
-pub fn condition_field(
-    col: &varve_schema::Column,
-    field: Option<&str>,
-) -> Result<(CqlType, Option<varve_types::Value>)> {
+pub fn condition_field(col: &Column, field: Option<&str>) -> Result<(CqlType, Option<Value>)> {
     let field = field.unwrap_or_default();
     let Some(u) = col.ty.user_type() else {
         return Err(QueryError::Invalid(format!(
@@ -68,7 +113,6 @@ pub fn field_bytes(value: &[u8], index: usize) -> Option<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use varve_types::{codec, Value};
 
     #[test]
     fn fields_are_read_by_position() {
