@@ -2,7 +2,7 @@
 log: a DDL statement on any node is on every node before it returns, every
 node reports the same schema_version (system.local and system.peers), a
 driver's schema agreement wait passes at once, and clients registered on
-another node hear SCHEMA_CHANGE."""
+another node hear SCHEMA_CHANGE; a user type travels like a table."""
 
 import pytest
 
@@ -115,3 +115,31 @@ def test_a_client_registered_on_another_node_hears_the_schema_change(cluster_dir
     assert body[2:2 + n].decode() == "SCHEMA_CHANGE"
     assert b"CREATED" in body and b"KEYSPACE" in body and b"evks" in body
     sock.close()
+
+
+def test_a_user_type_reaches_every_node_with_its_values(cluster_dir):
+    """CREATE and ALTER TYPE on one node: every node shows the type in
+    system_schema.types, takes a table over it, and reads a value written
+    on another node (the type travels in the log like a table)."""
+    steps = (
+        ("127.0.0.1", "CREATE KEYSPACE uks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}"),
+        ("127.0.0.2", "CREATE TYPE uks.addr (street text, zip int)"),
+        ("127.0.0.3", "CREATE TABLE uks.t (k int PRIMARY KEY, a frozen<addr>, n addr)"),
+        ("127.0.0.1", "ALTER TYPE uks.addr ADD city text"),
+    )
+    for host, cql in steps:
+        cluster = pinned(host)
+        cluster.connect().execute(cql)
+        cluster.shutdown()
+    for i in (1, 2, 3):
+        cluster = pinned(f"127.0.0.{i}")
+        s = cluster.connect()
+        [t] = s.execute("SELECT field_names, field_types FROM system_schema.types WHERE keyspace_name = 'uks'")
+        assert (t.field_names, t.field_types) == (["street", "zip", "city"], ["text", "int", "text"]), i
+        s.execute(f"INSERT INTO uks.t (k, a, n) VALUES ({i}, {{street: 's{i}'}}, {{zip: {i}}})")
+        cluster.shutdown()
+    cluster = pinned("127.0.0.2")
+    s = cluster.connect()
+    got = {r.k: (r.a_street, r.n_zip, r.n_city) for r in s.execute("SELECT k, a.street, n.zip, n.city FROM uks.t")}
+    cluster.shutdown()
+    assert got == {i: (f"s{i}", i, None) for i in (1, 2, 3)}

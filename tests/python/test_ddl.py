@@ -1,6 +1,6 @@
 """DDL through the driver: keyspaces, tables, ALTER, DROP, TRUNCATE, the
 seed schema's table options read back through `cluster.metadata`, and the
-features that come later (user types, indexes, views, counters)."""
+features that come later (indexes, views, counters)."""
 
 import pytest
 from cassandra import AlreadyExists, InvalidRequest
@@ -316,13 +316,12 @@ def test_unknown_compaction_class_or_option_is_configuration_error(session, keys
 
 
 @pytest.mark.parametrize("statement,feature", [
-    ("CREATE TYPE {name} (a int, b text)", "type"),
     ("CREATE TABLE {name} (k int PRIMARY KEY, c counter)", "counter"),
     ("CREATE INDEX ON {base} (v)", "index"),
     ("CREATE CUSTOM INDEX ON {base} (v) USING 'StorageAttachedIndex'", "index"),
     ("CREATE MATERIALIZED VIEW {name} AS SELECT * FROM {base} WHERE k IS NOT NULL AND v IS NOT NULL"
      " PRIMARY KEY (v, k)", "view"),
-], ids=["udt", "counter", "index", "sai", "mv"])
+], ids=["counter", "index", "sai", "mv"])
 def test_later_features_are_invalid_request_naming_the_feature(session, keyspace, statement, feature):
     base = unique("base")
     session.execute(f"CREATE TABLE {base} (k int PRIMARY KEY, v int)")

@@ -39,6 +39,12 @@ pub enum Statement {
         if_exists: bool,
     },
     Truncate(QualifiedName),
+    CreateType(CreateType),
+    AlterType(AlterType),
+    DropType {
+        name: QualifiedName,
+        if_exists: bool,
+    },
     Describe(Describe),
     /// A role or permission statement.
     Auth(crate::auth_ast::AuthStatement),
@@ -76,6 +82,8 @@ pub enum Term {
     Map(Vec<(Term, Term)>),
     /// `(a, b, ...)`: a tuple value, or the list of an IN relation.
     Tuple(Vec<Term>),
+    /// `{field: term, ...}`: a user type value (field names normalised).
+    UserType(Vec<(String, Term)>),
     /// `name(args)`, e.g. `now()`, `token(?)`, `toTimestamp(now())`.
     FunctionCall {
         name: String,
@@ -134,6 +142,13 @@ pub enum SelectorExpr {
     Column(String),
     WriteTime(String),
     Ttl(String),
+    /// `writetime(c.f)` (`ttl: false`) or `ttl(c.f)`: of one field of a
+    /// user type column.
+    FieldWriteTime {
+        column: String,
+        field: String,
+        ttl: bool,
+    },
     CountStar,
     FunctionCall {
         name: String,
@@ -142,6 +157,11 @@ pub enum SelectorExpr {
     Cast {
         expr: Box<SelectorExpr>,
         ty: CqlType,
+    },
+    /// `expr.field`: one field of a user type value.
+    Field {
+        expr: Box<SelectorExpr>,
+        field: String,
     },
     Term(Term),
 }
@@ -189,6 +209,8 @@ pub struct Condition {
     pub column: String,
     /// `IF m['k'] = ...` or `IF l[0] = ...`
     pub element: Option<Term>,
+    /// `IF c.field = ...`
+    pub field: Option<String>,
     pub op: Operator,
     pub rhs: Term,
 }
@@ -233,6 +255,12 @@ pub enum Assignment {
     Prepend { column: String, value: Term },
     /// `c = c - v`
     Remove { column: String, value: Term },
+    /// `c.field = v` (a non-frozen user type's field)
+    SetField {
+        column: String,
+        field: String,
+        value: Term,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -249,6 +277,8 @@ pub struct DeleteTarget {
     pub column: String,
     /// `DELETE m['k'] FROM ...`, `DELETE l[0] FROM ...`
     pub element: Option<Term>,
+    /// `DELETE c.field FROM ...` (a non-frozen user type's field)
+    pub field: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -372,8 +402,43 @@ pub enum Describe {
     Tables,
     Table(QualifiedName),
     Types,
+    /// `DESCRIBE TYPE name`
+    Type(QualifiedName),
     Functions,
     Aggregates,
     /// `DESCRIBE name`: a keyspace or table, whichever exists.
     Name(QualifiedName),
+}
+
+/// `CREATE TYPE [IF NOT EXISTS] name (field type, ...)`
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateType {
+    pub name: QualifiedName,
+    pub if_not_exists: bool,
+    pub fields: Vec<(String, CqlType)>,
+}
+
+/// `ALTER TYPE [IF EXISTS] name ...`
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterType {
+    pub name: QualifiedName,
+    pub if_exists: bool,
+    pub op: AlterTypeOp,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterTypeOp {
+    /// `ADD [IF NOT EXISTS] field type`
+    Add {
+        if_not_exists: bool,
+        field: String,
+        ty: CqlType,
+    },
+    /// `RENAME [IF EXISTS] a TO b [AND c TO d ...]`
+    Rename {
+        if_exists: bool,
+        renames: Vec<(String, String)>,
+    },
+    /// `ALTER field TYPE t`: refused, as Cassandra refuses it.
+    AlterField,
 }

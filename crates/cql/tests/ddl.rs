@@ -190,8 +190,8 @@ fn create_table_forms() {
         ParseErrorKind::Invalid
     );
     assert_eq!(
-        err_kind("CREATE TABLE t (k int PRIMARY KEY, v myudt)"),
-        ParseErrorKind::Unsupported
+        err_kind("CREATE TABLE t (k int PRIMARY KEY, v list<myudt>)"),
+        ParseErrorKind::Invalid
     );
     assert_eq!(
         err_kind("CREATE TABLE t (k int PRIMARY KEY) WITH a = 1 AND a = 2"),
@@ -322,9 +322,6 @@ fn alter_table_golden() {
 #[test]
 fn unsupported_statements() {
     let cases = [
-        ("CREATE TYPE ks.address (street text)", "user types"),
-        ("ALTER TYPE t ADD x int", "user types"),
-        ("DROP TYPE t", "user types"),
         ("CREATE INDEX ON t (v)", "secondary indexes"),
         ("CREATE CUSTOM INDEX i ON t (v) USING 'x'", "secondary indexes"),
         ("DROP INDEX i", "secondary indexes"),
@@ -334,8 +331,6 @@ fn unsupported_statements() {
         ("CREATE AGGREGATE a (int) SFUNC f STYPE int", "user-defined functions"),
         ("DROP FUNCTION f", "user-defined functions"),
         ("CREATE TRIGGER tr ON t USING 'c'", "triggers"),
-        // The rest of the text is not lexed, so even garbage passes.
-        ("CREATE TYPE x ! @ #", "user types"),
     ];
     for (text, feature) in cases {
         assert_eq!(stmt(text), Statement::Unsupported(feature.into()), "{text}");
@@ -380,8 +375,7 @@ fn types() {
     }
     let errors = [
         ("list<list<int>>", ParseErrorKind::Unsupported),
-        ("address", ParseErrorKind::Unsupported),
-        ("\"Address\"", ParseErrorKind::Unsupported),
+        ("list<address>", ParseErrorKind::Invalid),
         ("vector<float, 3>", ParseErrorKind::Unsupported),
         ("'org.apache.Custom'", ParseErrorKind::Unsupported),
         ("frozen<int>", ParseErrorKind::Invalid),
@@ -404,7 +398,81 @@ fn types() {
         "Non-frozen collections are not allowed inside collections: list<list<int>>"
     );
     assert_eq!(
-        parse_type("mytype").unwrap_err().message,
-        "user types are not supported yet"
+        parse_type("map<text, addr>").unwrap_err().message,
+        "Non-frozen UDTs are not allowed inside collections: map<text, addr>"
     );
+    let udt = |ks: Option<&str>, name: &str| {
+        CqlType::UserRef(varve_types::UserTypeRef {
+            keyspace: ks.map(str::to_string),
+            name: name.into(),
+        })
+    };
+    assert_eq!(parse_type("address"), Ok(udt(None, "address")));
+    assert_eq!(parse_type("\"Address\""), Ok(udt(None, "Address")));
+    assert_eq!(parse_type("ks.a"), Ok(udt(Some("ks"), "a")));
+    assert_eq!(parse_type("frozen<a>"), Ok(frozen(udt(None, "a"))));
+    assert_eq!(
+        parse_type("list<frozen<a>>"),
+        Ok(list(frozen(udt(None, "a"))))
+    );
+    assert_eq!(
+        parse_type("tuple<int, a>"),
+        Ok(CqlType::Tuple(vec![CqlType::Int, frozen(udt(None, "a"))]))
+    );
+}
+
+#[test]
+fn type_statements() {
+    use varve_cql::ast::{AlterTypeOp, CreateType};
+    let name = |ks: Option<&str>, n: &str| QualifiedName {
+        keyspace: ks.map(str::to_string),
+        name: n.into(),
+    };
+    assert_eq!(
+        stmt("CREATE TYPE IF NOT EXISTS ks.addr (street text, \"Zip\" int)"),
+        Statement::CreateType(CreateType {
+            name: name(Some("ks"), "addr"),
+            if_not_exists: true,
+            fields: vec![
+                ("street".into(), CqlType::Text),
+                ("Zip".into(), CqlType::Int)
+            ],
+        })
+    );
+    let Statement::AlterType(a) = stmt("ALTER TYPE addr ADD IF NOT EXISTS c text") else {
+        panic!("not ALTER TYPE");
+    };
+    assert_eq!(
+        a.op,
+        AlterTypeOp::Add {
+            if_not_exists: true,
+            field: "c".into(),
+            ty: CqlType::Text
+        }
+    );
+    let Statement::AlterType(a) = stmt("ALTER TYPE IF EXISTS addr RENAME a TO b AND c TO d") else {
+        panic!("not ALTER TYPE");
+    };
+    assert!(a.if_exists);
+    assert_eq!(
+        a.op,
+        AlterTypeOp::Rename {
+            if_exists: false,
+            renames: vec![("a".into(), "b".into()), ("c".into(), "d".into())]
+        }
+    );
+    assert_eq!(
+        stmt("DROP TYPE IF EXISTS addr"),
+        Statement::DropType {
+            name: name(None, "addr"),
+            if_exists: true
+        }
+    );
+    for bad in [
+        "CREATE TYPE text (a int)",
+        "CREATE TYPE ks.int (a int)",
+        "CREATE TYPE t ()",
+    ] {
+        assert_eq!(err_kind(bad), ParseErrorKind::Syntax, "{bad}");
+    }
 }

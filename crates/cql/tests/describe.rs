@@ -44,7 +44,7 @@ fn describe_golden() {
         ("DESCRIBE type", d(Describe::Name(name("type")))),
         (
             "DESCRIBE TYPE ks.addr",
-            Statement::Unsupported("user types".into()),
+            Statement::Describe(Describe::Type(qname("ks", "addr"))),
         ),
         (
             "DESCRIBE INDEX i",

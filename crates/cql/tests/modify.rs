@@ -206,8 +206,8 @@ fn assignments() {
         ParseErrorKind::Syntax
     );
     assert_eq!(
-        err_kind("UPDATE t SET a.f = 1 WHERE k = 0"),
-        ParseErrorKind::Unsupported
+        err_kind("UPDATE t SET a.f + 1 WHERE k = 0"),
+        ParseErrorKind::Syntax
     );
 }
 
@@ -245,18 +245,21 @@ fn update_golden() {
             Condition {
                 column: "a".into(),
                 element: None,
+                field: None,
                 op: Operator::Eq,
                 rhs: int("1"),
             },
             Condition {
                 column: "m".into(),
                 element: Some(s("x")),
+                field: None,
                 op: Operator::Ne,
                 rhs: Term::Literal(Literal::Null),
             },
             Condition {
                 column: "b".into(),
                 element: None,
+                field: None,
                 op: Operator::In,
                 rhs: Term::Tuple(vec![int("1"), int("2")]),
             },
@@ -279,6 +282,7 @@ fn delete_golden() {
     let target = |c: &str, e: Option<Term>| DeleteTarget {
         column: c.into(),
         element: e,
+        field: None,
     };
     golden(vec![
         (
@@ -355,4 +359,28 @@ fn batch_golden() {
         err_kind("BEGIN BATCH INSERT INTO t (k) VALUES (1)"),
         ParseErrorKind::Syntax
     );
+}
+
+#[test]
+fn user_type_fields_in_writes() {
+    let Statement::Update(u) = stmt("UPDATE t SET a.zip = 2 WHERE k = 0 IF a.zip = 1") else {
+        panic!()
+    };
+    assert_eq!(
+        u.assignments,
+        vec![Assignment::SetField {
+            column: "a".into(),
+            field: "zip".into(),
+            value: int("2")
+        }]
+    );
+    let Conditions::If(c) = u.conditions else {
+        panic!()
+    };
+    assert_eq!(c[0].field.as_deref(), Some("zip"));
+    let Statement::Delete(d) = stmt("DELETE a.\"Zip\", m['k'] FROM t WHERE k = 0") else {
+        panic!()
+    };
+    assert_eq!(d.targets[0].field.as_deref(), Some("Zip"));
+    assert_eq!(d.targets[1].field, None);
 }

@@ -366,3 +366,45 @@ fn scylla_using_timeout_is_accepted_and_dropped() {
     assert!(varve_cql::parse("SELECT * FROM t USING TIMEOUT ?").is_err());
     assert!(varve_cql::parse("SELECT * FROM t USING TTL 5").is_err());
 }
+
+#[test]
+fn user_type_fields_and_literals() {
+    let Statement::Select(sel) = stmt("SELECT a.zip, a.\"In\".x FROM t") else {
+        panic!()
+    };
+    let Selection::Items(items) = sel.selection else {
+        panic!()
+    };
+    let field = |e: SelectorExpr, f: &str| SelectorExpr::Field {
+        expr: Box::new(e),
+        field: f.into(),
+    };
+    assert_eq!(items[0].expr, field(scol("a"), "zip"));
+    assert_eq!(items[1].expr, field(field(scol("a"), "In"), "x"));
+    let Statement::Select(sel) = stmt("SELECT writetime(a.zip), ttl(a.\"Z\") FROM t") else {
+        panic!()
+    };
+    let Selection::Items(items) = sel.selection else {
+        panic!()
+    };
+    let meta = |f: &str, ttl| SelectorExpr::FieldWriteTime {
+        column: "a".into(),
+        field: f.into(),
+        ttl,
+    };
+    assert_eq!(items[0].expr, meta("zip", false));
+    assert_eq!(items[1].expr, meta("Z", true));
+    let Statement::Insert(ins) = stmt("INSERT INTO t (k, a) VALUES (1, {street: 'x', \"Zip\": ?})")
+    else {
+        panic!()
+    };
+    assert_eq!(
+        ins.values[1],
+        Term::UserType(vec![("street".into(), s("x")), ("Zip".into(), bind(0))])
+    );
+    // A map literal keeps its terms: a string or a literal word is no name.
+    let Statement::Insert(ins) = stmt("INSERT INTO t (k, m) VALUES (1, {'a': 1, true: 2})") else {
+        panic!()
+    };
+    assert!(matches!(ins.values[1], Term::Map(_)));
+}

@@ -3,10 +3,12 @@
 //!
 //! `Frozen` is not on the wire: a frozen type encodes as its inner type.
 //! Decoding is bounded by [`MAX_TYPE_NESTING_DEPTH`] so hostile input
-//! cannot exhaust the stack. UDTs (0x0030) and custom types (0x0000) are
-//! not known to `CqlType` yet and decode as errors.
+//! cannot exhaust the stack. A UDT (0x0030) is `[string keyspace][string
+//! name][short n]` then n times `[string field][option type]`. Custom types
+//! (0x0000) are not known to `CqlType` and decode as errors.
 
-use varve_types::CqlType;
+use std::sync::Arc;
+use varve_types::{CqlType, UserType};
 
 use crate::error::{ProtocolError, Result};
 use crate::primitives::{put_short, put_string, short_len, Reader};
@@ -91,6 +93,17 @@ pub fn put_type(out: &mut Vec<u8>, ty: &CqlType) {
             }
         }
         CqlType::Frozen(inner) => put_type(out, inner),
+        CqlType::Udt(u) => {
+            simple(out, id::UDT);
+            put_string(out, &u.keyspace);
+            put_string(out, &u.name);
+            let n = u.field_names.len().min(usize::from(u16::MAX));
+            put_short(out, short_len(n));
+            for (name, t) in u.field_names.iter().zip(&u.field_types).take(n) {
+                put_string(out, name);
+                put_type(out, t);
+            }
+        }
         // A variant added to CqlType after this codec: send it as a custom
         // type named by its CQL name rather than failing.
         other => {
@@ -147,9 +160,20 @@ fn read_type_at(r: &mut Reader<'_>, depth: usize) -> Result<CqlType> {
             )
         }
         id::UDT => {
-            return Err(ProtocolError::invalid(
-                "user-defined types are not supported",
-            ))
+            let keyspace = r.read_string()?;
+            let name = r.read_string()?;
+            let n = r.read_short_count(4)?;
+            let mut u = UserType {
+                keyspace,
+                name,
+                field_names: Vec::with_capacity(n),
+                field_types: Vec::with_capacity(n),
+            };
+            for _ in 0..n {
+                u.field_names.push(r.read_string()?);
+                u.field_types.push(read_type_at(r, depth + 1)?);
+            }
+            CqlType::Udt(Arc::new(u))
         }
         id::CUSTOM => {
             let name = r.read_string()?;
@@ -173,6 +197,11 @@ pub fn strip_frozen(ty: &CqlType) -> CqlType {
         CqlType::Set(e) => CqlType::Set(Box::new(strip_frozen(e))),
         CqlType::Map(k, v) => CqlType::Map(Box::new(strip_frozen(k)), Box::new(strip_frozen(v))),
         CqlType::Tuple(items) => CqlType::Tuple(items.iter().map(strip_frozen).collect()),
+        CqlType::Udt(u) => {
+            let mut u = (**u).clone();
+            u.field_types = u.field_types.iter().map(strip_frozen).collect();
+            CqlType::Udt(Arc::new(u))
+        }
         other => other.clone(),
     }
 }
@@ -212,7 +241,15 @@ pub(crate) mod tests {
                 inner.clone().prop_map(|t| CqlType::Set(Box::new(t))),
                 (inner.clone(), inner.clone())
                     .prop_map(|(k, v)| CqlType::Map(Box::new(k), Box::new(v))),
-                proptest::collection::vec(inner, 0..4).prop_map(CqlType::Tuple),
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(CqlType::Tuple),
+                proptest::collection::vec(inner, 0..4).prop_map(|types| {
+                    CqlType::Udt(Arc::new(UserType {
+                        keyspace: "ks".into(),
+                        name: "u".into(),
+                        field_names: (0..types.len()).map(|i| format!("f{i}")).collect(),
+                        field_types: types,
+                    }))
+                }),
             ]
         })
     }
@@ -228,6 +265,26 @@ pub(crate) mod tests {
             ))),
         );
         assert_eq!(out, vec![0x00, 0x21, 0x00, 0x0D, 0x00, 0x05]);
+    }
+
+    #[test]
+    fn a_user_type_is_keyspace_name_and_fields() {
+        let mut out = Vec::new();
+        let u = UserType {
+            keyspace: "k".into(),
+            name: "a".into(),
+            field_names: vec!["z".into()],
+            field_types: vec![CqlType::Int],
+        };
+        put_type(
+            &mut out,
+            &CqlType::Frozen(Box::new(CqlType::Udt(Arc::new(u)))),
+        );
+        let expected = [0, 0x30, 0, 1, b'k', 0, 1, b'a', 0, 1, 0, 1, b'z', 0, 0x09];
+        assert_eq!(out, expected);
+        // A field count larger than the bytes that follow is refused.
+        let short = [0, 0x30, 0, 1, b'k', 0, 1, b'a', 0xff, 0xff];
+        assert!(read_type(&mut Reader::new(&short)).is_err());
     }
 
     #[test]

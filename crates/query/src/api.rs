@@ -102,6 +102,8 @@ pub enum SchemaChangeTarget {
     Keyspace(String),
     /// (keyspace, table)
     Table(String, String),
+    /// (keyspace, user type)
+    Type(String, String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -77,6 +77,9 @@ pub fn check_for(
                     )));
                 }
                 let (elem_ty, element) = match (&c.element, col.ty.unfrozen()) {
+                    (None, _) if c.field.is_some() => {
+                        crate::user_types::fields::condition_field(&col, c.field.as_deref())?
+                    }
                     (None, _) => (col.ty.clone(), None),
                     (Some(k), CqlType::Map(kt, vt)) => {
                         ((**vt).clone(), eval(ctx, k, kt, &col.name)?.into_option())
@@ -461,6 +464,17 @@ fn holds(cond: &Cond, view: &RowView) -> bool {
     let (ty, current) = match &cond.element {
         None => (cond.column.ty.clone(), current),
         Some(el) => match (cond.column.ty.unfrozen(), current) {
+            (CqlType::Udt(u), current) => {
+                let Value::Int(i) = el else { return false };
+                let Some(fty) = usize::try_from(*i).ok().and_then(|i| u.field_types.get(i)) else {
+                    return false;
+                };
+                let field = match current {
+                    Some(Value::Tuple(fields)) => fields.into_iter().nth(*i as usize).flatten(),
+                    _ => None,
+                };
+                (fty.clone(), field)
+            }
             (CqlType::Map(_, vt), Some(Value::Map(entries))) => (
                 (**vt).clone(),
                 entries.into_iter().find(|(k, _)| k == el).map(|(_, v)| v),

@@ -264,7 +264,7 @@ fn read_condition(r: &mut Reader<'_>, table: &Table) -> Result<Cond, String> {
     let op = *OPERATORS
         .get(usize::from(code))
         .ok_or_else(|| format!("conditional statement: operator {code}"))?;
-    let ty = value_type(&column.ty, element.is_some(), op)
+    let ty = value_type(&column.ty, element.as_ref(), op)
         .ok_or_else(|| format!("conditional statement: {op:?} on {name}"))?;
     let n = read_count(r)?;
     let mut values = Vec::with_capacity(n.min(16));
@@ -285,9 +285,13 @@ fn read_condition(r: &mut Reader<'_>, table: &Table) -> Result<Cond, String> {
 /// The type of a condition's values: the element's (of a map or list
 /// element), a collection's element or key (CONTAINS, CONTAINS KEY), or
 /// the column's. `None` for an operator the column's type cannot take.
-fn value_type(column: &CqlType, element: bool, op: Operator) -> Option<CqlType> {
+fn value_type(column: &CqlType, element: Option<&Value>, op: Operator) -> Option<CqlType> {
     let t = column.unfrozen();
-    Some(match (op, element, t) {
+    if let (CqlType::Udt(u), Some(Value::Int(i)), false) = (t, element, is_contains(op)) {
+        // A user type's field, named by its position.
+        return u.field_types.get(usize::try_from(*i).ok()?).cloned();
+    }
+    Some(match (op, element.is_some(), t) {
         (Operator::Contains, false, CqlType::List(e) | CqlType::Set(e)) => (**e).clone(),
         (Operator::Contains, false, CqlType::Map(_, v)) => (**v).clone(),
         (Operator::ContainsKey, false, CqlType::Map(k, _)) => (**k).clone(),
@@ -297,6 +301,10 @@ fn value_type(column: &CqlType, element: bool, op: Operator) -> Option<CqlType> 
         (_, true, _) => return None,
         (_, false, _) => column.clone(),
     })
+}
+
+fn is_contains(op: Operator) -> bool {
+    matches!(op, Operator::Contains | Operator::ContainsKey)
 }
 
 #[cfg(test)]

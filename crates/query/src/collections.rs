@@ -6,6 +6,7 @@ use crate::data_path::ReadCommand;
 use crate::error::{QueryError, Result};
 use crate::processor::Processor;
 use crate::terms::{bound_verbatim, eval, Evaluated};
+use crate::user_types::cells;
 use bytes::Bytes;
 use varve_cql::ast::{Assignment, Term};
 use varve_schema::{Column, Table};
@@ -59,6 +60,14 @@ pub fn assign(
     let now = ctx.now_seconds;
     let ty = col.ty.clone();
     match a {
+        Assignment::SetField { field, value, .. } => cells::set_field(
+            ctx,
+            col,
+            (field, value),
+            |v| Cell::expiring(ts, ttl, now, v),
+            Cell::tombstone(ts, now),
+            row,
+        ),
         Assignment::Set { value, .. } => {
             if let Some(bytes) = bound_verbatim(ctx, value, &ty, &col.name) {
                 let bytes = bytes?;
@@ -229,12 +238,18 @@ fn tombstone_element(row: &mut Row, col: &Column, element: &Value, ts: i64, now:
 pub fn delete_target(
     ctx: &Ctx<'_>,
     col: &Column,
-    element: Option<&Term>,
+    (element, field): (Option<&Term>, Option<&str>),
     ts: i64,
     current: Option<&ListElements>,
     row: &mut Row,
 ) -> Result<()> {
     let now = ctx.now_seconds;
+    if let Some(field) = field {
+        let path = cells::deleted_field_path(col, field)?;
+        row.cells
+            .insert((col.id, Some(path)), Cell::tombstone(ts, now));
+        return Ok(());
+    }
     let Some(elem) = element else {
         if col.ty.is_multi_cell() {
             row.complex_deletions
@@ -360,6 +375,9 @@ fn add_elements(
                     Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&v))),
                 );
             }
+        }
+        Value::Tuple(fields) if col.ty.is_user_type() => {
+            cells::add_fields(col, fields, |v| Cell::expiring(ts, ttl, now, v), row);
         }
         other => {
             return Err(QueryError::Invalid(format!(

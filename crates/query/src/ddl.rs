@@ -4,6 +4,8 @@ use crate::api::{QueryResult, SchemaChange, SchemaChangeKind, SchemaChangeTarget
 use crate::context::Ctx;
 use crate::error::{QueryError, Result};
 use crate::processor::Processor;
+use crate::user_types::ddl as user_types;
+use crate::user_types::{names_user_type, resolve};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use varve_cql::ast::{self, AlterTableOp, Order, PropertyValue, Statement};
@@ -24,6 +26,11 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, stmt: &Statement) -> Resu
         Statement::CreateTable(c) => create_table(p, ctx, c).await,
         Statement::AlterTable(a) => alter_table(p, ctx, a).await,
         Statement::DropTable { name, if_exists } => drop_table(p, ctx, name, *if_exists).await,
+        Statement::CreateType(c) => user_types::create_type(p, ctx, c).await,
+        Statement::AlterType(a) => user_types::alter_type(p, ctx, a).await,
+        Statement::DropType { name, if_exists } => {
+            user_types::drop_type(p, ctx, name, *if_exists).await
+        }
         other => Err(QueryError::Server(format!(
             "not a schema statement: {other:?}"
         ))),
@@ -136,6 +143,7 @@ async fn create_keyspace(
                     replication: options.replication.clone(),
                     durable_writes: options.durable_writes,
                     tables: BTreeMap::new(),
+                    types: BTreeMap::new(),
                     is_system: false,
                 }),
             );
@@ -254,8 +262,14 @@ async fn create_table(
         columns: c
             .columns
             .iter()
-            .map(|d| (d.name.clone(), d.ty.clone(), d.is_static))
-            .collect(),
+            .map(|d| {
+                Ok((
+                    d.name.clone(),
+                    column_type(p, &ks_name, &d.ty)?,
+                    d.is_static,
+                ))
+            })
+            .collect::<Result<_>>()?,
         partition_key: c.partition_key.clone(),
         clustering: c
             .clustering_key
@@ -315,6 +329,19 @@ async fn create_table(
         SchemaChangeKind::Created,
         SchemaChangeTarget::Table(ks_name, c.name.name.clone()),
     ))
+}
+
+/// A column's type as written, with the user types it names looked up in
+/// keyspace `ks`.
+fn column_type(p: &Processor, ks: &str, ty: &varve_types::CqlType) -> Result<varve_types::CqlType> {
+    if !names_user_type(ty) {
+        return Ok(ty.clone());
+    }
+    let schema = p.schema();
+    let keyspace = schema
+        .keyspace(ks)
+        .ok_or_else(|| QueryError::Invalid(format!("Keyspace '{ks}' doesn't exist")))?;
+    resolve(ty, keyspace)
 }
 
 /// The data centres a NetworkTopologyStrategy keyspace may name: this
@@ -400,7 +427,7 @@ async fn alter_table(p: &Processor, ctx: &mut Ctx<'_>, a: &ast::AlterTable) -> R
                 if t.column(&c.name).is_some() && *if_not_exists {
                     continue;
                 }
-                t.add_column(&c.name, c.ty.clone(), c.is_static)?;
+                t.add_column(&c.name, column_type(p, &ks_name, &c.ty)?, c.is_static)?;
             }
             Ok(())
         }

@@ -1,15 +1,16 @@
 //! Server-side DESCRIBE (as Cassandra 4.0+ offers and cqlsh uses): the
-//! CQL that recreates keyspaces and tables.
+//! CQL that recreates keyspaces, user types and tables.
 
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
 use crate::context::Ctx;
 use crate::error::{QueryError, Result};
 use crate::processor::Processor;
 use bytes::Bytes;
+use std::sync::Arc;
 use varve_cql::ast::{Describe, QualifiedName};
 use varve_schema::options::KeyspaceOptions;
 use varve_schema::{ColumnKind, Keyspace, Table};
-use varve_types::{codec, CqlType, Value};
+use varve_types::{codec, CqlType, UserType, Value};
 
 /// Quotes an identifier when CQL needs it to be read back unchanged.
 pub fn quote(name: &str) -> String {
@@ -116,6 +117,79 @@ fn rows(columns: &[&str], rows: Vec<Vec<String>>) -> QueryResult {
 const ELEMENT: &[&str] = &["keyspace_name", "type", "name", "create_statement"];
 const LISTING: &[&str] = &["keyspace_name", "type", "name"];
 
+/// `CREATE TYPE ks.name (\n    field type,\n ...);` as Cassandra prints it.
+pub fn type_cql(u: &UserType) -> String {
+    let fields: Vec<String> = u
+        .field_names
+        .iter()
+        .zip(&u.field_types)
+        .map(|(n, t)| format!("    {} {}", quote(n), t.cql_name()))
+        .collect();
+    format!(
+        "CREATE TYPE {}.{} (\n{}\n);",
+        quote(&u.keyspace),
+        quote(&u.name),
+        fields.join(",\n")
+    )
+}
+
+/// The keyspace's types by name, each after the types it uses.
+fn types_in_order(ks: &Keyspace) -> Vec<&Arc<UserType>> {
+    let mut out: Vec<&Arc<UserType>> = Vec::new();
+    let mut left: Vec<&Arc<UserType>> = ks.types.values().collect();
+    while !left.is_empty() {
+        let ready = left.iter().position(|u| {
+            left.iter()
+                .all(|o| o.name == u.name || !u.references(&ks.name, &o.name))
+        });
+        out.push(left.remove(ready.unwrap_or(0)));
+    }
+    out
+}
+
+/// What a snapshot's `schema.cql` holds for `t`: `CREATE TYPE IF NOT
+/// EXISTS` for each user type the table uses (each after the types it
+/// uses), then the table's CREATE TABLE.
+pub fn snapshot_cql(schema: &varve_schema::Schema, t: &Table) -> String {
+    let mut out = String::new();
+    if let Some(ks) = schema.keyspace(&t.keyspace) {
+        for u in types_in_order(ks) {
+            let used = t
+                .columns
+                .iter()
+                .any(|c| c.ty.references_user_type(&ks.name, &u.name));
+            if used {
+                let cql = type_cql(u).replacen("CREATE TYPE", "CREATE TYPE IF NOT EXISTS", 1);
+                out.push_str(&cql);
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str(&table_cql(t));
+    out
+}
+
+fn type_rows(ks: &Keyspace) -> Vec<Vec<String>> {
+    types_in_order(ks)
+        .into_iter()
+        .map(|u| vec![ks.name.clone(), "type".into(), quote(&u.name), type_cql(u)])
+        .collect()
+}
+
+fn user_type(ctx: &Ctx, name: &QualifiedName) -> Result<Arc<UserType>> {
+    let ks = ctx.keyspace_of(&name.keyspace)?;
+    ctx.schema
+        .keyspace(&ks)
+        .and_then(|k| k.types.get(&name.name))
+        .cloned()
+        .ok_or_else(|| {
+            QueryError::Invalid(format!(
+                "User defined type '{}' not found in '{ks}'",
+                name.name
+            ))
+        })
+}
+
 fn is_hidden(ks: &Keyspace) -> bool {
     ks.is_system
 }
@@ -128,6 +202,7 @@ fn keyspace_rows(ks: &Keyspace, only: bool) -> Vec<Vec<String>> {
         keyspace_cql(ks),
     ]];
     if !only {
+        out.extend(type_rows(ks));
         for t in ks.tables.values() {
             out.push(vec![
                 ks.name.clone(),
@@ -201,7 +276,30 @@ pub fn execute(_p: &Processor, ctx: &Ctx, d: &Describe) -> Result<QueryResult> {
                 ]],
             )
         }
-        Describe::Types | Describe::Functions | Describe::Aggregates => rows(LISTING, Vec::new()),
+        Describe::Types => {
+            let mut out = Vec::new();
+            for ks in schema.keyspaces.values() {
+                if ctx.keyspace.as_ref().is_some_and(|k| *k != ks.name) {
+                    continue;
+                }
+                out.extend(type_rows(ks).into_iter().map(|mut r| {
+                    r.truncate(3);
+                    r
+                }));
+            }
+            rows(LISTING, out)
+        }
+        Describe::Type(name) => {
+            let u = user_type(ctx, name)?;
+            let row = vec![
+                u.keyspace.clone(),
+                "type".into(),
+                quote(&u.name),
+                type_cql(&u),
+            ];
+            rows(ELEMENT, vec![row])
+        }
+        Describe::Functions | Describe::Aggregates => rows(LISTING, Vec::new()),
         Describe::Name(name) => {
             if name.keyspace.is_none() {
                 if let Some(ks) = schema.keyspace(&name.name) {

@@ -226,7 +226,7 @@ pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
                     "Invalid number of arguments for function system.tojson(any)".into(),
                 ));
             }
-            let json = crate::json::to_json(args[0].1.as_ref());
+            let json = crate::json::to_json_typed(&args[0].0, args[0].1.as_ref());
             Ok((CqlType::Text, Some(Value::Text(json))))
         }
         "now" | "currenttimeuuid" => {

@@ -50,6 +50,7 @@ pub mod schema_source;
 mod select;
 mod system;
 mod terms;
+pub mod user_types;
 mod write;
 
 pub use api::*;

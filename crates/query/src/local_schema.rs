@@ -35,7 +35,7 @@ impl LocalSchema {
     /// (which is told their CQL, for snapshots).
     pub fn new(schema: Schema, store: Option<SchemaStore>, engine: Arc<Engine>) -> Self {
         for (id, (t, _)) in tables(&schema) {
-            engine.set_table_schema_cql(id, &crate::describe::table_cql(&t));
+            engine.set_table_schema_cql(id, &crate::describe::snapshot_cql(&schema, &t));
         }
         LocalSchema {
             schema: RwLock::new(Arc::new(schema)),
@@ -84,7 +84,7 @@ impl LocalSchema {
             .map_err(on_read)?;
             if changed {
                 self.engine
-                    .set_table_schema_cql(*id, &crate::describe::table_cql(t));
+                    .set_table_schema_cql(*id, &crate::describe::snapshot_cql(&next, t));
             }
         }
         if let Some(store) = &self.store {
@@ -188,6 +188,7 @@ mod tests {
                 replication: ReplicationParams::simple(1),
                 durable_writes: true,
                 tables: [("t".to_string(), Arc::new(t))].into(),
+                types: Default::default(),
                 is_system: false,
             }),
         );

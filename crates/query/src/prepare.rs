@@ -108,10 +108,20 @@ impl Specs<'_> {
                     self.term(vt, name, &v);
                 }
             }
+            Term::UserType(fields) => {
+                let u = ty.user_type().cloned();
+                for (f, it) in fields {
+                    let fty = u
+                        .as_ref()
+                        .and_then(|u| Some(u.field_types[u.field_index(f)?].clone()))
+                        .unwrap_or(CqlType::Blob);
+                    self.term(it, &format!("{name}.{f}"), &fty);
+                }
+            }
             Term::Tuple(items) => {
-                let types = match ty.unfrozen() {
-                    CqlType::Tuple(ts) => ts.clone(),
-                    other => vec![other.clone(); items.len()],
+                let types = match ty.tuple_fields() {
+                    Some(ts) => ts.to_vec(),
+                    None => vec![ty.unfrozen().clone(); items.len()],
                 };
                 for (it, t) in items.iter().zip(types.iter()) {
                     self.term(it, name, t);
@@ -251,7 +261,10 @@ impl Specs<'_> {
                     self.term(i, &format!("idx({})", c.column), &CqlType::Int);
                     (**et).clone()
                 }
-                _ => col.ty.clone(),
+                _ => match crate::user_types::fields::condition_field(col, c.field.as_deref()) {
+                    Ok((fty, _)) if c.field.is_some() => fty,
+                    _ => col.ty.clone(),
+                },
             };
             match (&c.op, &c.rhs) {
                 (Operator::In, Term::Bind(i)) => self.set(
@@ -428,6 +441,19 @@ fn assignment(specs: &mut Specs, t: &Table, a: &Assignment) {
                     other => other.clone(),
                 };
                 specs.term(value, column, &ty);
+            }
+        }
+        Assignment::SetField {
+            column,
+            field,
+            value,
+        } => {
+            let fty = t.column(column).and_then(|c| {
+                let u = c.ty.user_type()?;
+                Some(u.field_types[u.field_index(field)?].clone())
+            });
+            if let Some(fty) = fty {
+                specs.term(value, &format!("{column}.{field}"), &fty);
             }
         }
         Assignment::SetElement { column, key, value } => {

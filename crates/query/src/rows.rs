@@ -47,6 +47,17 @@ impl<'a> RowView<'a> {
         };
         row.cells.get(&(col.id, None))
     }
+
+    /// The cell of field `index` of a non-frozen user type column.
+    pub fn field_cell(&self, col: &Column, index: usize) -> Option<&'a Cell> {
+        let row = match col.kind {
+            ColumnKind::Static => self.static_row?,
+            ColumnKind::Regular => self.row?,
+            _ => return None,
+        };
+        let path = crate::user_types::cells::field_path(index);
+        row.cells.get(&(col.id, Some(path)))
+    }
 }
 
 impl<'a> RowView<'a> {
@@ -90,6 +101,9 @@ fn cell_value(row: &Row, col: &Column) -> Option<Bytes> {
         .take_while(|((c, _), _)| *c == col.id)
         .filter_map(|((_, path), cell)| path.as_ref().map(|p| (p, &cell.value)))
         .collect();
+    if let CqlType::Udt(u) = &col.ty {
+        return crate::user_types::cells::assemble(u, &elements);
+    }
     if elements.is_empty() {
         return None;
     }

@@ -33,6 +33,7 @@ pub fn contains_bind(term: &Term) -> bool {
         Term::List(items) | Term::Set(items) | Term::Tuple(items) => {
             items.iter().any(contains_bind)
         }
+        Term::UserType(fields) => fields.iter().any(|(_, t)| contains_bind(t)),
         Term::Map(entries) => entries
             .iter()
             .any(|(k, v)| contains_bind(k) || contains_bind(v)),
@@ -86,7 +87,13 @@ pub fn bound_verbatim<'c>(
 /// Evaluates `term` as a value of `ty` for the column (or marker) `name`.
 pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluated> {
     check_collection_literal(term, name)?;
+    let declared = ty;
     let ty = ty.unfrozen();
+    if ty.is_user_type() {
+        if let Some(e) = crate::user_types::values::mismatch(term, declared, name) {
+            return Err(e);
+        }
+    }
     match term {
         Term::Literal(lit) => eval_literal(lit, ty, name).map(|v| match v {
             Some(v) => Evaluated::Value(v),
@@ -112,7 +119,7 @@ pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluate
         },
         Term::List(items) => match ty {
             // Drivers send Python tuples as list literals; accept them for tuples.
-            CqlType::Tuple(_) => eval(ctx, &Term::Tuple(items.clone()), ty, name),
+            CqlType::Tuple(_) | CqlType::Udt(_) => eval(ctx, &Term::Tuple(items.clone()), ty, name),
             CqlType::List(elem) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
@@ -143,8 +150,9 @@ pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluate
             CqlType::Set(_) if entries.is_empty() => Ok(Evaluated::Value(Value::Set(Vec::new()))),
             _ => Err(type_mismatch("map literal", ty, name)),
         },
-        Term::Tuple(items) => match ty {
-            CqlType::Tuple(types) => {
+        Term::UserType(fields) => crate::user_types::values::eval_literal(ctx, fields, ty, name),
+        Term::Tuple(items) => match ty.tuple_fields() {
+            Some(types) => {
                 if items.len() > types.len() {
                     return Err(QueryError::Invalid(format!(
                         "Invalid tuple literal for {name}: too many elements. Type {} expects {} but got {}",
@@ -156,6 +164,14 @@ pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluate
                 let mut out = Vec::with_capacity(types.len());
                 for (i, t) in types.iter().enumerate() {
                     match items.get(i) {
+                        Some(item @ Term::Literal(_)) if ty.is_user_type() => {
+                            let v = eval(ctx, item, t, name).map_err(|_| {
+                                QueryError::Invalid(format!(
+                                    "Invalid tuple literal for {name}: component {i} is not of type {t}"
+                                ))
+                            })?;
+                            out.push(v.into_option())
+                        }
                         Some(item) => out.push(eval(ctx, item, t, name)?.into_option()),
                         None => out.push(None),
                     }

@@ -508,7 +508,8 @@ fn assignment_column(a: &Assignment) -> &str {
         | Assignment::SetElement { column, .. }
         | Assignment::Add { column, .. }
         | Assignment::Prepend { column, .. }
-        | Assignment::Remove { column, .. } => column,
+        | Assignment::Remove { column, .. }
+        | Assignment::SetField { column, .. } => column,
     }
 }
 
@@ -692,7 +693,8 @@ fn plan_delete(
     let now = ctx.now_seconds;
     let deletion = DeletionTime::new(ts, now);
     let mut updates = Vec::new();
-    let targets: Vec<(Column, Option<&Term>)> = del
+    type Target<'a> = (Column, (Option<&'a Term>, Option<&'a str>));
+    let targets: Vec<Target> = del
         .targets
         .iter()
         .map(|t| {
@@ -708,7 +710,7 @@ fn plan_delete(
                     t.column
                 )));
             }
-            Ok((col, t.element.as_ref()))
+            Ok((col, (t.element.as_ref(), t.field.as_deref())))
         })
         .collect::<Result<_>>()?;
     let exact = sel.clustering.is_exact(&table);
@@ -756,20 +758,21 @@ fn plan_delete(
                         .map(|p| (p.clone(), Row::default()))
                         .collect()
                 };
-            for (col, element) in &targets {
+            for (col, (element, field)) in &targets {
+                let target = (*element, *field);
                 if col.kind == ColumnKind::Static {
                     let current = match collections::delete_reads_list(col, *element) {
                         true => Some(lists.need(key, None, col)?),
                         false => None,
                     };
-                    collections::delete_target(ctx, col, *element, ts, current, &mut static_row)?;
+                    collections::delete_target(ctx, col, target, ts, current, &mut static_row)?;
                 } else {
                     for (prefix, row) in rows.iter_mut() {
                         let current = match collections::delete_reads_list(col, *element) {
                             true => Some(lists.need(key, Some(prefix), col)?),
                             false => None,
                         };
-                        collections::delete_target(ctx, col, *element, ts, current, row)?;
+                        collections::delete_target(ctx, col, target, ts, current, row)?;
                     }
                 }
             }

@@ -1,4 +1,5 @@
-//! Schema metadata: keyspaces, tables, columns and their options.
+//! Schema metadata: keyspaces, tables, columns, user types and their
+//! options.
 //!
 //! A [`Schema`] is an immutable snapshot; a change builds a new snapshot
 //! (copy on write) and bumps the schema version, so readers never see a
@@ -13,6 +14,7 @@ pub mod keyspace;
 pub mod options;
 pub mod snapshot;
 pub mod table;
+pub mod user_types;
 
 pub use column::{Column, ColumnKind};
 pub use error::{Error, Result};

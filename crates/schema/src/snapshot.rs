@@ -13,7 +13,7 @@ use crate::Schema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use varve_types::CqlType;
+use varve_types::{CqlType, UserType};
 
 /// Version of the schema file format.
 pub const SCHEMA_FILE_VERSION: u32 = 1;
@@ -34,6 +34,17 @@ struct KeyspaceV1 {
     replication: BTreeMap<String, String>,
     durable_writes: bool,
     tables: Vec<TableV1>,
+    /// User types, each after the types it uses; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    types: Vec<TypeV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TypeV1 {
+    name: String,
+    field_names: Vec<String>,
+    /// As [`CqlType::cql_name`] prints them.
+    field_types: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -95,8 +106,60 @@ fn bad(msg: String) -> Error {
     Error::Config(format!("invalid schema file: {msg}"))
 }
 
-fn ty_of(s: &str) -> Result<CqlType> {
-    CqlType::parse_name(s).ok_or_else(|| bad(format!("unknown type {s}")))
+fn ty_of(s: &str, types: &BTreeMap<String, Arc<UserType>>) -> Result<CqlType> {
+    CqlType::parse_name_with(s, &|n| types.get(n).cloned())
+        .ok_or_else(|| bad(format!("unknown type {s}")))
+}
+
+/// The keyspace's types, each after the types its fields use.
+fn types_in_order(k: &Keyspace) -> Vec<TypeV1> {
+    let mut out: Vec<TypeV1> = Vec::new();
+    let mut done = std::collections::BTreeSet::new();
+    while done.len() < k.types.len() {
+        let before = done.len();
+        for u in k.types.values() {
+            if done.contains(&u.name) {
+                continue;
+            }
+            let ready = k
+                .types
+                .values()
+                .filter(|o| o.name != u.name && u.references(&k.name, &o.name))
+                .all(|o| done.contains(&o.name));
+            if ready {
+                out.push(TypeV1 {
+                    name: u.name.clone(),
+                    field_names: u.field_names.clone(),
+                    field_types: u.field_types.iter().map(CqlType::cql_name).collect(),
+                });
+                done.insert(u.name.clone());
+            }
+        }
+        if done.len() == before {
+            break; // a cycle cannot be built by CREATE TYPE
+        }
+    }
+    out
+}
+
+/// Reads the saved types back, in their saved order.
+fn read_types(keyspace: &str, saved: Vec<TypeV1>) -> Result<BTreeMap<String, Arc<UserType>>> {
+    let mut types = BTreeMap::new();
+    for t in saved {
+        let field_types = t
+            .field_types
+            .iter()
+            .map(|f| ty_of(f, &types))
+            .collect::<Result<Vec<_>>>()?;
+        let u = UserType {
+            keyspace: keyspace.to_string(),
+            name: t.name.clone(),
+            field_names: t.field_names,
+            field_types,
+        };
+        types.insert(t.name, Arc::new(u));
+    }
+    Ok(types)
 }
 
 fn hex(b: &[u8]) -> String {
@@ -125,6 +188,7 @@ pub fn to_json(schema: &Schema) -> String {
             name: k.name.clone(),
             replication: k.replication.to_map(),
             durable_writes: k.durable_writes,
+            types: types_in_order(k),
             tables: k
                 .tables
                 .values()
@@ -212,13 +276,14 @@ pub fn from_json_with_access(text: &str) -> Result<Saved> {
                 .cloned(),
         );
         let replication = ReplicationParams::for_keyspace(&k.name, &k.replication, None, &context)?;
+        let types = read_types(&k.name, k.types)?;
         let mut tables = BTreeMap::new();
         for t in k.tables {
             let mut columns = Vec::new();
             for c in t.columns {
                 columns.push(Column {
                     name: c.name,
-                    ty: ty_of(&c.ty)?,
+                    ty: ty_of(&c.ty, &types)?,
                     kind: kind_of(&c.kind)?,
                     position: c.position,
                     descending: c.descending,
@@ -230,7 +295,7 @@ pub fn from_json_with_access(text: &str) -> Result<Saved> {
                 dropped.insert(
                     d.name,
                     DroppedColumn {
-                        ty: ty_of(&d.ty)?,
+                        ty: ty_of(&d.ty, &types)?,
                         dropped_at_micros: d.dropped_at_micros,
                         kind: kind_of(&d.kind)?,
                     },
@@ -269,6 +334,7 @@ pub fn from_json_with_access(text: &str) -> Result<Saved> {
             replication,
             durable_writes: k.durable_writes,
             tables,
+            types,
             is_system: false,
         });
     }
@@ -319,6 +385,7 @@ mod tests {
                 replication: ReplicationParams::simple(1),
                 durable_writes: false,
                 tables,
+                types: BTreeMap::new(),
                 is_system: false,
             }),
         );
@@ -357,6 +424,7 @@ mod tests {
                 replication,
                 durable_writes: true,
                 tables: BTreeMap::new(),
+                types: BTreeMap::new(),
                 is_system: false,
             }),
         );
@@ -367,6 +435,25 @@ mod tests {
             (r.replication_factor("dc1"), r.replication_factor("east")),
             (3, 2)
         );
+    }
+
+    #[test]
+    fn user_types_round_trip_through_json() {
+        let mut ks = crate::user_types::tests_support::keyspace();
+        ks.types.insert(
+            "Zed".into(),
+            Arc::new(UserType {
+                keyspace: "ks".into(),
+                name: "Zed".into(),
+                field_names: vec!["a b".into()],
+                field_types: vec![CqlType::Int],
+            }),
+        );
+        let mut schema = Schema::default();
+        schema.keyspaces.insert("ks".into(), Arc::new(ks.clone()));
+        let (kss, _) = from_json(&to_json(&schema)).unwrap();
+        assert_eq!(kss[0].types, ks.types);
+        assert_eq!(kss[0].tables["t"].columns, ks.tables["t"].columns);
     }
 
     #[test]

@@ -245,11 +245,19 @@ impl Table {
                 "Cannot drop PRIMARY KEY part {name}"
             )));
         }
+        if let CqlType::Udt(u) = &col.ty {
+            return Err(Error::Invalid(format!(
+                "Cannot drop non-frozen column {name} of user type {}",
+                u.name
+            )));
+        }
         self.columns.retain(|c| c.name != name);
         self.dropped.insert(
             name.into(),
             DroppedColumn {
-                ty: col.ty,
+                // As Cassandra keeps it: user types as tuples of their
+                // fields, so the record outlives the types.
+                ty: crate::user_types::expand(&col.ty),
                 dropped_at_micros: at_micros,
                 kind: col.kind,
             },
@@ -312,6 +320,12 @@ fn check_key_column(name: &str, ty: &CqlType, is_static: bool) -> Result<()> {
     if is_static {
         return Err(Error::Invalid(format!(
             "Static column {name} cannot be part of the PRIMARY KEY"
+        )));
+    }
+    if let CqlType::Udt(u) = ty {
+        return Err(Error::Invalid(format!(
+            "Invalid non-frozen user-defined type \"{}.{}\" for PRIMARY KEY column '{name}'",
+            u.keyspace, u.name
         )));
     }
     if ty.is_multi_cell() {

@@ -125,6 +125,10 @@ pub fn schema_change(sc: &query::SchemaChange) -> proto::SchemaChange {
             keyspace: ks.clone(),
             name: t.clone(),
         },
+        query::SchemaChangeTarget::Type(ks, t) => proto::SchemaChangeTarget::Type {
+            keyspace: ks.clone(),
+            name: t.clone(),
+        },
     };
     proto::SchemaChange { change, target }
 }

@@ -15,7 +15,7 @@
 //! | duration                     | three zig-zag vints: months, days, nanoseconds     |
 //! | list, set                    | `[int n]` then n times `[int len][bytes]`          |
 //! | map                          | `[int n]` then n times key and value, each framed  |
-//! | tuple                        | per field `[int len][bytes]`, len -1 is null       |
+//! | tuple, user type             | per field `[int len][bytes]`, len -1 is null       |
 //!
 //! `deserialize` is strict: it rejects wrong widths, trailing bytes, bad
 //! UTF-8 and the 0-byte "empty value" (see [`is_empty_allowed`]). Serializing
@@ -137,6 +137,8 @@ pub fn is_empty_allowed(ty: &CqlType) -> bool {
             | CqlType::Set(_)
             | CqlType::Map(_, _)
             | CqlType::Tuple(_)
+            | CqlType::Udt(_)
+            | CqlType::UserRef(_)
             | CqlType::Duration
     )
 }
@@ -292,24 +294,31 @@ fn decode(ty: &CqlType, bytes: &[u8], depth: usize) -> Result<Value> {
             r.finish()?;
             Value::Map(entries)
         }
-        CqlType::Tuple(types) => {
-            let mut r = Reader { ty, bytes, pos: 0 };
-            let mut fields = Vec::with_capacity(types.len());
-            for t in types {
-                // Missing trailing fields read as nulls, as in Cassandra.
-                if r.pos == bytes.len() {
-                    fields.push(None);
-                    continue;
-                }
-                fields.push(match r.framed_or_null()? {
-                    Some(b) => Some(decode(t, b, depth + 1)?),
-                    None => None,
-                });
-            }
-            r.finish()?;
-            Value::Tuple(fields)
+        CqlType::Tuple(types) => decode_fields(ty, types, bytes, depth)?,
+        CqlType::Udt(u) => decode_fields(ty, &u.field_types, bytes, depth)?,
+        CqlType::UserRef(r) => {
+            return Err(Error::invalid(ty, format!("unknown type {}", r.name)));
         }
     })
+}
+
+/// A tuple's or user type's fields; missing trailing fields read as nulls,
+/// as in Cassandra.
+fn decode_fields(ty: &CqlType, types: &[CqlType], bytes: &[u8], depth: usize) -> Result<Value> {
+    let mut r = Reader { ty, bytes, pos: 0 };
+    let mut fields = Vec::with_capacity(types.len());
+    for t in types {
+        if r.pos == bytes.len() {
+            fields.push(None);
+            continue;
+        }
+        fields.push(match r.framed_or_null()? {
+            Some(b) => Some(decode(t, b, depth + 1)?),
+            None => None,
+        });
+    }
+    r.finish()?;
+    Ok(Value::Tuple(fields))
 }
 
 fn decode_duration(ty: &CqlType, bytes: &[u8]) -> Result<Value> {

@@ -13,7 +13,8 @@
 //! - timeuuid: timestamp, then the low 8 bytes as *signed* bytes;
 //! - frozen list/set/map: element by element (map: key, then value), then
 //!   the shorter collection first; tuple: field by field with null first,
-//!   trailing null or empty fields ignored.
+//!   trailing null or empty fields ignored; a user type as a tuple of its
+//!   field types.
 //!
 //! Malformed input never panics: a comparison that cannot parse its input
 //! falls back to unsigned bytewise order.
@@ -162,6 +163,8 @@ fn typed(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
             r.framed_pair(v)
         })?,
         CqlType::Tuple(types) => tuple(types, a, b)?,
+        CqlType::Udt(u) => tuple(&u.field_types, a, b)?,
+        CqlType::UserRef(_) => return None,
     })
 }
 

@@ -1,5 +1,8 @@
 //! The CQL data types Varve knows.
 
+use crate::user_type::{quote_if_needed, UserType, UserTypeRef};
+use std::sync::Arc;
+
 /// A CQL data type. `Frozen` wraps a collection or tuple whose value is
 /// stored and replaced as one cell.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -29,6 +32,12 @@ pub enum CqlType {
     Map(Box<CqlType>, Box<CqlType>),
     Tuple(Vec<CqlType>),
     Frozen(Box<CqlType>),
+    /// A user-defined type; bare it is non-frozen (one cell per field),
+    /// inside `Frozen` it is one cell.
+    Udt(Arc<UserType>),
+    /// A user type as the parser saw it, not yet looked up in the schema
+    /// (never stored, encoded or compared).
+    UserRef(UserTypeRef),
 }
 
 impl CqlType {
@@ -41,7 +50,43 @@ impl CqlType {
             CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) => e.references_duration(),
             CqlType::Map(k, v) => k.references_duration() || v.references_duration(),
             CqlType::Tuple(items) => items.iter().any(CqlType::references_duration),
+            CqlType::Udt(u) => u.field_types.iter().any(CqlType::references_duration),
             _ => false,
+        }
+    }
+
+    /// Whether the user type `keyspace.name` is this type or inside it.
+    pub fn references_user_type(&self, keyspace: &str, name: &str) -> bool {
+        match self {
+            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) => {
+                e.references_user_type(keyspace, name)
+            }
+            CqlType::Map(k, v) => {
+                k.references_user_type(keyspace, name) || v.references_user_type(keyspace, name)
+            }
+            CqlType::Tuple(items) => items.iter().any(|t| t.references_user_type(keyspace, name)),
+            CqlType::Udt(u) => {
+                (u.keyspace == keyspace && u.name == name) || u.references(keyspace, name)
+            }
+            _ => false,
+        }
+    }
+
+    /// The field types when values of this type are encoded as a tuple
+    /// (a tuple or a user type, frozen or not).
+    pub fn tuple_fields(&self) -> Option<&[CqlType]> {
+        match self.unfrozen() {
+            CqlType::Tuple(items) => Some(items),
+            CqlType::Udt(u) => Some(&u.field_types),
+            _ => None,
+        }
+    }
+
+    /// The user type, frozen or not.
+    pub fn user_type(&self) -> Option<&Arc<UserType>> {
+        match self.unfrozen() {
+            CqlType::Udt(u) => Some(u),
+            _ => None,
         }
     }
 
@@ -52,18 +97,30 @@ impl CqlType {
         }
     }
 
-    /// True for a list, set or map that is not frozen: its elements are
-    /// stored as separate cells.
+    /// True for a list, set, map or user type that is not frozen: its
+    /// elements (fields) are stored as separate cells.
     pub fn is_multi_cell(&self) -> bool {
         matches!(
             self,
-            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(_, _)
+            CqlType::List(_)
+                | CqlType::Set(_)
+                | CqlType::Map(_, _)
+                | CqlType::Udt(_)
+                | CqlType::UserRef(_)
         )
     }
 
     /// True for list, set and map, frozen or not.
     pub fn is_collection(&self) -> bool {
-        self.unfrozen().is_multi_cell()
+        matches!(
+            self.unfrozen(),
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(_, _)
+        )
+    }
+
+    /// True for a user type (resolved or not), frozen or not.
+    pub fn is_user_type(&self) -> bool {
+        matches!(self.unfrozen(), CqlType::Udt(_) | CqlType::UserRef(_))
     }
 
     /// The name Cassandra prints in `system_schema.columns.type` and in
@@ -101,6 +158,8 @@ impl CqlType {
                 CqlType::Tuple(_) => inner.cql_name(),
                 other => format!("frozen<{}>", other.cql_name()),
             },
+            CqlType::Udt(u) => u.cql_name(),
+            CqlType::UserRef(r) => quote_if_needed(&r.name),
         }
     }
 
@@ -152,19 +211,53 @@ impl CqlType {
     /// aliases). Returns `None` for anything else; the CQL parser handles
     /// user input, this reads back what Varve itself wrote.
     pub fn parse_name(s: &str) -> Option<CqlType> {
-        let (t, rest) = parse_type_prefix(s.trim(), 0)?;
+        CqlType::parse_name_with(s, &|_| None)
+    }
+
+    /// As [`CqlType::parse_name`], with `user` looking up the names of
+    /// user types (unquoted).
+    pub fn parse_name_with(s: &str, user: UserLookup<'_>) -> Option<CqlType> {
+        let (t, rest) = parse_type_prefix(s.trim(), 0, user)?;
         rest.trim().is_empty().then_some(t)
     }
+}
+
+/// Finds a user type by name, for [`CqlType::parse_name_with`].
+pub type UserLookup<'a> = &'a dyn Fn(&str) -> Option<Arc<UserType>>;
+
+/// A double-quoted name at the start of `s` (inner `""` is one quote).
+fn quoted_prefix(s: &str) -> Option<(String, &str)> {
+    let body = s.strip_prefix('"')?;
+    let mut name = String::new();
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if c != '"' {
+            name.push(c);
+        } else if body[i + 1..].starts_with('"') {
+            name.push('"');
+            chars.next();
+        } else {
+            return Some((name, &body[i + 1..]));
+        }
+    }
+    None
 }
 
 /// Deepest nesting accepted when reading a type name back.
 const MAX_NAME_DEPTH: usize = 64;
 
-fn parse_type_prefix(s: &str, depth: usize) -> Option<(CqlType, &str)> {
+fn parse_type_prefix<'s>(
+    s: &'s str,
+    depth: usize,
+    user: UserLookup<'_>,
+) -> Option<(CqlType, &'s str)> {
     if depth > MAX_NAME_DEPTH {
         return None;
     }
     let s = s.trim_start();
+    if let Some((name, rest)) = quoted_prefix(s) {
+        return Some((CqlType::Udt(user(&name)?), rest));
+    }
     let end = s
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .unwrap_or(s.len());
@@ -195,10 +288,12 @@ fn parse_type_prefix(s: &str, depth: usize) -> Option<(CqlType, &str)> {
     if let Some(t) = simple {
         return Some((t, rest));
     }
-    let mut rest = rest.trim_start().strip_prefix('<')?;
+    let Some(mut rest) = rest.trim_start().strip_prefix('<') else {
+        return Some((CqlType::Udt(user(word)?), rest));
+    };
     let mut args = Vec::new();
     loop {
-        let (t, r) = parse_type_prefix(rest, depth + 1)?;
+        let (t, r) = parse_type_prefix(rest, depth + 1, user)?;
         args.push(t);
         let r = r.trim_start();
         if let Some(r) = r.strip_prefix(',') {
@@ -258,5 +353,23 @@ mod parse_tests {
         assert_eq!(CqlType::parse_name("nope"), None);
         assert_eq!(CqlType::parse_name("list<int"), None);
         assert_eq!(CqlType::parse_name(&"list<".repeat(100)), None);
+    }
+
+    #[test]
+    fn user_type_names_read_back() {
+        let addr = Arc::new(UserType {
+            keyspace: "ks".into(),
+            name: "Addr".into(),
+            field_names: vec!["zip".into()],
+            field_types: vec![CqlType::Int],
+        });
+        let lookup = |n: &str| (n == "Addr").then(|| addr.clone());
+        let t = CqlType::List(Box::new(CqlType::Frozen(Box::new(CqlType::Udt(
+            addr.clone(),
+        )))));
+        assert_eq!(t.cql_name(), "list<frozen<\"Addr\">>");
+        assert_eq!(CqlType::parse_name_with(&t.cql_name(), &lookup), Some(t));
+        assert_eq!(CqlType::parse_name_with("other", &lookup), None);
+        assert_eq!(CqlType::parse_name_with("\"Addr", &lookup), None);
     }
 }

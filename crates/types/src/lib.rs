@@ -19,11 +19,13 @@ pub mod error;
 pub mod literal;
 pub mod time;
 pub mod token;
+pub mod user_type;
 pub mod value;
 
 pub use consistency::Consistency;
 pub use cql_type::CqlType;
 pub use error::{Error, Result};
+pub use user_type::{UserType, UserTypeRef};
 pub use value::Value;
 
 #[cfg(test)]

@@ -107,7 +107,8 @@ fn value_of(ty: &CqlType) -> BoxedStrategy<Value> {
         CqlType::Map(k, v) => vec((value_of(k), value_of(v)), 0..4)
             .prop_map(Value::Map)
             .boxed(),
-        CqlType::Tuple(types) => {
+        CqlType::Tuple(_) | CqlType::Udt(_) => {
+            let types = ty.tuple_fields().unwrap_or(&[]);
             let fields: Vec<BoxedStrategy<Option<Value>>> = types
                 .iter()
                 .map(|t| proptest::option::of(value_of(t)).boxed())
@@ -115,6 +116,7 @@ fn value_of(ty: &CqlType) -> BoxedStrategy<Value> {
             fields.prop_map(Value::Tuple).boxed()
         }
         CqlType::Frozen(inner) => value_of(inner),
+        CqlType::UserRef(_) => Just(Value::Tuple(Vec::new())).boxed(),
     }
 }
 

@@ -298,13 +298,14 @@ fn save_epoch(path: &Path, epoch: u64) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// The SCHEMA_CHANGE events that take `before` to `after`: keyspaces and
-/// tables created, updated and dropped (types and functions come with
-/// them when the schema holds them).
+/// The SCHEMA_CHANGE events that take `before` to `after`: keyspaces,
+/// user types and tables created, updated and dropped (a keyspace's types
+/// before its tables, as drivers need a type before a table using it).
 pub fn differences(before: &Schema, after: &Schema) -> Vec<SchemaChange> {
     let mut out = Vec::new();
     let change = |change, target| SchemaChange { change, target };
     for (name, ks) in &after.keyspaces {
+        let old_types = before.keyspaces.get(name).map(|k| &k.types);
         match before.keyspaces.get(name) {
             None => out.push(change(
                 SchemaChangeType::Created,
@@ -319,6 +320,14 @@ pub fn differences(before: &Schema, after: &Schema) -> Vec<SchemaChange> {
                 ))
             }
             Some(_) => {}
+        }
+        for (t, u) in &ks.types {
+            let kind = match old_types.and_then(|o| o.get(t)) {
+                None => SchemaChangeType::Created,
+                Some(o) if o != u => SchemaChangeType::Updated,
+                Some(_) => continue,
+            };
+            out.push(change(kind, type_target(name, t)));
         }
         for (t, table) in &ks.tables {
             let old = before.keyspaces.get(name).and_then(|k| k.tables.get(t));
@@ -344,10 +353,20 @@ pub fn differences(before: &Schema, after: &Schema) -> Vec<SchemaChange> {
                 for t in ks.tables.keys().filter(|t| !now.tables.contains_key(*t)) {
                     out.push(change(SchemaChangeType::Dropped, table_target(name, t)));
                 }
+                for t in ks.types.keys().filter(|t| !now.types.contains_key(*t)) {
+                    out.push(change(SchemaChangeType::Dropped, type_target(name, t)));
+                }
             }
         }
     }
     out
+}
+
+fn type_target(keyspace: &str, name: &str) -> SchemaChangeTarget {
+    SchemaChangeTarget::Type {
+        keyspace: keyspace.to_string(),
+        name: name.to_string(),
+    }
 }
 
 fn table_target(keyspace: &str, name: &str) -> SchemaChangeTarget {
@@ -362,4 +381,56 @@ fn table_target(keyspace: &str, name: &str) -> SchemaChangeTarget {
 async fn conflict_pause() {
     let jitter = varve_types::time::now_micros().rem_euclid(CONFLICT_JITTER_MICROS);
     tokio::time::sleep(Duration::from_micros(jitter as u64)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use varve_schema::options::ReplicationParams;
+    use varve_types::{CqlType, UserType};
+
+    fn with_type(fields: &[&str]) -> Schema {
+        let u = UserType {
+            keyspace: "ks".into(),
+            name: "addr".into(),
+            field_names: fields.iter().map(|f| f.to_string()).collect(),
+            field_types: fields.iter().map(|_| CqlType::Int).collect(),
+        };
+        let mut schema = varve_query::system_schema();
+        let ks = varve_schema::Keyspace {
+            name: "ks".into(),
+            replication: ReplicationParams::simple(1),
+            durable_writes: true,
+            tables: Default::default(),
+            types: [("addr".to_string(), Arc::new(u))].into(),
+            is_system: false,
+        };
+        schema.keyspaces.insert("ks".into(), Arc::new(ks));
+        schema
+    }
+
+    fn type_changes(before: &Schema, after: &Schema) -> Vec<SchemaChangeType> {
+        differences(before, after)
+            .into_iter()
+            .filter(|c| matches!(c.target, SchemaChangeTarget::Type { .. }))
+            .map(|c| c.change)
+            .collect()
+    }
+
+    #[test]
+    fn a_user_type_travels_in_the_log_and_its_changes_become_events() {
+        let one = with_type(&["a"]);
+        let back = decode(&encode(&one), [1; 16]).unwrap();
+        assert_eq!(back.keyspaces["ks"].types, one.keyspaces["ks"].types);
+        let none = varve_query::system_schema();
+        assert_eq!(type_changes(&none, &one), [SchemaChangeType::Created]);
+        assert_eq!(type_changes(&one, &back), []);
+        let two = with_type(&["a", "b"]);
+        assert_eq!(type_changes(&one, &two), [SchemaChangeType::Updated]);
+        let mut dropped = with_type(&["a"]);
+        Arc::make_mut(dropped.keyspaces.get_mut("ks").unwrap())
+            .types
+            .clear();
+        assert_eq!(type_changes(&one, &dropped), [SchemaChangeType::Dropped]);
+    }
 }

@@ -1,4 +1,5 @@
-//! Schema statements: keyspaces, tables, TRUNCATE, and the CREATE / ALTER
+//! Schema statements: keyspaces, tables, TRUNCATE (types are in
+//! `user_types`), and the CREATE / ALTER
 //! / DROP forms of features Varve does not implement, which become
 //! [`Statement::Unsupported`] without parsing the rest of the text.
 
@@ -12,9 +13,7 @@ use crate::lexer::{Punct, Tok};
 /// The unsupported feature named by the object keyword after
 /// CREATE / ALTER / DROP, if it is one.
 fn unsupported_object(p: &mut Parser<'_>) -> Option<Statement> {
-    let feature = if p.is_kw("type") {
-        "user types"
-    } else if p.is_kw("index") || (p.is_kw("custom") && p.is_kw_at(1, "index")) {
+    let feature = if p.is_kw("index") || (p.is_kw("custom") && p.is_kw_at(1, "index")) {
         "secondary indexes"
     } else if p.is_kw("materialized") {
         "materialized views"
@@ -55,6 +54,9 @@ impl Parser<'_> {
         if self.eat_kw("table") || self.eat_kw("columnfamily") {
             return self.create_table().map(Statement::CreateTable);
         }
+        if self.eat_kw("type") {
+            return self.create_type();
+        }
         if self.is_kw("role") || self.is_kw("user") {
             let user = self.eat_kw("user");
             self.eat_kw("role");
@@ -79,6 +81,9 @@ impl Parser<'_> {
         if self.eat_kw("table") || self.eat_kw("columnfamily") {
             return self.alter_table().map(Statement::AlterTable);
         }
+        if self.eat_kw("type") {
+            return self.alter_type();
+        }
         if self.is_kw("role") || self.is_kw("user") {
             let user = self.eat_kw("user");
             self.eat_kw("role");
@@ -98,6 +103,9 @@ impl Parser<'_> {
             let if_exists = self.if_exists()?;
             let name = self.qualified_name()?;
             return Ok(Statement::DropTable { name, if_exists });
+        }
+        if self.eat_kw("type") {
+            return self.drop_type();
         }
         if self.eat_kw("role") || self.eat_kw("user") {
             return self.drop_role();

@@ -34,6 +34,9 @@ impl Parser<'_> {
             Describe::Table(self.qualified_name()?)
         } else if word(self, "types") {
             Describe::Types
+        } else if self.is_kw("type") && self.is_ident_at(1) {
+            self.pos += 1;
+            Describe::Type(self.qualified_name()?)
         } else if word(self, "functions") {
             Describe::Functions
         } else if word(self, "aggregates") {
@@ -57,8 +60,7 @@ impl Parser<'_> {
         }
     }
 
-    /// `DESCRIBE TYPE x`, `DESCRIBE INDEX x`, ...: features we lack. A
-    /// bare `DESCRIBE type` (nothing after) names a table called `type`.
+    /// `DESCRIBE INDEX x`, `DESCRIBE FUNCTION x`, ...: features we lack.
     fn describe_unsupported(&mut self) -> Option<&'static str> {
         let feature = if self.is_kw("index") {
             "secondary indexes"
@@ -66,8 +68,6 @@ impl Parser<'_> {
             "materialized views"
         } else if !self.is_ident_at(1) {
             return None;
-        } else if self.is_kw("type") {
-            "user types"
         } else if self.is_kw("function") || self.is_kw("aggregate") {
             "user-defined functions"
         } else {

@@ -15,6 +15,7 @@ mod relations;
 mod select;
 mod terms;
 mod types;
+mod user_types;
 
 use crate::ast::{Parsed, QualifiedName, Statement};
 use crate::error::{ParseError, ParseErrorKind, Result};

@@ -101,8 +101,15 @@ impl Parser<'_> {
 
     fn assignment(&mut self) -> Result<Assignment> {
         let column = self.ident()?;
-        if self.is_punct(Punct::Dot) {
-            return Err(self.unsupported("user types are not supported yet"));
+        if self.eat_punct(Punct::Dot) {
+            let field = self.ident()?;
+            self.expect_punct(Punct::Eq)?;
+            let value = self.term()?;
+            return Ok(Assignment::SetField {
+                column,
+                field,
+                value,
+            });
         }
         if self.eat_punct(Punct::LBracket) {
             let key = self.term()?;
@@ -180,17 +187,23 @@ impl Parser<'_> {
         if !self.is_kw("from") {
             loop {
                 let column = self.ident()?;
-                if self.is_punct(Punct::Dot) {
-                    return Err(self.unsupported("user types are not supported yet"));
-                }
-                let element = if self.eat_punct(Punct::LBracket) {
+                let field = if self.eat_punct(Punct::Dot) {
+                    Some(self.ident()?)
+                } else {
+                    None
+                };
+                let element = if field.is_none() && self.eat_punct(Punct::LBracket) {
                     let key = self.term()?;
                     self.expect_punct(Punct::RBracket)?;
                     Some(key)
                 } else {
                     None
                 };
-                targets.push(DeleteTarget { column, element });
+                targets.push(DeleteTarget {
+                    column,
+                    element,
+                    field,
+                });
                 if !self.eat_punct(Punct::Comma) {
                     break;
                 }

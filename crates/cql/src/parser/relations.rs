@@ -186,10 +186,12 @@ impl Parser<'_> {
 
     fn condition(&mut self) -> Result<Condition> {
         let column = self.ident()?;
-        if self.is_punct(Punct::Dot) {
-            return Err(self.unsupported("user types are not supported yet"));
-        }
-        let element = if self.eat_punct(Punct::LBracket) {
+        let field = if self.eat_punct(Punct::Dot) {
+            Some(self.ident()?)
+        } else {
+            None
+        };
+        let element = if field.is_none() && self.eat_punct(Punct::LBracket) {
             let key = self.term()?;
             self.expect_punct(Punct::RBracket)?;
             Some(key)
@@ -213,6 +215,7 @@ impl Parser<'_> {
         Ok(Condition {
             column,
             element,
+            field,
             op,
             rhs,
         })

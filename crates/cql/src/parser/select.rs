@@ -156,6 +156,19 @@ impl Parser<'_> {
                 SelectorExpr::Ttl(column)
             });
         }
+        let field_arg = self.is_ident_at(2)
+            && self.is_punct_at(3, Punct::Dot)
+            && self.is_ident_at(4)
+            && self.is_punct_at(5, Punct::RParen);
+        if call && field_arg && (self.is_kw("writetime") || self.is_kw("ttl")) {
+            let ttl = self.is_kw("ttl");
+            self.pos += 2;
+            let column = self.ident()?;
+            self.pos += 1;
+            let field = self.ident()?;
+            self.pos += 1;
+            return Ok(SelectorExpr::FieldWriteTime { column, field, ttl });
+        }
         if call && self.is_kw("cast") {
             return self.nested(|p| {
                 p.pos += 2;
@@ -186,13 +199,18 @@ impl Parser<'_> {
         }
         if self.is_ident_at(0) {
             let column = self.ident()?;
-            if self.is_punct(Punct::Dot) {
-                return Err(self.unsupported("user types are not supported yet"));
+            let mut expr = SelectorExpr::Column(column);
+            while self.eat_punct(Punct::Dot) {
+                let field = self.ident()?;
+                expr = SelectorExpr::Field {
+                    expr: Box::new(expr),
+                    field,
+                };
             }
             if self.is_punct(Punct::LBracket) {
                 return Err(self.unsupported("selecting collection elements is not supported yet"));
             }
-            return Ok(SelectorExpr::Column(column));
+            return Ok(expr);
         }
         Ok(SelectorExpr::Term(self.term()?))
     }

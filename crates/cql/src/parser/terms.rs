@@ -118,11 +118,15 @@ impl Parser<'_> {
         Ok(Term::List(items))
     }
 
-    /// `{}` (empty map), `{a, b}` (set) or `{k: v, ...}` (map).
+    /// `{}` (empty map), `{a, b}` (set), `{k: v, ...}` (map) or
+    /// `{field: v, ...}` (user type: a name, not a term, before the colon).
     fn brace_literal(&mut self) -> Result<Term> {
         self.expect_punct(Punct::LBrace)?;
         if self.eat_punct(Punct::RBrace) {
             return Ok(Term::Map(Vec::new()));
+        }
+        if self.is_field_name_at(0) && self.is_punct_at(1, Punct::Colon) {
+            return self.user_type_literal();
         }
         let first = self.term()?;
         if self.eat_punct(Punct::Colon) {
@@ -141,6 +145,30 @@ impl Parser<'_> {
         }
         self.expect_punct(Punct::RBrace)?;
         Ok(Term::Set(items))
+    }
+
+    /// Whether the token at `n` is a name (not a literal word or a call).
+    fn is_field_name_at(&mut self, n: usize) -> bool {
+        match self.tok_at(n).clone() {
+            Tok::Ident(w) => literal_word(&w).is_none() && self.is_ident_at(n),
+            Tok::QuotedIdent(_) => true,
+            _ => false,
+        }
+    }
+
+    /// After `{`: `field: term, ...}`.
+    fn user_type_literal(&mut self) -> Result<Term> {
+        let mut fields = Vec::new();
+        loop {
+            let name = self.ident()?;
+            self.expect_punct(Punct::Colon)?;
+            fields.push((name, self.term()?));
+            if !self.eat_punct(Punct::Comma) {
+                break;
+            }
+        }
+        self.expect_punct(Punct::RBrace)?;
+        Ok(Term::UserType(fields))
     }
 
     /// `(type) term` or a tuple `(a, b, ...)`. A name right after `(` that

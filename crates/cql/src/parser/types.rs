@@ -2,13 +2,19 @@
 //! the validity rules Cassandra applies when it prepares a type (no
 //! non-frozen collection inside a collection, no counters inside
 //! collections or tuples, no durations in sets or as map keys).
-//! User-defined, custom and vector types are reported as unsupported.
+//! A user type is named by a [`CqlType::UserRef`] the query layer looks
+//! up; custom and vector types are reported as unsupported.
 
 use super::Parser;
 use crate::error::{ParseError, ParseErrorKind, Result};
 use crate::keywords::is_reserved;
 use crate::lexer::{Punct, Tok};
-use varve_types::CqlType;
+use varve_types::{CqlType, UserTypeRef};
+
+/// Whether `name` is a native type's name (which a user type may not take).
+pub(super) fn is_native_name(name: &str) -> bool {
+    native(name).is_some()
+}
 
 fn native(name: &str) -> Option<CqlType> {
     Some(match name {
@@ -51,9 +57,7 @@ impl Parser<'_> {
         let at = |kind, msg: String| ParseError::new(kind, msg, start.line, start.column);
         let word = match self.peek().clone() {
             Tok::Ident(w) => w,
-            Tok::QuotedIdent(_) => {
-                return Err(self.unsupported("user types are not supported yet"));
-            }
+            Tok::QuotedIdent(_) => return self.user_type_ref(),
             Tok::Str(_) => return Err(self.unsupported("custom types are not supported yet")),
             _ => return Err(self.expecting("type")),
         };
@@ -115,9 +119,18 @@ impl Parser<'_> {
                 ))
             }
             "vector" if generic => Err(self.unsupported("vector types are not supported yet")),
-            w if !is_reserved(w) => Err(self.unsupported("user types are not supported yet")),
+            w if !is_reserved(w) => self.user_type_ref(),
             _ => Err(self.expecting("type")),
         }
+    }
+
+    /// `name` or `keyspace.name` of a user type.
+    fn user_type_ref(&mut self) -> Result<CqlType> {
+        let q = self.qualified_name()?;
+        Ok(CqlType::UserRef(UserTypeRef {
+            keyspace: q.keyspace,
+            name: q.name,
+        }))
     }
 
     /// `<t, t, ...>` after the type name; exactly `count` types, or at
@@ -142,6 +155,12 @@ fn check_collection_element(
     t: &CqlType,
     elem: &CqlType,
 ) -> std::result::Result<(), (ParseErrorKind, String)> {
+    if elem.is_user_type() && elem.is_multi_cell() {
+        return Err((
+            ParseErrorKind::Invalid,
+            format!("Non-frozen UDTs are not allowed inside collections: {t}"),
+        ));
+    }
     if elem.is_multi_cell() {
         return Err((
             ParseErrorKind::Unsupported,

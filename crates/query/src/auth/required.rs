@@ -59,6 +59,11 @@ pub fn needs(stmt: &Statement, keyspace: Option<&str>) -> Vec<(Permission, Resou
         Some(Resource::Table(ks.to_string(), name.name.clone()))
     };
     let on_table = |p: Permission, name: &QualifiedName| table(name).map(|r| vec![(p, r)]);
+    // A user type's statements need the permission on its keyspace.
+    let on_keyspace = |p: Permission, name: &QualifiedName| {
+        let ks = name.keyspace.as_deref().or(keyspace)?;
+        Some(vec![(p, Resource::Keyspace(ks.to_string()))])
+    };
     let found = match stmt {
         Statement::Select(s) => {
             let readable = s
@@ -98,6 +103,9 @@ pub fn needs(stmt: &Statement, keyspace: Option<&str>) -> Vec<(Permission, Resou
             .or(keyspace)
             .map(|ks| vec![(Permission::Create, Resource::Keyspace(ks.to_string()))]),
         Statement::AlterTable(a) => on_table(Permission::Alter, &a.name),
+        Statement::CreateType(c) => on_keyspace(Permission::Create, &c.name),
+        Statement::AlterType(a) => on_keyspace(Permission::Alter, &a.name),
+        Statement::DropType { name, .. } => on_keyspace(Permission::Drop, name),
         Statement::DropTable { name, .. } => on_table(Permission::Drop, name),
         Statement::Use(_)
         | Statement::Describe(_)
@@ -164,6 +172,15 @@ mod tests {
             ),
             ("ALTER TABLE t ADD v int", vec![(Permission::Alter, table("ks", "t"))]),
             ("DROP TABLE t", vec![(Permission::Drop, table("ks", "t"))]),
+            (
+                "CREATE TYPE a (f int)",
+                vec![(Permission::Create, Resource::Keyspace("ks".into()))],
+            ),
+            (
+                "ALTER TYPE o.a ADD g int",
+                vec![(Permission::Alter, Resource::Keyspace("o".into()))],
+            ),
+            ("DROP TYPE a", vec![(Permission::Drop, Resource::Keyspace("ks".into()))]),
             ("USE ks", vec![]),
             ("SELECT * FROM system.local", vec![]),
             ("SELECT * FROM system_schema.tables", vec![]),

@@ -40,6 +40,7 @@ fn schema(table: &Arc<Table>) -> Schema {
         replication: ReplicationParams::local(),
         durable_writes: true,
         tables: BTreeMap::from([("t".to_string(), Arc::clone(table))]),
+        types: BTreeMap::new(),
         is_system: false,
     };
     Schema {

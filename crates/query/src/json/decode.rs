@@ -21,12 +21,15 @@ pub enum DecodeError {
 
 type Result<T> = std::result::Result<T, DecodeError>;
 
-fn marshal(s: impl Into<String>) -> DecodeError {
+/// A decoding result, for the other decoders of this module.
+pub(super) type DecodeResult<T> = Result<T>;
+
+pub(super) fn marshal(s: impl Into<String>) -> DecodeError {
     DecodeError::Marshal(s.into())
 }
 
 /// `Expected <what>, but got a <class>: <value>`.
-fn expected(what: &str, j: &Json) -> DecodeError {
+pub(super) fn expected(what: &str, j: &Json) -> DecodeError {
     marshal(format!(
         "Expected {what}, but got a {}: {}",
         j.class_name(),
@@ -159,6 +162,8 @@ fn decode(ty: &CqlType, j: &Json) -> Result<Value> {
         }
         CqlType::Map(k, v) => map(&inner_json(j)?, k, v),
         CqlType::Tuple(types) => tuple(&inner_json(j)?, types),
+        CqlType::Udt(u) => super::user_type::from_object(u, &inner_json(j)?),
+        CqlType::UserRef(r) => Err(marshal(format!("unknown type {}", r.name))),
         CqlType::Frozen(_) => unreachable!("unfrozen() removed every Frozen"),
     }
 }

@@ -13,9 +13,12 @@ mod insert;
 #[cfg(test)]
 mod tests;
 mod text;
+mod user_type;
+
+pub use user_type::to_json_typed;
 
 pub use decode::{from_json, DecodeError};
-pub use encode::{quote, to_json};
+pub use encode::quote;
 pub use insert::{check_insert_literal, expand_insert};
 pub use text::parse;
 
@@ -77,7 +80,7 @@ pub fn cell_json(ty: &CqlType, cell: Option<&[u8]>) -> Result<String> {
         Some(b) => Some(codec::deserialize(ty, b).map_err(|e| QueryError::Server(e.to_string()))?),
         None => None,
     };
-    Ok(to_json(value.as_ref()))
+    Ok(to_json_typed(ty, value.as_ref()))
 }
 
 /// Every row of a SELECT turned into its `SELECT JSON` row.

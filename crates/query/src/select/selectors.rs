@@ -29,6 +29,19 @@ pub enum Sel {
         inner: Box<Sel>,
         ty: CqlType,
     },
+    /// writetime() (`ttl: false`) or ttl() of field `index` of a user type
+    /// column: its own cell when the column is not frozen.
+    FieldCell {
+        column: Column,
+        index: usize,
+        ttl: bool,
+    },
+    /// Field `index` of a user type value, of type `ty`.
+    Field {
+        inner: Box<Sel>,
+        index: usize,
+        ty: CqlType,
+    },
     Aggregate {
         kind: Agg,
         arg: Option<Box<Sel>>,
@@ -138,6 +151,24 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
             "count".into(),
             CqlType::BigInt,
         ),
+        SelectorExpr::FieldWriteTime {
+            column: n,
+            field,
+            ttl,
+        } => crate::user_types::fields::compile_cell_info(column(table, n)?, field, *ttl)?,
+        SelectorExpr::Field { expr, field } => {
+            let (inner, name, ty) = compile_expr(table, expr)?;
+            let (index, fty) = crate::user_types::fields::field_of(&name, &ty, field)?;
+            (
+                Sel::Field {
+                    inner: Box::new(inner),
+                    index,
+                    ty: fty.clone(),
+                },
+                format!("{name}.{}", crate::describe::quote(field)),
+                fty,
+            )
+        }
         SelectorExpr::Cast { expr, ty } => {
             let (inner, name, _) = compile_expr(table, expr)?;
             (
@@ -353,6 +384,13 @@ pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<By
             let from = type_of(inner);
             Some(Bytes::from(codec::serialize(&cast(&from, &bytes, ty)?)))
         }
+        Sel::FieldCell { column, index, ttl } => {
+            crate::user_types::fields::cell_info(view, column, *index, *ttl, now)
+        }
+        Sel::Field { inner, index, .. } => match eval(inner, view, token, now)? {
+            Some(bytes) => crate::user_types::fields::field_bytes(&bytes, *index),
+            None => None,
+        },
         Sel::Func { name, args } => {
             let mut typed = Vec::with_capacity(args.len());
             for a in args {
@@ -404,8 +442,10 @@ pub fn type_of(sel: &Sel) -> CqlType {
         Sel::WriteTime(c) if c.ty.is_multi_cell() => CqlType::List(Box::new(CqlType::BigInt)),
         Sel::Ttl(c) if c.ty.is_multi_cell() => CqlType::List(Box::new(CqlType::Int)),
         Sel::WriteTime(_) | Sel::Token => CqlType::BigInt,
+        Sel::FieldCell { ttl: false, .. } => CqlType::BigInt,
+        Sel::FieldCell { ttl: true, .. } => CqlType::Int,
         Sel::Ttl(_) => CqlType::Int,
-        Sel::Cast { ty, .. } => ty.clone(),
+        Sel::Cast { ty, .. } | Sel::Field { ty, .. } => ty.clone(),
         Sel::Func { name, args } => {
             let probe = args.iter().map(|a| (type_of(a), None)).collect();
             functions::apply(name, probe)

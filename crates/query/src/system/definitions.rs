@@ -422,6 +422,7 @@ pub fn initial_schema() -> Schema {
                 replication: ReplicationParams::local(),
                 durable_writes: true,
                 tables: BTreeMap::new(),
+                types: BTreeMap::new(),
                 is_system: true,
             })
         });

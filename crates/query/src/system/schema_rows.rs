@@ -129,6 +129,20 @@ pub fn schema_table(name: &str, schema: &Schema) -> Vec<VRow> {
                 }
             }
         }
+        "types" => {
+            for ks in schema_keyspaces(schema) {
+                for u in ks.types.values() {
+                    let names = u.field_names.iter().map(|n| text(n)).collect();
+                    let types = u.field_types.iter().map(|t| text(&t.cql_name())).collect();
+                    let mut r = VRow::new();
+                    r.insert("keyspace_name", text(&ks.name));
+                    r.insert("type_name", text(&u.name));
+                    r.insert("field_names", Value::List(names));
+                    r.insert("field_types", Value::List(types));
+                    out.push(r);
+                }
+            }
+        }
         _ => {}
     }
     out

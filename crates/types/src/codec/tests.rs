@@ -227,3 +227,43 @@ fn nesting_limit() {
     let (ty, v) = nest(NESTING_DEPTH_MAX + 2);
     assert!(deserialize(&ty, &serialize(&v)).is_err());
 }
+
+mod user_types {
+    use crate::codec::{deserialize, serialize};
+    use crate::{CqlType, UserType, Value};
+    use std::sync::Arc;
+
+    fn addr() -> CqlType {
+        CqlType::Frozen(Box::new(CqlType::Udt(Arc::new(UserType {
+            keyspace: "ks".into(),
+            name: "addr".into(),
+            field_names: vec!["street".into(), "zip".into()],
+            field_types: vec![CqlType::Text, CqlType::Int],
+        }))))
+    }
+
+    #[test]
+    fn a_user_type_value_round_trips() {
+        let v = Value::Tuple(vec![Some(Value::Text("x".into())), None]);
+        let bytes = serialize(&v);
+        assert_eq!(bytes, [0, 0, 0, 1, b'x', 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(deserialize(&addr(), &bytes).unwrap(), v);
+    }
+
+    #[test]
+    fn missing_trailing_fields_read_as_null() {
+        let v = deserialize(&addr(), &[0, 0, 0, 1, b'x']).unwrap();
+        assert_eq!(v, Value::Tuple(vec![Some(Value::Text("x".into())), None]));
+        assert_eq!(
+            deserialize(&addr(), &[]).unwrap(),
+            Value::Tuple(vec![None, None])
+        );
+    }
+
+    #[test]
+    fn extra_fields_and_bad_fields_are_refused() {
+        let three = serialize(&Value::Tuple(vec![None, None, None]));
+        assert!(deserialize(&addr(), &three).is_err());
+        assert!(deserialize(&addr(), &[0, 0, 0, 0, 0, 0, 0, 2, 0, 1]).is_err());
+    }
+}

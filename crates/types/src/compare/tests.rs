@@ -156,3 +156,25 @@ fn malformed_input_falls_back_to_bytes() {
     );
     assert_eq!(compare(&CqlType::Uuid, &[1; 15], &[1; 16]), Less);
 }
+
+#[test]
+fn user_types_order_field_by_field() {
+    let u = CqlType::Frozen(Box::new(CqlType::Udt(std::sync::Arc::new(
+        crate::UserType {
+            keyspace: "ks".into(),
+            name: "p".into(),
+            field_names: vec!["a".into(), "b".into()],
+            field_types: vec![CqlType::Int, CqlType::Text],
+        },
+    ))));
+    let v = |a: Option<i32>, b: Option<&str>| {
+        Value::Tuple(vec![a.map(Value::Int), b.map(|s| Value::Text(s.into()))])
+    };
+    assert_eq!(cv(&u, v(Some(-5), Some("z")), v(Some(1), Some("a"))), Less);
+    assert_eq!(
+        cv(&u, v(Some(1), Some("b")), v(Some(1), Some("a"))),
+        Greater
+    );
+    assert_eq!(cv(&u, v(None, Some("z")), v(Some(i32::MIN), None)), Less);
+    assert_eq!(cv(&u, v(Some(1), None), v(Some(1), Some("a"))), Less);
+}

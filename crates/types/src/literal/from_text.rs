@@ -38,9 +38,15 @@ pub fn from_text(ty: &CqlType, text: &str) -> Result<Value> {
             .map(Value::Blob)
             .ok_or_else(|| Error::Marshal(format!("cannot parse '{text}' as hex bytes"))),
         CqlType::Duration => from_duration_literal(ty, text),
-        CqlType::List(_) | CqlType::Set(_) | CqlType::Map(_, _) | CqlType::Tuple(_) => Err(
-            Error::Marshal(format!("a {} cannot be given as plain text", ty.cql_name())),
-        ),
+        CqlType::List(_)
+        | CqlType::Set(_)
+        | CqlType::Map(_, _)
+        | CqlType::Tuple(_)
+        | CqlType::Udt(_)
+        | CqlType::UserRef(_) => Err(Error::Marshal(format!(
+            "a {} cannot be given as plain text",
+            ty.cql_name()
+        ))),
         CqlType::Frozen(_) => unreachable!("unfrozen() removed every Frozen"),
     }
 }
