@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use varve_types::consistency::Consistency;
+use varve_types::consistency::{Consistency, Factors};
 use varve_types::data::{ClusteringComparator, Partition, PartitionKey, Slice};
 use varve_types::data_error::{DataError, ReadTimeout, WriteTimeout, WriteType};
 
@@ -424,17 +424,7 @@ impl Coordinator {
     /// CAS_WRITE_UNKNOWN with the serial level's quorum (the local data
     /// centre's for LOCAL_SERIAL).
     pub(super) fn unknown_outcome(&self, c: &Cas<'_>) -> DataError {
-        let factors = c.replication.factors();
-        let replicas = match c.serial {
-            Consistency::LocalSerial => factors.in_dc(&self.local_dc),
-            _ => factors.total(),
-        };
-        DataError::CasWriteUnknown(WriteTimeout {
-            consistency: c.serial,
-            received: 0,
-            block_for: replicas / 2 + 1,
-            write_type: WriteType::Cas,
-        })
+        unknown_outcome(c.serial, &c.replication.factors(), &self.local_dc)
     }
 
     /// A ballot of another round on `c`'s partition got in this one's way:
@@ -902,4 +892,45 @@ fn splitmix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
+}
+
+/// The error of a round whose outcome is unknown at `serial`: its
+/// `block_for` is the quorum of the replicas that take part (LOCAL_SERIAL:
+/// those of `local_dc`).
+fn unknown_outcome(serial: Consistency, factors: &Factors<'_>, local_dc: &str) -> DataError {
+    let replicas = match serial {
+        Consistency::LocalSerial => factors.in_dc(local_dc),
+        _ => factors.total(),
+    };
+    DataError::CasWriteUnknown(WriteTimeout {
+        consistency: serial,
+        received: 0,
+        block_for: replicas / 2 + 1,
+        write_type: WriteType::Cas,
+    })
+}
+
+#[cfg(test)]
+mod unknown_tests {
+    use super::*;
+
+    fn block_for(e: DataError) -> u32 {
+        match e {
+            DataError::CasWriteUnknown(t) => t.block_for,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unknown_outcome_names_the_quorum_of_those_who_take_part() {
+        let two_dcs = Factors::PerDc(vec![("dc1", 3), ("dc2", 2)]);
+        let local = unknown_outcome(Consistency::LocalSerial, &two_dcs, "dc2");
+        assert_eq!(block_for(local), 2, "a quorum of dc2's two replicas");
+        let local = unknown_outcome(Consistency::LocalSerial, &two_dcs, "dc1");
+        assert_eq!(block_for(local), 2, "a quorum of dc1's three replicas");
+        let serial = unknown_outcome(Consistency::Serial, &two_dcs, "dc2");
+        assert_eq!(block_for(serial), 3, "a quorum of all five");
+        let simple = unknown_outcome(Consistency::Serial, &Factors::Simple(3), "dc1");
+        assert_eq!(block_for(simple), 2);
+    }
 }
