@@ -19,7 +19,7 @@ use crate::http::{self, BaseUrl};
 use crate::prom::{Derivative, Exposition};
 
 /// The header of server.csv (docs/format/run-directory.md).
-pub const HEADER: &str = "t,pending_compactions,compaction_bytes_per_s,live_sstables,unleveled_sstables,space_used_bytes,server_cpu_s,server_rss_bytes";
+pub const HEADER: &str = "t,pending_compactions,compaction_bytes_per_s,live_sstables,unleveled_sstables,space_used_bytes,server_cpu_s,server_rss_bytes,compactions_completed";
 /// How long one scrape of /metrics may take.
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -28,6 +28,7 @@ pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 pub mod metric {
     pub const PENDING: &str = "varve_compaction_pending_tasks";
     pub const BYTES_COMPACTED: &str = "varve_compaction_bytes_compacted_total";
+    pub const COMPACTIONS_COMPLETED: &str = "varve_compactions_completed_total";
     pub const LIVE_SSTABLES: &str = "varve_table_live_sstables";
     pub const SSTABLES_PER_LEVEL: &str = "varve_table_sstables_per_level";
     pub const SPACE_USED: &str = "varve_table_live_disk_space_used_bytes";
@@ -92,6 +93,7 @@ pub fn row_from_metrics(
         space_used_bytes: e.sum(metric::SPACE_USED, &filter),
         server_cpu_s: e.sum(metric::CPU, &[]),
         server_rss_bytes: e.sum(metric::RSS, &[]),
+        compactions_completed: e.sum(metric::COMPACTIONS_COMPLETED, &[]),
     }
 }
 
@@ -112,6 +114,7 @@ pub fn sum_rows(t: f64, rows: &[ServerRow]) -> ServerRow {
         space_used_bytes: sum(|r| r.space_used_bytes),
         server_cpu_s: sum(|r| r.server_cpu_s),
         server_rss_bytes: sum(|r| r.server_rss_bytes),
+        compactions_completed: sum(|r| r.compactions_completed),
     }
 }
 
@@ -164,6 +167,7 @@ pub fn render(rows: &[ServerRow]) -> String {
             r.space_used_bytes,
             r.server_cpu_s,
             r.server_rss_bytes,
+            r.compactions_completed,
         ]
         .map(cell);
         out.push_str(&format!("{:.3},{}\n", r.t.max(0.0), cells.join(",")));
@@ -306,7 +310,8 @@ mod tests {
              varve_table_live_sstables{{keyspace=\"ks\",table=\"t\"}} {live}\n\
              varve_table_live_sstables{{keyspace=\"ks\",table=\"other\"}} 99\n\
              varve_table_sstables_per_level{{keyspace=\"ks\",table=\"t\",level=\"1\"}} 3\n\
-             process_cpu_seconds_total 1.25\n"
+             process_cpu_seconds_total 1.25\n\
+             varve_compactions_completed_total 4\n"
         );
         if let Some(l0) = l0 {
             text.push_str(&format!(
@@ -392,8 +397,8 @@ mod tests {
         let csv = render(&[r1, r2, r3]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], HEADER);
-        assert_eq!(lines[1], "1.000,3,,5,,,1.250,");
-        assert_eq!(lines[2], "3.000,3,2000,6,2,,1.250,");
+        assert_eq!(lines[1], "1.000,3,,5,,,1.250,,4");
+        assert_eq!(lines[2], "3.000,3,2000,6,2,,1.250,,4");
         let parsed = varve_report::load::parse_server(Path::new("server.csv"), csv.as_bytes())
             .expect("the report reads what we write");
         assert_eq!(parsed[1].unleveled_sstables, Some(2.0));

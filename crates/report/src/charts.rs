@@ -246,6 +246,12 @@ fn server_charts(run: &Run, frame: &Frame) -> Vec<Chart> {
             ),
         ),
         frame.chart(
+            "compactions-completed",
+            "Compactions completed since the server started",
+            "compactions",
+            one("completed", server_points(run, |r| r.compactions_completed)),
+        ),
+        frame.chart(
             "sstables",
             "Live and unleveled sstables",
             "sstables",

@@ -193,6 +193,7 @@ pub fn parse_server(file: &Path, bytes: &[u8]) -> Result<Vec<ServerRow>> {
     let space = col("space_used_bytes");
     let cpu = col("server_cpu_s");
     let rss = col("server_rss_bytes");
+    let completed = col("compactions_completed");
     let mut rows = Vec::new();
     for row in table.rows() {
         rows.push(ServerRow {
@@ -204,6 +205,7 @@ pub fn parse_server(file: &Path, bytes: &[u8]) -> Result<Vec<ServerRow>> {
             space_used_bytes: row.maybe_f64(space)?,
             server_cpu_s: row.maybe_f64(cpu)?,
             server_rss_bytes: row.maybe_f64(rss)?,
+            compactions_completed: row.maybe_f64(completed)?,
         });
     }
     Ok(rows)

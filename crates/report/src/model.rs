@@ -126,6 +126,8 @@ pub struct ServerRow {
     pub space_used_bytes: Option<f64>,
     pub server_cpu_s: Option<f64>,
     pub server_rss_bytes: Option<f64>,
+    /// Compactions completed since the server started (cumulative).
+    pub compactions_completed: Option<f64>,
 }
 
 /// One row of `events.csv`.
