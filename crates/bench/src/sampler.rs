@@ -19,7 +19,7 @@ use crate::http::{self, BaseUrl};
 use crate::prom::{Derivative, Exposition};
 
 /// The header of server.csv (docs/format/run-directory.md).
-pub const HEADER: &str = "t,pending_compactions,compaction_bytes_per_s,live_sstables,unleveled_sstables,space_used_bytes,server_cpu_s,server_rss_bytes,compactions_completed";
+pub const HEADER: &str = "t,pending_compactions,compaction_bytes_per_s,live_sstables,unleveled_sstables,space_used_bytes,server_cpu_s,server_rss_bytes,compactions_completed,commitlog_bytes_per_s";
 /// How long one scrape of /metrics may take.
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -29,6 +29,7 @@ pub mod metric {
     pub const PENDING: &str = "varve_compaction_pending_tasks";
     pub const BYTES_COMPACTED: &str = "varve_compaction_bytes_compacted_total";
     pub const COMPACTIONS_COMPLETED: &str = "varve_compactions_completed_total";
+    pub const COMMITLOG_BYTES: &str = "varve_commitlog_bytes_written_total";
     pub const LIVE_SSTABLES: &str = "varve_table_live_sstables";
     pub const SSTABLES_PER_LEVEL: &str = "varve_table_sstables_per_level";
     pub const SPACE_USED: &str = "varve_table_live_disk_space_used_bytes";
@@ -65,13 +66,21 @@ pub enum Source {
     None,
 }
 
-/// A row from one /metrics exposition. `bytes` turns the cumulative
-/// bytes-compacted counter into bytes per second.
+/// The cumulative counters a row turns into rates, each with its last
+/// reading.
+#[derive(Debug, Clone, Default)]
+pub struct Rates {
+    pub compacted: Derivative,
+    pub commitlog: Derivative,
+}
+
+/// A row from one /metrics exposition. `rates` turns the cumulative
+/// bytes-compacted and commitlog counters into bytes per second.
 pub fn row_from_metrics(
     t: f64,
     e: &Exposition,
     table: &TableUnderTest,
-    bytes: &mut Derivative,
+    rates: &mut Rates,
 ) -> ServerRow {
     let filter = [
         ("keyspace", table.keyspace.as_str()),
@@ -87,13 +96,14 @@ pub fn row_from_metrics(
     ServerRow {
         t,
         pending_compactions: e.sum(metric::PENDING, &[]),
-        compaction_bytes_per_s: bytes.next(t, e.sum(metric::BYTES_COMPACTED, &[])),
+        compaction_bytes_per_s: rates.compacted.next(t, e.sum(metric::BYTES_COMPACTED, &[])),
         live_sstables: e.sum(metric::LIVE_SSTABLES, &filter),
         unleveled_sstables: unleveled,
         space_used_bytes: e.sum(metric::SPACE_USED, &filter),
         server_cpu_s: e.sum(metric::CPU, &[]),
         server_rss_bytes: e.sum(metric::RSS, &[]),
         compactions_completed: e.sum(metric::COMPACTIONS_COMPLETED, &[]),
+        commitlog_bytes_per_s: rates.commitlog.next(t, e.sum(metric::COMMITLOG_BYTES, &[])),
     }
 }
 
@@ -115,6 +125,7 @@ pub fn sum_rows(t: f64, rows: &[ServerRow]) -> ServerRow {
         server_cpu_s: sum(|r| r.server_cpu_s),
         server_rss_bytes: sum(|r| r.server_rss_bytes),
         compactions_completed: sum(|r| r.compactions_completed),
+        commitlog_bytes_per_s: sum(|r| r.commitlog_bytes_per_s),
     }
 }
 
@@ -125,19 +136,22 @@ pub fn row_from_nodes(
     t: f64,
     nodes: &[Exposition],
     table: &TableUnderTest,
-    bytes: &mut Derivative,
+    rates: &mut Rates,
 ) -> ServerRow {
-    let mut each = Derivative::default();
+    let mut each = Rates::default();
     let rows: Vec<ServerRow> = nodes
         .iter()
         .map(|e| row_from_metrics(t, e, table, &mut each))
         .collect();
-    let compacted = nodes
-        .iter()
-        .filter_map(|e| e.sum(metric::BYTES_COMPACTED, &[]))
-        .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v));
+    let summed = |name: &str| {
+        nodes
+            .iter()
+            .filter_map(|e| e.sum(name, &[]))
+            .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
+    };
     ServerRow {
-        compaction_bytes_per_s: bytes.next(t, compacted),
+        compaction_bytes_per_s: rates.compacted.next(t, summed(metric::BYTES_COMPACTED)),
+        commitlog_bytes_per_s: rates.commitlog.next(t, summed(metric::COMMITLOG_BYTES)),
         ..sum_rows(t, &rows)
     }
 }
@@ -168,6 +182,7 @@ pub fn render(rows: &[ServerRow]) -> String {
             r.server_cpu_s,
             r.server_rss_bytes,
             r.compactions_completed,
+            r.commitlog_bytes_per_s,
         ]
         .map(cell);
         out.push_str(&format!("{:.3},{}\n", r.t.max(0.0), cells.join(",")));
@@ -198,7 +213,7 @@ impl Sampler {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let mut rows = Vec::new();
-            let mut bytes = Derivative::default();
+            let mut rates = Rates::default();
             let mut ticks = tokio::time::interval(config.interval);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
@@ -207,7 +222,7 @@ impl Sampler {
                     _ = stopped.changed() => true,
                 };
                 let table = target.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                rows.push(sample(&config, &clock, &table, &mut bytes).await);
+                rows.push(sample(&config, &clock, &table, &mut rates).await);
                 if last {
                     break;
                 }
@@ -228,7 +243,7 @@ async fn sample(
     config: &SamplerConfig,
     clock: &Clock,
     table: &TableUnderTest,
-    bytes: &mut Derivative,
+    rates: &mut Rates,
 ) -> ServerRow {
     let t = clock.now_s();
     let mut row = match &config.source {
@@ -244,7 +259,7 @@ async fn sample(
                 }
             }
             match expositions.len() == bases.len() {
-                true => row_from_nodes(t, &expositions, table, bytes),
+                true => row_from_nodes(t, &expositions, table, rates),
                 // A failed scrape is a row of empty cells: a gap in the charts.
                 false => ServerRow {
                     t,
@@ -311,7 +326,9 @@ mod tests {
              varve_table_live_sstables{{keyspace=\"ks\",table=\"other\"}} 99\n\
              varve_table_sstables_per_level{{keyspace=\"ks\",table=\"t\",level=\"1\"}} 3\n\
              process_cpu_seconds_total 1.25\n\
-             varve_compactions_completed_total 4\n"
+             varve_compactions_completed_total 4\n\
+             varve_commitlog_bytes_written_total {commitlog}\n",
+            commitlog = bytes * 2
         );
         if let Some(l0) = l0 {
             text.push_str(&format!(
@@ -348,8 +365,8 @@ mod tests {
             leveled: true,
         };
         let nodes = [exposition(3, Some(2), 1_000), exposition(4, None, 3_000)];
-        let mut bytes = Derivative::default();
-        let first = row_from_nodes(1.0, &nodes, &table, &mut bytes);
+        let mut rates = Rates::default();
+        let first = row_from_nodes(1.0, &nodes, &table, &mut rates);
         assert_eq!(first.live_sstables, Some(7.0));
         assert_eq!(
             first.unleveled_sstables,
@@ -361,10 +378,11 @@ mod tests {
             "no rate from one reading"
         );
         let later = [exposition(3, Some(2), 2_000), exposition(4, None, 5_000)];
-        let second = row_from_nodes(2.0, &later, &table, &mut bytes);
+        let second = row_from_nodes(2.0, &later, &table, &mut rates);
         assert_eq!(second.compaction_bytes_per_s, Some(3_000.0));
-        let one = row_from_metrics(2.0, &later[0], &table, &mut Derivative::default());
-        let alone = row_from_nodes(2.0, &later[..1], &table, &mut Derivative::default());
+        assert_eq!(second.commitlog_bytes_per_s, Some(6_000.0));
+        let one = row_from_metrics(2.0, &later[0], &table, &mut Rates::default());
+        let alone = row_from_nodes(2.0, &later[..1], &table, &mut Rates::default());
         assert_eq!(alone.live_sstables, one.live_sstables);
     }
 
@@ -375,7 +393,7 @@ mod tests {
             table: "t".into(),
             leveled: false,
         };
-        let mut d = Derivative::default();
+        let mut d = Rates::default();
         let r1 = row_from_metrics(1.0, &exposition(5, Some(2), 1000), &table, &mut d);
         assert_eq!(r1.pending_compactions, Some(3.0), "summed over label sets");
         assert_eq!(r1.compaction_bytes_per_s, None, "first reading");
@@ -397,8 +415,8 @@ mod tests {
         let csv = render(&[r1, r2, r3]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], HEADER);
-        assert_eq!(lines[1], "1.000,3,,5,,,1.250,,4");
-        assert_eq!(lines[2], "3.000,3,2000,6,2,,1.250,,4");
+        assert_eq!(lines[1], "1.000,3,,5,,,1.250,,4,");
+        assert_eq!(lines[2], "3.000,3,2000,6,2,,1.250,,4,4000");
         let parsed = varve_report::load::parse_server(Path::new("server.csv"), csv.as_bytes())
             .expect("the report reads what we write");
         assert_eq!(parsed[1].unleveled_sstables, Some(2.0));

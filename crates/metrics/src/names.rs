@@ -49,6 +49,7 @@ pub const COMPACTION_PENDING_TASKS: &str = "compaction_pending_tasks";
 pub const COMPACTION_COMPLETED_TASKS: &str = "compaction_completed_tasks";
 pub const COMPACTION_BYTES_COMPACTED: &str = "compaction_bytes_compacted";
 pub const COMPACTIONS_COMPLETED: &str = "compactions_completed";
+pub const COMMITLOG_BYTES_WRITTEN: &str = "commitlog_bytes_written";
 
 // ---- Per table, labels `keyspace`, `table` (and `level`) ----
 pub const TABLE_LIVE_SSTABLES: &str = "table_live_sstables";
@@ -196,6 +197,9 @@ pub const CATALOG: &[MetricDef] = &[
     def(COMPACTION_BYTES_COMPACTED, Kind::Counter, &[],
         "Bytes read by compactions.",
         "Compaction BytesCompacted"),
+    def(COMMITLOG_BYTES_WRITTEN, Kind::Counter, &[],
+        "Bytes the commitlog wrote to its segment files (its disk throughput, as a rate).",
+        ""),
     def(COMPACTIONS_COMPLETED, Kind::Meter, &[],
         "Compactions completed (a meter: rates in system_views).",
         "Compaction TotalCompactionsCompleted"),

@@ -23,6 +23,7 @@ pub struct SyncState {
     completed_tasks: Arc<Counter>,
     bytes_compacted: Arc<Counter>,
     compactions_completed: Arc<Meter>,
+    commitlog_bytes: Arc<Counter>,
     /// Node-wide pending compactions at the last sync.
     pending: Arc<varve_metrics::Gauge>,
     chunk_cache: ChunkCacheHandles,
@@ -66,6 +67,7 @@ impl SyncState {
             completed_tasks: registry.counter(names::COMPACTION_COMPLETED_TASKS, &[]),
             bytes_compacted: registry.counter(names::COMPACTION_BYTES_COMPACTED, &[]),
             compactions_completed: registry.meter(names::COMPACTIONS_COMPLETED, &[]),
+            commitlog_bytes: registry.counter(names::COMMITLOG_BYTES_WRITTEN, &[]),
             pending: registry.gauge(names::COMPACTION_PENDING_TASKS, &[]),
             chunk_cache: ChunkCacheHandles::new(registry),
         }
@@ -222,6 +224,10 @@ impl Processor {
             .compactions_completed
             .mark_n(compaction.completed_tasks.saturating_sub(done));
         state.pending.set(compaction.pending_tasks as f64);
+        catch_up(
+            &state.commitlog_bytes,
+            self.storage.commitlog_bytes_written(),
+        );
         state.chunk_cache.sync(&self.storage.block_cache_stats());
         compaction
     }

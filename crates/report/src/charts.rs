@@ -252,6 +252,15 @@ fn server_charts(run: &Run, frame: &Frame) -> Vec<Chart> {
             one("completed", server_points(run, |r| r.compactions_completed)),
         ),
         frame.chart(
+            "commitlog-throughput",
+            "Commitlog writes",
+            "MiB/s",
+            one(
+                "written",
+                server_points(run, |r| r.commitlog_bytes_per_s.map(|b| b / MIB)),
+            ),
+        ),
+        frame.chart(
             "sstables",
             "Live and unleveled sstables",
             "sstables",

@@ -194,6 +194,7 @@ pub fn parse_server(file: &Path, bytes: &[u8]) -> Result<Vec<ServerRow>> {
     let cpu = col("server_cpu_s");
     let rss = col("server_rss_bytes");
     let completed = col("compactions_completed");
+    let commitlog = col("commitlog_bytes_per_s");
     let mut rows = Vec::new();
     for row in table.rows() {
         rows.push(ServerRow {
@@ -206,6 +207,7 @@ pub fn parse_server(file: &Path, bytes: &[u8]) -> Result<Vec<ServerRow>> {
             server_cpu_s: row.maybe_f64(cpu)?,
             server_rss_bytes: row.maybe_f64(rss)?,
             compactions_completed: row.maybe_f64(completed)?,
+            commitlog_bytes_per_s: row.maybe_f64(commitlog)?,
         });
     }
     Ok(rows)

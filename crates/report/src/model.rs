@@ -128,6 +128,8 @@ pub struct ServerRow {
     pub server_rss_bytes: Option<f64>,
     /// Compactions completed since the server started (cumulative).
     pub compactions_completed: Option<f64>,
+    /// Bytes the commitlog wrote per second.
+    pub commitlog_bytes_per_s: Option<f64>,
 }
 
 /// One row of `events.csv`.

@@ -144,6 +144,12 @@ impl Engine {
         Ok(outcome.into_inner())
     }
 
+    /// Bytes the commitlog wrote to its segments since the engine opened
+    /// (0 without a commitlog).
+    pub fn commitlog_bytes_written(&self) -> u64 {
+        self.commitlog.as_ref().map_or(0, |c| c.bytes_written())
+    }
+
     /// The node's compaction counters, running compactions and pending
     /// estimates (`nodetool compactionstats`).
     pub fn compaction_stats(&self) -> CompactionStats {

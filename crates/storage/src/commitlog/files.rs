@@ -109,6 +109,9 @@ impl Files {
                 self.unsynced = true;
                 self.unsynced_bytes += chunk.bytes.len() as u64;
                 file.write_all(&chunk.bytes)?;
+                shared
+                    .bytes_written
+                    .fetch_add(chunk.bytes.len() as u64, Ordering::Relaxed);
             }
         }
         Ok(closed)

@@ -253,6 +253,13 @@ impl CommitLog {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Bytes written to segment files since the log opened.
+    pub fn bytes_written(&self) -> u64 {
+        self.shared
+            .bytes_written
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The directory of the segments.
     pub fn dir(&self) -> &Path {
         &self.shared.dir

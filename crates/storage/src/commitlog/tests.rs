@@ -232,6 +232,29 @@ fn segments_are_released_once_every_table_is_flushed() {
 }
 
 #[test]
+fn bytes_written_counts_what_reached_the_segment_files() {
+    let fs = SimFs::new();
+    let (log, _) = open(&fs, config(SyncMode::Batch, 4096)).unwrap();
+    assert_eq!(log.bytes_written(), 0);
+    let value = [1u8; 500];
+    for _ in 0..12 {
+        log.append(1, &key(b"k"), &partition(1, &value)).unwrap();
+    }
+    log.sync().unwrap();
+    // Nothing released yet: the files hold exactly what was written.
+    let on_disk: u64 = log
+        .segment_paths()
+        .iter()
+        .map(|p| fs.read_all(p).unwrap().len() as u64)
+        .sum();
+    assert!(log.segments_count() >= 2);
+    assert_eq!(log.bytes_written(), on_disk);
+    // Released segments do not take back what was written.
+    log.mark_flushed(1, Position::MAX).unwrap();
+    assert_eq!(log.bytes_written(), on_disk);
+}
+
+#[test]
 fn replayed_segments_are_kept_until_their_tables_flush() {
     let fs = SimFs::new();
     let (log, _) = open(&fs, config(SyncMode::Batch, 4096)).unwrap();

@@ -234,6 +234,9 @@ pub(super) struct Shared {
     /// `Inner::total`, readable without the lock (the write path asks for
     /// it on every write).
     pub total_bytes: AtomicU64,
+    /// Bytes written to segment files since the log opened (what a disk
+    /// throughput chart of the commitlog shows).
+    pub bytes_written: AtomicU64,
     /// Wakes the writer thread.
     pub work: Condvar,
     /// Wakes appends blocked on a lagging periodic sync.
@@ -287,6 +290,7 @@ impl Shared {
             dir,
             config,
             total_bytes: AtomicU64::new(inner.total),
+            bytes_written: AtomicU64::new(0),
             inner: Mutex::new(inner),
             files: Mutex::new(Files::new()),
             writer_rounds: AtomicU64::new(0),
