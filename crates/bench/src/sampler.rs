@@ -19,7 +19,7 @@ use crate::http::{self, BaseUrl};
 use crate::prom::{Derivative, Exposition};
 
 /// The header of server.csv (docs/format/run-directory.md).
-pub const HEADER: &str = "t,pending_compactions,compaction_bytes_per_s,live_sstables,unleveled_sstables,space_used_bytes,server_cpu_s,server_rss_bytes,compactions_completed,commitlog_bytes_per_s";
+pub const HEADER: &str = "t,pending_compactions,compaction_bytes_per_s,live_sstables,unleveled_sstables,space_used_bytes,server_cpu_s,server_rss_bytes,compactions_completed,commitlog_bytes_per_s,pauses_per_s,pause_ms_per_s";
 /// How long one scrape of /metrics may take.
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -30,6 +30,8 @@ pub mod metric {
     pub const BYTES_COMPACTED: &str = "varve_compaction_bytes_compacted_total";
     pub const COMPACTIONS_COMPLETED: &str = "varve_compactions_completed_total";
     pub const COMMITLOG_BYTES: &str = "varve_commitlog_bytes_written_total";
+    pub const STALLS: &str = "varve_runtime_stalls_total";
+    pub const STALL_MICROS: &str = "varve_runtime_stall_micros_total";
     pub const LIVE_SSTABLES: &str = "varve_table_live_sstables";
     pub const SSTABLES_PER_LEVEL: &str = "varve_table_sstables_per_level";
     pub const SPACE_USED: &str = "varve_table_live_disk_space_used_bytes";
@@ -72,6 +74,8 @@ pub enum Source {
 pub struct Rates {
     pub compacted: Derivative,
     pub commitlog: Derivative,
+    pub stalls: Derivative,
+    pub stall_micros: Derivative,
 }
 
 /// A row from one /metrics exposition. `rates` turns the cumulative
@@ -104,6 +108,11 @@ pub fn row_from_metrics(
         server_rss_bytes: e.sum(metric::RSS, &[]),
         compactions_completed: e.sum(metric::COMPACTIONS_COMPLETED, &[]),
         commitlog_bytes_per_s: rates.commitlog.next(t, e.sum(metric::COMMITLOG_BYTES, &[])),
+        pauses_per_s: rates.stalls.next(t, e.sum(metric::STALLS, &[])),
+        pause_ms_per_s: rates
+            .stall_micros
+            .next(t, e.sum(metric::STALL_MICROS, &[]))
+            .map(|us| us / 1000.0),
     }
 }
 
@@ -126,6 +135,8 @@ pub fn sum_rows(t: f64, rows: &[ServerRow]) -> ServerRow {
         server_rss_bytes: sum(|r| r.server_rss_bytes),
         compactions_completed: sum(|r| r.compactions_completed),
         commitlog_bytes_per_s: sum(|r| r.commitlog_bytes_per_s),
+        pauses_per_s: sum(|r| r.pauses_per_s),
+        pause_ms_per_s: sum(|r| r.pause_ms_per_s),
     }
 }
 
@@ -152,6 +163,11 @@ pub fn row_from_nodes(
     ServerRow {
         compaction_bytes_per_s: rates.compacted.next(t, summed(metric::BYTES_COMPACTED)),
         commitlog_bytes_per_s: rates.commitlog.next(t, summed(metric::COMMITLOG_BYTES)),
+        pauses_per_s: rates.stalls.next(t, summed(metric::STALLS)),
+        pause_ms_per_s: rates
+            .stall_micros
+            .next(t, summed(metric::STALL_MICROS))
+            .map(|us| us / 1000.0),
         ..sum_rows(t, &rows)
     }
 }
@@ -183,6 +199,8 @@ pub fn render(rows: &[ServerRow]) -> String {
             r.server_rss_bytes,
             r.compactions_completed,
             r.commitlog_bytes_per_s,
+            r.pauses_per_s,
+            r.pause_ms_per_s,
         ]
         .map(cell);
         out.push_str(&format!("{:.3},{}\n", r.t.max(0.0), cells.join(",")));
@@ -327,8 +345,12 @@ mod tests {
              varve_table_sstables_per_level{{keyspace=\"ks\",table=\"t\",level=\"1\"}} 3\n\
              process_cpu_seconds_total 1.25\n\
              varve_compactions_completed_total 4\n\
-             varve_commitlog_bytes_written_total {commitlog}\n",
-            commitlog = bytes * 2
+             varve_commitlog_bytes_written_total {commitlog}\n\
+             varve_runtime_stalls_total {stalls}\n\
+             varve_runtime_stall_micros_total {micros}\n",
+            commitlog = bytes * 2,
+            stalls = bytes / 1000,
+            micros = bytes * 20
         );
         if let Some(l0) = l0 {
             text.push_str(&format!(
@@ -415,8 +437,9 @@ mod tests {
         let csv = render(&[r1, r2, r3]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], HEADER);
-        assert_eq!(lines[1], "1.000,3,,5,,,1.250,,4,");
-        assert_eq!(lines[2], "3.000,3,2000,6,2,,1.250,,4,4000");
+        assert_eq!(lines[1], "1.000,3,,5,,,1.250,,4,,,");
+        // Over 2 s: 4 stalls more (2 per second), 80 ms more (40 per second).
+        assert_eq!(lines[2], "3.000,3,2000,6,2,,1.250,,4,4000,2,40");
         let parsed = varve_report::load::parse_server(Path::new("server.csv"), csv.as_bytes())
             .expect("the report reads what we write");
         assert_eq!(parsed[1].unleveled_sstables, Some(2.0));

@@ -50,6 +50,8 @@ pub const COMPACTION_COMPLETED_TASKS: &str = "compaction_completed_tasks";
 pub const COMPACTION_BYTES_COMPACTED: &str = "compaction_bytes_compacted";
 pub const COMPACTIONS_COMPLETED: &str = "compactions_completed";
 pub const COMMITLOG_BYTES_WRITTEN: &str = "commitlog_bytes_written";
+pub const RUNTIME_STALLS: &str = "runtime_stalls";
+pub const RUNTIME_STALL_MICROS: &str = "runtime_stall_micros";
 
 // ---- Per table, labels `keyspace`, `table` (and `level`) ----
 pub const TABLE_LIVE_SSTABLES: &str = "table_live_sstables";
@@ -197,6 +199,12 @@ pub const CATALOG: &[MetricDef] = &[
     def(COMPACTION_BYTES_COMPACTED, Kind::Counter, &[],
         "Bytes read by compactions.",
         "Compaction BytesCompacted"),
+    def(RUNTIME_STALLS, Kind::Counter, &[],
+        "Times the node's runtime woke a 10 ms timer more than 10 ms late: every worker busy or blocked (the pause analogue of a JVM's GC count).",
+        ""),
+    def(RUNTIME_STALL_MICROS, Kind::Counter, &[],
+        "Microseconds those wake-ups were late, summed (the analogue of GC pause time).",
+        ""),
     def(COMMITLOG_BYTES_WRITTEN, Kind::Counter, &[],
         "Bytes the commitlog wrote to its segment files (its disk throughput, as a rate).",
         ""),

@@ -261,6 +261,15 @@ fn server_charts(run: &Run, frame: &Frame) -> Vec<Chart> {
             ),
         ),
         frame.chart(
+            "pauses",
+            "Pauses (Varve: runtime stalls over 10 ms; the JVM: GC pauses)",
+            "per second",
+            vec![
+                Series::new("pauses", 0, server_points(run, |r| r.pauses_per_s)),
+                Series::new("ms paused", 1, server_points(run, |r| r.pause_ms_per_s)),
+            ],
+        ),
+        frame.chart(
             "sstables",
             "Live and unleveled sstables",
             "sstables",

@@ -195,6 +195,8 @@ pub fn parse_server(file: &Path, bytes: &[u8]) -> Result<Vec<ServerRow>> {
     let rss = col("server_rss_bytes");
     let completed = col("compactions_completed");
     let commitlog = col("commitlog_bytes_per_s");
+    let pauses = col("pauses_per_s");
+    let pause_ms = col("pause_ms_per_s");
     let mut rows = Vec::new();
     for row in table.rows() {
         rows.push(ServerRow {
@@ -208,6 +210,8 @@ pub fn parse_server(file: &Path, bytes: &[u8]) -> Result<Vec<ServerRow>> {
             server_rss_bytes: row.maybe_f64(rss)?,
             compactions_completed: row.maybe_f64(completed)?,
             commitlog_bytes_per_s: row.maybe_f64(commitlog)?,
+            pauses_per_s: row.maybe_f64(pauses)?,
+            pause_ms_per_s: row.maybe_f64(pause_ms)?,
         });
     }
     Ok(rows)

@@ -130,6 +130,10 @@ pub struct ServerRow {
     pub compactions_completed: Option<f64>,
     /// Bytes the commitlog wrote per second.
     pub commitlog_bytes_per_s: Option<f64>,
+    /// Pauses per second: Varve's runtime stalls (a JVM's GC pauses).
+    pub pauses_per_s: Option<f64>,
+    /// Milliseconds paused per second.
+    pub pause_ms_per_s: Option<f64>,
 }
 
 /// One row of `events.csv`.

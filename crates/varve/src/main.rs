@@ -33,6 +33,7 @@ mod repair;
 mod report_cmd;
 mod security_config;
 mod sizes;
+mod stall_probe;
 mod stress_cmd;
 mod tls_config;
 mod topology_config;
@@ -187,6 +188,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
     let (registry, _ticker) = node_metrics::start_registry().context("starting metrics")?;
+    stall_probe::start(&registry);
     let mut server =
         varve_server::Server::bind_with_registry(settings.server_config(), registry.clone())
             .await
