@@ -35,5 +35,6 @@ vpids=$(pids_of "$OUT"/vc/node{1,2,3}/pid)
 if ! "$CASS" status 2>/dev/null | grep -q "c3 up"; then FRESH=1 "$CASS" start 3; fi
 cpids=$(pids_of /tmp/cass-lab/c{1,2,3}/cassandra.pid)
 "$V" bench lwt --size "$SIZE" --out "$OUT/cassandra" --hosts 127.0.0.11:9042 \
+  --gc-log /tmp/cass-lab/c1/logs/gc.log --gc-log /tmp/cass-lab/c2/logs/gc.log --gc-log /tmp/cass-lab/c3/logs/gc.log \
   --server-pid "$cpids" --replication-factor 3 --consistency QUORUM --quiet
 "$V" report "$OUT/varve" "$OUT/cassandra" --out "$OUT/compare"

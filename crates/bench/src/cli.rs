@@ -50,6 +50,11 @@ pub struct BenchArgs {
     /// garbagecollect on each).
     #[arg(long, value_name = "CMD")]
     pub nodetool: Vec<String>,
+    /// With --hosts (Cassandra): a node's JVM GC log (`-Xlog:gc`, e.g.
+    /// /tmp/cass-lab/c1/logs/gc.log), once per node: its pauses fill the
+    /// pause columns (Varve's come from its runtime stall probe).
+    #[arg(long, value_name = "FILE")]
+    pub gc_log: Vec<PathBuf>,
     /// With --hosts: the server's process ids (a cluster's nodes, comma
     /// separated), for CPU and RSS from /proc, summed over them.
     #[arg(long, value_name = "PID", value_delimiter = ',')]
@@ -97,6 +102,7 @@ pub enum Target {
         admin: Vec<BaseUrl>,
         nodetool: Vec<Vec<String>>,
         server_pids: Vec<u32>,
+        gc_logs: Vec<PathBuf>,
     },
 }
 
@@ -130,6 +136,7 @@ impl BenchArgs {
                 ("admin", !self.admin.is_empty()),
                 ("nodetool", !self.nodetool.is_empty()),
                 ("server-pid", !self.server_pid.is_empty()),
+                ("gc-log", !self.gc_log.is_empty()),
             ] {
                 if given {
                     return Err(BenchError::config(
@@ -187,6 +194,7 @@ impl BenchArgs {
                 admin,
                 nodetool,
                 server_pids: self.server_pid.clone(),
+                gc_logs: self.gc_log.clone(),
             }
         };
         let replication_factor = self.replication_factor.unwrap_or(match &target {
@@ -306,13 +314,16 @@ mod tests {
             o.consistency,
             varve_stress::config::Consistency::LocalQuorum
         );
-        let o = options("x lwt --out d --hosts a:1,b:2 --nodetool /x/nodetool.sh --server-pid 7")
-            .unwrap();
+        let o = options(
+            "x lwt --out d --hosts a:1,b:2 --nodetool /x/nodetool.sh --server-pid 7 --gc-log /g1 --gc-log /g2",
+        )
+        .unwrap();
         let Target::Hosts {
             hosts,
             nodetool,
             server_pids,
             admin,
+            gc_logs,
         } = o.target
         else {
             panic!()
@@ -320,6 +331,11 @@ mod tests {
         assert_eq!(hosts, ["a:1", "b:2"]);
         assert_eq!(nodetool, vec![vec!["/x/nodetool.sh".to_string()]]);
         assert_eq!((server_pids, admin), (vec![7], vec![]));
+        assert_eq!(gc_logs, [PathBuf::from("/g1"), PathBuf::from("/g2")]);
+        assert!(
+            options("x lwt --out d --gc-log /g1").is_err(),
+            "--gc-log goes with --hosts"
+        );
         // A three-node cluster, as the seeds ran.
         let o = options(
             "x lwt --out d --hosts a:1 --server-pid 7,8,9 --replication-factor 3 --consistency quorum",

@@ -27,6 +27,7 @@ pub mod cluster;
 pub mod error;
 pub mod events;
 pub mod external;
+pub mod gc_log;
 pub mod http;
 pub mod interrupt;
 pub mod merge;

@@ -86,6 +86,10 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
             source: endpoint.source.clone(),
             pids: endpoint.pids.clone(),
             interval: SAMPLE_INTERVAL,
+            gc_logs: match &opts.target {
+                Target::Hosts { gc_logs, .. } => gc_logs.clone(),
+                _ => Vec::new(),
+            },
         },
         clock.clone(),
         Arc::clone(&target),
@@ -218,6 +222,7 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
             admin,
             nodetool,
             server_pids,
+            ..
         } => {
             let source = match (admin.is_empty(), nodetool.is_empty()) {
                 (false, _) => Source::Admin(admin.clone()),

@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use crate::clock::Clock;
 use crate::error::{BenchError, Result};
 use crate::external;
+use crate::gc_log::GcLog;
 use crate::http::{self, BaseUrl};
 use crate::prom::{Derivative, Exposition};
 
@@ -114,6 +115,22 @@ pub fn row_from_metrics(
             .next(t, e.sum(metric::STALL_MICROS, &[]))
             .map(|us| us / 1000.0),
     }
+}
+
+/// Fills `row`'s pause columns from the JVM GC logs: their pauses and
+/// milliseconds, summed over the logs, as rates.
+fn gc_pauses(row: &mut ServerRow, logs: &mut [GcLog], rates: &mut Rates) {
+    let (mut pauses, mut ms) = (0u64, 0.0f64);
+    for log in logs {
+        let (n, m) = log.poll();
+        pauses += n;
+        ms += m;
+    }
+    row.pauses_per_s = rates.stalls.next(row.t, Some(pauses as f64));
+    row.pause_ms_per_s = rates
+        .stall_micros
+        .next(row.t, Some(ms * 1000.0))
+        .map(|us| us / 1000.0);
 }
 
 /// Rows of several nodes at `t` as one: each number summed over the
@@ -222,6 +239,9 @@ pub struct SamplerConfig {
     /// used when the source does not give CPU or RSS.
     pub pids: Vec<u32>,
     pub interval: Duration,
+    /// JVM GC logs (`--gc-log`, one per node) whose pauses fill the pause
+    /// columns where the source gives none.
+    pub gc_logs: Vec<std::path::PathBuf>,
 }
 
 impl Sampler {
@@ -232,6 +252,7 @@ impl Sampler {
         let task = tokio::spawn(async move {
             let mut rows = Vec::new();
             let mut rates = Rates::default();
+            let mut gc: Vec<GcLog> = config.gc_logs.iter().cloned().map(GcLog::new).collect();
             let mut ticks = tokio::time::interval(config.interval);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
@@ -240,7 +261,11 @@ impl Sampler {
                     _ = stopped.changed() => true,
                 };
                 let table = target.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                rows.push(sample(&config, &clock, &table, &mut rates).await);
+                let mut row = sample(&config, &clock, &table, &mut rates).await;
+                if !gc.is_empty() && row.pauses_per_s.is_none() {
+                    gc_pauses(&mut row, &mut gc, &mut rates);
+                }
+                rows.push(row);
                 if last {
                     break;
                 }
@@ -453,6 +478,7 @@ mod tests {
             source: Source::None,
             pids: vec![std::process::id()],
             interval: Duration::from_millis(100),
+            gc_logs: Vec::new(),
         };
         let sampler = Sampler::start(config, Clock::start(), target);
         tokio::time::sleep(Duration::from_millis(350)).await;
@@ -464,6 +490,38 @@ mod tests {
         assert!(rows.windows(2).all(|w| w[0].t < w[1].t));
     }
 
+    /// A JVM's GC log fills the pause columns: pauses written between the
+    /// first sample and the last come out as a rate.
+    #[tokio::test]
+    async fn a_gc_log_gives_pauses_per_second() {
+        let dir = std::env::temp_dir().join(format!("varve-sampler-gc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("gc.log");
+        let pause = "[..] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 5M->1M(64M) 25.000ms\n";
+        std::fs::write(&path, pause).unwrap();
+        let config = SamplerConfig {
+            source: Source::None,
+            pids: Vec::new(),
+            interval: Duration::from_secs(3600),
+            gc_logs: vec![path.clone()],
+        };
+        let sampler = Sampler::start(config, Clock::start(), Arc::default());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        std::fs::write(&path, pause.repeat(3)).unwrap();
+        let rows = sampler.finish().await;
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].pauses_per_s, None, "no rate from one reading");
+        let (per_s, ms) = (
+            rows[1].pauses_per_s.unwrap(),
+            rows[1].pause_ms_per_s.unwrap(),
+        );
+        // Two pauses of 25 ms more, over the time between the two rows.
+        let dt = rows[1].t - rows[0].t;
+        assert!((per_s * dt - 2.0).abs() < 1e-6, "{per_s} over {dt}");
+        assert!((ms * dt - 50.0).abs() < 1e-6, "{ms} over {dt}");
+    }
+
     /// A run shorter than one interval has two rows: its start and its end.
     #[tokio::test]
     async fn a_run_shorter_than_the_interval_has_its_start_and_end() {
@@ -471,6 +529,7 @@ mod tests {
             source: Source::None,
             pids: vec![std::process::id()],
             interval: Duration::from_secs(3600),
+            gc_logs: Vec::new(),
         };
         let sampler = Sampler::start(config, Clock::start(), Arc::default());
         tokio::time::sleep(Duration::from_millis(50)).await;
