@@ -292,3 +292,15 @@ def test_ctrl_c_stops_cleanly_and_still_writes_the_report(tmp_path):
     assert phases[-1].get("interrupted") is True
     assert (out / "report.html").exists() and (out / "events.csv").exists() and (out / "server.csv").exists()
     assert "varve stopped" in (out / "server.log").read_text(), "the node drained and exited"
+
+
+def test_compare_with_sets_the_seed_tables_side_by_side(runs, tmp_path):
+    first = runs("lwt")
+    out = tmp_path / "second"
+    bench(out, "lwt", "--compare-with", str(first.out))
+    text = (out / "bench-compare.md").read_text()
+    assert f"second · {first.out.name}" in text, text
+    rows = [line for line in text.splitlines() if line.startswith("| 4 |")]
+    assert len(rows) == 1, text
+    # Every measured cell holds both runs and their ratio.
+    assert rows[0].count(" · ") == 7 and rows[0].count("x)") >= 6, rows[0]

@@ -147,6 +147,8 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
         );
         outcome.report = Some(report);
         if let Some(other) = &opts.compare_with {
+            let path = seed_side_by_side(&plan, &opts.out, other, &summary_of(&opts.out)?)?;
+            println!("seed table side by side: {}", path.display());
             let compared = varve_report::compare(&opts.out, other, &opts.out)?;
             println!("compare: {}", compared.markdown.display());
             println!("compare: {}", compared.html.display());
@@ -242,6 +244,37 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
             })
         }
     }
+}
+
+/// This run's summary as merged and written (the outcome's is moved on).
+fn summary_of(dir: &Path) -> Result<RunSummary> {
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| BenchError::io(&path, e))?;
+    serde_json::from_str(&text).map_err(|e| BenchError::Invalid {
+        path,
+        detail: e.to_string(),
+    })
+}
+
+/// Writes OUT/bench-compare.md: this run beside `other` in the seed's
+/// shape, each run named by its directory.
+fn seed_side_by_side(plan: &Plan, out: &Path, other: &Path, mine: &RunSummary) -> Result<PathBuf> {
+    let theirs = summary_of(other)?;
+    let name = |p: &Path| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let text = seed_table::render_side_by_side(
+        plan.scenario,
+        seed_table::seeds(plan.scenario, plan.variant),
+        (&name(out), mine),
+        (&name(other), &theirs),
+    );
+    let path = out.join("bench-compare.md");
+    std::fs::write(&path, text).map_err(|e| BenchError::io(&path, e))?;
+    Ok(path)
 }
 
 /// The config file every started node gets: `config`, or one written to

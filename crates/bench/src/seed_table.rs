@@ -55,8 +55,16 @@ fn table(out: &mut String, header: &[String], rows: &[Vec<String>]) {
     out.push('\n');
 }
 
+/// A result table in a seed's shape: a note above it, the header, rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeedTable {
+    pub note: &'static str,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
 /// Seeds 000-002: metrics as rows, measured phases (all but `load`) as columns.
-fn by_phase(s: &RunSummary, out: &mut String) {
+fn by_phase(s: &RunSummary) -> SeedTable {
     let phases: Vec<&PhaseResult> = s.phases.iter().filter(|p| p.name != "load").collect();
     let mut header = vec!["Metric".to_string()];
     header.extend(phases.iter().map(|p| {
@@ -84,10 +92,14 @@ fn by_phase(s: &RunSummary, out: &mut String) {
             rows.push(row);
         }
     }
-    table(out, &header, &rows);
+    SeedTable {
+        note: "",
+        header,
+        rows,
+    }
 }
 
-fn docsize(s: &RunSummary, out: &mut String) {
+fn docsize(s: &RunSummary) -> SeedTable {
     let header: Vec<String> = [
         "Document",
         "write op/s",
@@ -120,11 +132,14 @@ fn docsize(s: &RunSummary, out: &mut String) {
             ]
         })
         .collect();
-    out.push_str("Latencies in ms.\n\n");
-    table(out, &header, &rows);
+    SeedTable {
+        note: "Latencies in ms.",
+        header,
+        rows,
+    }
 }
 
-fn lwt(s: &RunSummary, out: &mut String) {
+fn lwt(s: &RunSummary) -> SeedTable {
     let header: Vec<String> = [
         "Concurrency",
         "plain op/s",
@@ -173,19 +188,82 @@ fn lwt(s: &RunSummary, out: &mut String) {
             ]
         })
         .collect();
-    out.push_str("Latencies in ms. Plain writes and uncontended LWTs touch fresh keys; contended LWTs all hit one key.\n\n");
-    table(out, &header, &rows);
+    SeedTable {
+        note: "Latencies in ms. Plain writes and uncontended LWTs touch fresh keys; contended LWTs all hit one key.",
+        header,
+        rows,
+    }
+}
+
+/// The table of a run of `scenario` in its seed's shape.
+pub fn seed_table(scenario: Scenario, s: &RunSummary) -> SeedTable {
+    match scenario {
+        Scenario::TombstoneGc | Scenario::Compaction => by_phase(s),
+        Scenario::DocSize => docsize(s),
+        Scenario::Lwt => lwt(s),
+    }
+}
+
+fn write_table(out: &mut String, t: &SeedTable) {
+    if !t.note.is_empty() {
+        let _ = writeln!(out, "{}\n", t.note);
+    }
+    table(out, &t.header, &t.rows);
 }
 
 /// The Markdown of bench.md for a run of `scenario`.
 pub fn render(scenario: Scenario, seeds: &str, s: &RunSummary) -> String {
     let mut out = format!("# varve bench {scenario}: results in the seed's shape ({seeds})\n\n");
-    match scenario {
-        Scenario::TombstoneGc | Scenario::Compaction => by_phase(s, &mut out),
-        Scenario::DocSize => docsize(s, &mut out),
-        Scenario::Lwt => lwt(s, &mut out),
-    }
+    write_table(&mut out, &seed_table(scenario, s));
     out.push_str("Full tables and charts: report.md, report.html.\n");
+    out
+}
+
+/// Two runs' tables as one, in the seed's shape: each cell `a · b (b/a)`,
+/// rows matched by their first cell (a row only one run has keeps its
+/// own values and `-` for the other's).
+pub fn side_by_side(a: &SeedTable, b: &SeedTable) -> SeedTable {
+    let rows = a
+        .rows
+        .iter()
+        .map(|ra| {
+            let rb = b.rows.iter().find(|rb| rb.first() == ra.first());
+            let mut row = vec![ra[0].clone()];
+            for (j, va) in ra.iter().enumerate().skip(1) {
+                let vb = rb.and_then(|rb| rb.get(j)).map_or("-", String::as_str);
+                row.push(pair(va, vb));
+            }
+            row
+        })
+        .collect();
+    SeedTable {
+        note: a.note,
+        header: a.header.clone(),
+        rows,
+    }
+}
+
+/// `a · b (b/a)`, the ratio only when both are numbers and `a` is not 0.
+fn pair(a: &str, b: &str) -> String {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) if x != 0.0 => format!("{a} · {b} ({:.2}x)", y / x),
+        _ => format!("{a} · {b}"),
+    }
+}
+
+/// The Markdown of bench-compare.md: this run (`a_label`) beside another
+/// (`b_label`) in the seed's shape, with the ratio b / a in each cell.
+pub fn render_side_by_side(
+    scenario: Scenario,
+    seeds: &str,
+    (a_label, a): (&str, &RunSummary),
+    (b_label, b): (&str, &RunSummary),
+) -> String {
+    let mut out = format!(
+        "# varve bench {scenario}: {a_label} · {b_label} (ratio {b_label} / {a_label}), in the seed's shape ({seeds})\n\n"
+    );
+    let joined = side_by_side(&seed_table(scenario, a), &seed_table(scenario, b));
+    write_table(&mut out, &joined);
     out
 }
 
@@ -205,6 +283,32 @@ pub fn seeds(scenario: Scenario, variant: Option<crate::plan::Variant>) -> &'sta
 mod tests {
     use super::*;
     use varve_stress::output::summary::{Extra, LatencyMs, Target, WorkloadInfo};
+
+    fn seed(rows: &[&[&str]]) -> SeedTable {
+        SeedTable {
+            note: "n",
+            header: vec!["Metric".into(), "steady".into()],
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|c| c.to_string()).collect())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn two_runs_sit_side_by_side_with_the_ratio_per_cell() {
+        let a = seed(&[
+            &["Read p99 (ms)", "2.00"],
+            &["Only here", "7"],
+            &["Timeouts", "0"],
+        ]);
+        let b = seed(&[&["Timeouts", "3"], &["Read p99 (ms)", "10.00"]]);
+        let joined = side_by_side(&a, &b);
+        assert_eq!(joined.header, a.header);
+        assert_eq!(joined.rows[0], ["Read p99 (ms)", "2.00 · 10.00 (5.00x)"]);
+        assert_eq!(joined.rows[1], ["Only here", "7 · -"]);
+        assert_eq!(joined.rows[2], ["Timeouts", "0 · 3"], "no ratio over 0");
+    }
 
     fn result(throughput: f64, p99: f64) -> OpResult {
         OpResult {
