@@ -24,6 +24,8 @@ Corpus format (`corpus/*.cql`):
 A result is one of
   {"kind": "rows", "columns": [...], "types": [...], "rows": [[...], ...]}
   {"kind": "error", "code": 8704, "class": "InvalidRequest", "message": "..."}
+  (an `@bind` statement's error also has "step": "prepare" or "execute", the request
+  that was refused; compared when the recording has it)
   (an Unavailable also has "consistency", "required" and "alive", which are compared)
 """
 
@@ -256,9 +258,13 @@ def execute(session, st):
     from cassandra.query import SimpleStatement
 
     fetch = int(st.directives.get("fetch", 100))
+    if "bind" in st.directives:
+        try:
+            prepared = session.prepare(expand(st.text))
+        except Exception as exc:  # noqa: BLE001 - a refused PREPARE is a result too
+            return dict(error_result(exc), step="prepare")
     try:
         if "bind" in st.directives:
-            prepared = session.prepare(expand(st.text))
             bound = prepared.bind(json.loads(st.directives["bind"]))
             bound.fetch_size = fetch
             for name, value in levels(st).items():
@@ -271,7 +277,10 @@ def execute(session, st):
         types = [type_name(t) for t in (rs.column_types or [])]
         return {"kind": "rows", "columns": cols, "types": types, "rows": rows}
     except Exception as exc:  # noqa: BLE001 - every failure is a result to compare
-        return error_result(exc)
+        out = error_result(exc)
+        if "bind" in st.directives:
+            out["step"] = "execute"
+        return out
 
 
 def error_result(exc):
@@ -372,6 +381,8 @@ def compare(st, expected, actual):
     if expected["kind"] == "error":
         if expected["code"] != actual["code"]:
             return f"error class {expected['class']} vs {actual['class']}"
+        if "step" in expected and expected["step"] != actual.get("step"):
+            return f"refused at {expected['step']}, got {actual.get('step')}"
         for field in ("consistency", "required", "alive"):
             if expected.get(field) != actual.get(field):
                 return f"{field} {expected.get(field)} vs {actual.get(field)}"

@@ -27,6 +27,7 @@ mod context;
 pub mod data_path;
 mod ddl;
 pub mod describe;
+mod dry_run;
 pub mod error;
 mod functions;
 pub mod info;

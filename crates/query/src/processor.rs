@@ -11,7 +11,7 @@ use crate::local_schema::{self, LocalSchema};
 use crate::metrics::{Operation, QueryMetrics};
 use crate::persist::SchemaStore;
 use crate::schema_source::SchemaSource;
-use crate::{auth, ddl, describe, prepare, request, select, system, write};
+use crate::{auth, ddl, describe, dry_run, prepare, request, select, system, write};
 use bytes::Bytes;
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -243,6 +243,7 @@ impl Processor {
             .or_else(|| state.keyspace.clone());
         let schema = self.schema();
         let (bind, pk_indices) = prepare::bind_specs(&schema, keyspace.as_deref(), &parsed)?;
+        dry_run::check(schema.clone(), keyspace.clone(), &parsed.statement, &bind)?;
         let result = match &parsed.statement {
             Statement::Select(s) => select::result_columns(&schema, keyspace.as_deref(), s)?,
             _ => Vec::new(),

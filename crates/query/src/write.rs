@@ -267,6 +267,18 @@ pub async fn plan(
     }
 }
 
+/// PREPARE's dry run of a modification (see [`crate::dry_run`]): its plan
+/// with the context's placeholder values. A plan that needs a list read
+/// first passes: its outcome depends on the list.
+pub fn check(ctx: &mut Ctx<'_>, stmt: &Statement) -> Result<()> {
+    let mut lists = ReadLists::default();
+    let planned = plan_with(ctx, stmt, None, &lists);
+    match lists.take_missing() {
+        Some(_) => Ok(()),
+        None => planned.map(|_| ()),
+    }
+}
+
 /// [`plan`] with the lists read so far.
 fn plan_with(
     ctx: &mut Ctx<'_>,
@@ -514,11 +526,13 @@ fn assignment_column(a: &Assignment) -> &str {
 }
 
 /// Validates a write's WHERE clause: every partition key column, and every
-/// clustering column unless only static columns are written.
+/// clustering column unless only static columns are written; `kind`:
+/// UPDATE or DELETE, for the error on a partition key slice.
 fn write_selection(
     ctx: &Ctx,
     table: &Table,
     relations: &[Relation],
+    kind: &str,
 ) -> Result<restrictions::Selection> {
     for r in relations {
         match &r.lhs {
@@ -543,6 +557,9 @@ fn write_selection(
             })
             .map(|c| c.name.as_str())
             .collect();
+        if missing.is_empty() {
+            return Err(QueryError::Invalid(format!("Only EQ and IN relation are supported on the partition key (unless you use the token() function) for {kind} statements")));
+        }
         return Err(QueryError::Invalid(format!(
             "Some partition key parts are missing: {}",
             missing.join(", ")
@@ -562,7 +579,7 @@ fn build(
     conditions: &Conditions,
     lists: &ReadLists,
 ) -> Result<Planned> {
-    let sel = write_selection(ctx, table, relations)?;
+    let sel = write_selection(ctx, table, relations, "UPDATE")?;
     let PartitionSelection::Keys(keys) = &sel.partitions else {
         unreachable!("checked exact")
     };
@@ -685,7 +702,7 @@ fn plan_delete(
         ));
     }
     let (ts, _) = using(ctx, &table, &del.using, batch_ts, conditional)?;
-    let sel = write_selection(ctx, &table, &del.where_clause)?;
+    let sel = write_selection(ctx, &table, &del.where_clause, "DELETE")?;
     let PartitionSelection::Keys(keys) = &sel.partitions else {
         unreachable!("checked exact")
     };
@@ -745,7 +762,10 @@ fn plan_delete(
             }
         } else {
             if !(exact || statics_only && sel.clustering.is_unrestricted()) {
-                return Err(missing_clustering(&table, &sel));
+                // Cassandra refuses it at execution, not at PREPARE.
+                return Err(QueryError::Invalid(
+                    "Range deletions are not supported for specific columns".into(),
+                ));
             }
             let mut static_row = Row::default();
             let mut rows: Vec<(Vec<Bytes>, Row)> =

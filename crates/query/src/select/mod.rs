@@ -148,14 +148,28 @@ impl Source<'_> {
     }
 }
 
-pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<QueryResult> {
+/// What a SELECT settles before it reads anything.
+struct Analysed {
+    table: Arc<Table>,
+    sel: restrictions::Selection,
+    group: Option<grouping::Grouping>,
+    compiled: Arc<compiled::Compiled>,
+    limit: Option<usize>,
+    per_partition: Option<usize>,
+    reversed: bool,
+}
+
+/// A SELECT's analysis: its table, WHERE, GROUP BY, selection, limits and
+/// ORDER BY, refused as Cassandra refuses them; reads nothing.
+fn analyse(ctx: &mut Ctx<'_>, s: &Select) -> Result<Analysed> {
     let table = ctx.table(&s.table)?;
     if s.distinct {
         check_distinct(&table, s)?;
     }
     ctx.allow_filtering = s.allow_filtering;
-    let sel = restrictions::analyse(ctx, &table, &s.where_clause)?;
+    let sel = restrictions::analyse(ctx, &table, &s.where_clause);
     ctx.allow_filtering = false;
+    let sel = sel?;
     if sel.needs_filtering && !s.allow_filtering && !table.is_virtual {
         return Err(QueryError::Invalid("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING".into()));
     }
@@ -164,10 +178,37 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
     }
     let group = grouping::plan(&table, &sel, &s.group_by)?;
     let compiled = compiled::compiled(&table, &s.selection)?;
-    let projection = &compiled.projection;
     let limit = positive(ctx, &s.limit, "LIMIT")?;
     let per_partition = positive(ctx, &s.per_partition_limit, "PER PARTITION LIMIT")?;
     let reversed = order(&table, s, &sel.partitions)?;
+    Ok(Analysed {
+        table,
+        sel,
+        group,
+        compiled,
+        limit,
+        per_partition,
+        reversed,
+    })
+}
+
+/// PREPARE's dry run of a SELECT (see [`crate::dry_run`]): its analysis
+/// with the context's placeholder values.
+pub fn check(ctx: &mut Ctx<'_>, s: &Select) -> Result<()> {
+    analyse(ctx, s).map(|_| ())
+}
+
+pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<QueryResult> {
+    let Analysed {
+        table,
+        sel,
+        group,
+        compiled,
+        limit,
+        per_partition,
+        reversed,
+    } = analyse(ctx, s)?;
+    let projection = &compiled.projection;
     crate::consistency::check_read(p, ctx, &table)?;
 
     let table_metrics = if table.is_virtual {
