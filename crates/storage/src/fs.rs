@@ -155,6 +155,19 @@ pub trait Fs: Send + Sync {
         let _ = cache;
         self.create(path)
     }
+    /// Opens an existing file to write it again from its first byte,
+    /// without cutting it: the bytes past what is written keep their
+    /// value (a preallocated commitlog segment). Unsupported unless
+    /// overridden.
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "{}: this file system cannot overwrite files",
+                path.display()
+            ),
+        ))
+    }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>>;
     /// When the file was last modified (seconds since the epoch), if the
     /// file system knows: the creation time of an sstable found at start.
@@ -282,6 +295,11 @@ impl WriteFile for RealWriteFile {
 impl Fs for RealFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
         let file = std::fs::File::create(path)?;
+        Ok(Box::new(RealWriteFile { file, len: 0 }))
+    }
+
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        let file = std::fs::OpenOptions::new().write(true).open(path)?;
         Ok(Box::new(RealWriteFile { file, len: 0 }))
     }
 

@@ -22,7 +22,9 @@
 //!
 //! Simplifications: directories themselves are durable as soon as they are
 //! created; a file truncated by [`Fs::create`] keeps its durable bytes
-//! until the next sync.
+//! until the next sync; a sync makes durable every byte from the first one
+//! changed since the last sync (a file opened with [`Fs::open_overwrite`]
+//! keeps its old bytes on "disk" until then, as a preallocated file does).
 
 use crate::fs::{Fs, ReadFile, WriteFile};
 use parking_lot::Mutex;
@@ -40,9 +42,9 @@ struct SimFile {
     durable: Vec<u8>,
     /// What a process reads now (durable bytes plus pending writes).
     data: Vec<u8>,
-    /// `data` no longer starts with `durable` (the file was truncated by
-    /// a create): the next sync copies it whole instead of appending.
-    rewritten: bool,
+    /// `data` and `durable` agree before this offset: the next sync
+    /// copies `data` from here (0 after a truncating create).
+    dirty_from: usize,
 }
 
 #[derive(Default)]
@@ -124,7 +126,7 @@ impl SimFs {
         s.collect_garbage();
         for f in s.inodes.values_mut() {
             f.data = f.durable.clone();
-            f.rewritten = false;
+            f.dirty_from = f.data.len();
         }
         s.generation += 1;
         SimFs {
@@ -193,6 +195,7 @@ impl SimFs {
         let len = usize::try_from(len).map_err(io::Error::other)?;
         f.data.truncate(len);
         f.durable.truncate(len);
+        f.dirty_from = f.dirty_from.min(len);
         Ok(())
     }
 
@@ -219,6 +222,7 @@ struct SimWriteFile {
     state: Arc<Mutex<SimState>>,
     generation: u64,
     inode: u64,
+    /// Bytes written through this handle: the offset of the next write.
     len: u64,
 }
 
@@ -238,7 +242,8 @@ impl WriteFile for SimWriteFile {
         }
         // A removed (unlinked) file accepts writes that go nowhere.
         if let Some(f) = s.inodes.get_mut(&self.inode) {
-            f.data.extend_from_slice(&buf[..n]);
+            let at = usize::try_from(self.len).map_err(io::Error::other)?;
+            write_at(f, at, &buf[..n]);
         }
         self.len += n as u64;
         if fail {
@@ -251,14 +256,11 @@ impl WriteFile for SimWriteFile {
         let mut s = self.state.lock();
         s.check(self.generation)?;
         if let Some(f) = s.inodes.get_mut(&self.inode) {
-            let n = f.durable.len();
-            if f.rewritten || n > f.data.len() {
-                f.durable = f.data.clone();
-                f.rewritten = false;
-            } else {
-                let tail = f.data[n..].to_vec();
-                f.durable.extend_from_slice(&tail);
-            }
+            let from = f.dirty_from.min(f.data.len()).min(f.durable.len());
+            f.durable.truncate(from);
+            let tail = f.data[from..].to_vec();
+            f.durable.extend_from_slice(&tail);
+            f.dirty_from = f.data.len();
         }
         Ok(())
     }
@@ -276,6 +278,17 @@ impl WriteFile for SimWriteFile {
             len: self.len,
         }))
     }
+}
+
+/// Writes `buf` at `at` of the page-cache bytes, past the end too (a gap
+/// reads as zeros), and remembers the first byte changed.
+fn write_at(f: &mut SimFile, at: usize, buf: &[u8]) {
+    let end = at + buf.len();
+    if f.data.len() < end {
+        f.data.resize(end, 0);
+    }
+    f.data[at..end].copy_from_slice(buf);
+    f.dirty_from = f.dirty_from.min(at);
 }
 
 struct SimReadFile {
@@ -338,7 +351,7 @@ impl Fs for SimFs {
             Some(ino) => {
                 if let Some(f) = s.inodes.get_mut(&ino) {
                     f.data.clear();
-                    f.rewritten = true;
+                    f.dirty_from = 0;
                 }
                 ino
             }
@@ -350,6 +363,18 @@ impl Fs for SimFs {
                 ino
             }
         };
+        Ok(Box::new(SimWriteFile {
+            state: self.state.clone(),
+            generation: self.generation,
+            inode,
+            len: 0,
+        }))
+    }
+
+    fn open_overwrite(&self, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+        let s = self.state.lock();
+        s.check(self.generation)?;
+        let inode = *s.entries.get(path).ok_or_else(|| not_found(path))?;
         Ok(Box::new(SimWriteFile {
             state: self.state.clone(),
             generation: self.generation,

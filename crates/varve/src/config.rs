@@ -71,6 +71,9 @@ struct FileConfig {
     commitlog_segment_size: Option<Value>,
     commitlog_sync_group_window: Option<Value>,
     auto_snapshot: Option<bool>,
+    /// Varve's own key: new commitlog segments begin as preallocated files
+    /// of zeros.
+    commitlog_preallocate_segments: Option<bool>,
     /// Varve's own key: the admin HTTP port.
     admin_port: Option<u16>,
     /// Varve's own keys: the admin port's address and token
@@ -139,6 +142,8 @@ pub struct Settings {
     pub commitlog_group_window_ms: u64,
     /// `commitlog_segment_size`.
     pub commitlog_segment_bytes: u64,
+    /// `commitlog_preallocate_segments` (Varve's own, default true).
+    pub commitlog_preallocate: bool,
     /// `memtable_heap_space`: memory all memtables may use before a flush.
     pub memtable_space_bytes: u64,
     /// `compaction_throughput` in MiB/s (0: unlimited).
@@ -494,6 +499,7 @@ impl Settings {
                 .unwrap_or(DEFAULT_ADMIN_PORT),
             commitlog_group_window_ms,
             commitlog_segment_bytes,
+            commitlog_preallocate: file.commitlog_preallocate_segments.unwrap_or(true),
             memtable_space_bytes,
             compaction_throughput_mib_per_sec,
             index_summary_capacity_bytes,
@@ -569,6 +575,18 @@ mod tests {
         assert!(on("auto_snapshot: true"));
         assert!(!on("auto_snapshot: false"));
         assert!(resolve("auto_snapshot: maybe", &ServerArgs::default()).is_err());
+    }
+
+    #[test]
+    fn commitlog_segments_are_preallocated_unless_the_file_says_not() {
+        let on = |yaml: &str| {
+            resolve(yaml, &ServerArgs::default())
+                .unwrap()
+                .commitlog_preallocate
+        };
+        assert!(on(""));
+        assert!(!on("commitlog_preallocate_segments: false"));
+        assert!(resolve("commitlog_preallocate_segments: 3", &ServerArgs::default()).is_err());
     }
 
     #[test]

@@ -340,6 +340,7 @@ fn storage_options(settings: &Settings) -> varve_storage::StorageOptions {
         commitlog: CommitLogConfig {
             sync,
             segment_size_bytes: settings.commitlog_segment_bytes,
+            preallocate: settings.commitlog_preallocate,
             ..CommitLogConfig::default()
         },
         memtable_space_bytes: settings.memtable_space_bytes as usize,

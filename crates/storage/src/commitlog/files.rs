@@ -24,6 +24,7 @@ use crate::fs::WriteFile;
 use parking_lot::MutexGuard;
 use std::collections::HashSet;
 use std::io;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -101,7 +102,7 @@ impl Files {
             }
             if self.open.is_none() {
                 let path = shared.dir.join(segment_file_name(chunk.segment));
-                let file = shared.fs.create(&path)?;
+                let file = open_segment(shared, &path)?;
                 self.dir_dirty = true;
                 self.open = Some((chunk.segment, file));
             }
@@ -168,6 +169,30 @@ impl Files {
             None => true,
         }
     }
+}
+
+/// A new segment file: the preallocated spare renamed, when one is ready
+/// (written over from its start), else a new empty file.
+fn open_segment(shared: &Shared, path: &Path) -> io::Result<Box<dyn WriteFile>> {
+    if let Some(spare) = shared.spares.take() {
+        match shared.fs.rename(&spare, path) {
+            Ok(()) => match shared.fs.open_overwrite(path) {
+                Ok(file) => {
+                    shared.spares.used.fetch_add(1, Ordering::Relaxed);
+                    return Ok(file);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                    shared.spares.disable(shared.fs.as_ref())
+                }
+                Err(e) => tracing::warn!("could not open a preallocated commitlog segment: {e}"),
+            },
+            Err(e) => {
+                tracing::warn!("could not rename a preallocated commitlog segment: {e}");
+                let _ = shared.fs.remove(&spare);
+            }
+        }
+    }
+    shared.fs.create(path)
 }
 
 fn shared_error(e: &io::Error) -> SharedError {

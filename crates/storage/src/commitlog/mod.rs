@@ -30,6 +30,7 @@ mod files;
 mod position;
 mod replay;
 mod segment;
+mod spare;
 mod sync_thread;
 mod writer;
 
@@ -41,6 +42,8 @@ mod tests;
 mod tests_deferred;
 #[cfg(test)]
 mod tests_periodic;
+#[cfg(test)]
+mod tests_prealloc;
 #[cfg(test)]
 mod tests_versions;
 #[cfg(test)]
@@ -120,6 +123,10 @@ pub struct CommitLogConfig {
     /// released could reuse an id that tables already recorded as flushed;
     /// the engine passes the highest id its manifests know, plus one.
     pub min_segment_id: u64,
+    /// New segments begin as a preallocated file of zeros, made ahead by a
+    /// background thread (`spare.rs`): their fsyncs then write no file
+    /// size. The server turns it on (`commitlog_preallocate_segments`).
+    pub preallocate: bool,
 }
 
 impl Default for CommitLogConfig {
@@ -131,6 +138,7 @@ impl Default for CommitLogConfig {
             segment_size_bytes: DEFAULT_SEGMENT_SIZE_BYTES,
             strict_replay: false,
             min_segment_id: 0,
+            preallocate: false,
         }
     }
 }
@@ -167,6 +175,7 @@ impl CommitLogConfig {
 pub struct CommitLog {
     shared: Arc<writer::Shared>,
     writer: Mutex<Option<JoinHandle<()>>>,
+    spare_maker: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl CommitLog {
@@ -186,16 +195,31 @@ impl CommitLog {
         fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let (scanned, replay) =
             replay::scan_directory(&fs, dir, comparators, config.strict_replay)?;
+        spare::remove_leftovers(fs.as_ref(), dir).map_err(|e| Error::io(dir, e))?;
+        let preallocate = config.preallocate;
+        let size = config.segment_size_bytes;
         let shared = Arc::new(writer::Shared::new(fs, dir.to_path_buf(), config, scanned));
         let thread_shared = shared.clone();
         let handle = std::thread::Builder::new()
             .name("commitlog-writer".into())
             .spawn(move || sync_thread::run(thread_shared))
             .map_err(|e| Error::io(dir, e))?;
+        let spare_maker = if preallocate {
+            let (spares, fs, dir) = (shared.spares.clone(), shared.fs.clone(), shared.dir.clone());
+            // The first segment's spare is made right away.
+            spares.request();
+            let thread = std::thread::Builder::new()
+                .name("commitlog-spare".into())
+                .spawn(move || spare::run(spares, fs, dir, size));
+            Some(thread.map_err(|e| Error::io(&shared.dir, e))?)
+        } else {
+            None
+        };
         Ok((
             CommitLog {
                 shared,
                 writer: Mutex::new(Some(handle)),
+                spare_maker: Mutex::new(spare_maker),
             },
             replay,
         ))
@@ -260,6 +284,18 @@ impl CommitLog {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Segments that began as a preallocated spare, segments created
+    /// without one (none was ready), and spares that could not be made.
+    pub fn preallocation_counts(&self) -> (u64, u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let s = &self.shared.spares;
+        (
+            s.used.load(Relaxed),
+            s.missed.load(Relaxed),
+            s.failed.load(Relaxed),
+        )
+    }
+
     /// The directory of the segments.
     pub fn dir(&self) -> &Path {
         &self.shared.dir
@@ -271,6 +307,10 @@ impl CommitLog {
         self.shared.inner.lock().shutdown = true;
         self.shared.work.notify_all();
         if let Some(handle) = self.writer.lock().take() {
+            let _ = handle.join();
+        }
+        self.shared.spares.shutdown();
+        if let Some(handle) = self.spare_maker.lock().take() {
             let _ = handle.join();
         }
         match self.shared.inner.lock().final_error.take() {

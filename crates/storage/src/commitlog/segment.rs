@@ -67,7 +67,8 @@ fn be_u32(b: &[u8], at: usize) -> Option<u32> {
 }
 
 /// Parses a header. `Err((torn, reason))`: `torn` when the file is too
-/// short to hold one (a segment created just before a crash).
+/// short to hold one, or holds only zero bytes where it should be (a
+/// segment created, or a preallocated file renamed, just before a crash).
 pub fn decode_header(bytes: &[u8]) -> Result<SegmentHeader, (bool, String)> {
     let n = SEGMENT_HEADER_BYTES as usize;
     if bytes.len() < n {
@@ -75,6 +76,9 @@ pub fn decode_header(bytes: &[u8]) -> Result<SegmentHeader, (bool, String)> {
             true,
             format!("segment header cut short ({} bytes)", bytes.len()),
         ));
+    }
+    if all_zero(&bytes[..n]) {
+        return Err((true, "segment header not written (zero bytes)".into()));
     }
     let stored_crc = be_u32(bytes, n - 4).unwrap_or(0);
     if crc32fast::hash(&bytes[..n - 4]) != stored_crc {
@@ -202,15 +206,37 @@ fn step(bytes: &[u8], at: usize) -> Step<'_> {
     }
 }
 
+/// Whether every byte is zero (the unwritten rest of a preallocated
+/// segment).
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| *b == 0)
+}
+
 /// Whether an intact entry starts anywhere after `from` (a resync scan,
-/// run only once a walk has stopped).
+/// run only once a walk has stopped). An entry's length is at least
+/// [`MIN_PAYLOAD_BYTES`], so its first four bytes are not all zero: runs
+/// of zeros (a preallocated segment's unwritten rest) are skipped whole.
 fn intact_entry_after(bytes: &[u8], from: usize) -> Option<usize> {
-    (from..bytes.len()).find(|&at| matches!(step(bytes, at), Step::Entry { .. }))
+    let mut at = from;
+    while at < bytes.len() {
+        let nonzero = at + bytes[at..].iter().position(|b| *b != 0)?;
+        // Entries starting up to three bytes before it have a length
+        // whose first bytes are zero.
+        let first = nonzero.saturating_sub(3).max(at);
+        if let Some(found) =
+            (first..=nonzero).find(|&p| matches!(step(bytes, p), Step::Entry { .. }))
+        {
+            return Some(found);
+        }
+        at = nonzero + 1;
+    }
+    None
 }
 
 /// Walks the entries of a segment image from `*pos` (which starts at
 /// [`SEGMENT_HEADER_BYTES`]): each call returns the next payload and its
-/// offset, `Ok(None)` at a clean end, or `Err` where the walk stops.
+/// offset, `Ok(None)` at a clean end (the end of the file, or only zero
+/// bytes left: a preallocated segment), or `Err` where the walk stops.
 pub fn next_entry<'a>(
     bytes: &'a [u8],
     pos: &mut usize,
@@ -222,6 +248,7 @@ pub fn next_entry<'a>(
             *pos = next;
             Ok(Some((at as u64, payload)))
         }
+        Step::Bad(_) if all_zero(&bytes[at..]) => Ok(None),
         Step::Bad(reason) => {
             let after = intact_entry_after(bytes, at + 1);
             let reason = match after {

@@ -241,6 +241,8 @@ pub(super) struct Shared {
     pub work: Condvar,
     /// Wakes appends blocked on a lagging periodic sync.
     pub synced: Condvar,
+    /// The preallocated segment new segments begin as.
+    pub spares: Arc<super::spare::Spares>,
 }
 
 impl Shared {
@@ -268,6 +270,7 @@ impl Shared {
                 )
             })
             .collect::<BTreeMap<u64, SegmentState>>();
+        let preallocate = config.preallocate;
         let inner = Inner {
             total: segments.values().map(|s| s.bytes).sum(),
             active: None,
@@ -296,6 +299,7 @@ impl Shared {
             writer_rounds: AtomicU64::new(0),
             work: Condvar::new(),
             synced: Condvar::new(),
+            spares: Arc::new(super::spare::Spares::new(preallocate)),
         }
     }
 
