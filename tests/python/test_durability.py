@@ -589,7 +589,10 @@ def newest_segment(node):
 
 
 def test_torn_commitlog_tail_replays_up_to_last_whole_entry(start_varve, tmp_path):
-    node = start_with(start_varve, tmp_path, "torn", commitlog_sync="batch")
+    # Segments that end with their last entry (a preallocated one ends with
+    # zeros: test_preallocated_segments_...).
+    node = start_with(start_varve, tmp_path, "torn", commitlog_sync="batch",
+                      commitlog_preallocate_segments="false")
     cluster, s = open_session(node)
     s.execute(KS_CQL.format("tt"))
     s.execute("CREATE TABLE tt.t (k int PRIMARY KEY, v text)")
@@ -620,6 +623,76 @@ def test_torn_commitlog_tail_replays_up_to_last_whole_entry(start_varve, tmp_pat
     cluster, s = open_session(node)
     want.update({k: (f"value-{k}",) for k in range(300, 400)})
     assert select_all(s, "tt.t") == want
+    cluster.shutdown()
+
+
+def commitlog_spares(node):
+    return list((node.data_dir / "commitlog").glob("CommitLog-spare-*.tmp"))
+
+
+def test_preallocated_segments_end_in_zeros_and_replay_after_sigkill(start_varve, tmp_path):
+    """Segments begin as a preallocated file of zeros of the segment size
+    (docs/design/durability.md, "Preallocated segments"). After a SIGKILL the
+    zeros after the last entry are a clean end (no warning); a damaged last
+    entry over them is still a torn tail; a spare renamed to a segment name
+    and never written (a crash right after the rename) is an empty segment,
+    not corruption."""
+    seg_bytes = 64 * 1024
+    node = start_with(start_varve, tmp_path, "prealloc", commitlog_sync="batch",
+                      commitlog_segment_size="64KiB")
+    cluster, s = open_session(node)
+    s.execute(KS_CQL.format("pa"))
+    s.execute("CREATE TABLE pa.t (k int PRIMARY KEY, v text)")
+    ins = s.prepare("INSERT INTO pa.t (k, v) VALUES (?, ?)")
+    want = {}
+    for k in range(250):
+        want[k] = (f"{k}-" + "x" * 1000,)
+        s.execute(ins, (k, want[k][0]))
+    sizes = segments(node)
+    assert len(sizes) >= 3, sizes
+    assert set(sizes.values()) == {seg_bytes}, sizes
+    deadline = time.monotonic() + 10
+    while not commitlog_spares(node):
+        assert time.monotonic() < deadline, "no spare is made for the next segment"
+        time.sleep(0.05)
+    from test_metrics import scrape, value
+    samples = scrape(node)
+    used = value(samples, "varve_commitlog_segments_preallocated_total")
+    missed = value(samples, "varve_commitlog_segments_not_preallocated_total")
+    assert used >= 1, samples
+    assert used + missed >= len(sizes), (used, missed, sizes)
+    cluster.shutdown()
+
+    node.stop(signal.SIGKILL)
+    node.start()
+    log = log_since_last_start(node)
+    assert not re.search(r"WARN.*commitlog", log), log
+    assert not commitlog_spares(node) or len(commitlog_spares(node)) == 1
+    cluster, s = open_session(node)
+    assert select_all(s, "pa.t") == want
+    s.execute(ins, (1000, "last"))
+    cluster.shutdown()
+
+    # Damage the last entry: zero its last non-zero byte (its checksum or its
+    # payload). The zeros after it do not hide the damage.
+    node.stop(signal.SIGKILL)
+    segment = newest_segment(node)
+    data = bytearray(segment.read_bytes())
+    last = len(data.rstrip(b"\0")) - 1
+    assert b"last" in data[last - 64:last + 1], "the newest entry is the last insert"
+    data[last] = 0
+    segment.write_bytes(bytes(data))
+    # And a spare renamed to a newer segment's name, never written.
+    spare = segment.with_name(f"CommitLog-1-{int(segment.stem.rsplit('-', 1)[1]) + 1}.log")
+    spare.write_bytes(bytes(seg_bytes))
+    node.start()
+    log = log_since_last_start(node)
+    assert re.search(rf"WARN.*commitlog.*(TornTail|torn).*{segment.name}|{segment.name}.*(TornTail|torn)",
+                     log), log
+    assert spare.name in log, log
+    assert "Corruption" not in log and "corrupt" not in log.lower(), log
+    cluster, s = open_session(node)
+    assert select_all(s, "pa.t") == want, "everything but the damaged last write"
     cluster.shutdown()
 
 

@@ -50,6 +50,8 @@ pub const COMPACTION_COMPLETED_TASKS: &str = "compaction_completed_tasks";
 pub const COMPACTION_BYTES_COMPACTED: &str = "compaction_bytes_compacted";
 pub const COMPACTIONS_COMPLETED: &str = "compactions_completed";
 pub const COMMITLOG_BYTES_WRITTEN: &str = "commitlog_bytes_written";
+pub const COMMITLOG_SEGMENTS_PREALLOCATED: &str = "commitlog_segments_preallocated";
+pub const COMMITLOG_SEGMENTS_NOT_PREALLOCATED: &str = "commitlog_segments_not_preallocated";
 pub const RUNTIME_STALLS: &str = "runtime_stalls";
 pub const RUNTIME_STALL_MICROS: &str = "runtime_stall_micros";
 

@@ -24,6 +24,8 @@ pub struct SyncState {
     bytes_compacted: Arc<Counter>,
     compactions_completed: Arc<Meter>,
     commitlog_bytes: Arc<Counter>,
+    segments_preallocated: Arc<Counter>,
+    segments_not_preallocated: Arc<Counter>,
     /// Node-wide pending compactions at the last sync.
     pending: Arc<varve_metrics::Gauge>,
     chunk_cache: ChunkCacheHandles,
@@ -68,6 +70,9 @@ impl SyncState {
             bytes_compacted: registry.counter(names::COMPACTION_BYTES_COMPACTED, &[]),
             compactions_completed: registry.meter(names::COMPACTIONS_COMPLETED, &[]),
             commitlog_bytes: registry.counter(names::COMMITLOG_BYTES_WRITTEN, &[]),
+            segments_preallocated: registry.counter(names::COMMITLOG_SEGMENTS_PREALLOCATED, &[]),
+            segments_not_preallocated: registry
+                .counter(names::COMMITLOG_SEGMENTS_NOT_PREALLOCATED, &[]),
             pending: registry.gauge(names::COMPACTION_PENDING_TASKS, &[]),
             chunk_cache: ChunkCacheHandles::new(registry),
         }
@@ -228,6 +233,9 @@ impl Processor {
             &state.commitlog_bytes,
             self.storage.commitlog_bytes_written(),
         );
+        let (preallocated, missed) = self.storage.commitlog_segments_preallocated();
+        catch_up(&state.segments_preallocated, preallocated);
+        catch_up(&state.segments_not_preallocated, missed);
         state.chunk_cache.sync(&self.storage.block_cache_stats());
         compaction
     }

@@ -150,6 +150,16 @@ impl Engine {
         self.commitlog.as_ref().map_or(0, |c| c.bytes_written())
     }
 
+    /// Commitlog segments that began as a preallocated spare, and those
+    /// created without one because none was ready (0, 0 without a
+    /// commitlog).
+    pub fn commitlog_segments_preallocated(&self) -> (u64, u64) {
+        self.commitlog.as_ref().map_or((0, 0), |c| {
+            let (used, missed, _) = c.preallocation_counts();
+            (used, missed)
+        })
+    }
+
     /// The node's compaction counters, running compactions and pending
     /// estimates (`nodetool compactionstats`).
     pub fn compaction_stats(&self) -> CompactionStats {
