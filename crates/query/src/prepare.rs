@@ -155,6 +155,37 @@ impl Specs<'_> {
         }
     }
 
+    /// Markers in a selection: the keys of element and slice selectors,
+    /// named and typed by their collection (`key(m)`, `value(s)`).
+    fn selector(&mut self, expr: &varve_cql::ast::SelectorExpr) {
+        use crate::select::elements;
+        use varve_cql::ast::SelectorExpr as E;
+        let Some(t) = self.table else { return };
+        match expr {
+            E::Element { expr, key } => {
+                self.selector(expr);
+                if let Ok((_, name, ty)) = crate::select::selectors::compile_expr(t, expr) {
+                    let receiver = elements::key_receiver(&name, &ty);
+                    self.term(key, &receiver, &elements::key_type(&ty));
+                }
+            }
+            E::Slice { expr, from, to } => {
+                self.selector(expr);
+                if let Ok((_, name, ty)) = crate::select::selectors::compile_expr(t, expr) {
+                    let receiver = elements::key_receiver(&name, &ty);
+                    for bound in [from, to].into_iter().flatten() {
+                        self.term(bound, &receiver, &elements::key_type(&ty));
+                    }
+                }
+            }
+            E::FunctionCall { args, .. } => args.iter().for_each(|a| self.selector(a)),
+            E::Cast { expr, .. } | E::Field { expr, .. } | E::CellInfo { arg: expr, .. } => {
+                self.selector(expr)
+            }
+            _ => {}
+        }
+    }
+
     fn using(&mut self, u: &Using) {
         if let Some(t) = &u.ttl {
             self.term(t, "[ttl]", &CqlType::Int);
@@ -334,6 +365,11 @@ pub fn bind_specs(
         specs.pk = vec![None; t.partition_key_len()];
         match stmt {
             Statement::Select(s) => {
+                if let varve_cql::ast::Selection::Items(items) = &s.selection {
+                    for item in items {
+                        specs.selector(&item.expr);
+                    }
+                }
                 specs.relations(&s.where_clause);
                 if let Some(l) = &s.limit {
                     specs.term(l, "[limit]", &CqlType::Int);
