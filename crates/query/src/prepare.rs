@@ -297,18 +297,23 @@ impl Specs<'_> {
                     _ => col.ty.clone(),
                 },
             };
+            // An element's values are `value(m)`, as Cassandra names them.
+            let receiver = match c.element {
+                Some(_) => format!("value({})", c.column),
+                None => c.column.clone(),
+            };
             match (&c.op, &c.rhs) {
                 (Operator::In, Term::Bind(i)) => self.set(
                     *i,
-                    &format!("in({})", c.column),
+                    &format!("in({receiver})"),
                     &CqlType::List(Box::new(ty)),
                 ),
                 (Operator::In, Term::Tuple(items)) => {
                     for it in items {
-                        self.term(it, &c.column, &ty);
+                        self.term(it, &receiver, &ty);
                     }
                 }
-                (_, rhs) => self.term(rhs, &c.column, &ty),
+                (_, rhs) => self.term(rhs, &receiver, &ty),
             }
         }
     }
