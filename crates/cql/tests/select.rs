@@ -459,3 +459,32 @@ fn collection_elements_and_slices() {
         assert!(varve_cql::parse(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn several_operations_on_one_column() {
+    for ok in [
+        "UPDATE t SET m['a'] = 1, m['b'] = 2 WHERE k = 1",
+        "UPDATE t SET l = l + [1], l = l + [2] WHERE k = 1",
+        "UPDATE t SET s = s + {1}, s = s - {2} WHERE k = 1",
+        "UPDATE t SET l = [0] + l, l[1] = 2 WHERE k = 1",
+        "UPDATE t SET u.a = 1, u.b = 2 WHERE k = 1",
+    ] {
+        assert!(varve_cql::parse(ok).is_ok(), "{ok}");
+    }
+    for bad in [
+        "UPDATE t SET m = {'x': 1}, m['y'] = 2 WHERE k = 1",
+        "UPDATE t SET m['y'] = 2, m = {'x': 1} WHERE k = 1",
+        "UPDATE t SET v = 1, v = 2 WHERE k = 1",
+        "UPDATE t SET s = {1}, s = s + {2} WHERE k = 1",
+        "UPDATE t SET u.a = 1, u.a = 2 WHERE k = 1",
+    ] {
+        let err = varve_cql::parse(bad).unwrap_err();
+        assert_eq!(err.kind, ParseErrorKind::Syntax, "{bad}");
+        assert!(
+            err.message
+                .starts_with("Multiple incompatible setting of column "),
+            "{bad}: {}",
+            err.message
+        );
+    }
+}

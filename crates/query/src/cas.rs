@@ -196,7 +196,12 @@ fn check_not_key(col: &Column) -> Result<()> {
 fn element_of(ctx: &Ctx, col: &Column, key: &Term) -> Result<(CqlType, Option<Value>)> {
     let name = &col.name;
     let (elem_ty, key_ty, receiver, kind) = match col.ty.unfrozen() {
-        CqlType::Map(kt, vt) => ((**vt).clone(), (**kt).clone(), format!("key({name})"), "map"),
+        CqlType::Map(kt, vt) => (
+            (**vt).clone(),
+            (**kt).clone(),
+            format!("key({name})"),
+            "map",
+        ),
         CqlType::List(et) => ((**et).clone(), CqlType::Int, format!("idx({name})"), "list"),
         CqlType::Set(_) => {
             return Err(QueryError::Invalid(format!(

@@ -303,11 +303,9 @@ impl Specs<'_> {
                 None => c.column.clone(),
             };
             match (&c.op, &c.rhs) {
-                (Operator::In, Term::Bind(i)) => self.set(
-                    *i,
-                    &format!("in({receiver})"),
-                    &CqlType::List(Box::new(ty)),
-                ),
+                (Operator::In, Term::Bind(i)) => {
+                    self.set(*i, &format!("in({receiver})"), &CqlType::List(Box::new(ty)))
+                }
                 (Operator::In, Term::Tuple(items)) => {
                     for it in items {
                         self.term(it, &receiver, &ty);
