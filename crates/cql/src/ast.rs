@@ -163,7 +163,45 @@ pub enum SelectorExpr {
         expr: Box<SelectorExpr>,
         field: String,
     },
+    /// `expr[key]`: the value of one map key, or one set element.
+    Element {
+        expr: Box<SelectorExpr>,
+        key: Term,
+    },
+    /// `expr[from..to]`: the map entries or set elements between two keys,
+    /// both included; a bound left out is open.
+    Slice {
+        expr: Box<SelectorExpr>,
+        from: Option<Term>,
+        to: Option<Term>,
+    },
+    /// `writetime(...)`, `ttl(...)` or `maxwritetime(...)` of a collection
+    /// element or slice, and every `maxwritetime(...)`; plain
+    /// `writetime(c)` / `ttl(c)` and fields keep their own variants.
+    CellInfo {
+        kind: CellInfoKind,
+        arg: Box<SelectorExpr>,
+    },
     Term(Term),
+}
+
+/// Which cell information a [`SelectorExpr::CellInfo`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellInfoKind {
+    WriteTime,
+    Ttl,
+    MaxWriteTime,
+}
+
+impl CellInfoKind {
+    /// The function's name, as Cassandra shows it in column names.
+    pub fn name(self) -> &'static str {
+        match self {
+            CellInfoKind::WriteTime => "writetime",
+            CellInfoKind::Ttl => "ttl",
+            CellInfoKind::MaxWriteTime => "maxwritetime",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -408,3 +408,83 @@ fn user_type_fields_and_literals() {
     };
     assert!(matches!(ins.values[1], Term::Map(_)));
 }
+
+#[test]
+fn collection_elements_and_slices() {
+    let Statement::Select(sel) =
+        stmt("SELECT m['a'], s[1..2], m[..?], m[?..], writetime(m['a']), maxwritetime(m), ttl(s[1..]) FROM t")
+    else {
+        panic!()
+    };
+    let Selection::Items(items) = sel.selection else {
+        panic!()
+    };
+    let elem = |key| SelectorExpr::Element {
+        expr: Box::new(scol("m")),
+        key,
+    };
+    let slice = |c: &str, from, to| SelectorExpr::Slice {
+        expr: Box::new(scol(c)),
+        from,
+        to,
+    };
+    let info = |kind, arg| SelectorExpr::CellInfo {
+        kind,
+        arg: Box::new(arg),
+    };
+    assert_eq!(items[0].expr, elem(s("a")));
+    assert_eq!(items[1].expr, slice("s", Some(int("1")), Some(int("2"))));
+    assert_eq!(items[2].expr, slice("m", None, Some(bind(0))));
+    assert_eq!(items[3].expr, slice("m", Some(bind(1)), None));
+    assert_eq!(items[4].expr, info(CellInfoKind::WriteTime, elem(s("a"))));
+    assert_eq!(items[5].expr, info(CellInfoKind::MaxWriteTime, scol("m")));
+    assert_eq!(
+        items[6].expr,
+        info(CellInfoKind::Ttl, slice("s", Some(int("1")), None))
+    );
+    // Plain writetime() keeps its own variant.
+    let Statement::Select(sel) = stmt("SELECT writetime(v), ttl(v) FROM t") else {
+        panic!()
+    };
+    let Selection::Items(items) = sel.selection else {
+        panic!()
+    };
+    assert_eq!(items[0].expr, SelectorExpr::WriteTime("v".into()));
+    assert_eq!(items[1].expr, SelectorExpr::Ttl("v".into()));
+    for bad in [
+        "SELECT m[..] FROM t",
+        "SELECT m['a'..'b'..'c'] FROM t",
+        "SELECT m[] FROM t",
+    ] {
+        assert!(varve_cql::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn several_operations_on_one_column() {
+    for ok in [
+        "UPDATE t SET m['a'] = 1, m['b'] = 2 WHERE k = 1",
+        "UPDATE t SET l = l + [1], l = l + [2] WHERE k = 1",
+        "UPDATE t SET s = s + {1}, s = s - {2} WHERE k = 1",
+        "UPDATE t SET l = [0] + l, l[1] = 2 WHERE k = 1",
+        "UPDATE t SET u.a = 1, u.b = 2 WHERE k = 1",
+    ] {
+        assert!(varve_cql::parse(ok).is_ok(), "{ok}");
+    }
+    for bad in [
+        "UPDATE t SET m = {'x': 1}, m['y'] = 2 WHERE k = 1",
+        "UPDATE t SET m['y'] = 2, m = {'x': 1} WHERE k = 1",
+        "UPDATE t SET v = 1, v = 2 WHERE k = 1",
+        "UPDATE t SET s = {1}, s = s + {2} WHERE k = 1",
+        "UPDATE t SET u.a = 1, u.a = 2 WHERE k = 1",
+    ] {
+        let err = varve_cql::parse(bad).unwrap_err();
+        assert_eq!(err.kind, ParseErrorKind::Syntax, "{bad}");
+        assert!(
+            err.message
+                .starts_with("Multiple incompatible setting of column "),
+            "{bad}: {}",
+            err.message
+        );
+    }
+}

@@ -70,31 +70,15 @@ pub fn check_for(
                         c.column, table.keyspace, table.name
                     ))
                 })?;
-                if col.is_primary_key() {
-                    return Err(QueryError::Invalid(format!(
-                        "PRIMARY KEY column '{}' cannot have IF conditions",
-                        col.name
-                    )));
-                }
                 let (elem_ty, element) = match (&c.element, col.ty.unfrozen()) {
                     (None, _) if c.field.is_some() => {
+                        check_not_key(&col)?;
                         crate::user_types::fields::condition_field(&col, c.field.as_deref())?
                     }
                     (None, _) => (col.ty.clone(), None),
-                    (Some(k), CqlType::Map(kt, vt)) => {
-                        ((**vt).clone(), eval(ctx, k, kt, &col.name)?.into_option())
-                    }
-                    (Some(i), CqlType::List(et)) => (
-                        (**et).clone(),
-                        eval(ctx, i, &CqlType::Int, &col.name)?.into_option(),
-                    ),
-                    (Some(_), _) => {
-                        return Err(QueryError::Invalid(format!(
-                            "Invalid element access on non-collection column {}",
-                            col.name
-                        )))
-                    }
+                    (Some(key), _) => element_of(ctx, &col, key)?,
                 };
+                check_not_key(&col)?;
                 if elem_ty.unfrozen() == &CqlType::Duration
                     && matches!(
                         c.op,
@@ -106,16 +90,22 @@ pub fn check_for(
                         operator_text(c.op)
                     )));
                 }
+                // An element's values are named as Cassandra names them.
+                let receiver = if c.element.is_some() {
+                    format!("value({})", col.name)
+                } else {
+                    col.name.clone()
+                };
                 let values = match (&c.op, &c.rhs) {
                     (Operator::In, Term::Tuple(items)) => items
                         .iter()
-                        .map(|t| value(ctx, t, &elem_ty, &col.name))
+                        .map(|t| value(ctx, t, &elem_ty, &receiver))
                         .collect::<Result<_>>()?,
                     (Operator::In, other) => match eval(
                         ctx,
                         other,
                         &CqlType::List(Box::new(elem_ty.clone())),
-                        &col.name,
+                        &receiver,
                     )? {
                         Evaluated::Value(Value::List(vs)) => vs.into_iter().map(Some).collect(),
                         _ => {
@@ -140,7 +130,7 @@ pub fn check_for(
                         };
                         vec![value(ctx, t, &inner, &col.name)?]
                     }
-                    (_, t) => vec![value(ctx, t, &elem_ty, &col.name)?],
+                    (_, t) => vec![value(ctx, t, &elem_ty, &receiver)?],
                 };
                 out.push(Cond {
                     column: col,
@@ -187,6 +177,64 @@ pub fn check_for(
         clustering,
         kind,
     }))
+}
+
+/// A condition on a primary key column is refused.
+fn check_not_key(col: &Column) -> Result<()> {
+    if col.is_primary_key() {
+        return Err(QueryError::Invalid(format!(
+            "PRIMARY KEY column '{}' cannot have IF conditions",
+            col.name
+        )));
+    }
+    Ok(())
+}
+
+/// `IF m[key] ...` or `IF l[index] ...` (frozen or not): the type of the
+/// element and its key, with Cassandra's refusals of sets, other columns,
+/// null keys and negative indexes.
+fn element_of(ctx: &Ctx, col: &Column, key: &Term) -> Result<(CqlType, Option<Value>)> {
+    let name = &col.name;
+    let (elem_ty, key_ty, receiver, kind) = match col.ty.unfrozen() {
+        CqlType::Map(kt, vt) => (
+            (**vt).clone(),
+            (**kt).clone(),
+            format!("key({name})"),
+            "map",
+        ),
+        CqlType::List(et) => ((**et).clone(), CqlType::Int, format!("idx({name})"), "list"),
+        CqlType::Set(_) => {
+            return Err(QueryError::Invalid(format!(
+                "Invalid element access syntax for set column {name}"
+            )))
+        }
+        _ => {
+            return Err(QueryError::Invalid(format!(
+                "Invalid element access syntax for non-collection column {name}"
+            )))
+        }
+    };
+    let key = match eval(ctx, key, &key_ty, &receiver)? {
+        Evaluated::Value(v) => v,
+        Evaluated::Null => {
+            return Err(QueryError::Invalid(format!(
+                "Invalid null value for {kind} element access"
+            )))
+        }
+        Evaluated::Unset => {
+            return Err(QueryError::Invalid(format!(
+                "Invalid unset value for {kind} element access"
+            )))
+        }
+    };
+    if let Value::Int(i) = key {
+        if i < 0 && kind == "list" {
+            return Err(QueryError::Invalid(format!(
+                "Invalid negative list index {i}"
+            )));
+        }
+    }
+    Ok((elem_ty, Some(key)))
 }
 
 /// A slice operator as CQL writes it.

@@ -347,10 +347,10 @@ fn add_elements(
 ) -> Result<()> {
     match v {
         Value::List(items) => {
-            let n = items.len();
+            let start = prepend.then(|| prepend_block(items.len()));
             for (i, item) in items.into_iter().enumerate() {
-                let path = if prepend {
-                    prepend_path(i, n)
+                let path = if let Some(start) = start {
+                    prepend_path(start + i as u64)
                 } else {
                     Bytes::copy_from_slice(&time::new_timeuuid())
                 };
@@ -389,15 +389,39 @@ fn add_elements(
     Ok(())
 }
 
-/// A timeuuid that sorts before every appended element: mirrored around
-/// the reference time, so later prepends sort earlier.
-fn prepend_path(index: usize, count: usize) -> Bytes {
+/// The lowest timeuuid ticks a prepend of this process has used: every
+/// prepend takes ticks below it, so two prepends in the same millisecond
+/// (two in one statement or one batch) never share a path and the later
+/// one sorts first, as Cassandra keeps them.
+static PREPEND_TICKS_LOW: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// The first of `count` timeuuid ticks for one prepend, which sort before
+/// every appended element: mirrored around the reference time, so later
+/// prepends sort earlier, and below every prepend made before.
+fn prepend_block(count: usize) -> u64 {
     let now = time::now_millis();
     let millis = PREPEND_REFERENCE_MILLIS - (now - PREPEND_REFERENCE_MILLIS);
     let base = time::timeuuid_for_millis(millis, time::TimeuuidBound::Min);
-    let ticks = time::timeuuid_ticks(&base) + (index as u64) - (count as u64).min(9_999) + 9_999;
+    next_prepend_block(time::timeuuid_ticks(&base), count as u64)
+}
+
+/// The path of a prepended element: a timeuuid of these ticks.
+fn prepend_path(ticks: u64) -> Bytes {
     let seed = time::new_timeuuid();
     Bytes::copy_from_slice(&timeuuid_from_ticks(ticks, &seed))
+}
+
+/// Reserves `count` ticks below both `top` and every block handed out
+/// before; returns the first.
+fn next_prepend_block(top: u64, count: u64) -> u64 {
+    use std::sync::atomic::Ordering;
+    let mut start = 0;
+    let _ = PREPEND_TICKS_LOW.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |low| {
+        start = top.min(low).saturating_sub(count.max(1));
+        Some(start)
+    });
+    start
 }
 
 fn timeuuid_from_ticks(ticks: u64, seed: &[u8; 16]) -> [u8; 16] {
@@ -453,4 +477,23 @@ pub async fn current_elements(
         .collect();
     out.sort_by(|a, b| varve_types::compare::compare(&CqlType::Timeuuid, &a.0, &b.0));
     Ok(out)
+}
+
+#[cfg(test)]
+mod prepend_tests {
+    use super::*;
+
+    #[test]
+    fn prepends_in_one_millisecond_never_share_a_path_and_later_ones_sort_first() {
+        let first = prepend_block(2);
+        let second = prepend_block(1);
+        let third = prepend_block(3);
+        assert!(second < first, "{second} then {first}");
+        assert!(third + 3 <= second, "{third} then {second}");
+        let a = prepend_path(first);
+        let b = prepend_path(second);
+        assert_ne!(a, b);
+        let ord = varve_types::compare::compare(&CqlType::Timeuuid, &b, &a);
+        assert_eq!(ord, std::cmp::Ordering::Less, "a later prepend sorts first");
+    }
 }

@@ -85,6 +85,15 @@ const PREPARE_REFUSALS: &[&str] = &[
     "Order by is currently only supported on the clustered columns",
     "Group by is currently only supported on the columns of the PRIMARY KEY",
     "Slice restrictions are not supported on the clustering columns",
+    "Element selection is only allowed on sets and maps",
+    "Slice selection is only allowed on sets and maps",
+    "Invalid element selection: ",
+    "Invalid slice selection: ",
+    "Only EQ relations are supported on map entries",
+    "Indexes on list entries",
+    "Map-entry equality predicates on frozen map column",
+    "Invalid element access syntax for",
+    "Invalid negative list index",
 ];
 
 /// Whether an error of the dry run refuses the PREPARE: one of

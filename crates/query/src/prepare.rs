@@ -155,6 +155,37 @@ impl Specs<'_> {
         }
     }
 
+    /// Markers in a selection: the keys of element and slice selectors,
+    /// named and typed by their collection (`key(m)`, `value(s)`).
+    fn selector(&mut self, expr: &varve_cql::ast::SelectorExpr) {
+        use crate::select::elements;
+        use varve_cql::ast::SelectorExpr as E;
+        let Some(t) = self.table else { return };
+        match expr {
+            E::Element { expr, key } => {
+                self.selector(expr);
+                if let Ok((_, name, ty)) = crate::select::selectors::compile_expr(t, expr) {
+                    let receiver = elements::key_receiver(&name, &ty);
+                    self.term(key, &receiver, &elements::key_type(&ty));
+                }
+            }
+            E::Slice { expr, from, to } => {
+                self.selector(expr);
+                if let Ok((_, name, ty)) = crate::select::selectors::compile_expr(t, expr) {
+                    let receiver = elements::key_receiver(&name, &ty);
+                    for bound in [from, to].into_iter().flatten() {
+                        self.term(bound, &receiver, &elements::key_type(&ty));
+                    }
+                }
+            }
+            E::FunctionCall { args, .. } => args.iter().for_each(|a| self.selector(a)),
+            E::Cast { expr, .. } | E::Field { expr, .. } | E::CellInfo { arg: expr, .. } => {
+                self.selector(expr)
+            }
+            _ => {}
+        }
+    }
+
     fn using(&mut self, u: &Using) {
         if let Some(t) = &u.ttl {
             self.term(t, "[ttl]", &CqlType::Int);
@@ -266,18 +297,21 @@ impl Specs<'_> {
                     _ => col.ty.clone(),
                 },
             };
+            // An element's values are `value(m)`, as Cassandra names them.
+            let receiver = match c.element {
+                Some(_) => format!("value({})", c.column),
+                None => c.column.clone(),
+            };
             match (&c.op, &c.rhs) {
-                (Operator::In, Term::Bind(i)) => self.set(
-                    *i,
-                    &format!("in({})", c.column),
-                    &CqlType::List(Box::new(ty)),
-                ),
+                (Operator::In, Term::Bind(i)) => {
+                    self.set(*i, &format!("in({receiver})"), &CqlType::List(Box::new(ty)))
+                }
                 (Operator::In, Term::Tuple(items)) => {
                     for it in items {
-                        self.term(it, &c.column, &ty);
+                        self.term(it, &receiver, &ty);
                     }
                 }
-                (_, rhs) => self.term(rhs, &c.column, &ty),
+                (_, rhs) => self.term(rhs, &receiver, &ty),
             }
         }
     }
@@ -334,6 +368,11 @@ pub fn bind_specs(
         specs.pk = vec![None; t.partition_key_len()];
         match stmt {
             Statement::Select(s) => {
+                if let varve_cql::ast::Selection::Items(items) = &s.selection {
+                    for item in items {
+                        specs.selector(&item.expr);
+                    }
+                }
                 specs.relations(&s.where_clause);
                 if let Some(l) = &s.limit {
                     specs.term(l, "[limit]", &CqlType::Int);

@@ -309,21 +309,7 @@ fn analyse_all(ctx: &Ctx, table: &Table, relations: &[Relation]) -> Result<Selec
             }
             RelationLhs::MapElement { column: name, key } => {
                 let col = column(table, name)?;
-                let CqlType::Map(kt, _) = col.ty.unfrozen() else {
-                    return Err(QueryError::Invalid(format!("Column {name} is not a map")));
-                };
-                let element = eval(ctx, key, kt, name)?.into_option();
-                let mut f = filter(
-                    ctx,
-                    col,
-                    &Relation {
-                        lhs: RelationLhs::Column(name.clone()),
-                        op: rel.op,
-                        rhs: rel.rhs.clone(),
-                    },
-                )?;
-                f.element = element;
-                filters.push(f);
+                filters.push(map_entry_filter(ctx, col, key, rel)?);
                 needs_filtering = true;
             }
         }
@@ -489,6 +475,58 @@ fn token_value(ctx: &Ctx, table: &Table, rhs: &Term) -> Result<i64> {
             "Invalid null value for partition key token".into(),
         )),
     }
+}
+
+/// `m[key] = value` in a WHERE clause: an equality on one entry of a
+/// non-frozen map, with Cassandra's refusals for anything else.
+fn map_entry_filter(ctx: &Ctx, col: &Column, key: &Term, rel: &Relation) -> Result<Filter> {
+    let name = &col.name;
+    let refuse = |m: String| Err(QueryError::Invalid(m));
+    let (kt, vt) = match &col.ty.unfrozen() {
+        CqlType::List(_) => {
+            return refuse(format!(
+                "Indexes on list entries ({name}[index] = value) are not currently supported."
+            ))
+        }
+        CqlType::Map(k, v) => ((**k).clone(), (**v).clone()),
+        _ => return refuse(format!("Column {name} cannot be used as a map")),
+    };
+    if !col.ty.is_multi_cell() {
+        return refuse(format!(
+            "Map-entry equality predicates on frozen map column {name} are not supported"
+        ));
+    }
+    match rel.op {
+        Operator::Eq => {}
+        Operator::Ne => {
+            let side = crate::select::elements::key_text;
+            return refuse(format!(
+                "Unsupported \"!=\" relation: {name}[{}] != {}",
+                side(key),
+                side(&rel.rhs)
+            ));
+        }
+        _ => return refuse("Only EQ relations are supported on map entries".into()),
+    }
+    let entry = |term: &Term, ty: &CqlType, what: &str| -> Result<Value> {
+        match eval(ctx, term, ty, &format!("{what}({name})"))? {
+            Evaluated::Value(v) => Ok(v),
+            Evaluated::Null => Err(QueryError::Invalid(format!(
+                "Unsupported null map {what} for column {name}"
+            ))),
+            Evaluated::Unset => Err(QueryError::Invalid(format!(
+                "Unsupported unset map {what} for column {name}"
+            ))),
+        }
+    };
+    let element = entry(key, &kt, "key")?;
+    let value = entry(&rel.rhs, &vt, "value")?;
+    Ok(Filter {
+        column: col.clone(),
+        op: Operator::Eq,
+        values: vec![value],
+        element: Some(element),
+    })
 }
 
 fn filter(ctx: &Ctx, col: &Column, rel: &Relation) -> Result<Filter> {

@@ -63,6 +63,15 @@ impl<'a> RowView<'a> {
 impl<'a> RowView<'a> {
     /// The element cells of a non-frozen collection, in element order.
     pub fn element_cells(&self, col: &Column) -> Vec<&'a Cell> {
+        self.element_cells_with_paths(col)
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect()
+    }
+
+    /// The element cells of a non-frozen collection with their paths (a
+    /// map's key, a set's element, a list's timeuuid), in element order.
+    pub fn element_cells_with_paths(&self, col: &Column) -> Vec<(&'a Bytes, &'a Cell)> {
         let row = match col.kind {
             ColumnKind::Static => self.static_row,
             ColumnKind::Regular => self.row,
@@ -77,7 +86,7 @@ impl<'a> RowView<'a> {
             .collect();
         let key_ty = element_key_type(&col.ty);
         cells.sort_by(|a, b| compare::compare(&key_ty, a.0, b.0));
-        cells.into_iter().map(|(_, c)| c).collect()
+        cells
     }
 }
 

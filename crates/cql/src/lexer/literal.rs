@@ -211,7 +211,8 @@ impl Lexer<'_> {
         let int_end = digits_from(b, sign);
         let mut end = int_end;
         let mut is_float = false;
-        if byte_at(b, end) == Some(b'.') {
+        // `1..3` is a slice (Cassandra's RANGE token), not the float `1.`.
+        if byte_at(b, end) == Some(b'.') && byte_at(b, end + 1) != Some(b'.') {
             end = digits_from(b, end + 1);
             is_float = true;
         }

@@ -60,6 +60,28 @@ fn numbers() {
 }
 
 #[test]
+fn a_range_between_numbers_is_not_a_float() {
+    let range = Tok::Punct(Punct::Range);
+    assert_eq!(
+        lex("1..3"),
+        vec![
+            Tok::Integer("1".into()),
+            range.clone(),
+            Tok::Integer("3".into())
+        ]
+    );
+    assert_eq!(
+        lex("'a'..'c'"),
+        vec![Tok::Str("a".into()), range.clone(), Tok::Str("c".into())]
+    );
+    assert_eq!(
+        lex("1.5..2"),
+        vec![Tok::Float("1.5".into()), range, Tok::Integer("2".into())]
+    );
+    assert_eq!(lex("a.b"), vec![id("a"), Tok::Punct(Punct::Dot), id("b")]);
+}
+
+#[test]
 fn blobs_and_uuids() {
     assert_eq!(lex("0xCAfe"), vec![Tok::Blob(vec![0xca, 0xfe])]);
     assert_eq!(lex("0x"), vec![Tok::Blob(vec![])]);

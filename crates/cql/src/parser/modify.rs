@@ -5,7 +5,7 @@ use crate::ast::{
     Assignment, Batch, BatchKind, Conditions, Delete, DeleteTarget, Insert, Literal, Statement,
     Term, Update, Using,
 };
-use crate::error::Result;
+use crate::error::{ParseErrorKind, Result};
 use crate::lexer::{Punct, Tok};
 
 const ONLY_X_PLUS: &str = "Only expressions of the form X = X + <value> are supported.";
@@ -81,7 +81,12 @@ impl Parser<'_> {
         self.expect_kw("set")?;
         let mut assignments = vec![self.assignment()?];
         while self.eat_punct(Punct::Comma) {
-            assignments.push(self.assignment()?);
+            let next = self.assignment()?;
+            if let Some(column) = assignments.iter().find_map(|a| incompatible(a, &next)) {
+                let message = format!("Multiple incompatible setting of column {column}");
+                return Err(self.error_here(ParseErrorKind::Syntax, message));
+            }
+            assignments.push(next);
         }
         self.expect_kw("where")?;
         let where_clause = self.where_clause()?;
@@ -273,4 +278,32 @@ impl Parser<'_> {
             self.eat_punct(Punct::Semi);
         }
     }
+}
+
+/// The column two assignments of one UPDATE both set in ways that cannot
+/// be combined (Cassandra's rule, checked as it parses): `c = v` with
+/// anything else on `c`, or one field of a user type set twice. Several
+/// element sets, appends, prepends and removals of one collection are
+/// fine.
+fn incompatible<'a>(earlier: &'a Assignment, next: &Assignment) -> Option<&'a str> {
+    fn column(a: &Assignment) -> &str {
+        match a {
+            Assignment::Set { column, .. }
+            | Assignment::SetElement { column, .. }
+            | Assignment::Add { column, .. }
+            | Assignment::Prepend { column, .. }
+            | Assignment::Remove { column, .. }
+            | Assignment::SetField { column, .. } => column,
+        }
+    }
+    let name = column(earlier);
+    if name != column(next) {
+        return None;
+    }
+    let clash = match (earlier, next) {
+        (Assignment::Set { .. }, _) | (_, Assignment::Set { .. }) => true,
+        (Assignment::SetField { field: a, .. }, Assignment::SetField { field: b, .. }) => a == b,
+        _ => false,
+    };
+    clash.then_some(name)
 }

@@ -202,7 +202,7 @@ impl Parser<'_> {
             (op, self.term()?)
         } else if self.eat_kw("in") {
             (Operator::In, self.in_values()?)
-        } else if self.eat_kw("contains") {
+        } else if element.is_none() && self.eat_kw("contains") {
             let op = if self.eat_kw("key") {
                 Operator::ContainsKey
             } else {

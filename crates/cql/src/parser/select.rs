@@ -1,7 +1,7 @@
 //! SELECT statements and their selectors.
 
 use super::Parser;
-use crate::ast::{Order, Select, Selection, Selector, SelectorExpr};
+use crate::ast::{CellInfoKind, Order, Select, Selection, Selector, SelectorExpr};
 use crate::error::Result;
 use crate::lexer::{Punct, Tok};
 
@@ -144,30 +144,17 @@ impl Parser<'_> {
                 return Ok(SelectorExpr::CountStar);
             }
         }
-        let simple_arg = self.is_ident_at(2) && self.is_punct_at(3, Punct::RParen);
-        if call && simple_arg && (self.is_kw("writetime") || self.is_kw("ttl")) {
-            let writetime = self.is_kw("writetime");
-            self.pos += 2;
-            let column = self.ident()?;
-            self.pos += 1;
-            return Ok(if writetime {
-                SelectorExpr::WriteTime(column)
-            } else {
-                SelectorExpr::Ttl(column)
+        let cell_info = ["writetime", "ttl", "maxwritetime"]
+            .into_iter()
+            .find(|kw| self.is_kw(kw));
+        if let (true, Some(kw), true) = (call, cell_info, self.is_ident_at(2)) {
+            return self.nested(|p| {
+                p.pos += 2;
+                let column = SelectorExpr::Column(p.ident()?);
+                let arg = p.selector_modifiers(column)?;
+                p.expect_punct(Punct::RParen)?;
+                Ok(cell_info_selector(kw, arg))
             });
-        }
-        let field_arg = self.is_ident_at(2)
-            && self.is_punct_at(3, Punct::Dot)
-            && self.is_ident_at(4)
-            && self.is_punct_at(5, Punct::RParen);
-        if call && field_arg && (self.is_kw("writetime") || self.is_kw("ttl")) {
-            let ttl = self.is_kw("ttl");
-            self.pos += 2;
-            let column = self.ident()?;
-            self.pos += 1;
-            let field = self.ident()?;
-            self.pos += 1;
-            return Ok(SelectorExpr::FieldWriteTime { column, field, ttl });
         }
         if call && self.is_kw("cast") {
             return self.nested(|p| {
@@ -194,24 +181,95 @@ impl Parser<'_> {
                     }
                 }
                 p.expect_punct(Punct::RParen)?;
-                Ok(SelectorExpr::FunctionCall { name, args })
+                p.selector_modifiers(SelectorExpr::FunctionCall { name, args })
             });
         }
         if self.is_ident_at(0) {
-            let column = self.ident()?;
-            let mut expr = SelectorExpr::Column(column);
-            while self.eat_punct(Punct::Dot) {
+            let column = SelectorExpr::Column(self.ident()?);
+            return self.selector_modifiers(column);
+        }
+        Ok(SelectorExpr::Term(self.term()?))
+    }
+
+    /// What may follow a selector, any number of times (Cassandra's
+    /// `selectorModifier`): `.field`, `[key]`, `[from..to]`, `[from..]`,
+    /// `[..to]`.
+    fn selector_modifiers(&mut self, mut expr: SelectorExpr) -> Result<SelectorExpr> {
+        loop {
+            if self.eat_punct(Punct::Dot) {
                 let field = self.ident()?;
                 expr = SelectorExpr::Field {
                     expr: Box::new(expr),
                     field,
                 };
+            } else if self.eat_punct(Punct::LBracket) {
+                let expr_box = Box::new(expr);
+                expr = if self.eat_punct(Punct::Range) {
+                    let to = Some(self.term()?);
+                    SelectorExpr::Slice {
+                        expr: expr_box,
+                        from: None,
+                        to,
+                    }
+                } else {
+                    let first = self.term()?;
+                    if self.eat_punct(Punct::Range) {
+                        let to = if self.is_punct(Punct::RBracket) {
+                            None
+                        } else {
+                            Some(self.term()?)
+                        };
+                        SelectorExpr::Slice {
+                            expr: expr_box,
+                            from: Some(first),
+                            to,
+                        }
+                    } else {
+                        SelectorExpr::Element {
+                            expr: expr_box,
+                            key: first,
+                        }
+                    }
+                };
+                self.expect_punct(Punct::RBracket)?;
+            } else {
+                return Ok(expr);
             }
-            if self.is_punct(Punct::LBracket) {
-                return Err(self.unsupported("selecting collection elements is not supported yet"));
-            }
-            return Ok(expr);
         }
-        Ok(SelectorExpr::Term(self.term()?))
+    }
+}
+
+/// `writetime(arg)`, `ttl(arg)` or `maxwritetime(arg)`: the long-standing
+/// variants for a column and a user type field, [`SelectorExpr::CellInfo`]
+/// for the rest.
+fn cell_info_selector(kw: &str, arg: SelectorExpr) -> SelectorExpr {
+    let kind = match kw {
+        "writetime" => CellInfoKind::WriteTime,
+        "ttl" => CellInfoKind::Ttl,
+        _ => CellInfoKind::MaxWriteTime,
+    };
+    match (kind, arg) {
+        (CellInfoKind::WriteTime, SelectorExpr::Column(c)) => SelectorExpr::WriteTime(c),
+        (CellInfoKind::Ttl, SelectorExpr::Column(c)) => SelectorExpr::Ttl(c),
+        (CellInfoKind::WriteTime | CellInfoKind::Ttl, SelectorExpr::Field { expr, field }) => {
+            match *expr {
+                SelectorExpr::Column(column) => SelectorExpr::FieldWriteTime {
+                    column,
+                    field,
+                    ttl: kind == CellInfoKind::Ttl,
+                },
+                inner => SelectorExpr::CellInfo {
+                    kind,
+                    arg: Box::new(SelectorExpr::Field {
+                        expr: Box::new(inner),
+                        field,
+                    }),
+                },
+            }
+        }
+        (kind, arg) => SelectorExpr::CellInfo {
+            kind,
+            arg: Box::new(arg),
+        },
     }
 }

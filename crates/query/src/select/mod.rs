@@ -3,6 +3,8 @@
 
 mod aggregation;
 mod compiled;
+mod element_bytes;
+pub mod elements;
 mod grouping;
 mod prefetch;
 pub mod selectors;
@@ -178,6 +180,14 @@ fn analyse(ctx: &mut Ctx<'_>, s: &Select) -> Result<Analysed> {
     }
     let group = grouping::plan(&table, &sel, &s.group_by)?;
     let compiled = compiled::compiled(&table, &s.selection)?;
+    // Element keys and slice bounds are evaluated per execution.
+    let compiled = match elements::bind(&compiled.projection, ctx)? {
+        None => compiled,
+        Some(projection) => Arc::new(compiled::Compiled {
+            projection,
+            metadata_id: compiled.metadata_id.clone(),
+        }),
+    };
     let limit = positive(ctx, &s.limit, "LIMIT")?;
     let per_partition = positive(ctx, &s.per_partition_limit, "PER PARTITION LIMIT")?;
     let reversed = order(&table, s, &sel.partitions)?;

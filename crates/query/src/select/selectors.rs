@@ -2,12 +2,13 @@
 //! how it is computed from a row (or, for aggregates, from all rows).
 
 use super::aggregation::contains_aggregate;
+use super::elements::{self, Bound, Pick};
 use crate::api::ColumnSpec;
 use crate::error::{QueryError, Result};
 use crate::functions;
 use crate::rows::RowView;
 use bytes::Bytes;
-use varve_cql::ast::{Selection, SelectorExpr};
+use varve_cql::ast::{CellInfoKind, Selection, SelectorExpr};
 use varve_schema::{Column, Table};
 use varve_types::{codec, CqlType, Value};
 
@@ -45,6 +46,29 @@ pub enum Sel {
     Aggregate {
         kind: Agg,
         arg: Option<Box<Sel>>,
+    },
+    /// `inner[key]` of a map or set (`coll`) shown as `name`
+    /// (select/elements.rs).
+    Element {
+        inner: Box<Sel>,
+        coll: CqlType,
+        name: String,
+        key: Bound,
+    },
+    /// `inner[from..to]` of a map or set.
+    Slice {
+        inner: Box<Sel>,
+        coll: CqlType,
+        name: String,
+        from: Bound,
+        to: Bound,
+    },
+    /// `writetime()`, `ttl()` or `maxwritetime()` of an element, a slice,
+    /// or (maxwritetime) a whole column.
+    CellInfo {
+        kind: CellInfoKind,
+        column: Column,
+        pick: Pick,
     },
 }
 
@@ -109,8 +133,45 @@ fn column<'t>(table: &'t Table, name: &str) -> Result<&'t Column> {
     })
 }
 
-fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlType)> {
+pub(crate) fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlType)> {
     Ok(match expr {
+        SelectorExpr::Element { expr, key } => {
+            let (inner, name, ty) = compile_expr(table, expr)?;
+            elements::check_collection(&name, &ty, "Element")?;
+            let shown = format!("{name}[{}]", elements::key_text(key));
+            let result = elements::element_type(&ty);
+            (
+                Sel::Element {
+                    inner: Box::new(inner),
+                    coll: ty,
+                    name,
+                    key: Bound::Term(key.clone()),
+                },
+                shown,
+                result,
+            )
+        }
+        SelectorExpr::Slice { expr, from, to } => {
+            let (inner, name, ty) = compile_expr(table, expr)?;
+            elements::check_collection(&name, &ty, "Slice")?;
+            let shown = elements::slice_text(&name, from.as_ref(), to.as_ref());
+            let bound = |t: &Option<varve_cql::ast::Term>| match t {
+                Some(t) => Bound::Term(t.clone()),
+                None => Bound::Open,
+            };
+            (
+                Sel::Slice {
+                    inner: Box::new(inner),
+                    coll: ty.clone(),
+                    name,
+                    from: bound(from),
+                    to: bound(to),
+                },
+                shown,
+                ty,
+            )
+        }
+        SelectorExpr::CellInfo { kind, arg } => compile_cell_info(table, *kind, arg)?,
         SelectorExpr::Column(n) => {
             let c = column(table, n)?;
             (Sel::Column(c.clone()), c.name.clone(), c.ty.clone())
@@ -277,6 +338,73 @@ fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlT
     })
 }
 
+/// `writetime()`, `ttl()` or `maxwritetime()` of an element or a slice of
+/// a column, or `maxwritetime()` of a column or a field.
+fn compile_cell_info(
+    table: &Table,
+    kind: CellInfoKind,
+    arg: &SelectorExpr,
+) -> Result<(Sel, String, CqlType)> {
+    let fname = kind.name();
+    let (column_name, bound_of) = match arg {
+        SelectorExpr::Column(c) => (c, None),
+        SelectorExpr::Element { expr, .. }
+        | SelectorExpr::Slice { expr, .. }
+        | SelectorExpr::Field { expr, .. } => match &**expr {
+            SelectorExpr::Column(c) => (c, Some(arg)),
+            _ => return Err(cell_info_refused(table, kind, arg)),
+        },
+        _ => return Err(cell_info_refused(table, kind, arg)),
+    };
+    let c = column(table, column_name)?;
+    if c.is_primary_key() {
+        return Err(QueryError::Invalid(format!(
+            "Cannot use selection function {fname} on PRIMARY KEY part {}",
+            c.name
+        )));
+    }
+    // Checks the selection itself (a list, a key of the wrong kind) and
+    // gives its name.
+    let (_, shown, _) = compile_expr(table, arg)?;
+    let name = format!("{fname}({shown})");
+    let pick = match bound_of {
+        None => Pick::Whole,
+        Some(SelectorExpr::Element { key, .. }) => Pick::Element(Bound::Term(key.clone())),
+        Some(SelectorExpr::Slice { from, to, .. }) => {
+            let bound = |t: &Option<varve_cql::ast::Term>| match t {
+                Some(t) => Bound::Term(t.clone()),
+                None => Bound::Open,
+            };
+            Pick::Slice(bound(from), bound(to))
+        }
+        Some(SelectorExpr::Field { field, .. }) => {
+            // maxwritetime of one field: its cell's writetime.
+            let (sel, _, ty) = crate::user_types::fields::compile_cell_info(c, field, false)?;
+            return Ok((sel, name, ty));
+        }
+        Some(_) => return Err(cell_info_refused(table, kind, arg)),
+    };
+    let ty = elements::cell_info_type(kind, c, &pick);
+    let sel = Sel::CellInfo {
+        kind,
+        column: c.clone(),
+        pick,
+    };
+    Ok((sel, name, ty))
+}
+
+/// `writetime()` and its kin of something that is not (an element, a
+/// slice or a field of) a column.
+fn cell_info_refused(table: &Table, kind: CellInfoKind, arg: &SelectorExpr) -> QueryError {
+    match compile_expr(table, arg) {
+        Err(e) => e,
+        Ok((_, shown, _)) => QueryError::Invalid(format!(
+            "Invalid argument {shown} for {}(): only a column, one of its elements or slices, or a field",
+            kind.name()
+        )),
+    }
+}
+
 /// `fromJson()` has no place in a selection; `toJson()` takes one argument
 /// of a known type.
 fn check_json_function(lname: &str, args: &[SelectorExpr]) -> Result<()> {
@@ -407,6 +535,19 @@ pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<By
             let (_, v) = functions::apply(name, typed)?;
             v.map(|v| Bytes::from(codec::serialize(&v)))
         }
+        Sel::Element {
+            inner, coll, key, ..
+        } => elements::eval_element(coll, eval(inner, view, token, now)?, key)?,
+        Sel::Slice {
+            inner,
+            coll,
+            from,
+            to,
+            ..
+        } => elements::eval_slice(coll, eval(inner, view, token, now)?, from, to)?,
+        Sel::CellInfo { kind, column, pick } => {
+            elements::eval_cell_info(*kind, column, pick, view, now)?
+        }
         Sel::Aggregate { .. } => {
             return Err(QueryError::Server("aggregate evaluated per row".into()))
         }
@@ -446,6 +587,9 @@ pub fn type_of(sel: &Sel) -> CqlType {
         Sel::FieldCell { ttl: true, .. } => CqlType::Int,
         Sel::Ttl(_) => CqlType::Int,
         Sel::Cast { ty, .. } | Sel::Field { ty, .. } => ty.clone(),
+        Sel::Element { coll, .. } => elements::element_type(coll),
+        Sel::Slice { coll, .. } => coll.clone(),
+        Sel::CellInfo { kind, column, pick } => elements::cell_info_type(*kind, column, pick),
         Sel::Func { name, args } => {
             let probe = args.iter().map(|a| (type_of(a), None)).collect();
             functions::apply(name, probe)
