@@ -142,7 +142,8 @@ pub struct Settings {
     pub commitlog_group_window_ms: u64,
     /// `commitlog_segment_size`.
     pub commitlog_segment_bytes: u64,
-    /// `commitlog_preallocate_segments` (Varve's own, default true).
+    /// `commitlog_preallocate_segments` (Varve's own; default: in batch
+    /// and group modes).
     pub commitlog_preallocate: bool,
     /// `memtable_heap_space`: memory all memtables may use before a flush.
     pub memtable_space_bytes: u64,
@@ -499,7 +500,12 @@ impl Settings {
                 .unwrap_or(DEFAULT_ADMIN_PORT),
             commitlog_group_window_ms,
             commitlog_segment_bytes,
-            commitlog_preallocate: file.commitlog_preallocate_segments.unwrap_or(true),
+            // Where every write waits for an fsync, preallocated segments
+            // make it cheaper; in periodic mode they cost the writes more
+            // than they save the Paxos fsyncs (docs/benchmarks.md, session 28).
+            commitlog_preallocate: file
+                .commitlog_preallocate_segments
+                .unwrap_or(commitlog_sync != "periodic"),
             memtable_space_bytes,
             compaction_throughput_mib_per_sec,
             index_summary_capacity_bytes,
@@ -578,14 +584,21 @@ mod tests {
     }
 
     #[test]
-    fn commitlog_segments_are_preallocated_unless_the_file_says_not() {
+    fn commitlog_segments_are_preallocated_in_batch_and_group_modes_unless_the_file_says() {
         let on = |yaml: &str| {
             resolve(yaml, &ServerArgs::default())
                 .unwrap()
                 .commitlog_preallocate
         };
-        assert!(on(""));
-        assert!(!on("commitlog_preallocate_segments: false"));
+        assert!(!on(""));
+        assert!(on("commitlog_sync: batch"));
+        assert!(on(
+            "commitlog_sync: group\ncommitlog_sync_group_window: 5ms"
+        ));
+        assert!(!on(
+            "commitlog_sync: batch\ncommitlog_preallocate_segments: false"
+        ));
+        assert!(on("commitlog_preallocate_segments: true"));
         assert!(resolve("commitlog_preallocate_segments: 3", &ServerArgs::default()).is_err());
     }
 
