@@ -6,6 +6,7 @@ mod compiled;
 mod grouping;
 mod prefetch;
 pub mod selectors;
+mod similarity;
 
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
 use crate::context::Ctx;
