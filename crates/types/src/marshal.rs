@@ -133,6 +133,9 @@ fn parse_at(s: &str, depth: usize) -> Option<(CqlType, &str)> {
     }
     let mut args = Vec::new();
     let mut rest = rest;
+    if let Some(r) = rest.strip_prefix(')').filter(|_| class == "TupleType") {
+        return Some((CqlType::Tuple(args), r));
+    }
     loop {
         let (t, r) = match (class, args.len()) {
             ("VectorType", 1) => {
@@ -274,5 +277,10 @@ mod tests {
             parse_marshal_name("VectorType(FloatType,2)"),
             Some(vector(CqlType::Float, 2))
         );
+        assert_eq!(
+            parse_marshal_name("VectorType(TupleType() , 1)"),
+            Some(vector(CqlType::Tuple(Vec::new()), 1))
+        );
+        assert_eq!(parse_marshal_name("ListType()"), None);
     }
 }
