@@ -376,7 +376,6 @@ fn types() {
     let errors = [
         ("list<list<int>>", ParseErrorKind::Unsupported),
         ("list<address>", ParseErrorKind::Invalid),
-        ("vector<float, 3>", ParseErrorKind::Unsupported),
         ("'org.apache.Custom'", ParseErrorKind::Unsupported),
         ("frozen<int>", ParseErrorKind::Invalid),
         ("list<counter>", ParseErrorKind::Invalid),
@@ -419,6 +418,68 @@ fn types() {
         parse_type("tuple<int, a>"),
         Ok(CqlType::Tuple(vec![CqlType::Int, frozen(udt(None, "a"))]))
     );
+}
+
+#[test]
+fn vector_types() {
+    use varve_cql::parse_type;
+    let vector = |t: CqlType, n: usize| CqlType::Vector(Box::new(t), n);
+    let cases = vec![
+        ("vector<float, 3>", vector(CqlType::Float, 3)),
+        ("VECTOR<text,1>", vector(CqlType::Text, 1)),
+        ("frozen<vector<float, 3>>", vector(CqlType::Float, 3)),
+        ("vector<list<int>, 2>", vector(list(CqlType::Int), 2)),
+        (
+            "vector<vector<int, 2>, 2>",
+            vector(vector(CqlType::Int, 2), 2),
+        ),
+        ("list<vector<int, 2>>", list(vector(CqlType::Int, 2))),
+        (
+            "vector<float, 2147483647>",
+            vector(CqlType::Float, 2147483647),
+        ),
+        // Cassandra 5.0.4 takes these too.
+        ("vector<counter, 2>", vector(CqlType::Counter, 2)),
+        (
+            "set<vector<duration, 1>>",
+            set(vector(CqlType::Duration, 1)),
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(parse_type(text), Ok(expected), "{text}");
+    }
+    for (text, kind, message) in [
+        (
+            "vector<float, 0>",
+            ParseErrorKind::Invalid,
+            "vectors may only have positive dimensions; given 0",
+        ),
+        (
+            "vector<float, -1>",
+            ParseErrorKind::Invalid,
+            "vectors may only have positive dimensions; given -1",
+        ),
+        (
+            "vector<float, 2147483648>",
+            ParseErrorKind::Syntax,
+            "NumberFormatException",
+        ),
+        ("vector<float>", ParseErrorKind::Syntax, "expecting ','"),
+        (
+            "vector<float, x>",
+            ParseErrorKind::Syntax,
+            "expecting INTEGER",
+        ),
+        (
+            "vector<float, 2, 3>",
+            ParseErrorKind::Syntax,
+            "expecting '>'",
+        ),
+    ] {
+        let e = parse_type(text).unwrap_err();
+        assert_eq!(e.kind, kind, "{text}");
+        assert!(e.message.contains(message), "{text}: {}", e.message);
+    }
 }
 
 #[test]

@@ -4,10 +4,12 @@
 //! `Frozen` is not on the wire: a frozen type encodes as its inner type.
 //! Decoding is bounded by [`MAX_TYPE_NESTING_DEPTH`] so hostile input
 //! cannot exhaust the stack. A UDT (0x0030) is `[string keyspace][string
-//! name][short n]` then n times `[string field][option type]`. Custom types
-//! (0x0000) are not known to `CqlType` and decode as errors.
+//! name][short n]` then n times `[string field][option type]`. A custom
+//! type (0x0000) is `[string class]`: Cassandra 5.0's vectors travel so
+//! (`varve_types::marshal`); other custom classes decode as errors.
 
 use std::sync::Arc;
+use varve_types::marshal::{marshal_name, parse_marshal_name};
 use varve_types::{CqlType, UserType};
 
 use crate::error::{ProtocolError, Result};
@@ -104,11 +106,11 @@ pub fn put_type(out: &mut Vec<u8>, ty: &CqlType) {
                 put_type(out, t);
             }
         }
-        // A variant added to CqlType after this codec: send it as a custom
-        // type named by its CQL name rather than failing.
+        // Cassandra 5.0's vectors (and any type without an id) travel as
+        // a custom type named by its marshal class.
         other => {
             simple(out, id::CUSTOM);
-            put_string(out, &other.cql_name());
+            put_string(out, &marshal_name(other));
         }
     }
 }
@@ -177,9 +179,9 @@ fn read_type_at(r: &mut Reader<'_>, depth: usize) -> Result<CqlType> {
         }
         id::CUSTOM => {
             let name = r.read_string()?;
-            return Err(ProtocolError::invalid(format!(
-                "custom type {name} is not supported"
-            )));
+            return parse_marshal_name(&name).ok_or_else(|| {
+                ProtocolError::invalid(format!("custom type {name} is not supported"))
+            });
         }
         other => {
             return Err(ProtocolError::invalid(format!(
@@ -242,6 +244,7 @@ pub(crate) mod tests {
                 (inner.clone(), inner.clone())
                     .prop_map(|(k, v)| CqlType::Map(Box::new(k), Box::new(v))),
                 proptest::collection::vec(inner.clone(), 0..4).prop_map(CqlType::Tuple),
+                (inner.clone(), 1usize..5).prop_map(|(t, n)| CqlType::Vector(Box::new(t), n)),
                 proptest::collection::vec(inner, 0..4).prop_map(|types| {
                     CqlType::Udt(Arc::new(UserType {
                         keyspace: "ks".into(),
@@ -285,6 +288,30 @@ pub(crate) mod tests {
         // A field count larger than the bytes that follow is refused.
         let short = [0, 0x30, 0, 1, b'k', 0, 1, b'a', 0xff, 0xff];
         assert!(read_type(&mut Reader::new(&short)).is_err());
+    }
+
+    #[test]
+    fn a_vector_is_a_custom_type_named_by_its_class() {
+        let ty = CqlType::Vector(Box::new(CqlType::Float), 3);
+        let mut out = Vec::new();
+        put_type(&mut out, &ty);
+        let name = b"org.apache.cassandra.db.marshal.VectorType(org.apache.cassandra.db.marshal.FloatType , 3)";
+        assert_eq!(out[..2], [0, 0]);
+        assert_eq!(
+            usize::from(u16::from_be_bytes([out[2], out[3]])),
+            name.len()
+        );
+        assert_eq!(&out[4..], name);
+        assert_eq!(read_type(&mut Reader::new(&out)).unwrap(), ty);
+        // A list of vectors: the list's id, then the vector as a custom type.
+        let list = CqlType::List(Box::new(ty));
+        let mut out = Vec::new();
+        put_type(&mut out, &list);
+        assert_eq!(out[..4], [0, 0x20, 0, 0]);
+        assert_eq!(read_type(&mut Reader::new(&out)).unwrap(), list);
+        let mut bad = vec![0, 0, 0, 9];
+        bad.extend_from_slice(b"NoSuchOne");
+        assert!(read_type(&mut Reader::new(&bad)).is_err());
     }
 
     #[test]

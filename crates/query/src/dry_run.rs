@@ -106,6 +106,9 @@ pub(crate) fn structural(e: &QueryError) -> bool {
     bad_literal || PREPARE_REFUSALS.iter().any(|p| message.starts_with(p))
 }
 
+/// The largest vector a placeholder is built for.
+const PLACEHOLDER_VECTOR_DIMENSION_MAX: usize = 4096;
+
 /// A placeholder for every spec; `None` when a type has none.
 fn placeholders(bind: &[ColumnSpec]) -> Option<Vec<BoundValue>> {
     bind.iter()
@@ -155,6 +158,11 @@ fn placeholder(ty: &CqlType) -> Option<Value> {
         CqlType::Udt(u) => Value::Tuple(fields(&u.field_types)?),
         CqlType::Frozen(inner) => placeholder(inner)?,
         CqlType::UserRef(_) => return None,
+        // A vector may have millions of elements; no dry run for those.
+        CqlType::Vector(e, n) if *n <= PLACEHOLDER_VECTOR_DIMENSION_MAX => {
+            Value::Vector(vec![placeholder(e)?; *n])
+        }
+        CqlType::Vector(_, _) => return None,
     })
 }
 

@@ -219,6 +219,15 @@ pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
             args[0].1.as_ref().map(|v| Value::Blob(codec::serialize(v))),
         ));
     }
+    if crate::vectors::is_similarity(&f) {
+        if args.len() != 2 {
+            return Err(QueryError::Invalid(format!(
+                "Invalid number of arguments for function system.{f}(vector<float, n>, vector<float, n>)"
+            )));
+        }
+        let score = crate::vectors::similarity(&f, args[0].1.as_ref(), args[1].1.as_ref())?;
+        return Ok((CqlType::Float, score));
+    }
     match f.as_str() {
         "tojson" => {
             if args.len() != 1 {

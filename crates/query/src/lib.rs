@@ -52,6 +52,7 @@ mod select;
 mod system;
 mod terms;
 pub mod user_types;
+mod vectors;
 mod write;
 
 pub use api::*;

@@ -84,11 +84,19 @@ impl Specs<'_> {
     }
 
     fn term(&mut self, term: &Term, name: &str, ty: &CqlType) {
-        if let Err(e) = crate::terms::check_collection_literal(term, name) {
+        if let Err(e) = crate::terms::check_collection_literal(term, ty, name) {
             self.error.get_or_insert(e);
         }
         match term {
             Term::Bind(i) => self.set(*i, name, ty),
+            // Cassandra names a marker inside a vector literal `value(v)`.
+            Term::List(items) if ty.vector().is_some() => {
+                let elem = ty.vector().map(|(e, _)| e.clone()).unwrap_or(CqlType::Blob);
+                let inner = format!("value({name})");
+                for it in items {
+                    self.term(it, &inner, &elem);
+                }
+            }
             Term::List(items) | Term::Set(items) => {
                 let elem = match ty.unfrozen() {
                     CqlType::List(e) | CqlType::Set(e) => (**e).clone(),

@@ -43,9 +43,11 @@ pub fn contains_bind(term: &Term) -> bool {
     }
 }
 
-/// Cassandra refuses bind markers inside list, set and map literals.
-pub fn check_collection_literal(term: &Term, name: &str) -> Result<()> {
+/// Cassandra refuses bind markers inside list, set and map literals (a
+/// list literal given to a vector, of type `ty`, may hold them).
+pub fn check_collection_literal(term: &Term, ty: &CqlType, name: &str) -> Result<()> {
     let (kind, inner): (&str, Vec<&Term>) = match term {
+        Term::List(_) if ty.vector().is_some() => return Ok(()),
         Term::List(items) => ("list", items.iter().collect()),
         Term::Set(items) => ("set", items.iter().collect()),
         Term::Map(entries) => ("map", entries.iter().flat_map(|(k, v)| [k, v]).collect()),
@@ -86,7 +88,7 @@ pub fn bound_verbatim<'c>(
 
 /// Evaluates `term` as a value of `ty` for the column (or marker) `name`.
 pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluated> {
-    check_collection_literal(term, name)?;
+    check_collection_literal(term, ty, name)?;
     let declared = ty;
     let ty = ty.unfrozen();
     if ty.is_user_type() {
@@ -126,6 +128,9 @@ pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluate
                     out.push(element(ctx, item, elem, name)?);
                 }
                 Ok(Evaluated::Value(Value::List(out)))
+            }
+            CqlType::Vector(elem, n) => {
+                crate::vectors::eval_literal(items, elem, *n, name, |t, et| eval(ctx, t, et, name))
             }
             _ => Err(type_mismatch("list literal", ty, name)),
         },

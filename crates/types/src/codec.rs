@@ -16,12 +16,14 @@
 //! | list, set                    | `[int n]` then n times `[int len][bytes]`          |
 //! | map                          | `[int n]` then n times key and value, each framed  |
 //! | tuple, user type             | per field `[int len][bytes]`, len -1 is null       |
+//! | vector (Cassandra 5.0)       | n elements, fixed-width bare, others `[vint len][bytes]` ([`vector`]) |
 //!
 //! `deserialize` is strict: it rejects wrong widths, trailing bytes, bad
 //! UTF-8 and the 0-byte "empty value" (see [`is_empty_allowed`]). Serializing
 //! a set or map sorts its elements in the element type's order and drops
 //! duplicates, as Cassandra stores them.
 
+mod vector;
 mod vint;
 
 use crate::compare::{canonical_map, canonical_set};
@@ -29,6 +31,7 @@ use crate::{CqlType, Error, Result, Value};
 use num_bigint::BigInt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+pub use vector::split as split_vector;
 pub use vint::{read_unsigned as read_vint, write_unsigned as write_vint};
 
 /// Nanoseconds in a day: `time` values lie in `0..NANOS_PER_DAY`.
@@ -99,6 +102,7 @@ pub fn serialize_into(v: &Value, out: &mut Vec<u8>) {
                 }
             }
         }
+        Value::Vector(items) => vector::write(items, out),
     }
 }
 
@@ -165,11 +169,15 @@ pub fn validate(ty: &CqlType, bytes: &[u8]) -> Result<()> {
 
 /// True when every valid encoding of `ty` is also the one [`serialize`]
 /// gives back for its value, so a validated value can be stored as sent:
-/// text, blob, the fixed-width numbers, dates and times, uuids and inet.
-/// Not booleans (any non-zero byte is true), varints and decimals (which
-/// may carry redundant sign bytes), durations, collections, tuples and
-/// UDTs. Frozen wrappers are looked through.
+/// text, blob, the fixed-width numbers, dates and times, uuids and inet,
+/// and vectors of fixed-width elements that are themselves verbatim
+/// (`vector<float, n>`). Not booleans (any non-zero byte is true), varints
+/// and decimals (which may carry redundant sign bytes), durations,
+/// collections, tuples and UDTs. Frozen wrappers are looked through.
 pub fn stores_verbatim(ty: &CqlType) -> bool {
+    if let CqlType::Vector(e, _) = ty.unfrozen() {
+        return e.vector_element_width().is_some() && stores_verbatim(e);
+    }
     matches!(
         ty.unfrozen(),
         CqlType::Ascii
@@ -299,6 +307,7 @@ fn decode(ty: &CqlType, bytes: &[u8], depth: usize) -> Result<Value> {
         CqlType::UserRef(r) => {
             return Err(Error::invalid(ty, format!("unknown type {}", r.name)));
         }
+        CqlType::Vector(e, n) => return vector::read(ty, e, *n, bytes, depth),
     })
 }
 

@@ -14,7 +14,7 @@
 //! - frozen list/set/map: element by element (map: key, then value), then
 //!   the shorter collection first; tuple: field by field with null first,
 //!   trailing null or empty fields ignored; a user type as a tuple of its
-//!   field types.
+//!   field types; vector: element by element.
 //!
 //! Malformed input never panics: a comparison that cannot parse its input
 //! falls back to unsigned bytewise order.
@@ -165,7 +165,22 @@ fn typed(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
         CqlType::Tuple(types) => tuple(types, a, b)?,
         CqlType::Udt(u) => tuple(&u.field_types, a, b)?,
         CqlType::UserRef(_) => return None,
+        CqlType::Vector(e, n) => vector(e, *n, a, b)?,
     })
+}
+
+/// Element by element, each in its type's order, as Cassandra compares
+/// vectors whether their elements are fixed-width or not.
+fn vector(element: &CqlType, n: usize, a: &[u8], b: &[u8]) -> Option<Ordering> {
+    let x = codec::split_vector(element, n, a)?;
+    let y = codec::split_vector(element, n, b)?;
+    for (x, y) in x.into_iter().zip(y) {
+        let c = compare(element, x, y);
+        if c != Ordering::Equal {
+            return Some(c);
+        }
+    }
+    Some(Ordering::Equal)
 }
 
 /// The 60-bit timestamp of a version-1 uuid with its version nibble on

@@ -38,6 +38,11 @@ pub enum CqlType {
     /// A user type as the parser saw it, not yet looked up in the schema
     /// (never stored, encoded or compared).
     UserRef(UserTypeRef),
+    /// Cassandra 5.0's `vector<element, dimension>`: always one cell, a
+    /// fixed number (at least 1) of non-null elements. The element type is
+    /// kept as written (`vector<list<int>, 2>` is not shown frozen), as
+    /// Cassandra prints it.
+    Vector(Box<CqlType>, usize),
 }
 
 impl CqlType {
@@ -47,7 +52,9 @@ impl CqlType {
     pub fn references_duration(&self) -> bool {
         match self {
             CqlType::Duration => true,
-            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) => e.references_duration(),
+            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => {
+                e.references_duration()
+            }
             CqlType::Map(k, v) => k.references_duration() || v.references_duration(),
             CqlType::Tuple(items) => items.iter().any(CqlType::references_duration),
             CqlType::Udt(u) => u.field_types.iter().any(CqlType::references_duration),
@@ -58,7 +65,7 @@ impl CqlType {
     /// Whether the user type `keyspace.name` is this type or inside it.
     pub fn references_user_type(&self, keyspace: &str, name: &str) -> bool {
         match self {
-            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) => {
+            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => {
                 e.references_user_type(keyspace, name)
             }
             CqlType::Map(k, v) => {
@@ -160,6 +167,7 @@ impl CqlType {
             },
             CqlType::Udt(u) => u.cql_name(),
             CqlType::UserRef(r) => quote_if_needed(&r.name),
+            CqlType::Vector(e, n) => format!("vector<{}, {n}>", e.cql_name()),
         }
     }
 
@@ -175,6 +183,34 @@ impl CqlType {
             | CqlType::Time
             | CqlType::Counter => Some(8),
             CqlType::Uuid | CqlType::Timeuuid => Some(16),
+            CqlType::Vector(e, n) => e.vector_element_width()?.checked_mul(*n),
+            _ => None,
+        }
+    }
+}
+
+impl CqlType {
+    /// The width of this type's values inside a vector when Cassandra
+    /// writes them without a length prefix (its `valueLengthIfFixed`):
+    /// boolean, int, bigint, float, double, timestamp, uuid, timeuuid and
+    /// vectors of those. Every other element (tinyint, smallint, date and
+    /// time included) is prefixed by its length as an unsigned vint.
+    pub fn vector_element_width(&self) -> Option<usize> {
+        match self {
+            CqlType::Boolean => Some(1),
+            CqlType::Int | CqlType::Float => Some(4),
+            CqlType::BigInt | CqlType::Double | CqlType::Timestamp => Some(8),
+            CqlType::Uuid | CqlType::Timeuuid => Some(16),
+            CqlType::Vector(e, n) => e.vector_element_width()?.checked_mul(*n),
+            CqlType::Frozen(inner) => inner.vector_element_width(),
+            _ => None,
+        }
+    }
+
+    /// The vector's element type and dimension, frozen or not.
+    pub fn vector(&self) -> Option<(&CqlType, usize)> {
+        match self.unfrozen() {
+            CqlType::Vector(e, n) => Some((e, *n)),
             _ => None,
         }
     }
@@ -291,6 +327,9 @@ fn parse_type_prefix<'s>(
     let Some(mut rest) = rest.trim_start().strip_prefix('<') else {
         return Some((CqlType::Udt(user(word)?), rest));
     };
+    if word.eq_ignore_ascii_case("vector") {
+        return parse_vector_args(rest, depth, user);
+    }
     let mut args = Vec::new();
     loop {
         let (t, r) = parse_type_prefix(rest, depth + 1, user)?;
@@ -325,6 +364,28 @@ fn parse_type_prefix<'s>(
     Some((t, rest))
 }
 
+/// `element, dimension>` of a vector type name.
+fn parse_vector_args<'s>(
+    s: &'s str,
+    depth: usize,
+    user: UserLookup<'_>,
+) -> Option<(CqlType, &'s str)> {
+    let (element, rest) = parse_type_prefix(s, depth + 1, user)?;
+    let rest = rest.trim_start().strip_prefix(',')?.trim_start();
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let dimension: usize = rest[..end].parse().ok()?;
+    if dimension == 0 || dimension > VECTOR_DIMENSION_MAX {
+        return None;
+    }
+    let rest = rest[end..].trim_start().strip_prefix('>')?;
+    Some((CqlType::Vector(Box::new(element), dimension), rest))
+}
+
+/// The largest vector dimension: Cassandra keeps it in a Java `int`.
+pub const VECTOR_DIMENSION_MAX: usize = i32::MAX as usize;
+
 #[cfg(test)]
 mod parse_tests {
     use super::*;
@@ -345,6 +406,15 @@ mod parse_tests {
                 CqlType::Int,
                 CqlType::Frozen(Box::new(CqlType::List(Box::new(CqlType::Text)))),
             ]),
+            CqlType::Vector(Box::new(CqlType::Float), 3),
+            CqlType::Vector(
+                Box::new(CqlType::Vector(
+                    Box::new(CqlType::List(Box::new(CqlType::Int))),
+                    2,
+                )),
+                1,
+            ),
+            CqlType::List(Box::new(CqlType::Vector(Box::new(CqlType::Text), 7))),
         ] {
             let name = t.cql_name();
             let back = CqlType::parse_name(&name).unwrap();
@@ -353,6 +423,13 @@ mod parse_tests {
         assert_eq!(CqlType::parse_name("nope"), None);
         assert_eq!(CqlType::parse_name("list<int"), None);
         assert_eq!(CqlType::parse_name(&"list<".repeat(100)), None);
+        assert_eq!(CqlType::parse_name("vector<float, 0>"), None);
+        assert_eq!(CqlType::parse_name("vector<float>"), None);
+        assert_eq!(CqlType::parse_name("vector<float, 2147483648>"), None);
+        assert_eq!(
+            CqlType::parse_name("vector<float,3>"),
+            Some(CqlType::Vector(Box::new(CqlType::Float), 3))
+        );
     }
 
     #[test]

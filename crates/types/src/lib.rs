@@ -17,6 +17,7 @@ pub mod data;
 pub mod data_error;
 pub mod error;
 pub mod literal;
+pub mod marshal;
 pub mod time;
 pub mod token;
 pub mod user_type;

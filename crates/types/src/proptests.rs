@@ -51,7 +51,8 @@ fn any_type() -> impl Strategy<Value = CqlType> {
             (inner.clone(), inner.clone())
                 .prop_map(|(k, v)| CqlType::Map(Box::new(k), Box::new(v))),
             vec(inner.clone(), 1..4).prop_map(CqlType::Tuple),
-            inner.prop_map(|t| CqlType::Frozen(Box::new(t))),
+            inner.clone().prop_map(|t| CqlType::Frozen(Box::new(t))),
+            (inner, 1usize..4).prop_map(|(t, n)| CqlType::Vector(Box::new(t), n)),
         ]
     })
 }
@@ -117,6 +118,7 @@ fn value_of(ty: &CqlType) -> BoxedStrategy<Value> {
         }
         CqlType::Frozen(inner) => value_of(inner),
         CqlType::UserRef(_) => Just(Value::Tuple(Vec::new())).boxed(),
+        CqlType::Vector(e, n) => vec(value_of(e), *n).prop_map(Value::Vector).boxed(),
     }
 }
 

@@ -42,4 +42,6 @@ pub enum Value {
     Set(Vec<Value>),
     Map(Vec<(Value, Value)>),
     Tuple(Vec<Option<Value>>),
+    /// A `vector<T, n>`: exactly n elements, none null.
+    Vector(Vec<Value>),
 }

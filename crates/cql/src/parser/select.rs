@@ -57,6 +57,12 @@ impl Parser<'_> {
             self.expect_kw("by")?;
             loop {
                 let column = self.ident()?;
+                if self.is_kw("ann") && self.is_kw_at(1, "of") {
+                    // Needs a vector index (SAI), which Varve does not have.
+                    return Err(
+                        self.invalid("ANN ordering by vector requires the column to be indexed")
+                    );
+                }
                 order_by.push((column, self.order()));
                 if !self.eat_punct(Punct::Comma) {
                     break;

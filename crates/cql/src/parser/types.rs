@@ -3,7 +3,8 @@
 //! non-frozen collection inside a collection, no counters inside
 //! collections or tuples, no durations in sets or as map keys).
 //! A user type is named by a [`CqlType::UserRef`] the query layer looks
-//! up; custom and vector types are reported as unsupported.
+//! up; custom types are reported as unsupported. `vector<T, n>` takes any
+//! element type (Cassandra 5.0.4 refuses none) and a positive dimension.
 
 use super::Parser;
 use crate::error::{ParseError, ParseErrorKind, Result};
@@ -70,7 +71,7 @@ impl Parser<'_> {
             "frozen" if generic => {
                 let inner = self.nested(|p| p.type_args(1))?.remove(0);
                 match inner {
-                    CqlType::Tuple(_) | CqlType::Frozen(_) => Ok(inner),
+                    CqlType::Tuple(_) | CqlType::Frozen(_) | CqlType::Vector(_, _) => Ok(inner),
                     t if t.is_multi_cell() => Ok(CqlType::Frozen(Box::new(t))),
                     t => Err(at(
                         ParseErrorKind::Invalid,
@@ -118,7 +119,16 @@ impl Parser<'_> {
                     items.into_iter().map(freeze_component).collect(),
                 ))
             }
-            "vector" if generic => Err(self.unsupported("vector types are not supported yet")),
+            "vector" if generic => {
+                let (element, dimension) = self.nested(|p| p.vector_args())?;
+                match usize::try_from(dimension) {
+                    Ok(n) if n > 0 => Ok(CqlType::Vector(Box::new(element), n)),
+                    _ => Err(at(
+                        ParseErrorKind::Invalid,
+                        format!("vectors may only have positive dimensions; given {dimension}"),
+                    )),
+                }
+            }
             w if !is_reserved(w) => self.user_type_ref(),
             _ => Err(self.expecting("type")),
         }
@@ -131,6 +141,28 @@ impl Parser<'_> {
             keyspace: q.keyspace,
             name: q.name,
         }))
+    }
+
+    /// `<t, n>` after `vector`; `n` is a Java int in Cassandra's grammar, so
+    /// a larger number is a syntax error.
+    fn vector_args(&mut self) -> Result<(CqlType, i64)> {
+        self.pos += 1; // vector
+        self.expect_punct(Punct::Lt)?;
+        let element = self.cql_type()?;
+        self.expect_punct(Punct::Comma)?;
+        let dimension = match self.peek() {
+            Tok::Integer(s) => s.parse::<i32>().ok(),
+            _ => return Err(self.expecting("INTEGER")),
+        };
+        let Some(dimension) = dimension else {
+            let text = self.current_text();
+            return Err(self.syntax_error(format!(
+                "NumberFormatException For input string: \"{text}\""
+            )));
+        };
+        self.pos += 1;
+        self.expect_punct(Punct::Gt)?;
+        Ok((element, i64::from(dimension)))
     }
 
     /// `<t, t, ...>` after the type name; exactly `count` types, or at

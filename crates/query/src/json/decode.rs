@@ -164,6 +164,7 @@ fn decode(ty: &CqlType, j: &Json) -> Result<Value> {
         CqlType::Tuple(types) => tuple(&inner_json(j)?, types),
         CqlType::Udt(u) => super::user_type::from_object(u, &inner_json(j)?),
         CqlType::UserRef(r) => Err(marshal(format!("unknown type {}", r.name))),
+        CqlType::Vector(elem, n) => vector(&inner_json(j)?, elem, *n),
         CqlType::Frozen(_) => unreachable!("unfrozen() removed every Frozen"),
     }
 }
@@ -323,6 +324,22 @@ fn elements(j: &Json, what: &str, kind: &str, elem: &CqlType) -> Result<Vec<Valu
             from_json(elem, item)?.ok_or_else(|| marshal(format!("Invalid null element in {kind}")))
         })
         .collect()
+}
+
+/// A vector: a list of exactly `n` non-null elements (Cassandra's
+/// `VectorType.fromJSONObject`).
+fn vector(j: &Json, elem: &CqlType, n: usize) -> Result<Value> {
+    let Json::List(items) = j else {
+        return Err(expected("a list", j));
+    };
+    if items.len() != n {
+        return Err(marshal(format!(
+            "List had incorrect size: expected {n} but given {}; {}",
+            items.len(),
+            j.java_text()
+        )));
+    }
+    elements(j, "a list", "list", elem).map(Value::Vector)
 }
 
 fn map(j: &Json, kt: &CqlType, vt: &CqlType) -> Result<Value> {

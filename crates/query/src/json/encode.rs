@@ -1,7 +1,7 @@
 //! Values to the JSON text Cassandra writes for them (`AbstractType.toJSONString`):
 //! numbers bare (floats as Java prints them, NaN and infinities as `null`),
-//! text escaped, blobs as `"0x.."`, times and ids as strings, collections
-//! and tuples as arrays, maps as objects whose keys are JSON strings.
+//! text escaped, blobs as `"0x.."`, times and ids as strings, collections,
+//! tuples and vectors as arrays, maps as objects whose keys are JSON strings.
 
 use std::net::IpAddr;
 use varve_types::literal::{java_decimal_to_string, java_double_to_string, java_float_to_string};
@@ -86,7 +86,7 @@ fn write_value(out: &mut String, v: &Value) {
             nanos,
         } => out.push_str(&quote(&format_duration(*months, *days, *nanos))),
         Value::Inet(ip) => out.push_str(&quote(&inet_text(ip))),
-        Value::List(items) | Value::Set(items) => {
+        Value::List(items) | Value::Set(items) | Value::Vector(items) => {
             write_seq(out, items.iter().map(Some));
         }
         Value::Tuple(fields) => write_seq(out, fields.iter().map(Option::as_ref)),

@@ -8,6 +8,7 @@ pub mod elements;
 mod grouping;
 mod prefetch;
 pub mod selectors;
+mod similarity;
 
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
 use crate::context::Ctx;

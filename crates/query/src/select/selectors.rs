@@ -231,7 +231,10 @@ pub(crate) fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, S
             )
         }
         SelectorExpr::Cast { expr, ty } => {
-            let (inner, name, _) = compile_expr(table, expr)?;
+            let (inner, name, from) = compile_expr(table, expr)?;
+            if from.vector().is_some() {
+                return Err(super::similarity::vector_cast_error(&name, ty));
+            }
             (
                 Sel::Cast {
                     inner: Box::new(inner),
@@ -249,9 +252,20 @@ pub(crate) fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, S
                 literal_text(lit).replace("null", "NULL")
             )));
         }
+        SelectorExpr::Term(term @ varve_cql::ast::Term::List(_)) => {
+            return Err(QueryError::Invalid(format!(
+                "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+                crate::vectors::term_text(term)
+            )));
+        }
         SelectorExpr::Term(term) => {
             let ty = crate::functions::natural_type(term);
             constant(term, ty)?
+        }
+        SelectorExpr::FunctionCall { name, args }
+            if crate::vectors::is_similarity(&name.to_ascii_lowercase()) =>
+        {
+            super::similarity::compile(table, &name.to_ascii_lowercase(), args)?
         }
         SelectorExpr::FunctionCall { name, args } => {
             let lname = name.to_ascii_lowercase();
@@ -430,6 +444,9 @@ fn constant(term: &varve_cql::ast::Term, ty: CqlType) -> Result<(Sel, String, Cq
         Term::Literal(lit) => (lit, ty, literal_text(lit)),
         Term::Cast { ty, term } => match &**term {
             Term::Literal(lit) => (lit, ty.clone(), format!("({ty}){}", literal_text(lit))),
+            Term::List(_) if ty.vector().is_some() => {
+                return super::similarity::vector_constant(ty, term)
+            }
             _ => return Err(only_literals()),
         },
         _ => return Err(only_literals()),

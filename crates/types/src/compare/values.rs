@@ -34,7 +34,9 @@ fn scalar_type(v: &Value) -> Option<CqlType> {
         Value::Duration { .. } => CqlType::Duration,
         Value::Inet(_) => CqlType::Inet,
         Value::Counter(_) => CqlType::Counter,
-        Value::List(_) | Value::Set(_) | Value::Map(_) | Value::Tuple(_) => return None,
+        Value::List(_) | Value::Set(_) | Value::Map(_) | Value::Tuple(_) | Value::Vector(_) => {
+            return None
+        }
     })
 }
 
@@ -44,6 +46,7 @@ fn variant_rank(v: &Value) -> u8 {
         Value::Set(_) => 101,
         Value::Map(_) => 102,
         Value::Tuple(_) => 103,
+        Value::Vector(_) => 104,
         // Scalars: rank by their type name, stable and distinct.
         other => scalar_type(other).map_or(0, |t| match t {
             CqlType::Ascii => 1,
@@ -108,7 +111,9 @@ pub(crate) fn canonical_map(entries: &[(Value, Value)]) -> Vec<&(Value, Value)> 
 /// and maps compare in their canonical (stored) order.
 pub(crate) fn order_values(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
-        (Value::List(x), Value::List(y)) => lexicographic(x, y, order_values),
+        (Value::List(x), Value::List(y)) | (Value::Vector(x), Value::Vector(y)) => {
+            lexicographic(x, y, order_values)
+        }
         (Value::Set(x), Value::Set(y)) => {
             lexicographic(&canonical_set(x), &canonical_set(y), |p, q| {
                 order_values(p, q)

@@ -126,7 +126,7 @@ pub fn to_cql_literal(v: &Value) -> String {
             nanos,
         } => format_duration(*months, *days, *nanos),
         Value::Inet(ip) => quote(&ip.to_string()),
-        Value::List(items) => format!("[{}]", join(items, to_cql_literal)),
+        Value::List(items) | Value::Vector(items) => format!("[{}]", join(items, to_cql_literal)),
         Value::Set(items) => format!("{{{}}}", join(items, to_cql_literal)),
         Value::Map(entries) => format!(
             "{{{}}}",

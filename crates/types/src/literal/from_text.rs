@@ -47,6 +47,12 @@ pub fn from_text(ty: &CqlType, text: &str) -> Result<Value> {
             "a {} cannot be given as plain text",
             ty.cql_name()
         ))),
+        // Cassandra's VectorType.fromString reads the encoding as hex.
+        CqlType::Vector(_, _) => {
+            let bytes = hex_bytes(text)
+                .ok_or_else(|| Error::Marshal(format!("cannot parse '{text}' as hex bytes")))?;
+            crate::codec::deserialize(ty, &bytes)
+        }
         CqlType::Frozen(_) => unreachable!("unfrozen() removed every Frozen"),
     }
 }
