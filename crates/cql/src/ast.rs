@@ -96,6 +96,47 @@ pub enum Term {
     },
     /// `-term` where term is not a literal number (e.g. `-?`). Rare.
     Negate(Box<Term>),
+    /// `left op right`: arithmetic (or text concatenation with `+`).
+    Operation {
+        op: ArithOp,
+        left: Box<Term>,
+        right: Box<Term>,
+    },
+}
+
+/// An arithmetic operator (`+ - * / %`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+impl ArithOp {
+    /// The operator as written.
+    pub fn symbol(self) -> char {
+        match self {
+            ArithOp::Add => '+',
+            ArithOp::Sub => '-',
+            ArithOp::Mul => '*',
+            ArithOp::Div => '/',
+            ArithOp::Mod => '%',
+        }
+    }
+
+    /// Cassandra's name of the native function behind the operator
+    /// (it names bind markers `arg0(system._add)`).
+    pub fn function_name(self) -> &'static str {
+        match self {
+            ArithOp::Add => "_add",
+            ArithOp::Sub => "_substract",
+            ArithOp::Mul => "_multiply",
+            ArithOp::Div => "_divide",
+            ArithOp::Mod => "_modulo",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +224,16 @@ pub enum SelectorExpr {
         arg: Box<SelectorExpr>,
     },
     Term(Term),
+    /// `left op right`
+    Operation {
+        op: ArithOp,
+        left: Box<SelectorExpr>,
+        right: Box<SelectorExpr>,
+    },
+    /// `-expr` (a negative number literal stays a literal)
+    Negate(Box<SelectorExpr>),
+    /// `(expr)`: kept for the column name, which shows the parentheses.
+    Paren(Box<SelectorExpr>),
 }
 
 /// Which cell information a [`SelectorExpr::CellInfo`] asks for.

@@ -94,6 +94,10 @@ const PREPARE_REFUSALS: &[&str] = &[
     "Map-entry equality predicates on frozen map column",
     "Invalid element access syntax for",
     "Invalid negative list index",
+    // Arithmetic typed at PREPARE, as Cassandra resolves its functions.
+    "Ambiguous '",
+    "Ambiguous negation",
+    "Invalid call to function system._negate",
 ];
 
 /// Whether an error of the dry run refuses the PREPARE: one of
@@ -103,7 +107,9 @@ pub(crate) fn structural(e: &QueryError) -> bool {
         return false;
     };
     let bad_literal = message.starts_with("Invalid ") && message.contains(" constant (");
-    bad_literal || PREPARE_REFUSALS.iter().any(|p| message.starts_with(p))
+    let unsupported_operation =
+        message.starts_with("the '") && message.contains("' operation is not supported between");
+    bad_literal || unsupported_operation || PREPARE_REFUSALS.iter().any(|p| message.starts_with(p))
 }
 
 /// The largest vector a placeholder is built for.

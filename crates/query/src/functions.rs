@@ -186,6 +186,9 @@ pub fn check_arguments(fname: &str, types: &[CqlType]) -> Result<()> {
 /// Applies a native scalar function to typed arguments.
 pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
     let f = fname.to_ascii_lowercase();
+    if let Some(result) = crate::arith::apply_function(&f, &args) {
+        return result;
+    }
     let arity = |n: usize| -> Result<()> {
         if args.len() == n {
             Ok(())

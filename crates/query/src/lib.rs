@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod admin_snapshots;
 pub mod api;
+mod arith;
 pub mod auth;
 pub mod batch_size;
 mod cas;

@@ -158,7 +158,19 @@ impl Specs<'_> {
                 }
             }
             Term::Cast { ty, term } => self.term(term, name, ty),
-            Term::Negate(inner) => self.term(inner, name, ty),
+            Term::Negate(inner) => {
+                let arg = crate::arith::terms::argument_name(crate::arith::NEGATE, 0);
+                self.term(inner, &arg, ty)
+            }
+            Term::Operation { op, left, right } => {
+                let (lt, rt) = match crate::arith::terms::signature(*op, left, right, ty) {
+                    Ok(sig) => (sig.left, sig.right),
+                    Err(_) => (ty.clone(), ty.clone()),
+                };
+                let f = op.function_name();
+                self.term(left, &crate::arith::terms::argument_name(f, 0), &lt);
+                self.term(right, &crate::arith::terms::argument_name(f, 1), &rt);
+            }
             Term::Literal(_) => {}
         }
     }
@@ -187,8 +199,14 @@ impl Specs<'_> {
                 }
             }
             E::FunctionCall { args, .. } => args.iter().for_each(|a| self.selector(a)),
-            E::Cast { expr, .. } | E::Field { expr, .. } | E::CellInfo { arg: expr, .. } => {
-                self.selector(expr)
+            E::Cast { expr, .. }
+            | E::Field { expr, .. }
+            | E::CellInfo { arg: expr, .. }
+            | E::Negate(expr)
+            | E::Paren(expr) => self.selector(expr),
+            E::Operation { left, right, .. } => {
+                self.selector(left);
+                self.selector(right);
             }
             _ => {}
         }

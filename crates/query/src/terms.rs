@@ -39,6 +39,7 @@ pub fn contains_bind(term: &Term) -> bool {
             .any(|(k, v)| contains_bind(k) || contains_bind(v)),
         Term::FunctionCall { args, .. } => args.iter().any(contains_bind),
         Term::Cast { term, .. } | Term::Negate(term) => contains_bind(term),
+        Term::Operation { left, right, .. } => contains_bind(left) || contains_bind(right),
         Term::Literal(_) => false,
     }
 }
@@ -200,7 +201,11 @@ pub fn eval(ctx: &Ctx, term: &Term, ty: &CqlType, name: &str) -> Result<Evaluate
                 other => Ok(other),
             }
         }
-        Term::Negate(inner) => match eval(ctx, inner, ty, name)? {
+        Term::Operation { op, left, right } => {
+            crate::arith::terms::eval_operation(ctx, *op, left, right, declared, name)
+        }
+        // `-(5)`: a parenthesised term, not a tuple.
+        Term::Negate(inner) => match eval(ctx, crate::arith::terms::ungrouped(inner), ty, name)? {
             Evaluated::Value(v) => negate(v, name).map(Evaluated::Value),
             other => Ok(other),
         },

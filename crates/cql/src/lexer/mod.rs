@@ -31,6 +31,10 @@ pub(crate) enum Punct {
     /// `..`, between the bounds of a collection slice (`m['a'..'c']`).
     Range,
     Star,
+    /// `/`, division.
+    Slash,
+    /// `%`, remainder.
+    Percent,
     Eq,
     Ne,
     Lt,
@@ -59,6 +63,8 @@ impl Punct {
             Punct::Dot => ".",
             Punct::Range => "..",
             Punct::Star => "*",
+            Punct::Slash => "/",
+            Punct::Percent => "%",
             Punct::Eq => "=",
             Punct::Ne => "!=",
             Punct::Lt => "<",
@@ -328,6 +334,8 @@ impl<'a> Lexer<'a> {
             ('.', Some('.')) => (Punct::Range, 2),
             ('.', _) => (Punct::Dot, 1),
             ('*', _) => (Punct::Star, 1),
+            ('/', _) => (Punct::Slash, 1),
+            ('%', _) => (Punct::Percent, 1),
             ('=', _) => (Punct::Eq, 1),
             ('<', _) => (Punct::Lt, 1),
             ('>', _) => (Punct::Gt, 1),

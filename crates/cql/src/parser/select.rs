@@ -1,7 +1,7 @@
 //! SELECT statements and their selectors.
 
 use super::Parser;
-use crate::ast::{CellInfoKind, Order, Select, Selection, Selector, SelectorExpr};
+use crate::ast::{ArithOp, CellInfoKind, Order, Select, Selection, Selector, SelectorExpr, Term};
 use crate::error::Result;
 use crate::lexer::{Punct, Tok};
 
@@ -140,7 +140,133 @@ impl Parser<'_> {
         Ok(Selector { expr, alias })
     }
 
+    /// A selector, arithmetic included (Cassandra's `selectionAddition`).
     fn selector_expr(&mut self) -> Result<SelectorExpr> {
+        let mut left = self.selector_product()?;
+        let mut levels = 0;
+        let out = loop {
+            let op = if self.is_punct(Punct::Plus) {
+                ArithOp::Add
+            } else if self.is_punct(Punct::Minus) {
+                ArithOp::Sub
+            } else {
+                break Ok(left);
+            };
+            if let Err(e) = self.enter() {
+                break Err(e);
+            }
+            levels += 1;
+            self.pos += 1;
+            match self.selector_product() {
+                Ok(right) => left = selector_operation(op, left, right),
+                Err(e) => break Err(e),
+            }
+        };
+        for _ in 0..levels {
+            self.leave();
+        }
+        out
+    }
+
+    /// `group (('*' | '/' | '%') group)*`
+    fn selector_product(&mut self) -> Result<SelectorExpr> {
+        let mut left = self.selector_group()?;
+        let mut levels = 0;
+        let out = loop {
+            let Some(op) = self.product_operator() else {
+                break Ok(left);
+            };
+            if let Err(e) = self.enter() {
+                break Err(e);
+            }
+            levels += 1;
+            self.pos += 1;
+            match self.selector_group() {
+                Ok(right) => left = selector_operation(op, left, right),
+                Err(e) => break Err(e),
+            }
+        };
+        for _ in 0..levels {
+            self.leave();
+        }
+        out
+    }
+
+    /// `-group`, `(selector)` or a single selector.
+    fn selector_group(&mut self) -> Result<SelectorExpr> {
+        let number_follows = matches!(self.tok_at(1), Tok::Integer(_) | Tok::Float(_))
+            || self.is_kw_at(1, "nan")
+            || self.is_kw_at(1, "infinity");
+        if self.is_punct(Punct::Minus) && !number_follows {
+            return self.nested(|p| {
+                p.pos += 1;
+                Ok(SelectorExpr::Negate(Box::new(p.selector_group()?)))
+            });
+        }
+        if self.is_punct(Punct::LParen) && !self.is_selector_cast() {
+            return self.nested(|p| {
+                p.pos += 1;
+                let mut items = vec![p.selector_expr()?];
+                while p.eat_punct(Punct::Comma) {
+                    items.push(p.selector_expr()?);
+                }
+                p.expect_punct(Punct::RParen)?;
+                if items.len() == 1 {
+                    return Ok(SelectorExpr::Paren(Box::new(items.remove(0))));
+                }
+                // A tuple of terms; tuples of other selectors are not built.
+                let mut terms = Vec::new();
+                for item in items {
+                    match item {
+                        SelectorExpr::Term(t) => terms.push(t),
+                        _ => return Err(p.invalid("Tuple selectors are not supported")),
+                    }
+                }
+                Ok(SelectorExpr::Term(Term::Tuple(terms)))
+            });
+        }
+        self.selector_single()
+    }
+
+    /// At `(`: whether a type hint `(type) ...` starts here (a name or a
+    /// parameterised type, then `)` and something a selector starts with).
+    fn is_selector_cast(&mut self) -> bool {
+        if !self.is_ident_at(1) && !matches!(self.tok_at(1), Tok::Ident(_)) {
+            return false;
+        }
+        if self.is_punct_at(2, Punct::Lt) {
+            return true;
+        }
+        if !self.is_punct_at(2, Punct::RParen) {
+            return false;
+        }
+        // A reserved word (`FROM`, `AS`) after `(name)` ends a selector.
+        let literal_word = ["true", "false", "null", "nan", "infinity", "token"]
+            .iter()
+            .any(|w| self.is_kw_at(3, w));
+        if self.is_ident_at(3) || literal_word {
+            return true;
+        }
+        matches!(
+            self.tok_at(3),
+            Tok::Str(_)
+                | Tok::Integer(_)
+                | Tok::Float(_)
+                | Tok::Uuid(_)
+                | Tok::Blob(_)
+                | Tok::Duration(_)
+                | Tok::Punct(
+                    Punct::LParen
+                        | Punct::LBracket
+                        | Punct::LBrace
+                        | Punct::Question
+                        | Punct::Colon
+                        | Punct::Minus
+                )
+        )
+    }
+
+    fn selector_single(&mut self) -> Result<SelectorExpr> {
         let call = self.is_punct_at(1, Punct::LParen);
         if call && self.is_kw("count") && self.is_punct_at(3, Punct::RParen) {
             let star = self.is_punct_at(2, Punct::Star)
@@ -194,7 +320,7 @@ impl Parser<'_> {
             let column = SelectorExpr::Column(self.ident()?);
             return self.selector_modifiers(column);
         }
-        Ok(SelectorExpr::Term(self.term()?))
+        Ok(SelectorExpr::Term(self.simple_term()?))
     }
 
     /// What may follow a selector, any number of times (Cassandra's
@@ -242,6 +368,14 @@ impl Parser<'_> {
                 return Ok(expr);
             }
         }
+    }
+}
+
+fn selector_operation(op: ArithOp, left: SelectorExpr, right: SelectorExpr) -> SelectorExpr {
+    SelectorExpr::Operation {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
     }
 }
 

@@ -1,8 +1,10 @@
 //! Terms: literals, bind markers, collection and tuple literals, function
-//! calls, `(type) term` casts and unary minus.
+//! calls, `(type) term` casts, unary minus and arithmetic (`+ - * / %`,
+//! with `* / %` binding tighter, all left-associative, as in Cassandra's
+//! `termAddition` / `termMultiplication`).
 
 use super::Parser;
-use crate::ast::{Literal, Term};
+use crate::ast::{ArithOp, Literal, Term};
 use crate::error::Result;
 use crate::keywords::is_reserved;
 use crate::lexer::{Punct, Tok};
@@ -64,7 +66,85 @@ impl Parser<'_> {
         Ok(name)
     }
 
+    /// A term, arithmetic included.
     pub(super) fn term(&mut self) -> Result<Term> {
+        let mut left = self.term_product()?;
+        let mut levels = 0;
+        let out = loop {
+            // `v + c` in `SET c = v + c` is a list prepend, not an addition:
+            // a name after `+` (not a call) ends the term.
+            let op = if self.is_punct(Punct::Plus) && !self.is_plain_name_at(1) {
+                ArithOp::Add
+            } else if self.is_punct(Punct::Minus) {
+                ArithOp::Sub
+            } else {
+                break Ok(left);
+            };
+            // Each operator is one nesting level, which bounds the depth
+            // of the tree a long chain builds.
+            if let Err(e) = self.enter() {
+                break Err(e);
+            }
+            levels += 1;
+            self.pos += 1;
+            match self.term_product() {
+                Ok(right) => left = operation(op, left, right),
+                Err(e) => break Err(e),
+            }
+        };
+        for _ in 0..levels {
+            self.leave();
+        }
+        out
+    }
+
+    /// `group (('*' | '/' | '%') group)*`
+    fn term_product(&mut self) -> Result<Term> {
+        let mut left = self.simple_term()?;
+        let mut levels = 0;
+        let out = loop {
+            let Some(op) = self.product_operator() else {
+                break Ok(left);
+            };
+            if let Err(e) = self.enter() {
+                break Err(e);
+            }
+            levels += 1;
+            self.pos += 1;
+            match self.simple_term() {
+                Ok(right) => left = operation(op, left, right),
+                Err(e) => break Err(e),
+            }
+        };
+        for _ in 0..levels {
+            self.leave();
+        }
+        out
+    }
+
+    /// `*`, `/` or `%` if one is next (not consumed).
+    pub(super) fn product_operator(&mut self) -> Option<ArithOp> {
+        match self.peek() {
+            Tok::Punct(Punct::Star) => Some(ArithOp::Mul),
+            Tok::Punct(Punct::Slash) => Some(ArithOp::Div),
+            Tok::Punct(Punct::Percent) => Some(ArithOp::Mod),
+            _ => None,
+        }
+    }
+
+    /// Whether the token at `n` is a name that cannot start a term.
+    fn is_plain_name_at(&mut self, n: usize) -> bool {
+        let word = match self.tok_at(n) {
+            Tok::Ident(w) => literal_word(w).is_none(),
+            Tok::QuotedIdent(_) => true,
+            _ => false,
+        };
+        word && self.is_ident_at(n) && !self.is_function_call_at(n)
+    }
+
+    /// A term without arithmetic at its top: a literal, a marker, a
+    /// collection, a cast, a call, a parenthesised term or a negation.
+    pub(super) fn simple_term(&mut self) -> Result<Term> {
         if let Some(bind) = self.try_bind()? {
             return Ok(bind);
         }
@@ -183,7 +263,7 @@ impl Parser<'_> {
         if is_cast {
             let ty = self.cql_type()?;
             self.expect_punct(Punct::RParen)?;
-            let term = self.term()?;
+            let term = self.simple_term()?;
             return Ok(Term::Cast {
                 ty,
                 term: Box::new(term),
@@ -194,6 +274,10 @@ impl Parser<'_> {
             items.push(self.term()?);
         }
         self.expect_punct(Punct::RParen)?;
+        // `(1 + 2)` groups an operation; other single terms stay tuples.
+        if items.len() == 1 && matches!(items[0], Term::Operation { .. }) {
+            return Ok(items.remove(0));
+        }
         Ok(Term::Tuple(items))
     }
 
@@ -211,7 +295,7 @@ impl Parser<'_> {
             self.pos += 1;
             return Ok(Term::Literal(lit));
         }
-        Ok(Term::Negate(Box::new(self.term()?)))
+        Ok(Term::Negate(Box::new(self.simple_term()?)))
     }
 
     fn function_call(&mut self) -> Result<Term> {
@@ -220,5 +304,13 @@ impl Parser<'_> {
         let args = self.terms_until(Punct::RParen)?;
         self.expect_punct(Punct::RParen)?;
         Ok(Term::FunctionCall { name, args })
+    }
+}
+
+fn operation(op: ArithOp, left: Term, right: Term) -> Term {
+    Term::Operation {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
     }
 }

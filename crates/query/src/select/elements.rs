@@ -84,6 +84,9 @@ pub fn key_text(term: &Term) -> String {
         Term::Literal(lit) => super::selectors::literal_text(lit),
         Term::Bind(_) => "?".into(),
         Term::Negate(inner) => format!("-{}", key_text(inner)),
+        Term::Operation { op, left, right } => {
+            format!("{} {} {}", key_text(left), op.symbol(), key_text(right))
+        }
         Term::Cast { ty, term } => format!("({ty}){}", key_text(term)),
         other => format!("{other:?}"),
     }

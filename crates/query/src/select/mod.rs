@@ -2,6 +2,7 @@
 //! filtering, projecting, limiting and paging.
 
 mod aggregation;
+mod arithmetic;
 mod compiled;
 mod element_bytes;
 pub mod elements;

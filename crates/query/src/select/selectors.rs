@@ -107,6 +107,14 @@ pub fn compile(table: &Table, selection: &Selection) -> Result<Projection> {
         }
         Selection::Items(items) => {
             for item in items {
+                if let SelectorExpr::Paren(_) = &item.expr {
+                    // Cassandra 5.0.4 takes a parenthesised selector of its
+                    // own for a one-element tuple it cannot type.
+                    let (_, name, _) = compile_expr(table, &item.expr)?;
+                    return Err(QueryError::Invalid(format!(
+                        "Cannot infer type for term {name} in selection clause (try using a cast to force a type)"
+                    )));
+                }
                 let (sel, name, ty) = compile_expr(table, &item.expr)?;
                 specs.push(spec(item.alias.clone().unwrap_or(name), ty));
                 selectors.push(sel);
@@ -135,6 +143,14 @@ fn column<'t>(table: &'t Table, name: &str) -> Result<&'t Column> {
 
 pub(crate) fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, String, CqlType)> {
     Ok(match expr {
+        SelectorExpr::Operation { op, left, right } => {
+            super::arithmetic::compile_operation(table, *op, left, right)?
+        }
+        SelectorExpr::Negate(x) => super::arithmetic::compile_negation(table, x)?,
+        SelectorExpr::Paren(x) => {
+            let (sel, name, ty) = compile_expr(table, x)?;
+            (sel, format!("({name})"), ty)
+        }
         SelectorExpr::Element { expr, key } => {
             let (inner, name, ty) = compile_expr(table, expr)?;
             elements::check_collection(&name, &ty, "Element")?;
@@ -438,7 +454,7 @@ fn check_json_function(lname: &str, args: &[SelectorExpr]) -> Result<()> {
 }
 
 /// A literal selector: its value, the name Cassandra shows, its type.
-fn constant(term: &varve_cql::ast::Term, ty: CqlType) -> Result<(Sel, String, CqlType)> {
+pub(super) fn constant(term: &varve_cql::ast::Term, ty: CqlType) -> Result<(Sel, String, CqlType)> {
     use varve_cql::ast::Term;
     let (lit, ty, shown) = match term {
         Term::Literal(lit) => (lit, ty, literal_text(lit)),
