@@ -8,6 +8,7 @@ mod element_bytes;
 pub mod elements;
 mod grouping;
 mod prefetch;
+mod selector_eval;
 pub mod selectors;
 mod similarity;
 
