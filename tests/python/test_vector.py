@@ -106,6 +106,30 @@ def test_similarity_functions(session, keyspace):
            match="same vector dimensions")
 
 
+def test_a_bound_query_vector_in_the_selection(session, keyspace):
+    """`similarity_cosine(v, ?)`: the query embedding bound at each
+    execution, typed as the other argument (Cassandra names the marker
+    arg1(system.similarity_cosine)); and a typed marker in an arithmetic
+    selector."""
+    table = unique("vecbind")
+    session.execute(f"CREATE TABLE {table} (k int PRIMARY KEY, v vector<float, 3>)")
+    insert = session.prepare(f"INSERT INTO {table} (k, v) VALUES (?, ?)")
+    session.execute(insert, [1, [1.0, 2.0, 3.0]])
+    session.execute(insert, [2, [1.5, 2.5, 3.5]])
+    query = session.prepare(
+        f"SELECT k, similarity_dot_product(v, ?) AS d, (int)? + k AS s FROM {table} WHERE k IN (1, 2)")
+    names = [(m.name, m.type.typename) for m in query.column_metadata]
+    assert names == [("arg1(system.similarity_dot_product)", VECTOR_CLASS),
+                     ("arg0(system._add)", "int")]
+    got = [(r.k, r.d, r.s) for r in session.execute(query, [[1.0, 2.0, 3.0], 10])]
+    assert got == [(1, 7.5, 11), (2, 9.0, 12)]  # (1 + dot) / 2, as Cassandra scales it
+    # Another execution, other values: nothing of the first is kept.
+    got = [(r.k, r.d, r.s) for r in session.execute(query, [[0.0, 0.0, 1.0], 100])]
+    assert got == [(1, 2.0, 101), (2, 2.25, 102)]
+    got = [(r.k, r.d, r.s) for r in session.execute(query, [None, None])]
+    assert got == [(1, None, None), (2, None, None)]
+
+
 def test_schema_metadata_cqlsh_and_a_restart(start_varve, tmp_path):
     node = start_varve(data_dir=tmp_path / "vec-node")
     cluster = connect(node.host, node.port, 5)

@@ -212,6 +212,25 @@ impl Specs<'_> {
         }
     }
 
+    /// The markers among the arguments of the selection's functions and
+    /// operations, typed by the compiled selection (an error there is
+    /// reported by the statement's own compilation).
+    fn selection_markers(&mut self, t: &Table, selection: &varve_cql::ast::Selection) {
+        use crate::select::selectors::{compile, Sel};
+        let Ok(projection) = compile(t, selection) else {
+            return;
+        };
+        let mut markers = Vec::new();
+        for sel in &projection.selectors {
+            sel.markers(&mut markers);
+        }
+        for m in markers {
+            if let Sel::Marker { term, ty, receiver } = m {
+                self.term(term, receiver, ty);
+            }
+        }
+    }
+
     fn using(&mut self, u: &Using) {
         if let Some(t) = &u.ttl {
             self.term(t, "[ttl]", &CqlType::Int);
@@ -399,6 +418,7 @@ pub fn bind_specs(
                         specs.selector(&item.expr);
                     }
                 }
+                specs.selection_markers(t, &s.selection);
                 specs.relations(&s.where_clause);
                 if let Some(l) = &s.limit {
                     specs.term(l, "[limit]", &CqlType::Int);

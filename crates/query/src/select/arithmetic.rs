@@ -74,7 +74,11 @@ pub fn compile_operation(
         None,
         Some((l.name(), r.name())),
     )?;
-    let args = vec![l.compile(&sig.left)?, r.compile(&sig.right)?];
+    let function = format!("system.{}", op.function_name());
+    let args = vec![
+        l.compile(&sig.left)?.into_argument(0, &function),
+        r.compile(&sig.right)?.into_argument(1, &function),
+    ];
     let sel = Sel::Func {
         name: op.function_name().into(),
         args,
@@ -88,7 +92,9 @@ pub fn compile_negation(table: &Table, x: &SelectorExpr) -> Result<(Sel, String,
     let sig = arith::resolve_negation(&x.operand(), None)?;
     let sel = Sel::Func {
         name: arith::NEGATE.into(),
-        args: vec![x.compile(&sig.left)?],
+        args: vec![x
+            .compile(&sig.left)?
+            .into_argument(0, &format!("system.{}", arith::NEGATE))],
     };
     Ok((sel, name, sig.result))
 }

@@ -114,6 +114,7 @@ fn unbound(sel: &Sel) -> bool {
         Sel::Func { args, .. } => args.iter().any(unbound),
         Sel::Cast { inner, .. } | Sel::Field { inner, .. } => unbound(inner),
         Sel::Aggregate { arg: Some(a), .. } => unbound(a),
+        Sel::Marker { .. } => true,
         _ => false,
     }
 }
@@ -199,6 +200,18 @@ fn bind_sel(sel: &Sel, ctx: &Ctx) -> Result<Sel> {
             kind: *kind,
             arg: arg.as_deref().map(boxed).transpose()?,
         },
+        Sel::Marker { term, ty, receiver } => {
+            let bytes = match eval(ctx, term, ty, receiver)? {
+                Evaluated::Value(v) => Some(Bytes::from(codec::serialize(&v))),
+                Evaluated::Null => None,
+                Evaluated::Unset => {
+                    return Err(QueryError::Invalid(format!(
+                        "Invalid unset value for {receiver}"
+                    )))
+                }
+            };
+            Sel::Const(ty.clone(), bytes)
+        }
         other => other.clone(),
     })
 }

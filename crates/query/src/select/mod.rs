@@ -7,6 +7,7 @@ mod compiled;
 mod element_bytes;
 pub mod elements;
 mod grouping;
+mod markers;
 mod prefetch;
 mod selector_eval;
 pub mod selectors;

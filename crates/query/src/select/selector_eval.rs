@@ -86,6 +86,11 @@ pub fn eval(sel: &Sel, view: &RowView, token: i64, now: i32) -> Result<Option<By
         Sel::Aggregate { .. } => {
             return Err(QueryError::Server("aggregate evaluated per row".into()))
         }
+        Sel::Marker { receiver, .. } => {
+            return Err(QueryError::Server(format!(
+                "bind marker {receiver} of the selection was not bound"
+            )))
+        }
     })
 }
 
@@ -113,7 +118,7 @@ fn element_list(items: impl Iterator<Item = Option<Value>>) -> Option<Bytes> {
 /// The type a selector produces.
 pub fn type_of(sel: &Sel) -> CqlType {
     match sel {
-        Sel::Const(ty, _) => ty.clone(),
+        Sel::Const(ty, _) | Sel::Marker { ty, .. } => ty.clone(),
         Sel::Column(c) => c.ty.clone(),
         Sel::WriteTime(c) if c.ty.is_multi_cell() => CqlType::List(Box::new(CqlType::BigInt)),
         Sel::Ttl(c) if c.ty.is_multi_cell() => CqlType::List(Box::new(CqlType::Int)),

@@ -1,6 +1,7 @@
 //! The SELECT clause: what each output column is, its name and type, and
 //! how it is computed from a row (or, for aggregates, from all rows).
 
+pub use super::markers::{has_marker, marker};
 pub use super::selector_eval::{cast, eval, type_of};
 
 use super::aggregation::contains_aggregate;
@@ -70,6 +71,16 @@ pub enum Sel {
         kind: CellInfoKind,
         column: Column,
         pick: Pick,
+    },
+    /// A term with bind markers (`?`, or a vector literal holding some) as
+    /// a function's argument: a value of `ty`, bound into a [`Sel::Const`]
+    /// at each execution (`elements::bind`). `receiver` is the marker's
+    /// name in the prepared metadata, as Cassandra names a function's
+    /// arguments: `arg<i>(<function>)`.
+    Marker {
+        term: varve_cql::ast::Term,
+        ty: CqlType,
+        receiver: String,
     },
 }
 
@@ -459,7 +470,9 @@ pub(super) fn constant(term: &varve_cql::ast::Term, ty: CqlType) -> Result<(Sel,
     use varve_cql::ast::Term;
     let (lit, ty, shown) = match term {
         Term::Literal(lit) => (lit, ty, literal_text(lit)),
+        Term::Bind(_) => return Ok(marker(term, ty, "?".into())),
         Term::Cast { ty, term } => match &**term {
+            Term::Bind(_) => return Ok(marker(term, ty.clone(), format!("({ty})?"))),
             Term::Literal(lit) => (lit, ty.clone(), format!("({ty}){}", literal_text(lit))),
             Term::List(_) if ty.vector().is_some() => {
                 return super::similarity::vector_constant(ty, term)

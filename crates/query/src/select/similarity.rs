@@ -4,7 +4,7 @@
 //! infers it; a list literal on its own is a `vector<float, n>` of its
 //! length.
 
-use super::selectors::{compile_expr, Sel};
+use super::selectors::{compile_expr, has_marker, marker, Sel};
 use crate::error::{QueryError, Result};
 use crate::terms::{eval_literal, Evaluated};
 use crate::vectors::{check_similarity_args, eval_literal as eval_vector, term_text};
@@ -23,11 +23,6 @@ pub(super) fn compile(
     let mut typed = Vec::with_capacity(args.len());
     for a in args {
         match a {
-            SelectorExpr::Term(Term::Bind(_)) => {
-                return Err(QueryError::Invalid(format!(
-                    "Bind markers in the arguments of system.{fname} in a selection are not supported yet"
-                )))
-            }
             SelectorExpr::Term(Term::Cast { ty, term }) => {
                 let c = constant(term, ty, &format!("({ty}){}", term_text(term)))?;
                 typed.push((c.1.clone(), Some(ty.clone())));
@@ -35,8 +30,11 @@ pub(super) fn compile(
             }
             SelectorExpr::Term(term) => {
                 let ty = match term {
-                    Term::Literal(Literal::Null) => None,
-                    Term::List(items) => Some(CqlType::Vector(Box::new(CqlType::Float), items.len())),
+                    // A marker takes the type of the other argument.
+                    Term::Literal(Literal::Null) | Term::Bind(_) => None,
+                    Term::List(items) => {
+                        Some(CqlType::Vector(Box::new(CqlType::Float), items.len()))
+                    }
                     other => Some(crate::functions::natural_type(other)),
                 };
                 typed.push((term_text(term), ty));
@@ -53,9 +51,14 @@ pub(super) fn compile(
     let vector = CqlType::Vector(Box::new(CqlType::Float), n);
     let mut sels = Vec::with_capacity(args.len());
     let mut names = Vec::with_capacity(args.len());
-    for (a, c) in args.iter().zip(compiled) {
+    let function = format!("system.{fname}");
+    for (i, (a, c)) in args.iter().zip(compiled).enumerate() {
         let (sel, name, _) = match (a, c) {
             (_, Some(c)) => c,
+            (SelectorExpr::Term(term), None) if has_marker(term) => {
+                let (sel, name, ty) = marker(term, vector.clone(), term_text(term));
+                (sel.into_argument(i, &function), name, ty)
+            }
             (SelectorExpr::Term(term), None) => constant(term, &vector, &term_text(term))?,
             (_, None) => return Err(QueryError::Server("an argument was not compiled".into())),
         };
