@@ -72,7 +72,7 @@ pub fn assign(
             if let Some(bytes) = bound_verbatim(ctx, value, &ty, &col.name) {
                 let bytes = bytes?;
                 check_value_len(bytes.len(), col)?;
-                row.cells.insert(
+                row.cells.put_reconciled(
                     (col.id, None),
                     Cell::expiring(ts, ttl, now, value_slab::copy_value(bytes)),
                 );
@@ -83,10 +83,11 @@ pub fn assign(
                 match v {
                     Evaluated::Unset => {}
                     Evaluated::Null => {
-                        row.cells.insert((col.id, None), Cell::tombstone(ts, now));
+                        row.cells
+                            .put_reconciled((col.id, None), Cell::tombstone(ts, now));
                     }
                     Evaluated::Value(v) => {
-                        row.cells.insert(
+                        row.cells.put_reconciled(
                             (col.id, None),
                             Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&v))),
                         );
@@ -181,13 +182,14 @@ pub fn assign(
                 let path = Some(Bytes::from(codec::serialize(&k)));
                 match eval(ctx, value, vt, &col.name)? {
                     Evaluated::Value(v) => {
-                        row.cells.insert(
+                        row.cells.put_reconciled(
                             (col.id, path),
                             Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&v))),
                         );
                     }
                     Evaluated::Null => {
-                        row.cells.insert((col.id, path), Cell::tombstone(ts, now));
+                        row.cells
+                            .put_reconciled((col.id, path), Cell::tombstone(ts, now));
                     }
                     Evaluated::Unset => {}
                 }
@@ -204,7 +206,7 @@ pub fn assign(
                 })?;
                 match eval(ctx, value, et, &col.name)? {
                     Evaluated::Value(v) => {
-                        row.cells.insert(
+                        row.cells.put_reconciled(
                             (col.id, Some(path)),
                             Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&v))),
                         );
@@ -227,7 +229,7 @@ pub fn assign(
 
 /// Deletes one element of a set or map: a tombstone at its path.
 fn tombstone_element(row: &mut Row, col: &Column, element: &Value, ts: i64, now: i32) {
-    row.cells.insert(
+    row.cells.put_reconciled(
         (col.id, Some(Bytes::from(codec::serialize(element)))),
         Cell::tombstone(ts, now),
     );
@@ -255,7 +257,8 @@ pub fn delete_target(
             row.complex_deletions
                 .insert(col.id, DeletionTime::new(ts, now));
         } else {
-            row.cells.insert((col.id, None), Cell::tombstone(ts, now));
+            row.cells
+                .put_reconciled((col.id, None), Cell::tombstone(ts, now));
         }
         return Ok(());
     };
@@ -354,7 +357,7 @@ fn add_elements(
                 } else {
                     Bytes::copy_from_slice(&time::new_timeuuid())
                 };
-                row.cells.insert(
+                row.cells.put_reconciled(
                     (col.id, Some(path)),
                     Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&item))),
                 );
@@ -362,7 +365,7 @@ fn add_elements(
         }
         Value::Set(items) => {
             for item in items {
-                row.cells.insert(
+                row.cells.put_reconciled(
                     (col.id, Some(Bytes::from(codec::serialize(&item)))),
                     Cell::expiring(ts, ttl, now, Bytes::new()),
                 );
@@ -370,7 +373,7 @@ fn add_elements(
         }
         Value::Map(entries) => {
             for (k, v) in entries {
-                row.cells.insert(
+                row.cells.put_reconciled(
                     (col.id, Some(Bytes::from(codec::serialize(&k)))),
                     Cell::expiring(ts, ttl, now, Bytes::from(codec::serialize(&v))),
                 );

@@ -103,7 +103,7 @@ fn update(op: &Op) -> Partition {
 /// The oracle: the live value of (c, col) at `now`, by Cassandra's rules
 /// applied to the raw list of operations.
 fn oracle(ops: &[Op], c: i32, col: u32, now: i32) -> Option<u8> {
-    // The winning cell version: highest timestamp; ties: tombstone, then greater value, then later expiry.
+    // The winning cell version: highest timestamp; ties as `pick` says.
     let mut best: Option<(i64, bool, u8, i32)> = None; // (ts, is_tombstone, value, expiry)
     let mut deleted_at = i64::MIN;
     for op in ops {
@@ -152,20 +152,26 @@ fn oracle(ops: &[Op], c: i32, col: u32, now: i32) -> Option<u8> {
     Some(value)
 }
 
+/// Cassandra 5.0's tie rules: a tombstone or an expiring cell beats a
+/// plain live cell, a tombstone beats an expiring cell, the later deletion
+/// or expiry wins, then the greater value.
 fn pick(a: (i64, bool, u8, i32), b: (i64, bool, u8, i32)) -> (i64, bool, u8, i32) {
     if a.0 != b.0 {
         return if a.0 > b.0 { a } else { b };
     }
-    if a.1 != b.1 {
-        return if a.1 { a } else { b };
+    let dated = |x: &(i64, bool, u8, i32)| x.1 || x.3 != i32::MAX;
+    if dated(&a) || dated(&b) {
+        if dated(&a) != dated(&b) {
+            return if dated(&a) { a } else { b };
+        }
+        if a.1 != b.1 {
+            return if a.1 { a } else { b };
+        }
+        if a.3 != b.3 {
+            return if a.3 > b.3 { a } else { b };
+        }
     }
-    if a.1 {
-        return a;
-    }
-    if a.2 != b.2 {
-        return if a.2 > b.2 { a } else { b };
-    }
-    if a.3 >= b.3 {
+    if a.2 >= b.2 {
         a
     } else {
         b

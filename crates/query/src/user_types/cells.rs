@@ -38,7 +38,8 @@ pub fn add_fields(
     for (i, f) in fields.into_iter().enumerate() {
         if let Some(v) = f {
             let value = Bytes::from(codec::serialize(&v));
-            row.cells.insert((col.id, Some(field_path(i))), cell(value));
+            row.cells
+                .put_reconciled((col.id, Some(field_path(i))), cell(value));
         }
     }
 }
@@ -100,7 +101,7 @@ pub fn set_field(
                 .insert(key, cell(Bytes::from(codec::serialize(&v))));
         }
         Evaluated::Null => {
-            row.cells.insert(key, tombstone);
+            row.cells.put_reconciled(key, tombstone);
         }
         Evaluated::Unset => {}
     }

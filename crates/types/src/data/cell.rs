@@ -153,35 +153,39 @@ impl Cell {
     }
 }
 
-/// Which of two versions of a cell wins. Higher timestamp wins; on a tie a
-/// tombstone beats a live or expiring cell, then the greater value wins,
-/// then the later expiry (a non-expiring cell counts as never expiring).
+/// Which of two versions of a cell wins, as Cassandra 5.0 reconciles
+/// them. A higher timestamp wins. On a tie, a cell that has a deletion
+/// time (a tombstone or an expiring cell) beats a plain live cell (so the
+/// answer never depends on the clock at reconciliation, CASSANDRA-14592);
+/// between two such cells a tombstone beats an expiring cell, then the
+/// later deletion time wins; what is left is decided by the greater value
+/// (`a` when equal).
 pub fn reconcile(a: Cell, b: Cell) -> Cell {
     if a.timestamp != b.timestamp {
         return if a.timestamp > b.timestamp { a } else { b };
     }
-    match (a.is_tombstone(), b.is_tombstone()) {
-        (true, false) => return a,
-        (false, true) => return b,
-        (true, true) => {
-            return if b.local_deletion_time > a.local_deletion_time {
-                b
-            } else {
-                a
-            }
+    let a_dated = a.local_deletion_time != NO_DELETION_TIME;
+    let b_dated = b.local_deletion_time != NO_DELETION_TIME;
+    if a_dated || b_dated {
+        if a_dated != b_dated {
+            return if a_dated { a } else { b };
         }
-        (false, false) => {}
+        let (a_tombstone, b_tombstone) = (!a.is_expiring(), !b.is_expiring());
+        if a_tombstone != b_tombstone {
+            return if a_tombstone { a } else { b };
+        }
+        if a.local_deletion_time != b.local_deletion_time {
+            return if a.local_deletion_time > b.local_deletion_time {
+                a
+            } else {
+                b
+            };
+        }
     }
-    match a.value.cmp(&b.value) {
-        std::cmp::Ordering::Greater => a,
-        std::cmp::Ordering::Less => b,
-        std::cmp::Ordering::Equal => {
-            if b.local_deletion_time > a.local_deletion_time {
-                b
-            } else {
-                a
-            }
-        }
+    if a.value >= b.value {
+        a
+    } else {
+        b
     }
 }
 
@@ -210,6 +214,32 @@ mod tests {
     fn greater_value_wins_a_tie_between_live_cells() {
         assert_eq!(reconcile(live(5, b"a"), live(5, b"b")).value, &b"b"[..]);
         assert_eq!(reconcile(live(5, b"b"), live(5, b"a")).value, &b"b"[..]);
+    }
+
+    #[test]
+    fn on_a_tie_an_expiring_cell_beats_a_live_one_whatever_the_values() {
+        let expiring = Cell::expiring(5, 10, 100, Bytes::from_static(b"a"));
+        for (x, y) in [(expiring.clone(), live(5, b"z")), (live(5, b"z"), expiring)] {
+            let won = reconcile(x, y);
+            assert!(won.is_expiring(), "{won:?}");
+            assert_eq!(won.value, &b"a"[..]);
+        }
+    }
+
+    #[test]
+    fn on_a_tie_the_later_expiry_wins_before_the_values_are_compared() {
+        let soon = Cell::expiring(5, 10, 100, Bytes::from_static(b"z"));
+        let later = Cell::expiring(5, 20, 100, Bytes::from_static(b"a"));
+        assert_eq!(reconcile(soon.clone(), later.clone()).value, &b"a"[..]);
+        assert_eq!(reconcile(later, soon).value, &b"a"[..]);
+    }
+
+    #[test]
+    fn on_a_tie_a_tombstone_beats_an_expiring_cell() {
+        let t = Cell::tombstone(5, 50);
+        let e = Cell::expiring(5, 1000, 100, Bytes::from_static(b"z"));
+        assert!(reconcile(t.clone(), e.clone()).is_tombstone());
+        assert!(reconcile(e, t).is_tombstone());
     }
 
     #[test]

@@ -67,6 +67,23 @@ impl CellMap {
         }
     }
 
+    /// Sets the cell at `path`, or, when one is there, keeps the winner of
+    /// the two ([`crate::data::cell::reconcile`]): what one statement that
+    /// writes a cell twice (`SET s = s - {3}, s = s + {3}`) leaves, as
+    /// Cassandra merges its update.
+    pub fn put_reconciled(&mut self, path: CellPath, cell: Cell) {
+        match self.search(&path) {
+            Ok(i) => {
+                let old =
+                    std::mem::replace(&mut self.entries[i].1, Cell::live(0, Default::default()));
+                self.entries[i].1 = crate::data::cell::reconcile(old, cell);
+            }
+            Err(_) => {
+                self.insert(path, cell);
+            }
+        }
+    }
+
     pub fn get(&self, path: &CellPath) -> Option<&Cell> {
         self.search(path).ok().map(|i| &self.entries[i].1)
     }
