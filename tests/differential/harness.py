@@ -13,6 +13,8 @@ Corpus format (`corpus/*.cql`):
   `@tolerance N` numbers may differ by up to N (remaining TTLs);
   `@ignore-columns` compare rows only, not column names/types (rarely needed);
   `@fetch N`    page size (default 100);
+  `@pages`      also record and compare how many rows each page held (the page
+                boundaries, an empty last page included);
   `@bind [JSON list]` prepare the statement and execute it with these values;
   `@consistency LEVEL` / `@serial LEVEL` run it at that consistency / serial consistency
   (default ONE / SERIAL), with no retry on another host;
@@ -272,10 +274,25 @@ def execute(session, st):
             rs = session.execute(bound)
         else:
             rs = session.execute(SimpleStatement(expand(st.text), fetch_size=fetch, **levels(st)))
-        rows = [[to_plain(v) for v in row] for row in rs]  # pages through everything
+        pages = None
+        if st.flag("pages"):
+            raw, pages = [], []
+            while True:
+                page = list(rs.current_rows)
+                pages.append(len(page))
+                raw.extend(page)
+                if not rs.has_more_pages:
+                    break
+                rs.fetch_next_page()
+        else:
+            raw = rs  # pages through everything
+        rows = [[to_plain(v) for v in row] for row in raw]
         cols = list(rs.column_names or [])
         types = [type_name(t) for t in (rs.column_types or [])]
-        return {"kind": "rows", "columns": cols, "types": types, "rows": rows}
+        out = {"kind": "rows", "columns": cols, "types": types, "rows": rows}
+        if pages is not None:
+            out["pages"] = pages
+        return out
     except Exception as exc:  # noqa: BLE001 - every failure is a result to compare
         out = error_result(exc)
         if "bind" in st.directives:
@@ -395,6 +412,8 @@ def compare(st, expected, actual):
     exp_rows, act_rows = expected["rows"], actual["rows"]
     if len(exp_rows) != len(act_rows):
         return f"row count {len(exp_rows)} vs {len(act_rows)}"
+    if "pages" in expected and expected["pages"] != actual.get("pages"):
+        return f"pages of {expected['pages']} rows vs {actual.get('pages')}"
     if st.flag("shape"):
         return None
     tol = float(st.directives.get("tolerance", 0) or 0)

@@ -454,7 +454,12 @@ pub async fn execute(p: &Processor, ctx: &mut Ctx<'_>, s: &Select) -> Result<Que
         }
     }
     let exhausted = run.remaining == Some(0);
-    let paging_state = if done || exhausted {
+    // A page that ends full carries a paging state even when the data
+    // ended with it, as Cassandra's does: the client's next page is then
+    // empty (differential corpus 24_issue21_paging). Only the statement's
+    // LIMIT, reached, ends the paging at a full page.
+    let page_full = run.page_size.is_some_and(|n| run.rows.len() >= n);
+    let paging_state = if exhausted || (done && !page_full) {
         None
     } else {
         run.last.take().map(|l| l.encode())
