@@ -29,6 +29,8 @@ pub const MAX_PREPARED_STATEMENTS: usize = 10_000;
 
 /// A statement kept by PREPARE.
 pub(crate) struct Prepared {
+    /// The statement's text (the `query` of a traced EXECUTE).
+    pub text: String,
     pub parsed: Parsed,
     pub keyspace: Option<String>,
     pub info: PreparedInfo,
@@ -222,7 +224,9 @@ impl Processor {
         text: &str,
         opts: &QueryOptions,
     ) -> Result<Outcome> {
+        crate::trace::event(|| format!("Parsing {text}"));
         let parsed = parse(text)?;
+        crate::trace::event(|| "Preparing statement".into());
         let keyspace = opts.keyspace.clone().or_else(|| state.keyspace.clone());
         let schema = self.schema();
         let (specs, _) = prepare::bind_specs(&schema, keyspace.as_deref(), &parsed)?;
@@ -237,7 +241,9 @@ impl Processor {
         text: &str,
         keyspace: Option<&str>,
     ) -> Result<PreparedInfo> {
+        crate::trace::event(|| format!("Parsing {text}"));
         let parsed = parse(text)?;
+        crate::trace::event(|| "Preparing statement".into());
         let keyspace = keyspace
             .map(str::to_string)
             .or_else(|| state.keyspace.clone());
@@ -259,6 +265,7 @@ impl Processor {
         };
         let spec_names = info.bind.iter().map(|s| s.name.clone()).collect();
         let entry = Arc::new(Prepared {
+            text: text.to_string(),
             parsed,
             keyspace,
             info: info.clone(),
@@ -302,6 +309,16 @@ impl Processor {
     /// when the table is altered).
     pub fn prepared_result(&self, id: &[u8]) -> Result<PreparedInfo> {
         Ok(self.lookup(id)?.info.clone())
+    }
+
+    /// How a traced EXECUTE of prepared statement `id` is described in
+    /// `system_traces.sessions` (its text and bound values).
+    pub fn traced_execute(&self, id: &[u8], opts: &QueryOptions) -> crate::trace::Request {
+        let prepared = self.lookup(id).ok();
+        let found = prepared
+            .as_ref()
+            .map(|p| (p.text.as_str(), &p.info.bind[..]));
+        crate::trace::request::execute(found, opts)
     }
 
     /// Statements in the prepared cache.
@@ -554,6 +571,15 @@ impl Processor {
     /// Forgets prepared statements of a dropped keyspace or table.
     pub(crate) fn forget_prepared(&self) {
         self.prepared.write().clear();
+    }
+
+    /// Writes a finished trace session into `system_traces` on this node.
+    pub fn store_trace(
+        &self,
+        session: &crate::trace::Session,
+        request: &crate::trace::Request,
+    ) -> Result<()> {
+        crate::trace::store::store(self, session, request)
     }
 
     /// Runs one statement for internal callers with no bound values.
