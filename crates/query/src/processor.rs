@@ -76,11 +76,13 @@ pub const SCHEMA_CONFLICT_RETRIES: usize = 50;
 impl Processor {
     /// A node that keeps everything in memory (tests).
     pub fn new(node: NodeInfo) -> Arc<Processor> {
+        let schema = system::initial_schema();
+        let storage = memory_storage(&schema);
         Arc::new(Processor::build(
             node,
-            system::initial_schema(),
+            schema,
             None,
-            Storage::new(),
+            storage,
             private_registry(),
         ))
     }
@@ -92,13 +94,9 @@ impl Processor {
         node: NodeInfo,
         wrap: impl FnOnce(LocalNode) -> Arc<dyn DataPath>,
     ) -> Arc<Processor> {
-        let mut p = Processor::build(
-            node,
-            system::initial_schema(),
-            None,
-            Storage::new(),
-            private_registry(),
-        );
+        let schema = system::initial_schema();
+        let storage = memory_storage(&schema);
+        let mut p = Processor::build(node, schema, None, storage, private_registry());
         p.data = wrap(LocalNode::new(p.storage.engine()));
         Arc::new(p)
     }
@@ -596,6 +594,17 @@ fn private_registry() -> Arc<Registry> {
         process_metrics: false,
         ..RegistryOptions::default()
     }))
+}
+
+/// A storage in memory holding the tables of `schema` that are stored
+/// (`system.paxos`, `system_traces.*`), as a durable node opens them.
+fn memory_storage(schema: &Schema) -> Storage {
+    let storage = Storage::new();
+    for (t, durable) in local_schema::tables(schema).values() {
+        // A fresh storage holds no table yet: creating one cannot clash.
+        let _ = storage.create_table(local_schema::descriptor(t, *durable));
+    }
+    storage
 }
 
 fn parse(text: &str) -> Result<Parsed> {
