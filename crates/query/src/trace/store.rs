@@ -53,8 +53,8 @@ pub fn store(p: &Processor, session: &Session, request: &Request) -> Result<()> 
         .map(|(k, v)| (Value::Text(k.clone()), Value::Text(v.clone())));
     session_row.push(("parameters", Value::Map(parameters.collect())));
     let mut partition = Partition::default();
-    writer.add_row(&sessions, &mut partition, &[], &session_row)?;
-    apply(p, &sessions, &id, partition)?;
+    writer.add_row(sessions, &mut partition, &[], &session_row)?;
+    apply(p, sessions, &id, partition)?;
 
     let mut partition = Partition::default();
     for e in session.events() {
@@ -65,9 +65,9 @@ pub fn store(p: &Processor, session: &Session, request: &Request) -> Result<()> 
             ("source_port", Value::Int(i32::from(node.listen_port))),
             ("thread", Value::Text(e.thread)),
         ];
-        writer.add_row(&events, &mut partition, &[Value::Timeuuid(e.id)], &row)?;
+        writer.add_row(events, &mut partition, &[Value::Timeuuid(e.id)], &row)?;
     }
-    apply(p, &events, &id, partition)
+    apply(p, events, &id, partition)
 }
 
 fn apply(p: &Processor, table: &Table, key: &Value, partition: Partition) -> Result<()> {
