@@ -63,6 +63,9 @@ pub struct ClientState {
     pub keyspace: Option<String>,
     /// The role logged in (PasswordAuthenticator), `None` for anonymous.
     pub user: Option<String>,
+    /// The client's address (`system_traces.sessions.client`), when the
+    /// connection has one.
+    pub address: Option<IpAddr>,
     /// The client asked at STARTUP for ScyllaDB's `SCYLLA_LWT_ADD_METADATA_MARK`
     /// protocol extension: PREPARED marks conditional statements, so that a
     /// driver sends each partition's to one replica (docs/design/paxos.md).

@@ -34,12 +34,32 @@ pub fn keyspace_cql(ks: &Keyspace) -> String {
     format!("CREATE KEYSPACE {} {}", quote(&ks.name), opts.to_cql())
 }
 
+/// The columns in the order Cassandra's DESCRIBE lists them: partition
+/// key, clustering, statics, regulars; among statics and among regulars,
+/// the columns of one cell before the multi-cell ones (non-frozen
+/// collections and user types), each group by name.
+fn describe_order(t: &Table) -> Vec<&varve_schema::Column> {
+    let mut columns: Vec<&varve_schema::Column> = t.columns.iter().collect();
+    columns.sort_by_key(|c| {
+        let group = match c.kind {
+            ColumnKind::PartitionKey => 0,
+            ColumnKind::Clustering => 1,
+            ColumnKind::Static => 2,
+            ColumnKind::Regular => 3,
+        };
+        let multi_cell =
+            matches!(c.kind, ColumnKind::Static | ColumnKind::Regular) && c.ty.is_multi_cell();
+        (group, multi_cell)
+    });
+    columns
+}
+
 pub fn table_cql(t: &Table) -> String {
     let mut s = format!("CREATE TABLE {}.{} (\n", quote(&t.keyspace), quote(&t.name));
     let pk: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
     let ck: Vec<_> = t.clustering().collect();
     let inline_pk = pk.len() == 1 && ck.is_empty();
-    for c in &t.columns {
+    for c in describe_order(t) {
         s.push_str(&format!("    {} {}", quote(&c.name), c.ty.cql_name()));
         if c.kind == ColumnKind::Static {
             s.push_str(" static");

@@ -52,6 +52,7 @@ pub mod schema_source;
 mod select;
 mod system;
 mod terms;
+pub mod trace;
 pub mod user_types;
 mod vectors;
 mod write;

@@ -18,6 +18,7 @@ use crate::data_path::{
     CasCommand, CasOutcome, DataFuture, DataPath, KeyScan, PartitionRead, ReadCommand, TableId,
     WriteCommand,
 };
+use crate::trace;
 
 /// Stripes of the locks that serialise conditional statements per
 /// partition on one node.
@@ -71,6 +72,7 @@ impl LocalNode {
 
     async fn run_cas(&self, c: CasCommand<'_>) -> Result<CasOutcome, DataError> {
         let (_guard, contention) = self.cas_lock(c.key.token).await;
+        trace::event(|| "Reading existing values for CAS precondition".into());
         let found = self
             .engine
             .read_live(c.table, c.key, c.slices, false, c.now_seconds, usize::MAX)
@@ -78,9 +80,13 @@ impl LocalNode {
         let current = found.map(|(p, _, _)| p).unwrap_or_default();
         let decision = c.decider.decide(&current, self.next_cas_micros())?;
         if let (true, Some(update)) = (decision.applied, decision.update) {
+            trace::event(|| "CAS precondition is met; applying client-requested updates".into());
             self.engine
                 .apply(c.table, c.key, update)
                 .map_err(on_write)?;
+            trace::event(|| "CAS applied successfully".into());
+        } else if !decision.applied {
+            trace::event(|| "CAS precondition does not match current values".into());
         }
         Ok(CasOutcome {
             current,
@@ -88,18 +94,9 @@ impl LocalNode {
             contention,
         })
     }
-}
 
-impl DataPath for LocalNode {
-    fn write(&self, w: WriteCommand) -> DataFuture<'_, ()> {
-        DataFuture::ready(
-            self.engine
-                .apply(w.table, &w.key, w.update)
-                .map_err(on_write),
-        )
-    }
-
-    fn read<'a>(&'a self, r: ReadCommand<'a>) -> DataFuture<'a, PartitionRead> {
+    /// Reads one partition.
+    fn read_partition(&self, r: ReadCommand<'_>) -> Result<PartitionRead, DataError> {
         let mut cost = ReadCost::default();
         let found = self.engine.read_live_costed(
             r.table,
@@ -110,7 +107,7 @@ impl DataPath for LocalNode {
             r.row_limit,
             &mut cost,
         );
-        DataFuture::ready(match found {
+        match found {
             Ok(Some((partition, stats, complete))) => Ok(PartitionRead {
                 partition: Some(partition),
                 tombstones: stats.tombstones,
@@ -124,7 +121,21 @@ impl DataPath for LocalNode {
                 sstables: cost.sstables,
             }),
             Err(e) => Err(on_read(e)),
-        })
+        }
+    }
+}
+
+impl DataPath for LocalNode {
+    fn write(&self, w: WriteCommand) -> DataFuture<'_, ()> {
+        DataFuture::ready(
+            self.engine
+                .apply(w.table, &w.key, w.update)
+                .map_err(on_write),
+        )
+    }
+
+    fn read<'a>(&'a self, r: ReadCommand<'a>) -> DataFuture<'a, PartitionRead> {
+        DataFuture::ready(self.read_partition(r))
     }
 
     fn scan_keys<'a>(&'a self, s: KeyScan<'a>) -> DataFuture<'a, Vec<PartitionKey>> {

@@ -29,6 +29,8 @@ pub const MAX_PREPARED_STATEMENTS: usize = 10_000;
 
 /// A statement kept by PREPARE.
 pub(crate) struct Prepared {
+    /// The statement's text (the `query` of a traced EXECUTE).
+    pub text: String,
     pub parsed: Parsed,
     pub keyspace: Option<String>,
     pub info: PreparedInfo,
@@ -74,11 +76,13 @@ pub const SCHEMA_CONFLICT_RETRIES: usize = 50;
 impl Processor {
     /// A node that keeps everything in memory (tests).
     pub fn new(node: NodeInfo) -> Arc<Processor> {
+        let schema = system::initial_schema();
+        let storage = memory_storage(&schema);
         Arc::new(Processor::build(
             node,
-            system::initial_schema(),
+            schema,
             None,
-            Storage::new(),
+            storage,
             private_registry(),
         ))
     }
@@ -90,13 +94,9 @@ impl Processor {
         node: NodeInfo,
         wrap: impl FnOnce(LocalNode) -> Arc<dyn DataPath>,
     ) -> Arc<Processor> {
-        let mut p = Processor::build(
-            node,
-            system::initial_schema(),
-            None,
-            Storage::new(),
-            private_registry(),
-        );
+        let schema = system::initial_schema();
+        let storage = memory_storage(&schema);
+        let mut p = Processor::build(node, schema, None, storage, private_registry());
         p.data = wrap(LocalNode::new(p.storage.engine()));
         Arc::new(p)
     }
@@ -222,7 +222,9 @@ impl Processor {
         text: &str,
         opts: &QueryOptions,
     ) -> Result<Outcome> {
+        crate::trace::event(|| format!("Parsing {text}"));
         let parsed = parse(text)?;
+        crate::trace::event(|| "Preparing statement".into());
         let keyspace = opts.keyspace.clone().or_else(|| state.keyspace.clone());
         let schema = self.schema();
         let (specs, _) = prepare::bind_specs(&schema, keyspace.as_deref(), &parsed)?;
@@ -237,7 +239,9 @@ impl Processor {
         text: &str,
         keyspace: Option<&str>,
     ) -> Result<PreparedInfo> {
+        crate::trace::event(|| format!("Parsing {text}"));
         let parsed = parse(text)?;
+        crate::trace::event(|| "Preparing statement".into());
         let keyspace = keyspace
             .map(str::to_string)
             .or_else(|| state.keyspace.clone());
@@ -259,6 +263,7 @@ impl Processor {
         };
         let spec_names = info.bind.iter().map(|s| s.name.clone()).collect();
         let entry = Arc::new(Prepared {
+            text: text.to_string(),
             parsed,
             keyspace,
             info: info.clone(),
@@ -302,6 +307,16 @@ impl Processor {
     /// when the table is altered).
     pub fn prepared_result(&self, id: &[u8]) -> Result<PreparedInfo> {
         Ok(self.lookup(id)?.info.clone())
+    }
+
+    /// How a traced EXECUTE of prepared statement `id` is described in
+    /// `system_traces.sessions` (its text and bound values).
+    pub fn traced_execute(&self, id: &[u8], opts: &QueryOptions) -> crate::trace::Request {
+        let prepared = self.lookup(id).ok();
+        let found = prepared
+            .as_ref()
+            .map(|p| (p.text.as_str(), &p.info.bind[..]));
+        crate::trace::request::execute(found, opts)
     }
 
     /// Statements in the prepared cache.
@@ -556,6 +571,15 @@ impl Processor {
         self.prepared.write().clear();
     }
 
+    /// Writes a finished trace session into `system_traces` on this node.
+    pub fn store_trace(
+        &self,
+        session: &crate::trace::Session,
+        request: &crate::trace::Request,
+    ) -> Result<()> {
+        crate::trace::store::store(self, session, request)
+    }
+
     /// Runs one statement for internal callers with no bound values.
     pub async fn execute_internal(&self, text: &str) -> Result<Outcome> {
         let mut state = ClientState::default();
@@ -570,6 +594,17 @@ fn private_registry() -> Arc<Registry> {
         process_metrics: false,
         ..RegistryOptions::default()
     }))
+}
+
+/// A storage in memory holding the tables of `schema` that are stored
+/// (`system.paxos`, `system_traces.*`), as a durable node opens them.
+fn memory_storage(schema: &Schema) -> Storage {
+    let storage = Storage::new();
+    for (t, durable) in local_schema::tables(schema).values() {
+        // A fresh storage holds no table yet: creating one cannot clash.
+        let _ = storage.create_table(local_schema::descriptor(t, *durable));
+    }
+    storage
 }
 
 fn parse(text: &str) -> Result<Parsed> {

@@ -201,6 +201,7 @@ async fn finish_batch(
     }
     if logged && partitions > 1 {
         let consistency = crate::consistency::level(ctx.opts.consistency)?;
+        crate::trace::event(|| "Determining replicas for mutation".into());
         let writes = plans
             .into_iter()
             .flat_map(|pl| {
@@ -234,6 +235,7 @@ pub async fn apply(
     kind: WriteKind,
 ) -> Result<()> {
     let consistency = crate::consistency::level(ctx.opts.consistency)?;
+    crate::trace::event(|| "Determining replicas for mutation".into());
     for (key, update) in updates {
         let command = WriteCommand {
             table: table.id,

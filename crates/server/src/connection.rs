@@ -126,7 +126,10 @@ pub async fn serve(
         stage: Stage::Established,
         compression: Compression::None,
         events: None,
-        client: Arc::new(Mutex::new(ClientState::default())),
+        client: Arc::new(Mutex::new(ClientState {
+            address: peer.map(|p| p.ip()),
+            ..ClientState::default()
+        })),
         in_flight: Arc::new(Semaphore::new(max_in_flight.min(Semaphore::MAX_PERMITS))),
         closing: false,
         login: None,
@@ -353,6 +356,7 @@ impl Connection {
         let item = Outgoing::Response {
             version: self.version(),
             stream,
+            tracing_id: None,
             warnings,
             response: Box::new(response),
         };
@@ -421,8 +425,8 @@ impl Connection {
             );
             return self.send_error(stream, errors::protocol_message(msg));
         }
-        let request = match decode_request(&frame, self.compression) {
-            Ok(decoded) => decoded.request,
+        let (request, tracing) = match decode_request(&frame, self.compression) {
+            Ok(decoded) => (decoded.request, decoded.tracing),
             Err(e) => {
                 self.shared.metrics.protocol_error();
                 return self.send_error(stream, errors::protocol_error(&e));
@@ -447,7 +451,7 @@ impl Connection {
                     "Unexpected message AUTH_RESPONSE, authentication is not enabled on this node";
                 self.send_error(stream, errors::protocol_message(msg))
             }
-            statement => self.queue_statement(stream, statement),
+            statement => self.queue_statement(stream, statement, tracing),
         }
     }
 
@@ -533,7 +537,7 @@ impl Connection {
     }
 
     /// Queues a statement request for the burst being read.
-    fn queue_statement(&mut self, stream: i16, request: Request) {
+    fn queue_statement(&mut self, stream: i16, request: Request, tracing: bool) {
         let Ok(permit) = Arc::clone(&self.in_flight).try_acquire_owned() else {
             self.shared.metrics.overloaded();
             let msg = format!(
@@ -545,6 +549,7 @@ impl Connection {
         self.burst.push(Queued {
             stream,
             request,
+            tracing,
             permit,
         });
     }

@@ -13,7 +13,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 use varve_protocol::{Request, Response, ResultBody, SchemaChange};
 use varve_query as query;
-use varve_query::{ClientState, Outcome, Processor, QueryResult};
+use varve_query::{trace, ClientState, Outcome, Processor, QueryResult};
 
 use crate::convert::{self, MetadataRequest};
 use crate::errors;
@@ -29,6 +29,8 @@ pub struct Executed {
     /// changed nothing, and `response` is not for the client; run it again
     /// on the read stage.
     pub would_block: bool,
+    /// The trace session of a traced request, for the response's frame.
+    pub tracing_id: Option<[u8; 16]>,
 }
 
 impl Executed {
@@ -38,14 +40,58 @@ impl Executed {
             warnings: Vec::new(),
             event: None,
             would_block: e.would_block(),
+            tracing_id: None,
         }
     }
 }
 
 /// Executes a statement request; other requests get a ServerError (the
 /// connection handles them itself). `started`: when the request first ran,
-/// if this is a second run (for its latency).
+/// if this is a second run (for its latency). `tracing`: the frame asked
+/// for a trace (docs/design/tracing.md).
 pub async fn execute(
+    processor: &Processor,
+    shared: &Mutex<ClientState>,
+    request: &Request,
+    tracing: bool,
+    started: Option<Instant>,
+) -> Executed {
+    if !tracing {
+        return execute_untraced(processor, shared, request, started).await;
+    }
+    let address = shared.lock().address;
+    let session = trace::Session::begin(address, started.unwrap_or_else(Instant::now));
+    let run = execute_untraced(processor, shared, request, started);
+    let mut executed = trace::run(Some(&session), run).await;
+    if executed.would_block {
+        // Not answered: it runs again, traced again, on the read stage.
+        return executed;
+    }
+    if let Err(e) = processor.store_trace(&session, &describe(processor, request)) {
+        tracing::warn!("could not store trace session: {e}");
+    }
+    if !matches!(executed.response, Response::Error(_)) {
+        executed.tracing_id = Some(session.id());
+    }
+    executed
+}
+
+/// How `system_traces.sessions` describes a statement request.
+fn describe(processor: &Processor, request: &Request) -> trace::Request {
+    match request {
+        Request::Query { query, params } => {
+            trace::request::query(query, &convert::query_options(params))
+        }
+        Request::Execute { id, params, .. } => {
+            processor.traced_execute(id, &convert::query_options(params))
+        }
+        Request::Batch(b) => trace::request::batch(&convert::batch(b).2),
+        Request::Prepare { query, .. } => trace::request::prepare(query),
+        _ => trace::Request::default(),
+    }
+}
+
+async fn execute_untraced(
     processor: &Processor,
     shared: &Mutex<ClientState>,
     request: &Request,
@@ -91,6 +137,7 @@ pub async fn execute(
                     warnings: Vec::new(),
                     event: None,
                     would_block: false,
+                    tracing_id: None,
                 },
                 Err(e) => Executed::error(&e),
             }
@@ -103,6 +150,7 @@ pub async fn execute(
             warnings: Vec::new(),
             event: None,
             would_block: false,
+            tracing_id: None,
         },
     };
     if state.keyspace != before {
@@ -129,6 +177,7 @@ fn finish(
                 warnings,
                 event,
                 would_block: false,
+                tracing_id: None,
             }
         }
         Err(e) => Executed::error(&e),

@@ -102,6 +102,8 @@ pub enum Outgoing {
     Response {
         version: u8,
         stream: i16,
+        /// The trace session of a traced request (flag 0x02).
+        tracing_id: Option<[u8; 16]>,
         warnings: Vec<String>,
         response: Box<Response>,
     },
@@ -175,13 +177,14 @@ impl Outbound {
                 Outgoing::Response {
                     version,
                     stream,
+                    tracing_id,
                     warnings,
                     response,
                 } => {
                     let envelope = Envelope {
                         version,
                         stream,
-                        tracing_id: None,
+                        tracing_id,
                         warnings: &warnings,
                     };
                     match self.segments {
@@ -286,6 +289,7 @@ mod tests {
             Outgoing::Response {
                 version: 5,
                 stream: 1,
+                tracing_id: None,
                 warnings: vec![],
                 response: Box::new(Response::Ready),
             },
@@ -296,6 +300,7 @@ mod tests {
             Outgoing::Response {
                 version: 5,
                 stream: 2,
+                tracing_id: None,
                 warnings: vec!["w".into()],
                 response: Box::new(Response::Ready),
             },
@@ -343,6 +348,7 @@ mod tests {
         batch.push(Outgoing::Response {
             version,
             stream: 9,
+            tracing_id: None,
             warnings: vec![],
             response: Box::new(Response::Result(varve_protocol::ResultBody::Rows(rows))),
         });
@@ -363,6 +369,7 @@ mod tests {
             .map(|(i, &n)| Outgoing::Response {
                 version,
                 stream: i as i16,
+                tracing_id: None,
                 warnings: if i == 1 {
                     vec!["careful".into()]
                 } else {
@@ -384,6 +391,7 @@ mod tests {
                 Outgoing::Response {
                     version,
                     stream,
+                    tracing_id: _,
                     warnings,
                     response,
                 } => {

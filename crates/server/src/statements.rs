@@ -42,6 +42,8 @@ pub const PART_MIN_STATEMENTS: usize = 32;
 pub struct Queued {
     pub stream: i16,
     pub request: Request,
+    /// The frame asked for tracing (flag 0x02).
+    pub tracing: bool,
     pub permit: OwnedSemaphorePermit,
 }
 
@@ -63,9 +65,12 @@ pub fn parts_for(n: usize, workers: usize) -> usize {
 /// Runs a burst: blocking statements as their own tasks, the others as
 /// [`parts_for`] says. Answers of statements run here go to `pending`.
 pub fn run_burst(ctx: &Context, burst: Vec<Queued>, workers: usize, pending: &mut Vec<Outgoing>) {
-    let (blocking, quick): (Vec<Queued>, Vec<Queued>) = burst
-        .into_iter()
-        .partition(|q| may_block(&q.request, ctx.shared.writes_wait_for_sync));
+    let (blocking, quick): (Vec<Queued>, Vec<Queued>) = burst.into_iter().partition(|q| {
+        // A traced request also writes its trace, which waits for
+        // its fsync in batch and group modes.
+        let sync = ctx.shared.writes_wait_for_sync;
+        may_block(&q.request, sync) || (q.tracing && sync)
+    });
     for q in blocking {
         spawn_blocking_statement(ctx.clone(), q);
     }
@@ -117,6 +122,7 @@ fn run_part(ctx: &Context, part: Vec<Queued>) -> (Vec<Outgoing>, Vec<OwnedSemaph
                 Outgoing::Response {
                     version,
                     stream,
+                    tracing_id: None,
                     warnings: Vec::new(),
                     response: Box::new(Response::Error(body.clone())),
                 }
@@ -132,11 +138,11 @@ fn run_part(ctx: &Context, part: Vec<Queued>) -> (Vec<Outgoing>, Vec<OwnedSemaph
 type Running = Pin<Box<dyn Future<Output = (Executed, Request)> + Send>>;
 
 /// The statement `request` as a future that owns its inputs.
-fn running(ctx: &Context, request: Request, started: Option<Instant>) -> Running {
+fn running(ctx: &Context, request: Request, tracing: bool, started: Option<Instant>) -> Running {
     let processor = Arc::clone(&ctx.shared.processor);
     let client = Arc::clone(&ctx.client);
     Box::pin(async move {
-        let executed = dispatch::execute(&processor, &client, &request, started).await;
+        let executed = dispatch::execute(&processor, &client, &request, tracing, started).await;
         (executed, request)
     })
 }
@@ -152,9 +158,10 @@ fn run_here(ctx: &Context, q: Queued) -> Option<(Outgoing, OwnedSemaphorePermit)
     let Queued {
         stream,
         request,
+        tracing,
         permit,
     } = q;
-    let mut statement = running(ctx, request, None);
+    let mut statement = running(ctx, request, tracing, None);
     let polled = run_inline(|| {
         let _event_loop = NonBlocking::enter();
         varve_query::run::poll_once(statement.as_mut())
@@ -168,6 +175,7 @@ fn run_here(ctx: &Context, q: Queued) -> Option<(Outgoing, OwnedSemaphorePermit)
                 let q = Queued {
                     stream,
                     request,
+                    tracing,
                     permit,
                 };
                 if let Some((item, permit)) = finish_here(&ctx, executed, q, started) {
@@ -185,6 +193,7 @@ fn run_here(ctx: &Context, q: Queued) -> Option<(Outgoing, OwnedSemaphorePermit)
     let q = Queued {
         stream,
         request,
+        tracing,
         permit,
     };
     finish_here(ctx, executed, q, started)
@@ -228,9 +237,10 @@ fn to_read_stage(ctx: Context, q: Queued, started: Instant) {
     let Queued {
         stream,
         request,
+        tracing,
         permit,
     } = q;
-    let statement = running(&ctx, request, Some(started));
+    let statement = running(&ctx, request, tracing, Some(started));
     let out = ctx.out.clone();
     let runtime = tokio::runtime::Handle::current();
     ctx.shared.read_stage.clone().spawn(
@@ -250,9 +260,10 @@ fn spawn_blocking_statement(ctx: Context, q: Queued) {
         let Queued {
             stream,
             request,
+            tracing,
             permit,
         } = q;
-        let statement = running(&ctx, request, None);
+        let statement = running(&ctx, request, tracing, None);
         let runtime = tokio::runtime::Handle::current();
         let executed = run_caught(stream, move || runtime.block_on(statement).0).await;
         let item = answer(&ctx.shared, ctx.version, stream, executed);
@@ -282,6 +293,7 @@ fn answer(shared: &Shared, version: u8, stream: i16, executed: Executed) -> Outg
     Outgoing::Response {
         version,
         stream,
+        tracing_id: executed.tracing_id,
         warnings: executed.warnings,
         response: Box::new(executed.response),
     }
@@ -298,6 +310,7 @@ fn panicked(stream: i16, what: &dyn std::fmt::Debug) -> Executed {
         warnings: Vec::new(),
         event: None,
         would_block: false,
+        tracing_id: None,
     }
 }
 

@@ -614,10 +614,12 @@ impl Engine {
             // the commitlog append and the memtable insert.
             let state = table.state.read();
             if let (Some(cl), true) = (&self.commitlog, table.desc.read().durable_writes) {
+                varve_types::trace::event(|| "Appending to commitlog".into());
                 cl.append(id, key, &update)?;
             }
             state.memtable.apply(key, update, size);
         }
+        varve_types::trace::event(|| format!("Adding to {} memtable", table.desc.read().name));
         let total = self.memtable_bytes.fetch_add(size, Ordering::Relaxed) + size;
         if let Some(o) = &self.options {
             let log_full = self

@@ -35,6 +35,8 @@ struct Gathered<'a> {
     indexed: Vec<IndexedPartition<'a>>,
 }
 
+use varve_types::trace;
+
 impl Engine {
     /// The stored partition restricted to `slices` (tombstones included),
     /// merged from every source, or `None` when no source has the key.
@@ -59,8 +61,12 @@ impl Engine {
         cost: &mut ReadCost,
     ) -> Result<Option<Partition>> {
         let table = self.table(id)?;
+        trace_start(&table);
         let (memtables, sstables) = self.sources_of(&table);
-        read_partition_in(&memtables, &sstables, key, slices, cost)
+        let before = cost.sstables;
+        let found = read_partition_in(&memtables, &sstables, key, slices, cost)?;
+        trace_merged(cost.sstables - before);
+        Ok(found)
     }
 
     /// The live rows of `slices` at `now_seconds`, at most `max_rows` of
@@ -79,14 +85,32 @@ impl Engine {
         cost: &mut ReadCost,
     ) -> Result<Option<(Partition, ReadStats, bool)>> {
         let table = self.table(id)?;
+        trace_start(&table);
         let (memtables, sstables) = self.sources_of(&table);
+        let before = cost.sstables;
         let g = gather(&memtables, &sstables, key, slices, cost)?;
-        if g.indexed.is_empty() {
-            return Ok(g
-                .small
-                .map(|p| p.resolve_slices(slices, reversed, now_seconds, max_rows)));
-        }
-        read_windows(g, key, slices, reversed, now_seconds, max_rows).map(Some)
+        let found = if g.indexed.is_empty() {
+            g.small
+                .map(|p| p.resolve_slices(slices, reversed, now_seconds, max_rows))
+        } else {
+            Some(read_windows(
+                g,
+                key,
+                slices,
+                reversed,
+                now_seconds,
+                max_rows,
+            )?)
+        };
+        trace_merged(cost.sstables - before);
+        trace::event(|| {
+            let (rows, tombstones) = found.as_ref().map_or((0, 0), |(p, stats, _)| {
+                let statics = p.static_row.as_ref().is_some_and(|r| !r.cells.is_empty());
+                (p.rows.len() + usize::from(statics), stats.tombstones)
+            });
+            format!("Read {rows} live rows and {tombstones} tombstone cells")
+        });
+        Ok(found)
     }
 
     /// A replica's answer to a coordinator that merges several: the stored
@@ -172,6 +196,21 @@ impl Engine {
         sstables.sort_by_key(|s| std::cmp::Reverse(s.stats().max_timestamp));
         (memtables, sstables)
     }
+}
+
+/// Records the start of a partition read of a traced request, with
+/// Cassandra's texts.
+fn trace_start(table: &TableStore) {
+    trace::event(|| {
+        let name = table.desc.read().name.clone();
+        format!("Executing single-partition query on {name}")
+    });
+    trace::event(|| "Acquiring sstable references".into());
+}
+
+/// Records how many sstables a traced read merged with the memtables.
+fn trace_merged(sstables: u32) {
+    trace::event(|| format!("Merged data from memtables and {sstables} sstables"));
 }
 
 /// The clustering of the last row of `p` in the read's direction.

@@ -20,6 +20,7 @@ pub mod literal;
 pub mod marshal;
 pub mod time;
 pub mod token;
+pub mod trace;
 pub mod user_type;
 pub mod value;
 

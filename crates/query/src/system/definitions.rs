@@ -362,7 +362,8 @@ const DEFS: &[Def] = &[
 
 /// System tables whose rows storage keeps, as any table's (the rest are
 /// generated when read): a replica's Paxos state
-/// (docs/design/paxos.md, section 4).
+/// (docs/design/paxos.md, section 4). (`system_traces`, built apart in
+/// [`crate::trace::schema`], is kept in storage too.)
 pub const STORED_TABLES: &[(&str, &str)] = &[("system", "paxos")];
 
 /// A stable id for a system table, derived from its name.
@@ -429,6 +430,8 @@ pub fn initial_schema() -> Schema {
         let ks = Arc::make_mut(entry);
         ks.tables.insert(def.1.to_string(), Arc::new(build(def)));
     }
+    let traces = crate::trace::schema::keyspace();
+    keyspaces.insert(traces.name.clone(), Arc::new(traces));
     Schema {
         keyspaces,
         version: varve_types::time::random_uuid(),
