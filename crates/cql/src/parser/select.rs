@@ -293,6 +293,12 @@ impl Parser<'_> {
                 p.pos += 2;
                 let expr = p.selector_expr()?;
                 p.expect_kw("as")?;
+                // Cassandra's grammar takes a native type here, nothing else.
+                let native =
+                    matches!(p.peek(), Tok::Ident(name) if super::types::is_native_name(name));
+                if !native {
+                    return Err(p.no_viable());
+                }
                 let ty = p.cql_type()?;
                 p.expect_punct(Punct::RParen)?;
                 Ok(SelectorExpr::Cast {

@@ -3,6 +3,7 @@
 
 mod aggregation;
 mod arithmetic;
+mod cast;
 mod compiled;
 mod element_bytes;
 pub mod elements;

@@ -145,46 +145,7 @@ pub fn type_of(sel: &Sel) -> CqlType {
     }
 }
 
+/// [`super::cast::cast`].
 pub fn cast(from: &CqlType, bytes: &[u8], to: &CqlType) -> Result<Value> {
-    let v = codec::deserialize(from, bytes).map_err(|e| QueryError::Server(e.to_string()))?;
-    let as_f64 = |v: &Value| -> Option<f64> {
-        Some(match v {
-            Value::TinyInt(x) => *x as f64,
-            Value::SmallInt(x) => *x as f64,
-            Value::Int(x) => *x as f64,
-            Value::BigInt(x) | Value::Counter(x) => *x as f64,
-            Value::Float(x) => *x as f64,
-            Value::Double(x) => *x,
-            _ => return None,
-        })
-    };
-    Ok(match to {
-        CqlType::Text | CqlType::Ascii => {
-            use varve_types::literal::{java_decimal_to_string, java_double_to_string};
-            // Numbers print as Java's toString, as Cassandra casts them.
-            let s = match &v {
-                Value::Float(f) => varve_types::literal::java_float_to_string(*f),
-                Value::Double(d) => java_double_to_string(*d),
-                Value::Decimal { unscaled, scale } => java_decimal_to_string(unscaled, *scale),
-                other => varve_types::literal::to_cql_literal(other),
-            };
-            let s = s.trim_matches('\'').to_string();
-            if matches!(to, CqlType::Ascii) {
-                Value::Ascii(s)
-            } else {
-                Value::Text(s)
-            }
-        }
-        CqlType::Double => Value::Double(as_f64(&v).ok_or_else(|| bad_cast(from, to))?),
-        CqlType::Float => Value::Float(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as f32),
-        CqlType::Int => Value::Int(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as i32),
-        CqlType::BigInt => Value::BigInt(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as i64),
-        CqlType::SmallInt => Value::SmallInt(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as i16),
-        CqlType::TinyInt => Value::TinyInt(as_f64(&v).ok_or_else(|| bad_cast(from, to))? as i8),
-        _ => return Err(bad_cast(from, to)),
-    })
-}
-
-fn bad_cast(from: &CqlType, to: &CqlType) -> QueryError {
-    QueryError::Invalid(format!("{from} cannot be cast to {to}"))
+    super::cast::cast(from, bytes, to)
 }

@@ -263,6 +263,11 @@ pub(crate) fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, S
             if from.vector().is_some() {
                 return Err(super::similarity::vector_cast_error(&name, ty));
             }
+            // A cast to the type it has is no cast: Cassandra names the
+            // column as the bare selector.
+            if super::cast::check(&name, &from, ty)? {
+                return Ok((inner, name, from));
+            }
             (
                 Sel::Cast {
                     inner: Box::new(inner),
