@@ -255,6 +255,13 @@ impl Parser<'_> {
                 columns,
             }
         } else if self.eat_kw("drop") {
+            // Cassandra 5.0 parses it, and refuses it unless
+            // `drop_compact_storage_enabled` (off by default).
+            if self.is_kw("compact") && self.is_kw_at(1, "storage") {
+                return Err(self.invalid(
+                    "DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.",
+                ));
+            }
             let if_exists = self.if_exists()?;
             let parens = self.eat_punct(Punct::LParen);
             let columns = self.ident_list()?;
