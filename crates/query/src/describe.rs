@@ -39,7 +39,16 @@ pub fn table_cql(t: &Table) -> String {
     let pk: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
     let ck: Vec<_> = t.clustering().collect();
     let inline_pk = pk.len() == 1 && ck.is_empty();
-    for c in &t.columns {
+    // Key columns, then as Cassandra lists the others: statics before
+    // regulars, and in each the single-cell columns before the multi-cell
+    // ones (collections and user types not frozen), by name.
+    let mut columns: Vec<_> = t.columns.iter().collect();
+    columns.sort_by_key(|c| match c.kind {
+        ColumnKind::PartitionKey | ColumnKind::Clustering => (0, false, ""),
+        ColumnKind::Static => (1, c.ty.is_multi_cell(), c.name.as_str()),
+        _ => (2, c.ty.is_multi_cell(), c.name.as_str()),
+    });
+    for c in columns {
         s.push_str(&format!("    {} {}", quote(&c.name), c.ty.cql_name()));
         if c.kind == ColumnKind::Static {
             s.push_str(" static");
