@@ -373,10 +373,19 @@ fn types() {
     for (text, expected) in cases {
         assert_eq!(parse_type(text), Ok(expected), "{text}");
     }
+    // Marshal class names are the types they stand for.
+    assert_eq!(
+        parse_type("'org.apache.cassandra.db.marshal.MapType(UTF8Type,ListType(Int32Type))'"),
+        Ok(map(CqlType::Text, frozen(list(CqlType::Int))))
+    );
     let errors = [
         ("list<list<int>>", ParseErrorKind::Unsupported),
         ("list<address>", ParseErrorKind::Invalid),
-        ("'org.apache.Custom'", ParseErrorKind::Unsupported),
+        // Cassandra has no such class; it has this one, but Varve no type for it.
+        ("'org.apache.Custom'", ParseErrorKind::Syntax),
+        ("'LexicalUUIDType'", ParseErrorKind::Unsupported),
+        ("'ListType(CounterColumnType)'", ParseErrorKind::Invalid),
+        ("'SetType(DurationType)'", ParseErrorKind::Invalid),
         ("frozen<int>", ParseErrorKind::Invalid),
         ("list<counter>", ParseErrorKind::Invalid),
         ("set<duration>", ParseErrorKind::Invalid),
@@ -448,6 +457,11 @@ fn vector_types() {
     for (text, expected) in cases {
         assert_eq!(parse_type(text), Ok(expected), "{text}");
     }
+    // Marshal class names are the types they stand for.
+    assert_eq!(
+        parse_type("'org.apache.cassandra.db.marshal.MapType(UTF8Type,ListType(Int32Type))'"),
+        Ok(map(CqlType::Text, frozen(list(CqlType::Int))))
+    );
     for (text, kind, message) in [
         (
             "vector<float, 0>",

@@ -70,6 +70,10 @@ pub enum ProtocolError {
         /// The value computed over the received bytes.
         actual: u32,
     },
+    /// A protocol error worded as Cassandra words it, sent as it is (a v3
+    /// frame with a flag v3 does not have, ...).
+    #[error("{0}")]
+    Refused(String),
     /// Compressed data could not be decompressed.
     #[error("decompression failed: {0}")]
     Compression(String),

@@ -5,6 +5,14 @@
 //! failure count in v4 and a reason map (`[int]` n, then n pairs of
 //! `[inetaddr]` and `[short]` code) in v5; and in v5 a Write_timeout whose
 //! write type is `CAS` ends with a `[short]` count of contentions.
+//!
+//! Older clients get the errors their version has, as Cassandra's
+//! `getBackwardsCompatibleException` sends them: before v5 a
+//! Cas_write_unknown is a Write_timeout of write type `CAS`; before v4 (the
+//! version that added them) a Read_failure is a Read_timeout and a
+//! Write_failure a Write_timeout with the same counts, and a
+//! Function_failure or CDC_write_failure is an Invalid whose message is
+//! `ERROR FUNCTION_FAILURE: <message>` (the name of its code, then its own).
 
 use std::net::IpAddr;
 
@@ -132,8 +140,8 @@ impl ErrorBody {
     /// Appends the body for `version`. `extra` should match `code`; it is
     /// written as given.
     pub fn encode(&self, version: u8, out: &mut Vec<u8>) {
-        if let (true, ErrorExtra::CasWriteUnknown { .. }) = (version < 5, &self.extra) {
-            return self.cas_unknown_before_v5().encode(version, out);
+        if let Some(older) = self.as_older_version(version) {
+            return older.encode(version, out);
         }
         put_int(out, self.code.0);
         put_string(out, &self.message);
@@ -226,27 +234,73 @@ impl ErrorBody {
         }
     }
 
-    /// CAS_WRITE_UNKNOWN as protocol v4 knows it: a WriteTimeout whose
-    /// write type is CAS (as Cassandra sends it to v4 clients).
-    fn cas_unknown_before_v5(&self) -> ErrorBody {
-        let ErrorExtra::CasWriteUnknown {
-            consistency,
-            received,
-            block_for,
-        } = &self.extra
-        else {
-            return self.clone();
-        };
-        ErrorBody {
-            code: ErrorCode::WRITE_TIMEOUT,
+    /// The error a client of `version` gets instead of this one, when its
+    /// version does not have this one (see the module doc).
+    fn as_older_version(&self, version: u8) -> Option<ErrorBody> {
+        let with = |code: ErrorCode, extra: ErrorExtra| ErrorBody {
+            code,
             message: self.message.clone(),
-            extra: ErrorExtra::WriteTimeout {
-                consistency: *consistency,
-                received: *received,
-                block_for: *block_for,
-                write_type: CAS_WRITE_TYPE.into(),
-                contentions: None,
-            },
+            extra,
+        };
+        match &self.extra {
+            ErrorExtra::CasWriteUnknown {
+                consistency,
+                received,
+                block_for,
+            } if version < 5 => Some(with(
+                ErrorCode::WRITE_TIMEOUT,
+                ErrorExtra::WriteTimeout {
+                    consistency: *consistency,
+                    received: *received,
+                    block_for: *block_for,
+                    write_type: CAS_WRITE_TYPE.into(),
+                    contentions: None,
+                },
+            )),
+            _ if version >= 4 => None,
+            ErrorExtra::ReadFailure {
+                consistency,
+                received,
+                block_for,
+                data_present,
+                ..
+            } => Some(with(
+                ErrorCode::READ_TIMEOUT,
+                ErrorExtra::ReadTimeout {
+                    consistency: *consistency,
+                    received: *received,
+                    block_for: *block_for,
+                    data_present: *data_present,
+                },
+            )),
+            ErrorExtra::WriteFailure {
+                consistency,
+                received,
+                block_for,
+                write_type,
+                ..
+            } => Some(with(
+                ErrorCode::WRITE_TIMEOUT,
+                ErrorExtra::WriteTimeout {
+                    consistency: *consistency,
+                    received: *received,
+                    block_for: *block_for,
+                    write_type: write_type.clone(),
+                    contentions: None,
+                },
+            )),
+            _ => {
+                let name = match self.code {
+                    ErrorCode::FUNCTION_FAILURE => "FUNCTION_FAILURE",
+                    ErrorCode::CDC_WRITE_FAILURE => "CDC_WRITE_FAILURE",
+                    _ => return None,
+                };
+                Some(ErrorBody {
+                    code: ErrorCode::INVALID,
+                    message: format!("ERROR {name}: {}", self.message),
+                    extra: ErrorExtra::None,
+                })
+            }
         }
     }
 

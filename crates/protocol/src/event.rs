@@ -44,12 +44,12 @@ pub enum Event {
 }
 
 impl Event {
-    /// Appends the EVENT body.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    /// Appends the EVENT body for a client of `version`.
+    pub fn encode(&self, version: u8, out: &mut Vec<u8>) {
         match self {
             Event::SchemaChange(sc) => {
                 put_string(out, event_type::SCHEMA_CHANGE);
-                sc.encode(out);
+                sc.encode(version, out);
             }
             Event::TopologyChange { change, addr } => {
                 put_string(out, event_type::TOPOLOGY_CHANGE);

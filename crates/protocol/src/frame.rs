@@ -10,13 +10,15 @@
 //! bytes 9..   body
 //! ```
 //!
-//! Version policy: Varve speaks v4 and v5 ([`SUPPORTED_VERSIONS`]). A frame
+//! Version policy: Varve speaks v3, v4 and v5 ([`SUPPORTED_VERSIONS`]), as
+//! Cassandra 5.0 does (v3 shares v4's header; what differs is in the
+//! messages, see `docs/format/native-protocol.md`). A frame
 //! of any other version yields [`ProtocolError::UnsupportedVersion`] once its
 //! header is complete (8 bytes for v1/v2, whose stream id is one byte; 9
 //! otherwise). The server then writes
 //! [`encode_unsupported_version_error`] and closes the connection, which is
 //! what Cassandra does: the ERROR carries the client's own version when it
-//! is an old one (1, 2, 3), so the client can parse it, and our highest
+//! is an old one (1, 2), so the client can parse it, and our highest
 //! version otherwise (the spec's rule for versions above the server's).
 //! v5 is not a beta version, so the USE_BETA flag is accepted and ignored.
 //!
@@ -39,9 +41,9 @@ pub const LEGACY_HEADER_LEN: usize = 8;
 /// Cassandra's default `native_transport_max_frame_size` (16 MiB).
 pub const MAX_FRAME_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// The protocol versions Varve speaks.
-pub const SUPPORTED_VERSIONS: [u8; 2] = [4, 5];
+pub const SUPPORTED_VERSIONS: [u8; 3] = [3, 4, 5];
 /// Lowest supported version.
-pub const MIN_VERSION: u8 = 4;
+pub const MIN_VERSION: u8 = 3;
 /// Highest supported version; also the version of ERROR replies to a
 /// client that asked for a newer, unknown version.
 pub const MAX_VERSION: u8 = 5;
@@ -291,7 +293,7 @@ impl EnvelopeDecoder {
 /// must carry so that the client can read it.
 pub fn unsupported_version_reply_version(client_version: u8) -> u8 {
     match client_version {
-        1..=3 => client_version,
+        1..=2 => client_version,
         _ => MAX_VERSION,
     }
 }

@@ -97,7 +97,7 @@ fn envelope_decoder_skips_an_oversized_frame_and_continues() {
 
 #[test]
 fn unsupported_versions_are_reported_with_their_stream() {
-    for (version, stream) in [(3u8, 42i16), (6, 42), (0x42, 42)] {
+    for (version, stream) in [(7u8, 42i16), (6, 42), (0x42, 42)] {
         let mut buf = BytesMut::from(header(version, 0).encode().as_slice());
         assert_eq!(
             decode_envelope(&mut buf, MAX_FRAME_BODY_BYTES),
@@ -132,32 +132,49 @@ fn beta_flag_is_ignored_on_v5() {
 #[test]
 fn unsupported_version_reply_is_readable_by_the_client() {
     let expected_msg =
-        "Invalid or unsupported protocol version (3); supported versions are (4/v4, 5/v5)";
-    let reply = encode_unsupported_version_error(3, 9);
+        "Invalid or unsupported protocol version (2); supported versions are (3/v3, 4/v4, 5/v5)";
+    let reply = encode_unsupported_version_error(2, 9);
     assert_eq!(
-        reply[0], 0x83,
-        "old versions get a reply in their own version"
+        &reply[..4],
+        &[0x82, 0x00, 0x09, opcode::ERROR],
+        "old versions get a reply in their own version and layout (one-byte stream)"
     );
-    let h = FrameHeader::decode(&reply).expect("header");
-    assert_eq!(
-        (h.stream, h.opcode, h.body_len as usize),
-        (9, opcode::ERROR, reply.len() - HEADER_LEN)
-    );
-    let mut r = Reader::new(&reply[HEADER_LEN..]);
+    let len = u32::from_be_bytes([reply[4], reply[5], reply[6], reply[7]]) as usize;
+    assert_eq!(len, reply.len() - LEGACY_HEADER_LEN);
+    let mut r = Reader::new(&reply[LEGACY_HEADER_LEN..]);
     assert_eq!(r.read_int(), Ok(0x000A));
     assert_eq!(r.read_string().as_deref(), Ok(expected_msg));
 
     let reply = encode_unsupported_version_error(6, 1);
     assert_eq!(reply[0], 0x85, "newer versions get our highest version");
+    let h = FrameHeader::decode(&reply).expect("header");
+    assert_eq!(
+        (h.stream, h.opcode, h.body_len as usize),
+        (1, opcode::ERROR, reply.len() - HEADER_LEN)
+    );
 
     let reply = encode_unsupported_version_error(1, 3);
-    assert_eq!(
-        &reply[..4],
-        &[0x81, 0x00, 0x03, opcode::ERROR],
-        "v1 layout: one-byte stream"
-    );
-    let len = u32::from_be_bytes([reply[4], reply[5], reply[6], reply[7]]) as usize;
-    assert_eq!(len, reply.len() - LEGACY_HEADER_LEN);
+    assert_eq!(&reply[..4], &[0x81, 0x00, 0x03, opcode::ERROR]);
+}
+
+#[test]
+fn v3_frames_are_accepted_and_v1_v2_refused() {
+    for version in [3, 4, 5] {
+        let mut buf = BytesMut::from(header(version, 0).encode().as_slice());
+        let frame = decode_envelope(&mut buf, MAX_FRAME_BODY_BYTES)
+            .expect("accepted")
+            .expect("a whole frame");
+        assert_eq!(frame.header.version, version);
+    }
+    for version in [1u8, 2] {
+        // Their 8-byte header: version, flags, one-byte stream, opcode, length.
+        let wire = [version, 0, 7, opcode::OPTIONS, 0, 0, 0, 0];
+        let mut buf = BytesMut::from(&wire[..]);
+        assert_eq!(
+            decode_envelope(&mut buf, MAX_FRAME_BODY_BYTES),
+            Err(ProtocolError::UnsupportedVersion { version, stream: 7 })
+        );
+    }
 }
 
 #[test]

@@ -7,6 +7,7 @@ use crate::assembler::FrameAssembler;
 use crate::compress::{decompress_v4_body, Compression};
 use crate::frame::{
     decode_envelope, EnvelopeDecoder, FrameHeader, HEADER_LEN, MAX_FRAME_BODY_BYTES,
+    SUPPORTED_VERSIONS,
 };
 use crate::primitives::Reader;
 use crate::request::{decode_request, Request};
@@ -29,12 +30,12 @@ pub fn fuzz_decode(data: &[u8]) {
     for _ in 0..4 {
         let _ = dec.decode(&mut buf);
     }
-    // Message bodies under every opcode and both versions, taking the
+    // Message bodies under every opcode and every version, taking the
     // header from the first bytes and the body from the rest.
     if data.len() >= HEADER_LEN {
         if let Ok(mut header) = FrameHeader::decode(data) {
             let body = &data[HEADER_LEN..];
-            for version in [4, 5] {
+            for version in SUPPORTED_VERSIONS {
                 header.version = version;
                 header.is_response = false;
                 let _ = Request::decode(&header, body);

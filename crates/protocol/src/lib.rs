@@ -1,4 +1,4 @@
-//! varve-protocol: the CQL native protocol, versions 4 and 5, as a pure
+//! varve-protocol: the CQL native protocol, versions 3, 4 and 5, as a pure
 //! codec. No I/O and no async runtime: callers hand in bytes and get
 //! messages back, or hand in messages and get bytes.
 //!
@@ -67,3 +67,6 @@ pub use result::{ColumnSpec, Prepared, PreparedMetadata, ResultBody, ResultMetad
 pub use schema_change::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
 pub use segment::{Segment, SegmentCodec, MAX_SEGMENT_PAYLOAD_BYTES};
 pub use spliced::{Spliced, SPLICE_MIN_BYTES};
+
+#[cfg(test)]
+mod v3_tests;

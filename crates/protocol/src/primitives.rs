@@ -138,10 +138,12 @@ impl<'a> Reader<'a> {
         Ok(Bytes::copy_from_slice(self.take(len)?))
     }
 
-    /// `[value]`.
-    pub fn read_value(&mut self) -> Result<BoundValue> {
+    /// `[value]` of a client of `version`. Unset (length -2) came in v4:
+    /// before it every negative length is a null, as Cassandra reads it.
+    pub fn read_value(&mut self, version: u8) -> Result<BoundValue> {
         let len = self.read_int()?;
         match len {
+            n if n < 0 && version < 4 => Ok(BoundValue::Null),
             -1 => Ok(BoundValue::Null),
             -2 => Ok(BoundValue::Unset),
             n if n < 0 => Err(ProtocolError::invalid(format!(
@@ -379,13 +381,24 @@ mod tests {
             Err(ProtocolError::Invalid(_))
         ));
         assert!(matches!(
-            Reader::new(&(-3i32).to_be_bytes()).read_value(),
+            Reader::new(&(-3i32).to_be_bytes()).read_value(4),
             Err(ProtocolError::Invalid(_))
         ));
         assert!(matches!(
             Reader::new(&[5, 1, 2, 3, 4, 5]).read_inetaddr(),
             Err(ProtocolError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn v3_reads_every_negative_length_as_null() {
+        for len in [-1i32, -2, -3, i32::MIN] {
+            let bytes = len.to_be_bytes();
+            assert_eq!(Reader::new(&bytes).read_value(3), Ok(BoundValue::Null));
+        }
+        let unset = (-2i32).to_be_bytes();
+        assert_eq!(Reader::new(&unset).read_value(4), Ok(BoundValue::Unset));
+        assert_eq!(Reader::new(&unset).read_value(5), Ok(BoundValue::Unset));
     }
 
     #[test]

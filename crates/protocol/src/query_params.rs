@@ -151,7 +151,7 @@ impl QueryParams {
                 if with_names {
                     names.push(r.read_string()?);
                 }
-                p.values.push(r.read_value()?);
+                p.values.push(r.read_value(version)?);
             }
             p.names = with_names.then_some(names);
         }

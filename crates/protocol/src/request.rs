@@ -252,7 +252,7 @@ fn decode_batch(version: u8, r: &mut Reader<'_>) -> Result<BatchRequest> {
         };
         let count = r.read_short_count(4)?;
         let values = (0..count)
-            .map(|_| r.read_value())
+            .map(|_| r.read_value(version))
             .collect::<Result<Vec<_>>>()?;
         statements.push(BatchStatement {
             query_or_id,
@@ -376,6 +376,11 @@ pub fn decode_request(frame: &Frame, compression: Compression) -> Result<Decoded
     let body = frame_body(header, &frame.body, compression)?;
     let mut r = Reader::new(&body);
     let custom_payload = if header.has_flag(flags::CUSTOM_PAYLOAD) {
+        if header.version < 4 {
+            return Err(ProtocolError::Refused(
+                "Received frame with CUSTOM_PAYLOAD flag for native protocol version < 4".into(),
+            ));
+        }
         Some(
             r.read_bytes_map()
                 .map_err(|e| e.truncated("custom payload"))?,
@@ -430,4 +435,4 @@ pub fn encode_request_frame(
 
 #[cfg(test)]
 #[path = "request_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -54,7 +54,7 @@ fn arb_params(v5: bool) -> impl Strategy<Value = QueryParams> {
         )
 }
 
-fn arb_request(v5: bool) -> impl Strategy<Value = Request> {
+pub(crate) fn arb_request(v5: bool) -> impl Strategy<Value = Request> {
     let statement = (
         prop_oneof![
             ".{0,20}".prop_map(QueryOrId::Query),

@@ -100,7 +100,7 @@ impl Response {
             Response::Authenticate(class) => put_string(out, class),
             Response::Supported(options) => put_string_multimap(out, options),
             Response::Result(r) => r.encode_spliced(version, out, splices),
-            Response::Event(e) => e.encode(out),
+            Response::Event(e) => e.encode(version, out),
             Response::AuthChallenge(t) | Response::AuthSuccess(t) => put_bytes(out, t.as_deref()),
         }
     }
@@ -221,7 +221,8 @@ fn encode_frame_with(
         frame_flags |= flags::TRACING;
         out.extend_from_slice(&id);
     }
-    if !envelope.warnings.is_empty() {
+    // Warnings came in v4; Cassandra drops them for older clients.
+    if !envelope.warnings.is_empty() && envelope.version >= 4 {
         frame_flags |= flags::WARNING;
         put_string_list(out, envelope.warnings);
     }
@@ -286,4 +287,4 @@ pub fn decode_response(frame: &Frame, compression: Compression) -> Result<Decode
 
 #[cfg(test)]
 #[path = "response_tests.rs"]
-mod tests;
+pub(crate) mod tests;

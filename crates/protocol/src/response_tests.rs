@@ -91,7 +91,7 @@ fn schema_change() -> SchemaChange {
     }
 }
 
-fn arb_result(v5: bool) -> impl Strategy<Value = ResultBody> {
+pub(crate) fn arb_result(v5: bool) -> impl Strategy<Value = ResultBody> {
     let prepared = (
         arb_bytes(),
         arb_bytes(),

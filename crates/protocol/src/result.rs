@@ -117,7 +117,7 @@ impl ResultMetadata {
             put_short_bytes(out, id);
         }
         if !self.no_metadata {
-            put_column_specs(out, &self.columns, global);
+            put_column_specs(out, version, &self.columns, global);
         }
     }
 
@@ -198,7 +198,12 @@ fn global_spec(columns: &[ColumnSpec]) -> Option<(&str, &str)> {
         .then_some((first.keyspace.as_str(), first.table.as_str()))
 }
 
-fn put_column_specs(out: &mut Vec<u8>, columns: &[ColumnSpec], global: Option<(&str, &str)>) {
+fn put_column_specs(
+    out: &mut Vec<u8>,
+    version: u8,
+    columns: &[ColumnSpec],
+    global: Option<(&str, &str)>,
+) {
     if let Some((ks, table)) = global {
         put_string(out, ks);
         put_string(out, table);
@@ -209,7 +214,7 @@ fn put_column_specs(out: &mut Vec<u8>, columns: &[ColumnSpec], global: Option<(&
             put_string(out, &c.table);
         }
         put_string(out, &c.name);
-        put_type(out, &c.ty);
+        put_type(out, version, &c.ty);
     }
 }
 
@@ -293,16 +298,19 @@ impl ResultBody {
                 };
                 put_int(out, spec_flags | p.bind.extra_flags);
                 put_int(out, count_int(p.bind.columns.len()));
-                put_int(out, count_int(p.bind.pk_indices.len()));
-                for i in &p.bind.pk_indices {
-                    put_short(out, *i);
+                // The partition key's bind indexes came in v4.
+                if version >= 4 {
+                    put_int(out, count_int(p.bind.pk_indices.len()));
+                    for i in &p.bind.pk_indices {
+                        put_short(out, *i);
+                    }
                 }
-                put_column_specs(out, &p.bind.columns, global);
+                put_column_specs(out, version, &p.bind.columns, global);
                 p.result.encode(version, out);
             }
             ResultBody::SchemaChange(sc) => {
                 put_int(out, result_kind::SCHEMA_CHANGE);
-                sc.encode(out);
+                sc.encode(version, out);
             }
         }
     }
@@ -345,9 +353,11 @@ impl ResultBody {
                 };
                 let flags = r.read_int()?;
                 let col_count = read_count(r)?;
-                let pk_count = {
+                let pk_count = if version >= 4 {
                     let n = read_count(r)?;
                     r.check_count(n, 2)?
+                } else {
+                    0
                 };
                 let pk_indices = (0..pk_count)
                     .map(|_| r.read_short())

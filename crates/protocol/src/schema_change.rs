@@ -1,6 +1,9 @@
 //! Schema changes, shared by the Schema_change RESULT and the SCHEMA_CHANGE
 //! EVENT: `<change_type><target><options>`, all `[string]`s except the
 //! argument types of functions and aggregates (a `[string list]`).
+//!
+//! Functions and aggregates came in v4: a v3 client is told, as Cassandra
+//! tells it, that their keyspace was updated (`UPDATED KEYSPACE ks`).
 
 use crate::error::{ProtocolError, Result};
 use crate::primitives::{put_string, put_string_list, Reader};
@@ -55,8 +58,20 @@ pub struct SchemaChange {
 }
 
 impl SchemaChange {
-    /// Appends `<change_type><target><options>`.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    /// Appends `<change_type><target><options>` as a client of `version`
+    /// reads it.
+    pub fn encode(&self, version: u8, out: &mut Vec<u8>) {
+        if let (
+            true,
+            SchemaChangeTarget::Function { keyspace, .. }
+            | SchemaChangeTarget::Aggregate { keyspace, .. },
+        ) = (version < 4, &self.target)
+        {
+            put_string(out, SchemaChangeType::Updated.as_str());
+            put_string(out, "KEYSPACE");
+            put_string(out, keyspace);
+            return;
+        }
         put_string(out, self.change.as_str());
         match &self.target {
             SchemaChangeTarget::Keyspace(ks) => {

@@ -7,6 +7,13 @@
 //! name][short n]` then n times `[string field][option type]`. A custom
 //! type (0x0000) is `[string class]`: Cassandra 5.0's vectors travel so
 //! (`varve_types::marshal`); other custom classes decode as errors.
+//!
+//! Older clients do not know every id: like Cassandra's `DataType`, a type
+//! whose id came after the client's version ([`first_version_with_id`]:
+//! date, time, smallint and tinyint in v4, duration in v5) is sent as the
+//! custom type named by its marshal class (a v3 client reads a `date` column
+//! as `org.apache.cassandra.db.marshal.SimpleDateType`, a v4 client a
+//! `duration` as `org.apache.cassandra.db.marshal.DurationType`).
 
 use std::sync::Arc;
 use varve_types::marshal::{marshal_name, parse_marshal_name};
@@ -48,10 +55,26 @@ pub mod type_id {
     pub const TUPLE: u16 = 0x0031;
 }
 
-/// Appends the `[option]` for `ty`.
-pub fn put_type(out: &mut Vec<u8>, ty: &CqlType) {
+/// The first protocol version that has an `[option]` id for `ty` (native
+/// types only; a collection's elements are judged one by one).
+pub fn first_version_with_id(ty: &CqlType) -> u8 {
+    match ty {
+        CqlType::Date | CqlType::Time | CqlType::SmallInt | CqlType::TinyInt => 4,
+        CqlType::Duration => 5,
+        _ => 1,
+    }
+}
+
+/// Appends the `[option]` for `ty` as a client of `version` reads it.
+pub fn put_type(out: &mut Vec<u8>, version: u8, ty: &CqlType) {
     use type_id as id;
     let simple = |out: &mut Vec<u8>, code: u16| put_short(out, code);
+    if version < first_version_with_id(ty) {
+        simple(out, id::CUSTOM);
+        put_string(out, &marshal_name(ty));
+        return;
+    }
+    let nested = |out: &mut Vec<u8>, ty: &CqlType| put_type(out, version, ty);
     #[allow(unreachable_patterns)]
     match ty {
         CqlType::Ascii => simple(out, id::ASCII),
@@ -76,25 +99,25 @@ pub fn put_type(out: &mut Vec<u8>, ty: &CqlType) {
         CqlType::Counter => simple(out, id::COUNTER),
         CqlType::List(e) => {
             simple(out, id::LIST);
-            put_type(out, e);
+            nested(out, e);
         }
         CqlType::Set(e) => {
             simple(out, id::SET);
-            put_type(out, e);
+            nested(out, e);
         }
         CqlType::Map(k, v) => {
             simple(out, id::MAP);
-            put_type(out, k);
-            put_type(out, v);
+            nested(out, k);
+            nested(out, v);
         }
         CqlType::Tuple(items) => {
             simple(out, id::TUPLE);
             put_short(out, short_len(items.len()));
             for item in items.iter().take(usize::from(u16::MAX)) {
-                put_type(out, item);
+                nested(out, item);
             }
         }
-        CqlType::Frozen(inner) => put_type(out, inner),
+        CqlType::Frozen(inner) => nested(out, inner),
         CqlType::Udt(u) => {
             simple(out, id::UDT);
             put_string(out, &u.keyspace);
@@ -103,7 +126,7 @@ pub fn put_type(out: &mut Vec<u8>, ty: &CqlType) {
             put_short(out, short_len(n));
             for (name, t) in u.field_names.iter().zip(&u.field_types).take(n) {
                 put_string(out, name);
-                put_type(out, t);
+                nested(out, t);
             }
         }
         // Cassandra 5.0's vectors (and any type without an id) travel as
@@ -262,6 +285,7 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         put_type(
             &mut out,
+            5,
             &CqlType::Frozen(Box::new(CqlType::Map(
                 Box::new(CqlType::Text),
                 Box::new(CqlType::Counter),
@@ -281,6 +305,7 @@ pub(crate) mod tests {
         };
         put_type(
             &mut out,
+            5,
             &CqlType::Frozen(Box::new(CqlType::Udt(Arc::new(u)))),
         );
         let expected = [0, 0x30, 0, 1, b'k', 0, 1, b'a', 0, 1, 0, 1, b'z', 0, 0x09];
@@ -294,7 +319,7 @@ pub(crate) mod tests {
     fn a_vector_is_a_custom_type_named_by_its_class() {
         let ty = CqlType::Vector(Box::new(CqlType::Float), 3);
         let mut out = Vec::new();
-        put_type(&mut out, &ty);
+        put_type(&mut out, 5, &ty);
         let name = b"org.apache.cassandra.db.marshal.VectorType(org.apache.cassandra.db.marshal.FloatType , 3)";
         assert_eq!(out[..2], [0, 0]);
         assert_eq!(
@@ -306,7 +331,7 @@ pub(crate) mod tests {
         // A list of vectors: the list's id, then the vector as a custom type.
         let list = CqlType::List(Box::new(ty));
         let mut out = Vec::new();
-        put_type(&mut out, &list);
+        put_type(&mut out, 5, &list);
         assert_eq!(out[..4], [0, 0x20, 0, 0]);
         assert_eq!(read_type(&mut Reader::new(&out)).unwrap(), list);
         let mut bad = vec![0, 0, 0, 9];
@@ -324,11 +349,41 @@ pub(crate) mod tests {
         assert!(read_type(&mut Reader::new(&bytes)).is_err());
     }
 
+    #[test]
+    fn older_clients_get_newer_types_as_custom_classes() {
+        let custom = |version: u8, ty: &CqlType| {
+            let mut out = Vec::new();
+            put_type(&mut out, version, ty);
+            let mut r = Reader::new(&out);
+            assert_eq!(r.read_short(), Ok(type_id::CUSTOM), "{ty:?} in v{version}");
+            r.read_string().expect("class name")
+        };
+        let class = |name: &str| format!("org.apache.cassandra.db.marshal.{name}");
+        assert_eq!(custom(3, &CqlType::Date), class("SimpleDateType"));
+        assert_eq!(custom(3, &CqlType::Time), class("TimeType"));
+        assert_eq!(custom(3, &CqlType::SmallInt), class("ShortType"));
+        assert_eq!(custom(3, &CqlType::TinyInt), class("ByteType"));
+        assert_eq!(custom(3, &CqlType::Duration), class("DurationType"));
+        assert_eq!(custom(4, &CqlType::Duration), class("DurationType"));
+        // Inside a collection only the element is custom, as Cassandra
+        // sends `list<date>` to a v3 client.
+        let mut out = Vec::new();
+        put_type(&mut out, 3, &CqlType::List(Box::new(CqlType::Date)));
+        assert_eq!(out[..4], [0, 0x20, 0, 0]);
+        // From the version that has the id, the id.
+        let mut out = Vec::new();
+        put_type(&mut out, 4, &CqlType::Date);
+        assert_eq!(out, [0, 0x11]);
+        let mut out = Vec::new();
+        put_type(&mut out, 5, &CqlType::Duration);
+        assert_eq!(out, [0, 0x15]);
+    }
+
     proptest! {
         #[test]
-        fn types_round_trip(ty in arb_type()) {
+        fn types_round_trip(ty in arb_type(), version in 3u8..=5) {
             let mut out = Vec::new();
-            put_type(&mut out, &ty);
+            put_type(&mut out, version, &ty);
             let mut r = Reader::new(&out);
             prop_assert_eq!(read_type(&mut r)?, strip_frozen(&ty));
             prop_assert_eq!(r.remaining(), 0);

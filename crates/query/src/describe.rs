@@ -47,9 +47,11 @@ fn describe_order(t: &Table) -> Vec<&varve_schema::Column> {
             ColumnKind::Static => 2,
             ColumnKind::Regular => 3,
         };
-        let multi_cell =
-            matches!(c.kind, ColumnKind::Static | ColumnKind::Regular) && c.ty.is_multi_cell();
-        (group, multi_cell)
+        // Key columns keep their key order; the others go single-cell
+        // before multi-cell, then by name, as Cassandra lists them.
+        let other = matches!(c.kind, ColumnKind::Static | ColumnKind::Regular);
+        let multi_cell = other && c.ty.is_multi_cell();
+        (group, multi_cell, if other { c.name.as_str() } else { "" })
     });
     columns
 }

@@ -36,7 +36,7 @@ use varve_protocol::event::event_type;
 use varve_protocol::frame::{opcode, EVENT_STREAM};
 use varve_protocol::{
     decode_request, encode_unsupported_version_error, supported_version_strings, Compression,
-    ErrorBody, Event, Frame, ProtocolError, Request, Response, MIN_VERSION,
+    ErrorBody, Event, Frame, ProtocolError, Request, Response,
 };
 use varve_query::ClientState;
 
@@ -298,6 +298,10 @@ fn opcode_name(op: u8) -> String {
     }
 }
 
+/// The version of replies sent before the first frame fixed the
+/// connection's version.
+const PRE_FRAME_REPLY_VERSION: u8 = 4;
+
 /// ScyllaDB's protocol extension that marks conditional statements in
 /// PREPARED, so that its drivers send every LWT of a partition to the same
 /// replica, where they queue instead of duelling (docs/design/paxos.md).
@@ -344,8 +348,11 @@ fn check_startup(options: &HashMap<String, String>) -> Result<Compression, Error
 }
 
 impl Connection {
+    /// The connection's version, fixed by its first frame; before that
+    /// (an error framing the first frame) replies go out in v4, which every
+    /// driver reads.
     fn version(&self) -> u8 {
-        self.version.unwrap_or(MIN_VERSION)
+        self.version.unwrap_or(PRE_FRAME_REPLY_VERSION)
     }
 
     /// Queues an answer for the next [`Connection::flush`].

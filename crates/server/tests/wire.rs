@@ -131,7 +131,11 @@ async fn options_then_startup_v4() {
             assert_eq!(get("COMPRESSION"), Some(vec!["lz4".to_string()]));
             assert_eq!(
                 get("PROTOCOL_VERSIONS"),
-                Some(vec!["4/v4".to_string(), "5/v5".to_string()])
+                Some(vec![
+                    "3/v3".to_string(),
+                    "4/v4".to_string(),
+                    "5/v5".to_string()
+                ])
             );
         }
         other => panic!("expected SUPPORTED, got {other:?}"),
@@ -182,17 +186,21 @@ async fn query_before_startup_is_a_protocol_error_and_the_connection_survives() 
 #[tokio::test]
 async fn unsupported_versions_get_the_downgrade_error_and_a_close() {
     let srv = start(|_| {}).await;
-    for version in [3u8, 6, 0x41] {
+    for version in [2u8, 6, 0x41] {
         let mut s = TcpStream::connect(srv.addr).await.expect("connect");
-        s.write_all(&[version, 0, 0, 1, 0x05, 0, 0, 0, 0])
-            .await
-            .expect("write");
+        // v1/v2 headers are 8 bytes (a one-byte stream id).
+        let header: &[u8] = if version == 2 {
+            &[version, 0, 1, 0x05, 0, 0, 0, 0]
+        } else {
+            &[version, 0, 0, 1, 0x05, 0, 0, 0, 0]
+        };
+        s.write_all(header).await.expect("write");
         let mut bytes = Vec::new();
         tokio::time::timeout(TIMEOUT, s.read_to_end(&mut bytes))
             .await
             .expect("closed in time")
             .expect("read");
-        let expected_version = if version == 3 { 3 } else { 5 };
+        let expected_version = if version == 2 { 2 } else { 5 };
         assert_eq!(bytes[0], 0x80 | expected_version, "version {version}");
         let text = String::from_utf8_lossy(&bytes);
         assert!(
@@ -449,13 +457,13 @@ async fn random_request_bodies_get_answers_and_the_server_survives() {
     let seed = 0x5eed_u64;
     let srv = start(|_| {}).await;
     let mut rng = Rng(seed);
-    for version in [4u8, 5] {
+    for version in [3u8, 4, 5] {
         let mut s = TcpStream::connect(srv.addr).await.expect("connect");
         let mut buf = BytesMut::new();
-        // v4 only: after STARTUP a v5 connection speaks segments.
-        if version == 4 {
+        // v3 and v4 only: after STARTUP a v5 connection speaks segments.
+        if version < 5 {
             assert_eq!(
-                request(&mut s, &mut buf, 4, 0, &startup(None)).await,
+                request(&mut s, &mut buf, version, 0, &startup(None)).await,
                 Response::Ready
             );
         }

@@ -122,6 +122,9 @@ pub struct TableStats {
     /// Operations in the memtable (see [`crate::memtable::operation_count`]).
     pub memtable_operations: usize,
     pub sstable_partitions: u64,
+    /// Bytes of the sstables' partitions before compression
+    /// (`system.size_estimates`' mean partition size).
+    pub sstable_uncompressed_bytes: u64,
     pub bloom_filter_false_positives: u64,
     pub bloom_filter_true_positives: u64,
     /// Memory of the sstables' partition summaries as sampled now.
@@ -890,6 +893,7 @@ impl Engine {
                 s.repaired_bytes += t.size_on_disk();
             }
             s.sstable_partitions += t.stats().partition_count;
+            s.sstable_uncompressed_bytes += t.stats().uncompressed_len;
             s.bloom_filter_false_positives += t.bloom_false_positives();
             s.bloom_filter_true_positives += t.bloom_true_positives();
             s.index_summary_bytes += t.summary().memory_bytes() as u64;

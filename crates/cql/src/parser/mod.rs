@@ -7,6 +7,7 @@
 //! token cursor, error construction and the statement dispatch.
 
 mod auth;
+mod class_types;
 mod ddl;
 mod describe;
 mod modify;

@@ -3,7 +3,8 @@
 //! non-frozen collection inside a collection, no counters inside
 //! collections or tuples, no durations in sets or as map keys).
 //! A user type is named by a [`CqlType::UserRef`] the query layer looks
-//! up; custom types are reported as unsupported. `vector<T, n>` takes any
+//! up; a quoted marshal class name is the CQL type it stands for
+//! ([`super::class_types`]). `vector<T, n>` takes any
 //! element type (Cassandra 5.0.4 refuses none) and a positive dimension.
 
 use super::Parser;
@@ -59,7 +60,12 @@ impl Parser<'_> {
         let word = match self.peek().clone() {
             Tok::Ident(w) => w,
             Tok::QuotedIdent(_) => return self.user_type_ref(),
-            Tok::Str(_) => return Err(self.unsupported("custom types are not supported yet")),
+            Tok::Str(text) => {
+                let t = super::class_types::class_type(&text).map_err(|(k, m)| at(k, m))?;
+                check_nested(&t).map_err(|(k, m)| at(k, m))?;
+                self.pos += 1;
+                return Ok(t);
+            }
             _ => return Err(self.expecting("type")),
         };
         if let Some(t) = native(&word) {
@@ -181,6 +187,36 @@ impl Parser<'_> {
         self.expect_punct(Punct::Gt)?;
         Ok(out)
     }
+}
+
+/// The rules of collections, for a type that did not come through the
+/// generic forms above (a marshal class name).
+fn check_nested(t: &CqlType) -> std::result::Result<(), (ParseErrorKind, String)> {
+    let elements: Vec<&CqlType> = match t {
+        CqlType::List(e) | CqlType::Set(e) => vec![e],
+        CqlType::Map(k, v) => vec![k, v],
+        CqlType::Frozen(inner) => return check_nested(inner),
+        CqlType::Tuple(items) if items.contains(&CqlType::Counter) => {
+            let msg = "counters are not allowed inside tuples".to_string();
+            return Err((ParseErrorKind::Invalid, msg));
+        }
+        CqlType::Tuple(items) => items.iter().collect(),
+        _ => Vec::new(),
+    };
+    if matches!(t, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)) {
+        for e in &elements {
+            check_collection_element(t, e)?;
+        }
+        let duration_key = match t {
+            CqlType::Set(e) | CqlType::Map(e, _) => **e == CqlType::Duration,
+            _ => false,
+        };
+        if duration_key {
+            let msg = format!("Durations are not allowed inside sets or as map keys: {t}");
+            return Err((ParseErrorKind::Invalid, msg));
+        }
+    }
+    elements.into_iter().try_for_each(check_nested)
 }
 
 fn check_collection_element(

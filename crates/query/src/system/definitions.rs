@@ -89,6 +89,31 @@ const DEFS: &[Def] = &[
         ],
     ),
     (
+        "system",
+        "size_estimates",
+        &[
+            ("keyspace_name", "text", 'p'),
+            ("table_name", "text", 'c'),
+            ("range_start", "text", 'c'),
+            ("range_end", "text", 'c'),
+            ("mean_partition_size", "bigint", 'r'),
+            ("partitions_count", "bigint", 'r'),
+        ],
+    ),
+    (
+        "system",
+        "table_estimates",
+        &[
+            ("keyspace_name", "text", 'p'),
+            ("table_name", "text", 'c'),
+            ("range_type", "text", 'c'),
+            ("range_start", "text", 'c'),
+            ("range_end", "text", 'c'),
+            ("mean_partition_size", "bigint", 'r'),
+            ("partitions_count", "bigint", 'r'),
+        ],
+    ),
+    (
         "system_schema",
         "keyspaces",
         &[

@@ -1,5 +1,6 @@
 //! The system keyspaces drivers and cqlsh read: `system.local`,
-//! `system.peers(_v2)`, `system_schema.*` and `system_virtual_schema.*`;
+//! `system.peers(_v2)`, `system.size_estimates` and `system.table_estimates`
+//! ([`estimates`]), `system_schema.*` and `system_virtual_schema.*`;
 //! `system_views.*`, the node's metrics and settings ([`views`]); and
 //! `system_auth.*`, the roles and permissions ([`auth_rows`]).
 //!
@@ -10,6 +11,7 @@
 
 mod auth_rows;
 mod definitions;
+mod estimates;
 mod schema_rows;
 mod views;
 
@@ -33,6 +35,8 @@ pub fn materialize(p: &Processor, table: &Table, ctx: &Ctx) -> Result<Storage> {
         ("system", "local") => vec![schema_rows::local(p, &ctx.schema)],
         ("system", "peers") => schema_rows::peers(&p.cluster_view().peers(), false),
         ("system", "peers_v2") => schema_rows::peers(&p.cluster_view().peers(), true),
+        ("system", "size_estimates") => estimates::rows(p, &ctx.schema, false),
+        ("system", "table_estimates") => estimates::rows(p, &ctx.schema, true),
         ("system_schema", name) => schema_rows::schema_table(name, &ctx.schema),
         ("system_virtual_schema", name) => schema_rows::virtual_schema_table(name, &ctx.schema),
         ("system_views", name) => views::rows(p, name),
