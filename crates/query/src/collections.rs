@@ -142,7 +142,7 @@ pub fn assign(
                 for (path, cell) in read_first(current, col)? {
                     if remove.iter().any(|r| r[..] == cell.value[..]) {
                         row.cells
-                            .insert((col.id, Some(path.clone())), Cell::tombstone(ts, now));
+                            .put_reconciled((col.id, Some(path.clone())), Cell::tombstone(ts, now));
                     }
                 }
                 Ok(())
@@ -197,13 +197,7 @@ pub fn assign(
             }
             CqlType::List(et) => {
                 let index = list_index(ctx, elem_key, &col.name)?;
-                let current = read_first(current, col)?;
-                let (path, _) = current.get(index).cloned().ok_or_else(|| {
-                    QueryError::Invalid(format!(
-                        "List index {index} out of bound, list has size {}",
-                        current.len()
-                    ))
-                })?;
+                let path = element_at(read_first(current, col)?, row, col, index)?;
                 match eval(ctx, value, et, &col.name)? {
                     Evaluated::Value(v) => {
                         row.cells.put_reconciled(
@@ -213,7 +207,7 @@ pub fn assign(
                     }
                     Evaluated::Null => {
                         row.cells
-                            .insert((col.id, Some(path)), Cell::tombstone(ts, now));
+                            .put_reconciled((col.id, Some(path)), Cell::tombstone(ts, now));
                     }
                     Evaluated::Unset => {}
                 }
@@ -249,7 +243,7 @@ pub fn delete_target(
     if let Some(field) = field {
         let path = cells::deleted_field_path(col, field)?;
         row.cells
-            .insert((col.id, Some(path)), Cell::tombstone(ts, now));
+            .put_reconciled((col.id, Some(path)), Cell::tombstone(ts, now));
         return Ok(());
     }
     let Some(elem) = element else {
@@ -273,15 +267,9 @@ pub fn delete_target(
         }
         CqlType::List(_) => {
             let index = list_index(ctx, elem, &col.name)?;
-            let current = read_first(current, col)?;
-            let (path, _) = current.get(index).cloned().ok_or_else(|| {
-                QueryError::Invalid(format!(
-                    "List index {index} out of bound, list has size {}",
-                    current.len()
-                ))
-            })?;
+            let path = element_at(read_first(current, col)?, row, col, index)?;
             row.cells
-                .insert((col.id, Some(path)), Cell::tombstone(ts, now));
+                .put_reconciled((col.id, Some(path)), Cell::tombstone(ts, now));
             Ok(())
         }
         CqlType::Set(et) => {
@@ -324,6 +312,28 @@ fn check_value_len(len: usize, col: &Column) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The path of the `index`-th element of the list as this statement has
+/// left it so far: elements it deleted (tombstones in `row`) no longer
+/// count, so `DELETE l[0], l[0]` removes two elements, as in Cassandra.
+fn element_at(current: &ListElements, row: &Row, col: &Column, index: usize) -> Result<Bytes> {
+    let deleted = |path: &Bytes| {
+        row.cells
+            .get(&(col.id, Some(path.clone())))
+            .is_some_and(|c| c.is_tombstone())
+    };
+    let remaining: Vec<&Bytes> = current
+        .iter()
+        .map(|(path, _)| path)
+        .filter(|p| !deleted(p))
+        .collect();
+    remaining.get(index).map(|p| (*p).clone()).ok_or_else(|| {
+        QueryError::Invalid(format!(
+            "List index {index} out of bound, list has size {}",
+            remaining.len()
+        ))
+    })
 }
 
 fn list_index(ctx: &Ctx, term: &Term, name: &str) -> Result<usize> {

@@ -98,7 +98,7 @@ pub fn set_field(
     match eval(ctx, value, &u.field_types[i], &name)? {
         Evaluated::Value(v) => {
             row.cells
-                .insert(key, cell(Bytes::from(codec::serialize(&v))));
+                .put_reconciled(key, cell(Bytes::from(codec::serialize(&v))));
         }
         Evaluated::Null => {
             row.cells.put_reconciled(key, tombstone);
