@@ -177,9 +177,10 @@ def test_raw_garbage(varve_addr, session, garbage):
     assert session.execute("SELECT key FROM system.local").one().key == "local"
 
 
-@pytest.mark.parametrize("version", [0x01, 0x02, 0x03, 0x07, 0x7f])
+@pytest.mark.parametrize("version", [0x01, 0x02, 0x06, 0x07, 0x7f])
 def test_raw_unsupported_version(varve_addr, session, version):
-    """Drivers negotiate down on this protocol error. (v1/v2 headers are 8
+    """Drivers negotiate down on this protocol error (v3 is spoken since
+    session 28; v6 is Cassandra's beta, which Varve does not speak). (v1/v2 headers are 8
     bytes, but Cassandra still answers with a protocol error in the client's
     version rather than just closing.)"""
     with open_socket(*varve_addr) as sock:

@@ -128,7 +128,13 @@ def test_untraced_statements_write_nothing_to_system_traces(session, table):
     assert sessions() == before
 
 
-def test_cqlsh_tracing_on_prints_the_trace(varve_addr, tmp_path, keyspace, table):
+def test_cqlsh_tracing_on_prints_the_trace(varve_addr, tmp_path, keyspace, session):
+    # A table of its own: under xdist the other tests of this module may
+    # run on another worker, so their rows cannot be counted on.
+    table = unique()
+    session.execute(f"CREATE TABLE {table} (k int, c int, v text, PRIMARY KEY (k, c))")
+    for c in (1, 2):
+        session.execute(f"INSERT INTO {table} (k, c, v) VALUES (1, {c}, 'x')")
     script = tmp_path / "trace.cql"
     script.write_text(f"TRACING ON;\nSELECT * FROM {keyspace}.{table} WHERE k = 1;\n")
     out = output(run_cqlsh(varve_addr, "-f", str(script), home=tmp_path))
