@@ -109,7 +109,12 @@ pub(crate) fn structural(e: &QueryError) -> bool {
     let bad_literal = message.starts_with("Invalid ") && message.contains(" constant (");
     let unsupported_operation =
         message.starts_with("the '") && message.contains("' operation is not supported between");
-    bad_literal || unsupported_operation || PREPARE_REFUSALS.iter().any(|p| message.starts_with(p))
+    // `WHERE s['k'] = ?` on a column that is no map.
+    let not_a_map = message.starts_with("Column ") && message.ends_with(" cannot be used as a map");
+    bad_literal
+        || unsupported_operation
+        || not_a_map
+        || PREPARE_REFUSALS.iter().any(|p| message.starts_with(p))
 }
 
 /// The largest vector a placeholder is built for.
