@@ -8,6 +8,7 @@
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
 use crate::context::Ctx;
 use crate::data_path::{CasCommand, CasDecider, CasDecision, DataResult};
+use crate::dropped_cells::DroppedCells;
 use crate::error::{QueryError, Result};
 use crate::processor::Processor;
 use crate::restrictions::Selection;
@@ -313,7 +314,10 @@ pub async fn run(
         now_seconds: ctx.now_seconds,
         decider: decider.clone(),
     };
-    let outcome = p.data.cas(command).await?;
+    let mut outcome = p.data.cas(command).await?;
+    if let Some(d) = DroppedCells::of(&table) {
+        d.partition(&mut outcome.current);
+    }
     p.metrics
         .requests
         .cas_write_contention
@@ -353,6 +357,16 @@ impl StatementDecider {
     /// Whether every check holds on `current`, and the rows to show.
     fn evaluate(&self, current: &Partition, pk: &[Bytes]) -> (bool, Shown) {
         let table = &self.table;
+        let shown_part;
+        let current = match DroppedCells::of(table) {
+            None => current,
+            Some(d) => {
+                let mut p = current.clone();
+                d.partition(&mut p);
+                shown_part = p;
+                &shown_part
+            }
+        };
         let cmp = crate::comparator::of(table);
         let mut applied = true;
         let mut shown: Shown = Vec::new();

@@ -472,9 +472,12 @@ pub async fn current_elements(
             cl => cl,
         },
     };
-    let Some(live) = p.data.read(read).await?.partition else {
+    let Some(mut live) = p.data.read(read).await?.partition else {
         return Ok(Vec::new());
     };
+    if let Some(d) = crate::dropped_cells::DroppedCells::of(table) {
+        d.partition(&mut live);
+    }
     let row = match prefix {
         None => live.static_row,
         Some(_) => live.rows.into_values().next(),

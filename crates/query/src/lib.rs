@@ -28,6 +28,7 @@ mod context;
 pub mod data_path;
 mod ddl;
 pub mod describe;
+mod dropped_cells;
 mod dry_run;
 pub mod error;
 mod functions;

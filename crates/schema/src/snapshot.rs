@@ -75,6 +75,10 @@ struct DroppedV1 {
     ty: String,
     kind: String,
     dropped_at_micros: i64,
+    /// The column's id when it was dropped; absent in files written before
+    /// it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<u32>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -215,6 +219,7 @@ pub fn to_json(schema: &Schema) -> String {
                             ty: d.ty.cql_name(),
                             kind: kind_name(d.kind).into(),
                             dropped_at_micros: d.dropped_at_micros,
+                            id: d.id,
                         })
                         .collect(),
                     next_column_id: t.next_column_id,
@@ -298,6 +303,7 @@ pub fn from_json_with_access(text: &str) -> Result<Saved> {
                         ty: ty_of(&d.ty, &types)?,
                         dropped_at_micros: d.dropped_at_micros,
                         kind: kind_of(&d.kind)?,
+                        id: d.id,
                     },
                 );
             }
@@ -396,7 +402,22 @@ mod tests {
         let back = &kss[0].tables["t"];
         assert_eq!(back.columns, table.columns);
         assert_eq!(back.dropped, table.dropped);
+        assert!(
+            back.dropped["m"].id.is_some(),
+            "the dropped column's id is kept"
+        );
         assert_eq!(back.next_column_id, table.next_column_id);
+        // A file written before the id was kept reads as a record without one.
+        let old = text.replace(
+            &format!(
+                ",\n              \"id\": {}",
+                table.dropped["m"].id.unwrap()
+            ),
+            "",
+        );
+        assert_ne!(old, text);
+        let (kss, _) = from_json(&old).unwrap();
+        assert_eq!(kss[0].tables["t"].dropped["m"].id, None);
         assert_eq!(back.options.to_cql(), table.options.to_cql());
         assert!(!kss[0].durable_writes);
     }

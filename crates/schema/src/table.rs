@@ -6,13 +6,19 @@ use crate::options::TableOptions;
 use std::collections::BTreeMap;
 use varve_types::CqlType;
 
-/// A column dropped from a table: data written before `dropped_at_micros`
-/// is ignored on read even if the column is added again.
+/// A column dropped from a table: data written at or before
+/// `dropped_at_micros` is ignored on read even if the column is added
+/// again.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DroppedColumn {
     pub ty: CqlType,
     pub dropped_at_micros: i64,
     pub kind: ColumnKind,
+    /// The id its cells are stored under, which a column of the same name
+    /// added again takes back, so that cells written after the drop show
+    /// (as Cassandra, which stores cells by column name). `None` in
+    /// records saved before the id was kept.
+    pub id: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -206,6 +212,11 @@ impl Table {
                 "counter columns are not supported yet".into(),
             ));
         }
+        let kind = if is_static {
+            ColumnKind::Static
+        } else {
+            ColumnKind::Regular
+        };
         if let Some(d) = self.dropped.get(name) {
             if !value_compatible(&ty, &d.ty) {
                 return Err(Error::Invalid(format!(
@@ -213,11 +224,20 @@ impl Table {
                     ty, d.ty
                 )));
             }
+            if d.kind != kind {
+                return Err(Error::Invalid(format!(
+                    "Cannot re-add previously dropped column '{name}' of kind {}, incompatible with previous kind {}",
+                    kind_upper(kind),
+                    kind_upper(d.kind)
+                )));
+            }
         }
-        let kind = if is_static {
-            ColumnKind::Static
-        } else {
-            ColumnKind::Regular
+        let id = match self.dropped.get(name).and_then(|d| d.id) {
+            Some(id) => id,
+            None => {
+                self.next_column_id += 1;
+                self.next_column_id - 1
+            }
         };
         self.columns.push(Column {
             name: name.into(),
@@ -225,9 +245,8 @@ impl Table {
             kind,
             position: -1,
             descending: false,
-            id: self.next_column_id,
+            id,
         });
-        self.next_column_id += 1;
         self.sort_columns();
         Ok(())
     }
@@ -260,6 +279,7 @@ impl Table {
                 ty: crate::user_types::expand(&col.ty),
                 dropped_at_micros: at_micros,
                 kind: col.kind,
+                id: Some(col.id),
             },
         );
         Ok(())
@@ -345,3 +365,12 @@ fn check_key_column(name: &str, ty: &CqlType, is_static: bool) -> Result<()> {
         _ => Ok(()),
     }
 }
+
+/// A column kind as Cassandra names it in messages (`STATIC`, `REGULAR`).
+fn kind_upper(kind: ColumnKind) -> String {
+    kind.schema_name().to_uppercase()
+}
+
+#[cfg(test)]
+#[path = "table_drop_tests.rs"]
+mod drop_tests;

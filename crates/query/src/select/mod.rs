@@ -17,6 +17,7 @@ mod similarity;
 use crate::api::{ColumnSpec, QueryResult, ResultRows};
 use crate::context::Ctx;
 use crate::data_path::{DataPath, KeyScan, ReadCommand, RowScan};
+use crate::dropped_cells::DroppedCells;
 use crate::error::{QueryError, Result};
 use crate::local::LocalNode;
 use crate::paging::PagingState;
@@ -598,6 +599,7 @@ impl Run<'_> {
             return Ok(false);
         }
         let cmp = crate::comparator::of(self.table);
+        let dropped = DroppedCells::of(self.table);
         let pk = key_components(self.table, key);
         let mut quota = match quota {
             Some(q) if q >= 0 => Some(q as usize),
@@ -626,9 +628,12 @@ impl Run<'_> {
                 None => data.read(read).await?,
             };
             self.sstables += found.sstables;
-            let (Some(live), complete) = (found.partition, found.complete) else {
+            let (Some(mut live), complete) = (found.partition, found.complete) else {
                 return Ok(true);
             };
+            if let Some(d) = &dropped {
+                d.static_row(&mut live);
+            }
             self.count_tombstones(found.tombstones)?;
             // A read cut short before its first row (a range read's short
             // read protection can cut there) is not a static-only one.
@@ -665,10 +670,20 @@ impl Run<'_> {
                 Box::new(live.rows.iter())
             };
             for (ck, row) in rows {
+                let row = match &dropped {
+                    None => std::borrow::Cow::Borrowed(row),
+                    Some(d) => match d.row(row) {
+                        Some(row) => row,
+                        None => {
+                            after = Some(ck.values.clone());
+                            continue;
+                        }
+                    },
+                };
                 let view = RowView {
                     pk: &pk,
                     clustering: Some(&ck.values),
-                    row: Some(row),
+                    row: Some(&*row),
                     static_row: live.static_row.as_ref(),
                 };
                 if self.group.is_some() && !self.filters.iter().all(|f| passes(f, &view)) {
