@@ -280,7 +280,9 @@ pub struct Select {
     pub distinct: bool,
     pub selection: Selection,
     pub where_clause: Vec<Relation>,
-    pub group_by: Vec<String>,
+    /// Columns, the last of them possibly inside a function
+    /// (`GROUP BY k, floor(t, 1h)`).
+    pub group_by: Vec<SelectorExpr>,
     pub order_by: Vec<(String, Order)>,
     pub per_partition_limit: Option<Term>,
     pub limit: Option<Term>,

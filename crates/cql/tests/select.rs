@@ -111,7 +111,10 @@ fn clauses() {
     );
     let expected = Select {
         where_clause: vec![eq("k", int("1")), rel(col("c"), Operator::Gt, int("2"))],
-        group_by: strings(&["k", "c"]),
+        group_by: vec![
+            SelectorExpr::Column("k".into()),
+            SelectorExpr::Column("c".into()),
+        ],
         order_by: vec![("c".into(), Order::Desc), ("d".into(), Order::Asc)],
         per_partition_limit: Some(int("3")),
         limit: Some(bind(0)),
@@ -487,4 +490,17 @@ fn several_operations_on_one_column() {
             err.message
         );
     }
+}
+
+#[test]
+fn group_by_may_end_with_a_function_call() {
+    let st = stmt("SELECT count(*) FROM t GROUP BY k, floor(t, 1h)");
+    let Statement::Select(s) = st else {
+        panic!("not a select")
+    };
+    assert_eq!(s.group_by.len(), 2);
+    assert_eq!(s.group_by[0], SelectorExpr::Column("k".into()));
+    assert!(
+        matches!(&s.group_by[1], SelectorExpr::FunctionCall { name, args } if name == "floor" && args.len() == 2)
+    );
 }

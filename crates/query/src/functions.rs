@@ -27,7 +27,10 @@ pub fn call_term(
     }
     let mut typed_args = Vec::with_capacity(args.len());
     for (i, arg) in args.iter().enumerate() {
-        let arg_ty = argument_type(fname, i, arg).unwrap_or_else(|| natural_type(arg));
+        let first = typed_args.first().map(|(t, _): &Typed| t);
+        let arg_ty = argument_type(fname, i, arg, first)
+            .or_else(|| receiver_typed(fname, i, arg, ty))
+            .unwrap_or_else(|| natural_type(arg));
         typed_args.push((arg_ty.clone(), eval(ctx, arg, &arg_ty, name)?.into_option()));
     }
     let types: Vec<CqlType> = typed_args.iter().map(|(t, _)| t.clone()).collect();
@@ -64,9 +67,22 @@ fn compatible(from: &CqlType, to: &CqlType) -> bool {
 
 /// The type a literal argument takes in a call of `fname`, picking the
 /// overload Cassandra would (an integer or string given to toDate() is a
-/// timestamp, a uuid is a timeuuid).
-pub fn argument_type(fname: &str, _index: usize, arg: &Term) -> Option<CqlType> {
+/// timestamp, a uuid is a timeuuid); `first` is the first argument's type
+/// when this is a later one.
+pub fn argument_type(
+    fname: &str,
+    index: usize,
+    arg: &Term,
+    first: Option<&CqlType>,
+) -> Option<CqlType> {
     let f = fname.to_ascii_lowercase();
+    if f == "floor" {
+        return match (index, first) {
+            (1, _) => Some(CqlType::Duration),
+            (2, Some(first)) => Some(crate::time_floor::start_type(first)),
+            _ => None,
+        };
+    }
     if f.starts_with("blobas") {
         return Some(CqlType::Blob);
     }
@@ -88,6 +104,19 @@ pub fn argument_type(fname: &str, _index: usize, arg: &Term) -> Option<CqlType> 
         "exp" | "log" | "log10" | "round" => Some(CqlType::Double),
         _ => None,
     }
+}
+
+/// A literal first argument of `floor` in a term takes the type of the
+/// term's receiver, as Cassandra picks the overload that returns it
+/// (`t >= floor('2023-11-14 22:10:00', 1h)` floors a timestamp).
+fn receiver_typed(fname: &str, index: usize, arg: &Term, receiver: &CqlType) -> Option<CqlType> {
+    let literal = matches!(arg, Term::Literal(Literal::String(_) | Literal::Integer(_)));
+    let temporal = matches!(
+        receiver.unfrozen(),
+        CqlType::Timestamp | CqlType::Date | CqlType::Time
+    );
+    (fname.eq_ignore_ascii_case("floor") && index == 0 && literal && temporal)
+        .then(|| receiver.unfrozen().clone())
 }
 
 /// The type a term has on its own (for function arguments).
@@ -166,7 +195,7 @@ pub fn check_arguments(fname: &str, types: &[CqlType]) -> Result<()> {
     } else {
         match f.as_str() {
             "totimestamp" | "todate" | "tounixtimestamp" => {
-                vec![CqlType::Timeuuid, CqlType::Timestamp, CqlType::Date]
+                return check_conversion(&f, types);
             }
             "mintimeuuid" | "maxtimeuuid" => vec![CqlType::Timestamp],
             _ => return Ok(()),
@@ -181,6 +210,35 @@ pub fn check_arguments(fname: &str, types: &[CqlType]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The overloads of Cassandra 5.0's time conversions, in the order its
+/// messages list them: argument type and result type.
+fn conversion_signatures(f: &str) -> &'static [(CqlType, CqlType)] {
+    use CqlType::{BigInt, Date, Timestamp, Timeuuid};
+    match f {
+        "totimestamp" => &[(Timeuuid, Timestamp), (Date, Timestamp)],
+        "todate" => &[(Timeuuid, Date), (Timestamp, Date)],
+        _ => &[(Timeuuid, BigInt), (Date, BigInt), (Timestamp, BigInt)],
+    }
+}
+
+/// `totimestamp`, `todate` or `tounixtimestamp` takes one argument of a
+/// type among its overloads.
+fn check_conversion(f: &str, types: &[CqlType]) -> Result<()> {
+    let signatures = conversion_signatures(f);
+    let fits = |t: &CqlType| signatures.iter().any(|(a, _)| a == t.unfrozen());
+    if types.len() == 1 && fits(&types[0]) {
+        return Ok(());
+    }
+    let known: Vec<String> = signatures
+        .iter()
+        .map(|(a, r)| format!("system.{f} : ({a}) -> {r}"))
+        .collect();
+    Err(QueryError::Invalid(format!(
+        "Invalid call to function {f}, none of its type signatures match (known type signatures: {})",
+        known.join(", ")
+    )))
 }
 
 /// Applies a native scalar function to typed arguments.
@@ -232,6 +290,7 @@ pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
         return Ok((CqlType::Float, score));
     }
     match f.as_str() {
+        "floor" => crate::time_floor::apply(&args),
         "tojson" => {
             if args.len() != 1 {
                 return Err(QueryError::Invalid(

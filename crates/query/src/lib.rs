@@ -53,6 +53,7 @@ pub mod schema_source;
 mod select;
 mod system;
 mod terms;
+mod time_floor;
 pub mod trace;
 pub mod user_types;
 mod vectors;

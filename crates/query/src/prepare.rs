@@ -231,6 +231,23 @@ impl Specs<'_> {
         }
     }
 
+    /// The markers of a GROUP BY function (`floor(t, ?)`).
+    fn group_by_markers(&mut self, t: &Table, group_by: &[varve_cql::ast::SelectorExpr]) {
+        use crate::select::selectors::{compile_expr, Sel};
+        for item in group_by {
+            let Ok((sel, _, _)) = compile_expr(t, item) else {
+                continue;
+            };
+            let mut markers = Vec::new();
+            sel.markers(&mut markers);
+            for m in markers {
+                if let Sel::Marker { term, ty, receiver } = m {
+                    self.term(term, receiver, ty);
+                }
+            }
+        }
+    }
+
     fn using(&mut self, u: &Using) {
         if let Some(t) = &u.ttl {
             self.term(t, "[ttl]", &CqlType::Int);
@@ -420,6 +437,7 @@ pub fn bind_specs(
                 }
                 specs.selection_markers(t, &s.selection);
                 specs.relations(&s.where_clause);
+                specs.group_by_markers(t, &s.group_by);
                 if let Some(l) = &s.limit {
                     specs.term(l, "[limit]", &CqlType::Int);
                 }

@@ -50,7 +50,12 @@ impl Parser<'_> {
         let mut group_by = Vec::new();
         if self.is_kw("group") && self.is_kw_at(1, "by") {
             self.pos += 2;
-            group_by = self.ident_list()?;
+            loop {
+                group_by.push(self.selector_expr()?);
+                if !self.eat_punct(Punct::Comma) {
+                    break;
+                }
+            }
         }
         let mut order_by = Vec::new();
         if self.eat_kw("order") {

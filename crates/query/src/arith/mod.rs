@@ -15,6 +15,8 @@ mod decimal;
 pub mod terms;
 pub mod values;
 
+pub(crate) use values::add_months;
+
 use crate::error::{QueryError, Result};
 use varve_cql::ast::{ArithOp, Literal};
 use varve_types::{CqlType, Value};

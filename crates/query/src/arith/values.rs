@@ -248,6 +248,12 @@ pub fn temporal(op: ArithOp, t: &Value, d: &Value) -> Result<Value, String> {
     }
 }
 
+/// `ms` plus `months` calendar months, the day of month clamped to the
+/// new month's length (`Calendar.add(MONTH, n)`).
+pub(crate) fn add_months(ms: i64, months: i32) -> Result<i64, String> {
+    add_to_millis(ms, 1, months, 0, 0)
+}
+
 /// `Duration.addTo`: months first (the day of month clamped to the new
 /// month's length, as `Calendar.add` does), then days, then milliseconds.
 fn add_to_millis(ms: i64, sign: i64, months: i32, days: i32, nanos: i64) -> Result<i64, String> {

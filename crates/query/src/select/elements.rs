@@ -137,6 +137,16 @@ pub fn bind(projection: &Projection, ctx: &Ctx) -> Result<Option<Projection>> {
     }))
 }
 
+/// One selector with its element keys, slice bounds and markers bound
+/// for this execution.
+pub fn bind_one(sel: &Sel, ctx: &Ctx) -> Result<Sel> {
+    if unbound(sel) {
+        bind_sel(sel, ctx)
+    } else {
+        Ok(sel.clone())
+    }
+}
+
 fn bind_sel(sel: &Sel, ctx: &Ctx) -> Result<Sel> {
     let boxed = |s: &Sel| bind_sel(s, ctx).map(Box::new);
     Ok(match sel {

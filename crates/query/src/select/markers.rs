@@ -21,6 +21,19 @@ impl Sel {
         }
     }
 
+    /// This selector, a bare marker named `[selection]`, as Cassandra
+    /// names a marker given to a native function (`floor(t, ?)`).
+    pub(crate) fn named_in_selection(self) -> Sel {
+        match self {
+            Sel::Marker { term, ty, .. } => Sel::Marker {
+                term,
+                ty,
+                receiver: "[selection]".into(),
+            },
+            other => other,
+        }
+    }
+
     /// Visits every marker of this selector tree.
     pub fn markers<'a>(&'a self, out: &mut Vec<&'a Sel>) {
         match self {

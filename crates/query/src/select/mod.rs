@@ -184,7 +184,12 @@ fn analyse(ctx: &mut Ctx<'_>, s: &Select) -> Result<Analysed> {
     if s.distinct && !sel.clustering.is_unrestricted() {
         return Err(QueryError::Invalid("SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.".into()));
     }
-    let group = grouping::plan(&table, &sel, &s.group_by)?;
+    let mut group = grouping::plan(&table, &sel, &s.group_by, s.distinct)?;
+    if let Some(g) = &mut group {
+        if let Some(f) = &g.key_fn {
+            g.key_fn = Some(elements::bind_one(f, ctx)?);
+        }
+    }
     let compiled = compiled::compiled(&table, &s.selection)?;
     // Element keys and slice bounds are evaluated per execution.
     let compiled = match elements::bind(&compiled.projection, ctx)? {
@@ -690,7 +695,8 @@ impl Run<'_> {
                     after = Some(ck.values.clone());
                     continue;
                 }
-                let starts_group = self.starts_group(&ck.values);
+                let group_key = self.group_key(&ck.values, &view)?;
+                let starts_group = self.starts_group(&group_key);
                 if starts_group {
                     self.close_group()?;
                 }
@@ -702,7 +708,7 @@ impl Run<'_> {
                 }
                 if self.group.is_some() {
                     if starts_group {
-                        self.open_group(&ck.values);
+                        self.open_group(group_key, &ck.values);
                         quota = quota.map(|q| q - 1);
                     }
                     self.agg.add(self.projection, &view, key.token, self.now)?;

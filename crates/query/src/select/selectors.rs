@@ -309,13 +309,13 @@ pub(crate) fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, S
             for (i, a) in args.iter().enumerate() {
                 let (s, n, t) = match a {
                     SelectorExpr::Term(term) => {
-                        let ty = crate::functions::argument_type(&lname, i, term)
+                        let ty = crate::functions::argument_type(&lname, i, term, types.first())
                             .unwrap_or_else(|| crate::functions::natural_type(term));
                         constant(term, ty)?
                     }
                     _ => compile_expr(table, a)?,
                 };
-                compiled.push(s);
+                compiled.push(s.named_in_selection());
                 names.push(n);
                 types.push(t);
             }
