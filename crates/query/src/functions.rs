@@ -22,7 +22,7 @@ pub fn call_term(
     ty: &CqlType,
     name: &str,
 ) -> Result<Evaluated> {
-    if fname.eq_ignore_ascii_case("fromjson") {
+    if canonical(fname) == "fromjson" {
         return crate::json::from_json_term(ctx, args, ty);
     }
     let mut typed_args = Vec::with_capacity(args.len());
@@ -75,7 +75,7 @@ pub fn argument_type(
     arg: &Term,
     first: Option<&CqlType>,
 ) -> Option<CqlType> {
-    let f = fname.to_ascii_lowercase();
+    let f = canonical(fname);
     if f == "floor" {
         return match (index, first) {
             (1, _) => Some(CqlType::Duration),
@@ -137,7 +137,7 @@ pub fn natural_type(term: &Term) -> CqlType {
 
 /// The return type of a zero-argument or fixed-type function.
 fn return_type(fname: &str) -> Option<CqlType> {
-    let f = fname.to_ascii_lowercase();
+    let f = canonical(fname);
     if let Some(t) = f.strip_prefix("blobas") {
         return type_by_name(t);
     }
@@ -185,7 +185,8 @@ fn type_by_name(name: &str) -> Option<CqlType> {
 /// Checks the argument types of a native function, as Cassandra resolves
 /// overloads: an argument of another type is an InvalidRequest.
 pub fn check_arguments(fname: &str, types: &[CqlType]) -> Result<()> {
-    let f = fname.to_ascii_lowercase();
+    let called = fname.to_ascii_lowercase();
+    let f = canonical(fname);
     let allowed: Vec<CqlType> = if f.starts_with("blobas") {
         // Every type is value-compatible with blob: any argument is taken
         // as its bytes (Cassandra accepts blobAsInt(int_column)).
@@ -195,7 +196,7 @@ pub fn check_arguments(fname: &str, types: &[CqlType]) -> Result<()> {
     } else {
         match f.as_str() {
             "totimestamp" | "todate" | "tounixtimestamp" => {
-                return check_conversion(&f, types);
+                return check_conversion(&f, &called, types);
             }
             "mintimeuuid" | "maxtimeuuid" => vec![CqlType::Timestamp],
             _ => return Ok(()),
@@ -212,6 +213,42 @@ pub fn check_arguments(fname: &str, types: &[CqlType]) -> Result<()> {
     Ok(())
 }
 
+/// The name a function is dispatched on: Cassandra 5.0's snake-case
+/// names (`to_timestamp`, `int_as_blob`, `blob_as_int`, `current_date`,
+/// `to_json`, ...) mapped to the older ones, lower case.
+pub fn canonical(fname: &str) -> String {
+    let f = fname.to_ascii_lowercase();
+    let legacy = match f.as_str() {
+        "to_timestamp" => "totimestamp",
+        "to_date" => "todate",
+        "to_unix_timestamp" => "tounixtimestamp",
+        "min_timeuuid" => "mintimeuuid",
+        "max_timeuuid" => "maxtimeuuid",
+        "current_timestamp" => "currenttimestamp",
+        "current_date" => "currentdate",
+        "current_time" => "currenttime",
+        "current_timeuuid" => "currenttimeuuid",
+        "to_json" => "tojson",
+        "from_json" => "fromjson",
+        _ => {
+            if let Some(t) = f
+                .strip_prefix("blob_as_")
+                .filter(|t| type_by_name(t).is_some())
+            {
+                return format!("blobas{t}");
+            }
+            if let Some(t) = f
+                .strip_suffix("_as_blob")
+                .filter(|t| type_by_name(t).is_some())
+            {
+                return format!("{t}asblob");
+            }
+            return f;
+        }
+    };
+    legacy.to_string()
+}
+
 /// The overloads of Cassandra 5.0's time conversions, in the order its
 /// messages list them: argument type and result type.
 fn conversion_signatures(f: &str) -> &'static [(CqlType, CqlType)] {
@@ -225,7 +262,7 @@ fn conversion_signatures(f: &str) -> &'static [(CqlType, CqlType)] {
 
 /// `totimestamp`, `todate` or `tounixtimestamp` takes one argument of a
 /// type among its overloads.
-fn check_conversion(f: &str, types: &[CqlType]) -> Result<()> {
+fn check_conversion(f: &str, called: &str, types: &[CqlType]) -> Result<()> {
     let signatures = conversion_signatures(f);
     let fits = |t: &CqlType| signatures.iter().any(|(a, _)| a == t.unfrozen());
     if types.len() == 1 && fits(&types[0]) {
@@ -233,17 +270,28 @@ fn check_conversion(f: &str, types: &[CqlType]) -> Result<()> {
     }
     let known: Vec<String> = signatures
         .iter()
-        .map(|(a, r)| format!("system.{f} : ({a}) -> {r}"))
+        .map(|(a, r)| format!("system.{called} : ({a}) -> {r}"))
         .collect();
     Err(QueryError::Invalid(format!(
-        "Invalid call to function {f}, none of its type signatures match (known type signatures: {})",
+        "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
         known.join(", ")
     )))
 }
 
 /// Applies a native scalar function to typed arguments.
 pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
-    let f = fname.to_ascii_lowercase();
+    let called = fname.to_ascii_lowercase();
+    let f = canonical(fname);
+    if crate::collection_fns::is_collection_function(&f) {
+        let [(ty, value)] = &args[..] else {
+            return Err(QueryError::Invalid(format!(
+                "Invalid number of arguments in call to function system.{f}: 1 required but {} provided",
+                args.len()
+            )));
+        };
+        let ret = crate::collection_fns::return_type(&f, "?", ty)?;
+        return Ok((ret, crate::collection_fns::apply(&f, ty, value.as_ref())?));
+    }
     if let Some(result) = crate::arith::apply_function(&f, &args) {
         return result;
     }
@@ -265,8 +313,8 @@ pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
             other => codec::serialize(other),
         });
         let value = match &bytes {
-            Some(b) => Some(codec::deserialize(&ty, b).map_err(|e| {
-                QueryError::Invalid(format!("In call to function system.{f}, value 0x{} is not a valid binary representation for type {target}: {e}", hex(b)))
+            Some(b) => Some(codec::deserialize(&ty, b).map_err(|_| {
+                QueryError::Invalid(format!("In call to function system.{called}, value 0x{} is not a valid binary representation for type {target}", hex(b)))
             })?),
             _ => None,
         };

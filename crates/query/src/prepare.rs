@@ -146,7 +146,9 @@ impl Specs<'_> {
                     }
                 }
             }
-            Term::FunctionCall { name: f, args } if f.eq_ignore_ascii_case("fromjson") => {
+            Term::FunctionCall { name: f, args }
+                if crate::functions::canonical(f) == "fromjson" =>
+            {
                 for a in args {
                     self.term(a, crate::json::FROM_JSON_ARG, &CqlType::Text);
                 }

@@ -11,7 +11,7 @@
 //! among them and no operand is a bind marker. Literals have a preferred
 //! type (an integer: int, bigint or varint by size; a float: double).
 
-mod decimal;
+pub(crate) mod decimal;
 pub mod terms;
 pub mod values;
 

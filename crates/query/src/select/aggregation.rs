@@ -13,6 +13,7 @@ use super::selectors::{self, cast, type_of, Agg, Projection, Sel};
 use crate::error::{QueryError, Result};
 use crate::functions;
 use crate::rows::RowView;
+use crate::sum_avg::SumAvg;
 use bytes::Bytes;
 use std::cmp::Ordering;
 use varve_types::{codec, compare, CqlType, Value};
@@ -145,8 +146,8 @@ fn decode(ty: &CqlType, bytes: &[u8]) -> Result<Value> {
 struct AggState {
     count: i64,
     best: Option<Bytes>,
-    sum_i: i128,
-    sum_f: f64,
+    /// sum and avg: the running sum and mean (see [`crate::sum_avg`]).
+    numbers: Option<Box<SumAvg>>,
 }
 
 fn accumulate(sel: &Sel, state: &mut AggState, view: &RowView, token: i64, now: i32) -> Result<()> {
@@ -176,19 +177,14 @@ fn accumulate(sel: &Sel, state: &mut AggState, view: &RowView, token: i64, now: 
                 state.best = Some(value);
             }
         }
-        Agg::Sum | Agg::Avg => match codec::deserialize(&ty, &value) {
-            Ok(Value::TinyInt(x)) => state.sum_i += x as i128,
-            Ok(Value::SmallInt(x)) => state.sum_i += x as i128,
-            Ok(Value::Int(x)) => state.sum_i += x as i128,
-            Ok(Value::BigInt(x)) | Ok(Value::Counter(x)) => state.sum_i += x as i128,
-            Ok(Value::Float(x)) => state.sum_f += x as f64,
-            Ok(Value::Double(x)) => state.sum_f += x,
-            _ => {
-                return Err(QueryError::Invalid(format!(
-                    "sum/avg of {ty} is not supported by Varve yet"
-                )))
-            }
-        },
+        Agg::Sum | Agg::Avg => {
+            let v = decode(&ty, &value)?;
+            state
+                .numbers
+                .get_or_insert_with(|| Box::new(SumAvg::new(&ty)))
+                .add(&v)
+                .map_err(QueryError::Invalid)?;
+        }
         _ => {}
     }
     Ok(())
@@ -199,31 +195,19 @@ fn finish(sel: &Sel, state: &AggState) -> Option<Bytes> {
         return None;
     };
     let ty = arg.as_ref().map(|a| type_of(a)).unwrap_or(CqlType::BigInt);
-    let n = state.count.max(1);
     let value = match kind {
         Agg::Count | Agg::CountRows => Value::BigInt(state.count),
         Agg::Min | Agg::Max => return state.best.clone(),
         Agg::Sum | Agg::Avg => {
-            let avg = *kind == Agg::Avg;
-            // Integer sums are kept exact in i128; the result narrows to the
-            // column's type, as Cassandra's sum/avg return the argument type.
-            let int = if avg {
-                state.sum_i / n as i128
+            let numbers = state
+                .numbers
+                .as_deref()
+                .cloned()
+                .unwrap_or_else(|| SumAvg::new(&ty));
+            if *kind == Agg::Avg {
+                numbers.avg()
             } else {
-                state.sum_i
-            };
-            let float = if avg {
-                state.sum_f / n as f64
-            } else {
-                state.sum_f
-            };
-            match ty {
-                CqlType::TinyInt => Value::TinyInt(int as i8),
-                CqlType::SmallInt => Value::SmallInt(int as i16),
-                CqlType::Int => Value::Int(int as i32),
-                CqlType::BigInt | CqlType::Counter => Value::BigInt(int as i64),
-                CqlType::Float => Value::Float(float as f32),
-                _ => Value::Double(float),
+                numbers.sum()
             }
         }
     };

@@ -196,7 +196,7 @@ fn monotonic(table: &Table, f: &SelectorExpr) -> Result<Sel> {
     let (compiled, _, ty) = compile_expr(table, f)?;
     let ok = match (f, &compiled) {
         (SelectorExpr::FunctionCall { name, args }, Sel::Func { .. }) => {
-            MONOTONIC_FUNCTIONS.contains(&name.to_ascii_lowercase().as_str())
+            MONOTONIC_FUNCTIONS.contains(&crate::functions::canonical(name).as_str())
                 && matches!(args.first(), Some(SelectorExpr::Column(_)))
                 && args[1..].iter().all(|a| matches!(a, SelectorExpr::Term(_)))
         }

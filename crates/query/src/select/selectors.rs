@@ -369,6 +369,9 @@ pub(crate) fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, S
                 }
                 return Ok((Sel::Token, shown, CqlType::BigInt));
             }
+            if crate::collection_fns::is_collection_function(&lname) && names.len() == 1 {
+                crate::collection_fns::return_type(&lname, &names[0], &types[0])?;
+            }
             crate::functions::check_arguments(&lname, &types)?;
             // Find the return type by applying the function to nulls.
             let probe: Vec<functions::Typed> = types.iter().map(|t| (t.clone(), None)).collect();
@@ -456,10 +459,10 @@ fn cell_info_refused(table: &Table, kind: CellInfoKind, arg: &SelectorExpr) -> Q
 /// of a known type.
 fn check_json_function(lname: &str, args: &[SelectorExpr]) -> Result<()> {
     use varve_cql::ast::{Literal, Term};
-    match lname {
-        "fromjson" => Err(QueryError::Invalid(
-            "fromjson() cannot be used in the selection clause of a SELECT statement".into(),
-        )),
+    match crate::functions::canonical(lname).as_str() {
+        "fromjson" => Err(QueryError::Invalid(format!(
+            "{lname}() cannot be used in the selection clause of a SELECT statement"
+        ))),
         "tojson" if args.len() != 1 => Err(QueryError::Invalid(
             "Invalid number of arguments for function system.tojson(any)".into(),
         )),
