@@ -21,6 +21,7 @@ pub mod cas_portable;
 pub mod cluster_view;
 mod clustering_slices;
 mod collections;
+mod compact_writes;
 mod compaction_config;
 mod comparator;
 mod consistency;
