@@ -50,13 +50,17 @@ pub struct CasCheck {
 }
 
 /// Builds the check of a statement's IF clause, if it has one.
+/// `statics_only`: the statement writes static columns and nothing else
+/// (a DELETE of whole rows or partitions does not); with conditions on
+/// static columns only (or IF [NOT] EXISTS), and no clustering in its
+/// WHERE, it checks the static row, as Cassandra does.
 pub fn check_for(
     verb: &str,
     ctx: &Ctx,
     table: &Arc<Table>,
     keys: &[PartitionKey],
     sel: &Selection,
-    conditions: &Conditions,
+    (conditions, statics_only): (&Conditions, bool),
 ) -> Result<Option<CasCheck>> {
     let kind = match conditions {
         Conditions::None => return Ok(None),
@@ -148,14 +152,16 @@ pub fn check_for(
             "IN on the partition key is not supported with conditional updates".into(),
         ));
     }
-    let statics_only = matches!(&kind, CasKind::Conditions(c) if c.iter().all(|c| c.column.kind == varve_schema::ColumnKind::Static));
+    let regular_conditions = matches!(&kind, CasKind::Conditions(c) if c.iter().any(|c| c.column.kind != varve_schema::ColumnKind::Static));
     let clustering = if sel.clustering.is_unrestricted()
         && table.clustering_len() > 0
         && statics_only
+        && !regular_conditions
     {
         None
     } else {
         if !sel.clustering.is_exact(table) {
+            check_static_write(verb, table, sel, statics_only)?;
             let missing = table
                 .clustering()
                 .nth(sel.clustering.eq_len)
@@ -178,6 +184,31 @@ pub fn check_for(
         clustering,
         kind,
     }))
+}
+
+/// Cassandra's refusals of a conditional write that leaves clustering
+/// columns out but is not a write of static columns checked on statics.
+fn check_static_write(
+    verb: &str,
+    table: &Table,
+    sel: &Selection,
+    statics_only: bool,
+) -> Result<()> {
+    let what = match (verb, statics_only) {
+        ("DELETE", false) => "delete non static columns",
+        ("DELETE", true) => "use IF condition on non static columns",
+        (_, true) if sel.clustering.is_unrestricted() => {
+            let missing: Vec<&str> = table.clustering().map(|c| c.name.as_str()).collect();
+            return Err(QueryError::Invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing.join(", ")
+            )));
+        }
+        _ => return Ok(()),
+    };
+    Err(QueryError::Invalid(format!(
+        "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to {what}"
+    )))
 }
 
 /// A condition on a primary key column is refused.
@@ -403,7 +434,10 @@ impl StatementDecider {
                 continue;
             }
             match &c.kind {
-                CasKind::NotExists => shown.push((table.columns.clone(), c.clustering.clone())),
+                CasKind::NotExists => shown.push((
+                    table.visible_columns().cloned().collect(),
+                    c.clustering.clone(),
+                )),
                 CasKind::Exists => {}
                 CasKind::Conditions(conds) => {
                     let mut cols: Vec<Column> = Vec::new();
@@ -476,7 +510,12 @@ fn result(
     // A batch names the rows it shows, so its primary key columns come first.
     let mut cols: Vec<Column> = Vec::new();
     if is_batch {
-        cols.extend(table.columns.iter().filter(|c| c.is_primary_key()).cloned());
+        cols.extend(
+            table
+                .visible_columns()
+                .filter(|c| c.is_primary_key())
+                .cloned(),
+        );
     }
     for (list, _) in shown {
         for c in list {

@@ -233,11 +233,6 @@ async fn create_table(
 ) -> Result<QueryResult> {
     let ks_name = ctx.keyspace_of(&c.name.keyspace)?;
     check_name(&c.name.name, "Table")?;
-    if c.compact_storage {
-        return Err(QueryError::Invalid(
-            "COMPACT STORAGE tables are not supported starting with version 4.0".into(),
-        ));
-    }
     let options = TableOptions::for_create(&props(&c.properties))?;
     let id = requested_id(&c.properties)?
         .unwrap_or_else(|| u128::from_be_bytes(varve_types::time::new_timeuuid()));
@@ -278,7 +273,10 @@ async fn create_table(
             .collect(),
         options,
     };
-    let table = Table::create(spec)?;
+    let table = match c.compact_storage {
+        true => varve_schema::compact::create(spec)?,
+        false => Table::create(spec)?,
+    };
     let created = p
         .update_schema(|s| {
             let ks = s.keyspaces.get(&ks_name).ok_or_else(|| {

@@ -39,7 +39,7 @@ pub fn keyspace_cql(ks: &Keyspace) -> String {
 /// the columns of one cell before the multi-cell ones (non-frozen
 /// collections and user types), each group by name.
 fn describe_order(t: &Table) -> Vec<&varve_schema::Column> {
-    let mut columns: Vec<&varve_schema::Column> = t.columns.iter().collect();
+    let mut columns: Vec<&varve_schema::Column> = t.visible_columns().collect();
     columns.sort_by_key(|c| {
         let group = match c.kind {
             ColumnKind::PartitionKey => 0,
@@ -56,14 +56,33 @@ fn describe_order(t: &Table) -> Vec<&varve_schema::Column> {
     columns
 }
 
+/// The CREATE TABLE of `t`; for a COMPACT STORAGE table, inside the
+/// comment Cassandra 5.0 puts around it (such tables are "not compatible
+/// with CQL": their hidden columns cannot be written).
 pub fn table_cql(t: &Table) -> String {
+    let cql = create_table_cql(t);
+    if !t.is_compact() {
+        return cql;
+    }
+    format!(
+        "/*\nWarning: Table {}.{} omitted because it has constructs not compatible with CQL (was created via legacy API).\nApproximate structure, for reference:\n(this should not be used to reproduce this schema)\n\n{cql}\n*/",
+        quote(&t.keyspace),
+        quote(&t.name)
+    )
+}
+
+/// The CREATE TABLE statement: visible columns only (a static compact
+/// table's columns without `static`), but every clustering column in
+/// CLUSTERING ORDER BY, the hidden one of a static compact table included,
+/// as Cassandra prints it.
+fn create_table_cql(t: &Table) -> String {
     let mut s = format!("CREATE TABLE {}.{} (\n", quote(&t.keyspace), quote(&t.name));
     let pk: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
     let ck: Vec<_> = t.clustering().collect();
     let inline_pk = pk.len() == 1 && ck.is_empty();
     for c in describe_order(t) {
         s.push_str(&format!("    {} {}", quote(&c.name), c.ty.cql_name()));
-        if c.kind == ColumnKind::Static {
+        if c.kind == ColumnKind::Static && !t.is_compact() {
             s.push_str(" static");
         }
         if inline_pk && c.kind == ColumnKind::PartitionKey {
@@ -84,10 +103,13 @@ pub fn table_cql(t: &Table) -> String {
             )
         };
         let mut parts = vec![pk_text];
-        parts.extend(ck.iter().map(|c| quote(&c.name)));
+        parts.extend(ck.iter().filter(|c| !c.hidden).map(|c| quote(&c.name)));
         s.push_str(&format!("    PRIMARY KEY ({})\n", parts.join(", ")));
     }
     s.push_str(") WITH ");
+    if t.is_compact() {
+        s.push_str("COMPACT STORAGE\n    AND ");
+    }
     if !ck.is_empty() {
         let order: Vec<String> = ck
             .iter()

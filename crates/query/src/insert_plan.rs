@@ -69,7 +69,10 @@ pub fn compiled(table: &Arc<Table>, ins: &Insert) -> Arc<Option<CompiledInsert>>
 }
 
 fn compile(table: &Table, ins: &Insert) -> Option<CompiledInsert> {
+    // COMPACT STORAGE tables write no row marker and complete a dense
+    // table's value: the general path knows how.
     if ins.json.is_some()
+        || table.is_compact()
         || ins.conditions != Conditions::None
         || ins.columns.len() != ins.values.len()
     {

@@ -22,6 +22,7 @@ pub mod cluster_view;
 mod clustering_slices;
 mod collection_fns;
 mod collections;
+mod compact_writes;
 mod compaction_config;
 mod comparator;
 mod consistency;

@@ -4,6 +4,7 @@
 use crate::api::{BatchType, BoundValue, QueryOptions, QueryResult};
 use crate::cas::{self, CasCheck};
 use crate::collections;
+use crate::compact_writes;
 use crate::context::{order_values, Ctx};
 use crate::data_path::{WriteCommand, WriteKind};
 use crate::error::{QueryError, Result};
@@ -407,7 +408,9 @@ fn plan_insert(ctx: &mut Ctx<'_>, ins: &Insert, batch_ts: Option<i64>) -> Result
         return insert_plan::plan(ctx, &table, ins, c, batch_ts);
     }
     let expanded;
-    let ins = if ins.json.is_some() {
+    // JSON names a dense table's hidden value too (`compact_writes`).
+    let from_json = ins.json.is_some();
+    let ins = if from_json {
         expanded = crate::json::expand_insert(ctx, &table, ins)?;
         &expanded
     } else {
@@ -422,7 +425,8 @@ fn plan_insert(ctx: &mut Ctx<'_>, ins: &Insert, batch_ts: Option<i64>) -> Result
     let mut relations = Vec::new();
     let mut assignments = Vec::new();
     for (name, term) in ins.columns.iter().zip(&ins.values) {
-        let col = table.column(name).ok_or_else(|| {
+        let hidden = || from_json.then(|| table.column_any(name)).flatten();
+        let col = table.column(name).or_else(hidden).ok_or_else(|| {
             QueryError::Invalid(format!(
                 "Undefined column name {name} in table {}.{}",
                 table.keyspace, table.name
@@ -470,6 +474,7 @@ fn plan_insert(ctx: &mut Ctx<'_>, ins: &Insert, batch_ts: Option<i64>) -> Result
             missing_ck.join(", ")
         )));
     }
+    compact_writes::complete_insert(&table, &mut assignments)?;
     // An INSERT assigns whole values: it never reads a list.
     build(
         ctx,
@@ -549,6 +554,7 @@ fn write_selection(
         }
     }
     let sel = restrictions::analyse(ctx, table, relations)?;
+    compact_writes::check_clustering(table, &sel)?;
     if !sel.partition_exact {
         let missing: Vec<&str> = table
             .partition_key()
@@ -585,10 +591,11 @@ fn build(
     let PartitionSelection::Keys(keys) = &sel.partitions else {
         unreachable!("checked exact")
     };
-    let statics_only = assignments
-        .iter()
-        .all(|a| table.column(assignment_column(a)).map(|c| c.kind) == Some(ColumnKind::Static))
-        && !assignments.is_empty();
+    // Assignments name visible columns (checked by the callers), or the
+    // hidden value of a dense table an INSERT writes.
+    let statics_only = assignments.iter().all(|a| {
+        table.column_any(assignment_column(a)).map(|c| c.kind) == Some(ColumnKind::Static)
+    }) && !assignments.is_empty();
     let exact = sel.clustering.is_exact(table);
     if !(exact || statics_only && sel.clustering.is_unrestricted()) {
         if sel.clustering.lower.is_some() || sel.clustering.upper.is_some() {
@@ -596,7 +603,10 @@ fn build(
         }
         return Err(missing_clustering(table, &sel));
     }
-    if statics_only && !sel.clustering.is_unrestricted() && !marker {
+    // A condition on a regular column names the row the statics are
+    // written beside (Cassandra 5.0.4 accepts it then).
+    let regular_condition = matches!(conditions, Conditions::If(list) if list.iter().any(|c| table.column(&c.column).is_some_and(|col| col.kind != ColumnKind::Static)));
+    if statics_only && !sel.clustering.is_unrestricted() && !marker && !regular_condition {
         return Err(QueryError::Invalid(
             "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns".into(),
         ));
@@ -624,14 +634,15 @@ fn build(
                 (p.clone(), row)
             })
             .collect();
-        if marker {
+        // COMPACT STORAGE tables have no row markers.
+        if marker && !table.is_compact() {
             for (_, row) in rows.iter_mut() {
                 row.liveness = Some(LivenessInfo::new(ts, ttl, now));
             }
         }
         for a in assignments {
             let col = table
-                .column(assignment_column(a))
+                .column_any(assignment_column(a))
                 .ok_or_else(|| QueryError::Server("column vanished".into()))?;
             if col.kind == ColumnKind::Static {
                 let current = match collections::assign_reads_list(col, a) {
@@ -668,7 +679,7 @@ fn build(
         table,
         keys,
         &sel,
-        conditions,
+        (conditions, statics_only),
     )?;
     Ok(Planned {
         table: table.clone(),
@@ -807,7 +818,14 @@ fn plan_delete(
         }
         updates.push((key.clone(), partition));
     }
-    let cas = cas::check_for("DELETE", ctx, &table, keys, &sel, &del.conditions)?;
+    let cas = cas::check_for(
+        "DELETE",
+        ctx,
+        &table,
+        keys,
+        &sel,
+        (&del.conditions, statics_only),
+    )?;
     Ok(Planned {
         table,
         updates,

@@ -35,6 +35,10 @@ pub struct Column {
     pub descending: bool,
     /// Stable id used by storage to address the column's cells.
     pub id: u32,
+    /// A column COMPACT STORAGE adds that CQL never names (see
+    /// [`crate::compact`]): shown in system_schema.columns, invisible to
+    /// every statement.
+    pub hidden: bool,
 }
 
 impl Column {

@@ -9,6 +9,7 @@
 pub mod access;
 mod access_json;
 pub mod column;
+pub mod compact;
 pub mod error;
 pub mod keyspace;
 pub mod options;
@@ -17,6 +18,7 @@ pub mod table;
 pub mod user_types;
 
 pub use column::{Column, ColumnKind};
+pub use compact::Compact;
 pub use error::{Error, Result};
 pub use keyspace::Keyspace;
 pub use table::Table;

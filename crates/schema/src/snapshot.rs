@@ -55,6 +55,10 @@ struct TableV1 {
     dropped: Vec<DroppedV1>,
     next_column_id: u32,
     options: BTreeMap<String, OptionV1>,
+    /// `system_schema.tables.flags` of a COMPACT STORAGE table; absent for
+    /// a CQL table (flags {'compound'}), as in files written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    flags: Option<Vec<String>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -66,6 +70,13 @@ struct ColumnV1 {
     position: i32,
     descending: bool,
     id: u32,
+    /// A column COMPACT STORAGE added; absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "is_false")]
+    hidden: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Serialize, Deserialize)]
@@ -209,6 +220,7 @@ pub fn to_json(schema: &Schema) -> String {
                             position: c.position,
                             descending: c.descending,
                             id: c.id,
+                            hidden: c.hidden,
                         })
                         .collect(),
                     dropped: t
@@ -223,6 +235,9 @@ pub fn to_json(schema: &Schema) -> String {
                         })
                         .collect(),
                     next_column_id: t.next_column_id,
+                    flags: t
+                        .is_compact()
+                        .then(|| t.flags().into_iter().map(String::from).collect()),
                     options: t
                         .options
                         .to_schema_row()
@@ -293,6 +308,7 @@ pub fn from_json_with_access(text: &str) -> Result<Saved> {
                     position: c.position,
                     descending: c.descending,
                     id: c.id,
+                    hidden: c.hidden,
                 });
             }
             let mut dropped = BTreeMap::new();
@@ -332,6 +348,12 @@ pub fn from_json_with_access(text: &str) -> Result<Saved> {
                 dropped,
                 next_column_id: t.next_column_id,
                 is_virtual: false,
+                compact: match &t.flags {
+                    Some(flags) => {
+                        Table::compact_of_flags(flags).map_err(|e| bad(e.to_string()))?
+                    }
+                    None => crate::compact::Compact::No,
+                },
             };
             tables.insert(t.name, Arc::new(table));
         }
@@ -475,6 +497,37 @@ mod tests {
         let (kss, _) = from_json(&to_json(&schema)).unwrap();
         assert_eq!(kss[0].types, ks.types);
         assert_eq!(kss[0].tables["t"].columns, ks.tables["t"].columns);
+    }
+
+    #[test]
+    fn compact_tables_round_trip_and_plain_ones_write_no_flags() {
+        let mut ks = crate::user_types::tests_support::keyspace();
+        let spec = TableSpec {
+            keyspace: "ks".into(),
+            name: "cs".into(),
+            id: 7,
+            columns: vec![
+                ("k".into(), CqlType::Int, false),
+                ("c".into(), CqlType::Int, false),
+            ],
+            partition_key: vec!["k".into()],
+            clustering: vec![("c".into(), false)],
+            options: TableOptions::default(),
+        };
+        let dense = crate::compact::create(spec).unwrap();
+        ks.tables.insert("cs".into(), Arc::new(dense.clone()));
+        let mut schema = Schema::default();
+        schema.keyspaces.insert("ks".into(), Arc::new(ks));
+        let text = to_json(&schema);
+        assert_eq!(text.matches("\"flags\"").count(), 1);
+        assert_eq!(text.matches("\"hidden\": true").count(), 1);
+        let (kss, _) = from_json(&text).unwrap();
+        let back = &kss[0].tables["cs"];
+        assert_eq!(
+            (back.compact, &back.columns),
+            (dense.compact, &dense.columns)
+        );
+        assert!(!kss[0].tables["t"].is_compact());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Table definitions.
 
 use crate::column::{Column, ColumnKind};
+use crate::compact::Compact;
 use crate::error::{Error, Result};
 use crate::options::TableOptions;
 use std::collections::BTreeMap;
@@ -34,6 +35,8 @@ pub struct Table {
     pub next_column_id: u32,
     /// A virtual table (system tables served from memory).
     pub is_virtual: bool,
+    /// Whether the table was created `WITH COMPACT STORAGE`, and its kind.
+    pub compact: Compact,
 }
 
 /// What CREATE TABLE gives: columns with their kind and clustering order.
@@ -91,6 +94,7 @@ impl Table {
                 position: pos as i32,
                 descending: false,
                 id,
+                hidden: false,
             });
             id += 1;
         }
@@ -113,6 +117,7 @@ impl Table {
                 position: pos as i32,
                 descending: *descending,
                 id,
+                hidden: false,
             });
             id += 1;
         }
@@ -142,6 +147,7 @@ impl Table {
                 position: -1,
                 descending: false,
                 id,
+                hidden: false,
             });
             id += 1;
         }
@@ -154,13 +160,26 @@ impl Table {
             dropped: BTreeMap::new(),
             next_column_id: id,
             is_virtual: false,
+            compact: Compact::No,
         };
         table.sort_columns();
         Ok(table)
     }
 
+    /// The column a statement names: hidden columns are not found.
     pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name && !c.hidden)
+    }
+
+    /// The column of that name, hidden or not (ALTER TABLE's checks).
+    pub fn column_any(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// The columns statements see (`SELECT *`, `INSERT ... JSON`): all
+    /// but those COMPACT STORAGE hides.
+    pub fn visible_columns(&self) -> impl Iterator<Item = &Column> {
+        self.columns.iter().filter(|c| !c.hidden)
     }
 
     pub fn column_by_id(&self, id: u32) -> Option<&Column> {
@@ -197,10 +216,15 @@ impl Table {
 
     /// Adds a regular or static column (ALTER TABLE ADD).
     pub fn add_column(&mut self, name: &str, ty: CqlType, is_static: bool) -> Result<()> {
-        if self.column(name).is_some() {
+        if self.column_any(name).is_some() {
             return Err(Error::Invalid(format!(
                 "Column with name '{name}' already exists"
             )));
+        }
+        if self.is_compact() {
+            return Err(Error::Invalid(
+                "Cannot add new column to a COMPACT STORAGE table".into(),
+            ));
         }
         if is_static && self.clustering_len() == 0 {
             return Err(Error::Invalid(format!(
@@ -246,6 +270,7 @@ impl Table {
             position: -1,
             descending: false,
             id,
+            hidden: false,
         });
         self.sort_columns();
         Ok(())
@@ -253,7 +278,7 @@ impl Table {
 
     /// Drops a regular or static column (ALTER TABLE DROP).
     pub fn drop_column(&mut self, name: &str, at_micros: i64) -> Result<()> {
-        let col = self.column(name).cloned().ok_or_else(|| {
+        let col = self.column_any(name).cloned().ok_or_else(|| {
             Error::Invalid(format!(
                 "Column {name} was not found in table {}",
                 self.name
@@ -261,9 +286,10 @@ impl Table {
         })?;
         if col.is_primary_key() {
             return Err(Error::Invalid(format!(
-                "Cannot drop PRIMARY KEY part {name}"
+                "Cannot drop PRIMARY KEY column {name}"
             )));
         }
+        crate::compact::check_drop(self, &col)?;
         if let CqlType::Udt(u) = &col.ty {
             return Err(Error::Invalid(format!(
                 "Cannot drop non-frozen column {name} of user type {}",
@@ -287,13 +313,13 @@ impl Table {
 
     /// Renames a primary key column (ALTER TABLE RENAME).
     pub fn rename_column(&mut self, from: &str, to: &str) -> Result<()> {
-        if self.column(to).is_some() {
+        if self.column_any(to).is_some() {
             return Err(Error::Invalid(format!("Cannot rename column {from} to {to} in table {}; another column of that name already exist", self.name)));
         }
         let col = self
             .columns
             .iter_mut()
-            .find(|c| c.name == from)
+            .find(|c| c.name == from && !c.hidden)
             .ok_or_else(|| {
                 Error::Invalid(format!(
                     "Column {from} was not found in table {}",
@@ -309,7 +335,7 @@ impl Table {
         Ok(())
     }
 
-    fn sort_columns(&mut self) {
+    pub(crate) fn sort_columns(&mut self) {
         self.columns
             .sort_by(|a, b| (a.kind, a.position, &a.name).cmp(&(b.kind, b.position, &b.name)));
     }

@@ -31,7 +31,8 @@ pub fn expand_insert(ctx: &mut Ctx, table: &Table, ins: &Insert) -> Result<Inser
     let bound = column_values(table, &text, ins.json_default_unset)?;
     let mut columns = Vec::with_capacity(bound.len());
     let mut values = Vec::with_capacity(bound.len());
-    for (col, value) in table.columns.iter().zip(bound) {
+    let named = crate::compact_writes::json_columns(table)?;
+    for (col, value) in named.into_iter().zip(bound) {
         columns.push(col.name.clone());
         values.push(Term::Bind(ctx.values.len()));
         ctx.values.push(value);
@@ -48,6 +49,9 @@ pub fn expand_insert(ctx: &mut Ctx, table: &Table, ins: &Insert) -> Result<Inser
 /// At PREPARE, as Cassandra does: the JSON of an `INSERT ... JSON '...'`
 /// written as a literal is read against the table (a bind marker waits).
 pub fn check_insert_literal(table: &Table, ins: &Insert) -> Result<()> {
+    if ins.json.is_some() {
+        crate::compact_writes::json_columns(table)?;
+    }
     match &ins.json {
         Some(Term::Literal(Literal::String(text))) => {
             column_values(table, text, ins.json_default_unset).map(|_| ())
@@ -56,14 +60,34 @@ pub fn check_insert_literal(table: &Table, ins: &Insert) -> Result<()> {
     }
 }
 
+/// A column's value from JSON. The hidden value of a dense COMPACT
+/// STORAGE table has Cassandra's `empty` type, which takes only "".
+fn decode_column(
+    col: &varve_schema::Column,
+    j: &Json,
+) -> std::result::Result<Option<Value>, DecodeError> {
+    if !col.hidden {
+        return from_json(&col.ty, j);
+    }
+    match j {
+        Json::Null => Ok(None),
+        Json::Str(s) if s.is_empty() => Ok(Some(Value::Blob(Vec::new()))),
+        other => Err(DecodeError::Marshal(format!(
+            "'{}' is not empty",
+            other.java_text()
+        ))),
+    }
+}
+
 /// The value of every column of `table` (in its order) that the JSON
 /// object `text` gives: null or unset for a column it leaves out.
 fn column_values(table: &Table, text: &str, default_unset: bool) -> Result<Vec<BoundValue>> {
     let mut members = object_members(text)?;
-    let mut values = Vec::with_capacity(table.columns.len());
-    for col in &table.columns {
+    let named = crate::compact_writes::json_columns(table)?;
+    let mut values = Vec::with_capacity(named.len());
+    for col in named {
         let bound = match take(&mut members, &col.name) {
-            Some(j) => match from_json(&col.ty, &j) {
+            Some(j) => match decode_column(col, &j) {
                 Ok(Some(v)) => BoundValue::Value(Bytes::from(codec::serialize(&v))),
                 Ok(None) => BoundValue::Null,
                 Err(DecodeError::Marshal(m)) => {

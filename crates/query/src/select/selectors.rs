@@ -112,7 +112,7 @@ pub fn compile(table: &Table, selection: &Selection) -> Result<Projection> {
     let mut specs = Vec::new();
     match selection {
         Selection::Wildcard => {
-            for c in &table.columns {
+            for c in table.visible_columns() {
                 selectors.push(Sel::Column(c.clone()));
                 specs.push(spec(c.name.clone(), c.ty.clone()));
             }

@@ -168,7 +168,10 @@ fn table_row(t: &Table) -> VRow {
         };
         r.insert(name, v);
     }
-    r.insert("flags", Value::Set(vec![text("compound")]));
+    r.insert(
+        "flags",
+        Value::Set(t.flags().into_iter().map(text).collect()),
+    );
     r.insert("id", Value::Uuid(t.id.to_be_bytes()));
     r
 }
@@ -185,7 +188,7 @@ fn column_rows(t: &Table) -> Vec<VRow> {
             r.insert("column_name_bytes", Value::Blob(c.name.as_bytes().to_vec()));
             r.insert("kind", text(c.kind.schema_name()));
             r.insert("position", Value::Int(c.position));
-            r.insert("type", text(&c.ty.cql_name()));
+            r.insert("type", text(&t.schema_type_name(c)));
             r
         })
         .collect()
