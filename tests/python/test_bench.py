@@ -94,7 +94,8 @@ def read_csv(path):
 
 
 def bench(out, *args, timeout=RUN_TIMEOUT_S):
-    cmd = [varve_bin(), "bench", *args, "--size", "tiny", "--out", str(out), "--quiet"]
+    # One embedded node keeps CI's runs short (three is the default).
+    cmd = [varve_bin(), "bench", *args, "--size", "tiny", "--nodes", "1", "--out", str(out), "--quiet"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{cmd}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     return proc
@@ -275,7 +276,7 @@ def test_report_html_in_headless_chromium(runs):
 
 def test_ctrl_c_stops_cleanly_and_still_writes_the_report(tmp_path):
     out = tmp_path / "interrupted"
-    cmd = [varve_bin(), "bench", "compaction", "--size", "tiny", "--out", str(out)]
+    cmd = [varve_bin(), "bench", "compaction", "--size", "tiny", "--nodes", "1", "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Wait for the node, then for the load phase to end: stop during stcs.
     log = out / "server.log"

@@ -11,6 +11,9 @@ use crate::plan::{Scenario, Size, Variant};
 
 /// The seeds' replication factor: a cluster the bench starts gets it.
 pub const SEED_REPLICATION_FACTOR: u32 = 3;
+/// Nodes the bench starts when neither `--nodes` nor `--hosts` is given:
+/// the seeds' three.
+pub const DEFAULT_NODES: usize = 3;
 
 /// Sampling period of server.csv (and the progress/intervals period).
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
@@ -31,8 +34,21 @@ pub struct BenchArgs {
     pub size: String,
     /// Nodes to start: 1, one embedded node; more, a local cluster on
     /// 127.0.0.1 .. 127.0.0.N (`varve cluster start`), every node sampled.
-    #[arg(long, default_value_t = 1)]
-    pub nodes: usize,
+    /// Default 3, as the seeds ran.
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// Caps each node the bench starts at SIZE (2GiB, 1536MiB...), page
+    /// cache included: every node in a fresh cgroup v1 memory cgroup of its
+    /// own, removed after the run. Needs root and the cgroup v1 memory
+    /// controller; refused otherwise.
+    #[arg(long, value_name = "SIZE")]
+    pub memory_cap: Option<String>,
+    /// With --hosts: the nodes' existing cgroup v1 memory directories (one
+    /// per node, comma separated, e.g. from
+    /// scripts/bench/cassandra_capped.sh): their caps, peaks and OOM kills
+    /// go to memory.csv. Read only.
+    #[arg(long, value_name = "DIR", value_delimiter = ',')]
+    pub memory_cgroup: Vec<PathBuf>,
     /// Use an existing cluster (host:port,...) instead of an embedded node.
     #[arg(long, value_delimiter = ',')]
     pub hosts: Vec<String>,
@@ -103,6 +119,8 @@ pub enum Target {
         nodetool: Vec<Vec<String>>,
         server_pids: Vec<u32>,
         gc_logs: Vec<PathBuf>,
+        /// Its nodes' memory cgroups, read at the end (`--memory-cgroup`).
+        memory_cgroups: Vec<PathBuf>,
     },
 }
 
@@ -121,6 +139,9 @@ pub struct BenchOptions {
     pub replication_factor: u32,
     /// The statements' consistency level.
     pub consistency: varve_stress::config::Consistency,
+    /// `--memory-cap` in bytes: each node the bench starts in a cgroup of
+    /// this limit.
+    pub memory_cap: Option<u64>,
     /// The command line, for summary.json.
     pub command: String,
 }
@@ -137,6 +158,7 @@ impl BenchArgs {
                 ("nodetool", !self.nodetool.is_empty()),
                 ("server-pid", !self.server_pid.is_empty()),
                 ("gc-log", !self.gc_log.is_empty()),
+                ("memory-cgroup", !self.memory_cgroup.is_empty()),
             ] {
                 if given {
                     return Err(BenchError::config(
@@ -145,7 +167,7 @@ impl BenchArgs {
                     ));
                 }
             }
-            match self.nodes {
+            match self.nodes.unwrap_or(DEFAULT_NODES) {
                 0 => return Err(BenchError::config("nodes", "at least 1")),
                 1 => Target::Embedded {
                     exe,
@@ -164,10 +186,17 @@ impl BenchArgs {
                 }
             }
         } else {
-            if self.nodes != 1 {
+            if self.nodes.is_some() {
                 return Err(BenchError::config(
                     "flags",
                     "--nodes starts a cluster; --hosts uses one already running",
+                ));
+            }
+            if self.memory_cap.is_some() {
+                return Err(BenchError::config(
+                    "flags",
+                    "--memory-cap caps the nodes the bench starts; for --hosts start them capped \
+                     (scripts/bench/cassandra_capped.sh) and pass --memory-cgroup",
                 ));
             }
             if self.config.is_some() {
@@ -195,6 +224,7 @@ impl BenchArgs {
                 nodetool,
                 server_pids: self.server_pid.clone(),
                 gc_logs: self.gc_log.clone(),
+                memory_cgroups: self.memory_cgroup.clone(),
             }
         };
         let replication_factor = self.replication_factor.unwrap_or(match &target {
@@ -220,6 +250,11 @@ impl BenchArgs {
             quiet: self.quiet,
             replication_factor,
             consistency,
+            memory_cap: self
+                .memory_cap
+                .as_deref()
+                .map(crate::cgroup::parse_size)
+                .transpose()?,
             command: command.to_string(),
         })
     }
@@ -300,16 +335,54 @@ mod tests {
             Target::Embedded { .. }
         ));
         assert!(options("x lwt --out d --nodes 3 --hosts a:1").is_err());
+        assert!(options("x lwt --out d --nodes 1 --hosts a:1").is_err());
+    }
+
+    #[test]
+    fn the_seeds_three_nodes_at_rf_3_are_the_default() {
+        let o = options("x tombstone-gc --variant overlapping --out d").unwrap();
+        assert!(matches!(o.target, Target::Cluster { nodes, .. } if nodes == DEFAULT_NODES));
+        assert_eq!(DEFAULT_NODES, 3);
+        assert_eq!(o.replication_factor, SEED_REPLICATION_FACTOR);
+        assert_eq!(o.memory_cap, None, "no cap unless asked");
+    }
+
+    #[test]
+    fn a_memory_cap_is_for_nodes_the_bench_starts() {
+        let o = options("x lwt --out d --memory-cap 2GiB").unwrap();
+        assert_eq!(o.memory_cap, Some(2 << 30));
+        let o = options("x lwt --out d --nodes 1 --memory-cap 512M").unwrap();
+        assert_eq!(o.memory_cap, Some(512 << 20));
+        assert!(
+            options("x lwt --out d --memory-cap 1M").is_err(),
+            "below the floor"
+        );
+        assert!(options("x lwt --out d --memory-cap lots").is_err());
+        let err = options("x lwt --out d --hosts a:1 --memory-cap 2G").unwrap_err();
+        assert!(err.to_string().contains("--memory-cgroup"), "{err}");
+        let o = options("x lwt --out d --hosts a:1,b:1 --memory-cgroup /c/1,/c/2").unwrap();
+        let Target::Hosts { memory_cgroups, .. } = o.target else {
+            panic!()
+        };
+        assert_eq!(
+            memory_cgroups,
+            [PathBuf::from("/c/1"), PathBuf::from("/c/2")]
+        );
+        assert!(
+            options("x lwt --out d --memory-cgroup /c/1").is_err(),
+            "goes with --hosts"
+        );
     }
 
     #[test]
     fn flags() {
-        let o = options("x tombstone-gc --out d --variant garbagecollect --size tiny").unwrap();
+        let o = options("x tombstone-gc --out d --variant garbagecollect --size tiny --nodes 1")
+            .unwrap();
         assert_eq!(o.scenario, Scenario::TombstoneGc);
         assert_eq!(o.variant, Some(Variant::GarbageCollect));
         assert_eq!(o.size, Size::Tiny);
         assert!(matches!(o.target, Target::Embedded { .. }));
-        assert_eq!(o.replication_factor, 1, "one node by default");
+        assert_eq!(o.replication_factor, 1, "one node: RF 1");
         assert_eq!(
             o.consistency,
             varve_stress::config::Consistency::LocalQuorum
@@ -324,6 +397,7 @@ mod tests {
             server_pids,
             admin,
             gc_logs,
+            ..
         } = o.target
         else {
             panic!()

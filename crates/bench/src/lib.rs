@@ -21,6 +21,7 @@
 //! for ALTER TABLE through the runner's session).
 
 pub mod actions;
+pub mod cgroup;
 pub mod cli;
 pub mod clock;
 pub mod cluster;

@@ -32,8 +32,12 @@ pub struct BenchInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
     pub size: String,
-    /// `embedded` or `hosts`.
+    /// `embedded`, `local cluster of N` or `hosts`.
     pub node: String,
+    /// `--memory-cap`: each started node's cgroup limit (memory.csv has
+    /// their peaks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_cap_bytes: Option<u64>,
     pub segments: Vec<SegmentInfo>,
 }
 
@@ -195,6 +199,7 @@ mod tests {
             variant: None,
             size: "tiny".into(),
             node: "embedded".into(),
+            memory_cap_bytes: None,
             segments: Vec::new(),
         }
     }

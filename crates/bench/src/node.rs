@@ -43,13 +43,22 @@ pub fn parse_ready(log: &str) -> Option<(String, String)> {
 
 impl EmbeddedNode {
     /// Starts `exe server` with its data under `out` and waits until ready.
-    /// `config` is passed as `--config`.
-    pub async fn start(exe: &Path, out: &Path, config: &Path) -> Result<EmbeddedNode> {
+    /// `config` is passed as `--config`; with `cgroup`, the node runs in
+    /// that cgroup from its first instruction ([`crate::cgroup`]).
+    pub async fn start(
+        exe: &Path,
+        out: &Path,
+        config: &Path,
+        cgroup: Option<&Path>,
+    ) -> Result<EmbeddedNode> {
         let data = out.join("node-data");
         let log = out.join("server.log");
         let log_file = File::create(&log).map_err(|e| BenchError::io(&log, e))?;
         let log_err = log_file.try_clone().map_err(|e| BenchError::io(&log, e))?;
         let mut command = Command::new(exe);
+        if let Some(cgroup) = cgroup {
+            crate::cgroup::join_before_exec(&mut command, cgroup)?;
+        }
         command
             .arg("server")
             .args(["--listen", "127.0.0.1", "--port", "0", "--admin-port", "0"])

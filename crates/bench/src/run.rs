@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 use varve_stress::{RunSummary, Runner, StressConfig};
 
 use crate::actions;
+use crate::cgroup::{self, RunCgroups};
 use crate::cli::{BenchOptions, Target, SAMPLE_INTERVAL};
 use crate::clock::Clock;
 use crate::cluster::EmbeddedCluster;
@@ -44,6 +45,9 @@ struct Endpoint {
     source: Source,
     pids: Vec<u32>,
     admin_port: u16,
+    /// The started nodes' memory cgroups (`--memory-cap`). Declared after
+    /// the nodes: dropped after them, so a node is gone before its cgroup.
+    cgroups: Option<RunCgroups>,
 }
 
 /// Everything the phase loop shares.
@@ -74,9 +78,13 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
     prepare_out(&opts.out)?;
     let interrupt = Interrupt::default();
     let signals = interrupt.install();
-    let endpoint = connect(&opts).await?;
-    if let Some(pid) = endpoint.node.as_ref().and_then(EmbeddedNode::pid) {
-        interrupt.set_node_pid(pid);
+    let mut endpoint = connect(&opts).await?;
+    interrupt.set_node_pids(match &opts.target {
+        Target::Hosts { .. } => &[],
+        _ => &endpoint.pids,
+    });
+    if let Some(cgroups) = &endpoint.cgroups {
+        interrupt.set_cgroups(cgroups.paths().clone());
     }
     let clock = Clock::start();
     let events = EventLog::new(clock.clone());
@@ -119,11 +127,12 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
     let rows = sampler.finish().await;
     sampler::write(&opts.out, &rows)?;
     events.write(&opts.out)?;
-    let stopped = match (endpoint.node, endpoint.cluster) {
+    let stopped = match (endpoint.node.take(), endpoint.cluster.take()) {
         (Some(node), _) => node.stop().await,
         (None, Some(cluster)) => cluster.stop(),
         (None, None) => Ok(()),
     };
+    let uncapped = record_memory(&opts, endpoint.cgroups.take());
     signals.abort();
     if !parts.is_empty() {
         let info = bench_info(&plan, &opts);
@@ -157,6 +166,7 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
     }
     measured?;
     stopped?;
+    uncapped?;
     if outcome.summary.is_none() {
         return Err(BenchError::Invalid {
             path: opts.out.clone(),
@@ -180,12 +190,57 @@ fn prepare_out(out: &Path) -> Result<()> {
     std::fs::create_dir_all(out).map_err(|e| BenchError::io(out, e))
 }
 
+/// Writes memory.csv from the nodes' cgroups (the bench's own, then
+/// removed; or `--memory-cgroup`'s, only read), once the nodes are stopped.
+fn record_memory(opts: &BenchOptions, cgroups: Option<RunCgroups>) -> Result<()> {
+    let (rows, removed) = match (cgroups, &opts.target) {
+        (Some(own), _) => (own.usage(), own.remove()),
+        (None, Target::Hosts { memory_cgroups, .. }) if !memory_cgroups.is_empty() => {
+            (cgroup::observe(memory_cgroups), Ok(()))
+        }
+        _ => return Ok(()),
+    };
+    cgroup::write_csv(&opts.out, &rows)?;
+    for r in &rows {
+        let mib = |b: Option<u64>| b.map_or("?".into(), |b| format!("{}", b >> 20));
+        println!(
+            "memory: node {} cap {} MiB, peak {} MiB, OOM kills {} ({})",
+            r.node,
+            r.cap_bytes >> 20,
+            mib(r.peak_bytes),
+            r.oom_kills.map_or("?".into(), |n| n.to_string()),
+            r.cgroup
+        );
+    }
+    removed
+}
+
+/// The run's fresh memory cgroups for `nodes` nodes when `--memory-cap`
+/// is given; refused when they cannot be made.
+fn make_cgroups(opts: &BenchOptions, nodes: usize) -> Result<Option<RunCgroups>> {
+    let Some(cap) = opts.memory_cap else {
+        return Ok(None);
+    };
+    let root = Path::new(cgroup::MEMORY_ROOT);
+    cgroup::check_available(root)?;
+    let name = cgroup::run_name(&opts.out, std::process::id());
+    let cgroups = RunCgroups::create(root, &name, nodes, cap)?;
+    println!(
+        "memory cap: {} MiB per node, page cache included (cgroups {}/node1..{nodes})",
+        cap >> 20,
+        cgroups.paths().dir.display()
+    );
+    Ok(Some(cgroups))
+}
+
 /// Starts the embedded node, or describes the given hosts.
 async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
     match &opts.target {
         Target::Embedded { exe, config } => {
             let config = node_config(opts, config.as_deref())?;
-            let node = EmbeddedNode::start(exe, &opts.out, &config).await?;
+            let cgroups = make_cgroups(opts, 1)?;
+            let cgroup = cgroups.as_ref().and_then(|c| c.node(1));
+            let node = EmbeddedNode::start(exe, &opts.out, &config, cgroup).await?;
             println!(
                 "embedded node: CQL on {}, admin on {} (log {})",
                 node.cql,
@@ -199,11 +254,15 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
                 admin_port: port_of(&node.admin.authority).unwrap_or(DEFAULT_ADMIN_PORT),
                 node: Some(node),
                 cluster: None,
+                cgroups,
             })
         }
         Target::Cluster { exe, config, nodes } => {
             let config = node_config(opts, config.as_deref())?;
-            let cluster = EmbeddedCluster::start(exe, &opts.out, &config, *nodes)?;
+            let cgroups = make_cgroups(opts, *nodes)?;
+            let parent = cgroups.as_ref().map(|c| c.paths().dir.clone());
+            let cluster =
+                EmbeddedCluster::start(exe, &opts.out, &config, *nodes, parent.as_deref())?;
             println!(
                 "local cluster of {nodes}: CQL on {} (admin port {}, directory {})",
                 cluster.hosts.join(", "),
@@ -217,6 +276,7 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
                 pids: cluster.pids.clone(),
                 admin_port: crate::cluster::CLUSTER_ADMIN_PORT,
                 cluster: Some(cluster),
+                cgroups,
             })
         }
         Target::Hosts {
@@ -241,6 +301,7 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
                     .unwrap_or(DEFAULT_ADMIN_PORT),
                 source,
                 pids: server_pids.clone(),
+                cgroups: None,
             })
         }
     }
@@ -405,6 +466,7 @@ fn bench_info(plan: &Plan, opts: &BenchOptions) -> BenchInfo {
             Target::Cluster { nodes, .. } => format!("local cluster of {nodes}"),
             Target::Hosts { .. } => "hosts".into(),
         },
+        memory_cap_bytes: opts.memory_cap,
         segments: plan
             .segments
             .iter()
