@@ -305,3 +305,20 @@ def test_compare_with_sets_the_seed_tables_side_by_side(runs, tmp_path):
     assert len(rows) == 1, text
     # Every measured cell holds both runs and their ratio.
     assert rows[0].count(" · ") == 7 and rows[0].count("x)") >= 6, rows[0]
+
+
+def test_rates_judge_each_lcs_phase_and_write_the_search(tmp_path):
+    """`compaction --rates`: one judged LCS phase per rate (at tiny size too
+    short for a verdict: the plumbing, not the rule, which has unit tests)."""
+    out = tmp_path / "rates"
+    bench(out, "compaction", "--rates", "300,600")
+    summary = json.loads((out / "summary.json").read_text())
+    assert [p["name"] for p in summary["phases"]] == ["load", "lcs-300", "lcs-600"]
+    search = summary["bench"]["rate_search"]
+    assert [p["rate_per_s"] for p in search["phases"]] == [300, 600]
+    assert all(p["verdict"] in ("keeps up", "falls behind", "unknown") for p in search["phases"])
+    events = (out / "events.csv").read_text()
+    assert "300 op/s: compaction" in events and "600 op/s: compaction" in events
+    rates = (out / "rates.md").read_text()
+    assert "| 300 | lcs-300 |" in rates and "**Result:**" in rates
+    assert rates in (out / "bench.md").read_text()

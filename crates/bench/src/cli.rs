@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::error::{BenchError, Result};
 use crate::http::BaseUrl;
-use crate::plan::{Scenario, Size, Variant};
+use crate::plan::{RateSearch, Scenario, Size, Variant};
 
 /// The seeds' replication factor: a cluster the bench starts gets it.
 pub const SEED_REPLICATION_FACTOR: u32 = 3;
@@ -86,6 +86,16 @@ pub struct BenchArgs {
     /// at replication factor 1).
     #[arg(long, default_value = "LOCAL_QUORUM")]
     pub consistency: String,
+    /// compaction only: seed 002's question. Step the W:D 4:1 rate up in
+    /// LCS phases (the ladder, or --rates) and stop at the first rate where
+    /// pending compactions and unleveled sstables keep growing.
+    #[arg(long)]
+    pub find_rate: bool,
+    /// compaction only: LCS phases at these rates (operations per second
+    /// over the cluster, comma separated), each judged; with --find-rate,
+    /// the ladder to step up.
+    #[arg(long, value_name = "R,R,...", value_delimiter = ',')]
+    pub rates: Vec<u32>,
     /// Another run directory: also write compare.md/html (this run as A).
     #[arg(long, value_name = "DIR")]
     pub compare_with: Option<PathBuf>,
@@ -142,6 +152,8 @@ pub struct BenchOptions {
     /// `--memory-cap` in bytes: each node the bench starts in a cgroup of
     /// this limit.
     pub memory_cap: Option<u64>,
+    /// `--find-rate` / `--rates`: the compaction scenario as a rate search.
+    pub rate_search: Option<RateSearch>,
     /// The command line, for summary.json.
     pub command: String,
 }
@@ -152,6 +164,13 @@ impl BenchArgs {
         let scenario = Scenario::parse(&self.scenario)?;
         let variant = self.variant.as_deref().map(Variant::parse).transpose()?;
         let size = Size::parse(&self.size)?;
+        let rate_search = RateSearch::from_flags(&self.rates, self.find_rate)?;
+        if rate_search.is_some() && scenario != Scenario::Compaction {
+            return Err(BenchError::config(
+                "rates",
+                format!("--find-rate and --rates are for the compaction scenario, not {scenario}"),
+            ));
+        }
         let target = if self.hosts.is_empty() {
             for (flag, given) in [
                 ("admin", !self.admin.is_empty()),
@@ -255,6 +274,7 @@ impl BenchArgs {
                 .as_deref()
                 .map(crate::cgroup::parse_size)
                 .transpose()?,
+            rate_search,
             command: command.to_string(),
         })
     }
@@ -345,6 +365,24 @@ mod tests {
         assert_eq!(DEFAULT_NODES, 3);
         assert_eq!(o.replication_factor, SEED_REPLICATION_FACTOR);
         assert_eq!(o.memory_cap, None, "no cap unless asked");
+    }
+
+    #[test]
+    fn rate_searches_are_for_the_compaction_scenario() {
+        let o = options("x compaction --out d --find-rate").unwrap();
+        let search = o.rate_search.unwrap();
+        assert!(search.stop_when_behind && search.rates.is_empty());
+        let o = options("x compaction --out d --rates 2700,3000").unwrap();
+        assert_eq!(
+            o.rate_search,
+            Some(RateSearch {
+                rates: vec![2700, 3000],
+                stop_when_behind: false
+            })
+        );
+        assert_eq!(options("x compaction --out d").unwrap().rate_search, None);
+        assert!(options("x lwt --out d --find-rate").is_err());
+        assert!(options("x compaction --out d --rates 0").is_err());
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub struct BenchInfo {
     /// their peaks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_cap_bytes: Option<u64>,
+    /// `--find-rate` / `--rates`: each judged phase and the first rate
+    /// where compaction fell behind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_search: Option<crate::rate_report::RateSearchInfo>,
     pub segments: Vec<SegmentInfo>,
 }
 
@@ -200,6 +204,7 @@ mod tests {
             size: "tiny".into(),
             node: "embedded".into(),
             memory_cap_bytes: None,
+            rate_search: None,
             segments: Vec::new(),
         }
     }

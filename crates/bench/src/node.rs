@@ -167,12 +167,15 @@ fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// The YAML config written for the embedded node when `--config` is not
-/// given: small memtables so that short runs flush and compact.
-pub fn default_config(memtable_space: &str) -> String {
-    format!(
-        "# Written by varve bench for its embedded node.\nmemtable_heap_space: {memtable_space}\n"
-    )
+/// The YAML config written for the nodes when `--config` is not given:
+/// small memtables so that short runs flush and compact, or (`None`) the
+/// server's defaults.
+pub fn default_config(memtable_space: Option<&str>) -> String {
+    let mut text = "# Written by varve bench for the nodes it starts.\n".to_string();
+    if let Some(space) = memtable_space {
+        text.push_str(&format!("memtable_heap_space: {space}\n"));
+    }
+    text
 }
 
 #[cfg(test)]
@@ -208,6 +211,7 @@ mod tests {
 
     #[test]
     fn default_config_is_yaml_with_the_memtable_size() {
-        assert!(default_config("256KiB").contains("\nmemtable_heap_space: 256KiB\n"));
+        assert!(default_config(Some("256KiB")).contains("\nmemtable_heap_space: 256KiB\n"));
+        assert!(!default_config(None).contains("memtable"));
     }
 }

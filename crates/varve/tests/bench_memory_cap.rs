@@ -24,7 +24,7 @@ async fn a_capped_node_runs_in_its_own_cgroup_which_is_removed_afterwards() {
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
     let config = out.join("node.yaml");
-    std::fs::write(&config, node::default_config("1MiB")).unwrap();
+    std::fs::write(&config, node::default_config(Some("1MiB"))).unwrap();
     let name = cgroup::run_name(&out, std::process::id());
     let cgroups = RunCgroups::create(root, &name, 1, CAP_BYTES).unwrap();
     let dir = cgroups.paths().dir.clone();
