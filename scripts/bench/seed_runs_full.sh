@@ -15,7 +15,7 @@ run() { # name, then the scenario arguments
   local name=$1; shift
   rm -rf $out/$name-varve $out/$name-cass
   echo "== $name varve $(date)"
-  $V bench "$@" --size full --config $out/varve-default.yaml --out $out/$name-varve --quiet
+  $V bench "$@" --size full --nodes 1 --config $out/varve-default.yaml --out $out/$name-varve --quiet
   echo "== $name cassandra $(date)"
   $V bench "$@" --size full --hosts 127.0.0.2:9042 --nodetool $here/cassandra_nodetool.sh \
     --server-pid $CP --out $out/$name-cass --compare-with $out/$name-varve --quiet

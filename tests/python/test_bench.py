@@ -94,7 +94,8 @@ def read_csv(path):
 
 
 def bench(out, *args, timeout=RUN_TIMEOUT_S):
-    cmd = [varve_bin(), "bench", *args, "--size", "tiny", "--out", str(out), "--quiet"]
+    # One embedded node keeps CI's runs short (three is the default).
+    cmd = [varve_bin(), "bench", *args, "--size", "tiny", "--nodes", "1", "--out", str(out), "--quiet"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{cmd}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     return proc
@@ -275,7 +276,7 @@ def test_report_html_in_headless_chromium(runs):
 
 def test_ctrl_c_stops_cleanly_and_still_writes_the_report(tmp_path):
     out = tmp_path / "interrupted"
-    cmd = [varve_bin(), "bench", "compaction", "--size", "tiny", "--out", str(out)]
+    cmd = [varve_bin(), "bench", "compaction", "--size", "tiny", "--nodes", "1", "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Wait for the node, then for the load phase to end: stop during stcs.
     log = out / "server.log"
@@ -304,3 +305,20 @@ def test_compare_with_sets_the_seed_tables_side_by_side(runs, tmp_path):
     assert len(rows) == 1, text
     # Every measured cell holds both runs and their ratio.
     assert rows[0].count(" · ") == 7 and rows[0].count("x)") >= 6, rows[0]
+
+
+def test_rates_judge_each_lcs_phase_and_write_the_search(tmp_path):
+    """`compaction --rates`: one judged LCS phase per rate (at tiny size too
+    short for a verdict: the plumbing, not the rule, which has unit tests)."""
+    out = tmp_path / "rates"
+    bench(out, "compaction", "--rates", "300,600")
+    summary = json.loads((out / "summary.json").read_text())
+    assert [p["name"] for p in summary["phases"]] == ["load", "lcs-300", "lcs-600"]
+    search = summary["bench"]["rate_search"]
+    assert [p["rate_per_s"] for p in search["phases"]] == [300, 600]
+    assert all(p["verdict"] in ("keeps up", "falls behind", "unknown") for p in search["phases"])
+    events = (out / "events.csv").read_text()
+    assert "300 op/s: compaction" in events and "600 op/s: compaction" in events
+    rates = (out / "rates.md").read_text()
+    assert "| 300 | lcs-300 |" in rates and "**Result:**" in rates
+    assert rates in (out / "bench.md").read_text()

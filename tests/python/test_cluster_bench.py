@@ -1,23 +1,35 @@
 """`varve bench --nodes 3`: the bench starts a local three-node cluster
 itself (`varve cluster start` on 127.0.0.1-3 with the bench's ports), runs the
 scenario at RF 3 and LOCAL_QUORUM on it (its defaults there), samples every
-node, and stops it.
+node, and stops it. Where this machine allows (root, cgroup v1 memory), each
+node runs capped in a cgroup of its own (`--memory-cap`), recorded in
+memory.csv and report.md, and removed afterwards.
 """
 
 import csv
 import json
+import os
 import subprocess
 
 from conftest import varve_bin
 
 FIXED_PORTS = 9142  # crates/bench/src/cluster.rs: CLUSTER_NATIVE_PORT (conftest.py)
 RUN_TIMEOUT_S = 180
+CGROUP_V1_MEMORY = "/sys/fs/cgroup/memory"  # crates/bench/src/cgroup.rs: MEMORY_ROOT
+CAP_MIB = 512
+
+
+def can_cap():
+    return os.geteuid() == 0 and os.path.isfile(f"{CGROUP_V1_MEMORY}/memory.limit_in_bytes")
 
 
 def test_bench_on_a_cluster_it_starts_samples_every_node_and_stops_it(tmp_path):
     out = tmp_path / "run"
     # RF 3 and LOCAL_QUORUM are the defaults on a cluster the bench starts.
     cmd = [varve_bin(), "bench", "lwt", "--size", "tiny", "--nodes", "3", "--out", str(out), "--quiet"]
+    capped = can_cap()
+    if capped:
+        cmd += ["--memory-cap", f"{CAP_MIB}MiB"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, f"{cmd}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert "local cluster of 3" in proc.stdout
@@ -40,3 +52,20 @@ def test_bench_on_a_cluster_it_starts_samples_every_node_and_stops_it(tmp_path):
             assert state == "Z", f"node {n} (pid {pid}) still runs"
         except FileNotFoundError:
             pass
+    if capped:
+        check_capped(out)
+
+
+def check_capped(out):
+    with open(out / "memory.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["node"] for r in rows] == ["1", "2", "3"], rows
+    for r in rows:
+        assert int(r["cap_bytes"]) == CAP_MIB << 20, r
+        assert 0 < int(r["peak_bytes"]) <= CAP_MIB << 20, r
+        assert r["oom_kills"] == "0", r
+        assert not os.path.exists(r["cgroup"]), f"{r['cgroup']} was removed"
+    for n in (1, 2, 3):
+        log = (out / "cluster" / f"node{n}" / "varve.log").read_text()
+        assert f"cgroup memory limit {CAP_MIB} MiB" in log, f"node {n} ran under the cap"
+    assert "### Memory per node" in (out / "report.md").read_text()

@@ -7,10 +7,13 @@ use clap::Args;
 
 use crate::error::{BenchError, Result};
 use crate::http::BaseUrl;
-use crate::plan::{Scenario, Size, Variant};
+use crate::plan::{RateSearch, Scenario, Size, Variant};
 
 /// The seeds' replication factor: a cluster the bench starts gets it.
 pub const SEED_REPLICATION_FACTOR: u32 = 3;
+/// Nodes the bench starts when neither `--nodes` nor `--hosts` is given:
+/// the seeds' three.
+pub const DEFAULT_NODES: usize = 3;
 
 /// Sampling period of server.csv (and the progress/intervals period).
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
@@ -31,8 +34,21 @@ pub struct BenchArgs {
     pub size: String,
     /// Nodes to start: 1, one embedded node; more, a local cluster on
     /// 127.0.0.1 .. 127.0.0.N (`varve cluster start`), every node sampled.
-    #[arg(long, default_value_t = 1)]
-    pub nodes: usize,
+    /// Default 3, as the seeds ran.
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// Caps each node the bench starts at SIZE (2GiB, 1536MiB...), page
+    /// cache included: every node in a fresh cgroup v1 memory cgroup of its
+    /// own, removed after the run. Needs root and the cgroup v1 memory
+    /// controller; refused otherwise.
+    #[arg(long, value_name = "SIZE")]
+    pub memory_cap: Option<String>,
+    /// With --hosts: the nodes' existing cgroup v1 memory directories (one
+    /// per node, comma separated, e.g. from
+    /// scripts/bench/cassandra_capped.sh): their caps, peaks and OOM kills
+    /// go to memory.csv. Read only.
+    #[arg(long, value_name = "DIR", value_delimiter = ',')]
+    pub memory_cgroup: Vec<PathBuf>,
     /// Use an existing cluster (host:port,...) instead of an embedded node.
     #[arg(long, value_delimiter = ',')]
     pub hosts: Vec<String>,
@@ -70,6 +86,16 @@ pub struct BenchArgs {
     /// at replication factor 1).
     #[arg(long, default_value = "LOCAL_QUORUM")]
     pub consistency: String,
+    /// compaction only: seed 002's question. Step the W:D 4:1 rate up in
+    /// LCS phases (the ladder, or --rates) and stop at the first rate where
+    /// pending compactions and unleveled sstables keep growing.
+    #[arg(long)]
+    pub find_rate: bool,
+    /// compaction only: LCS phases at these rates (operations per second
+    /// over the cluster, comma separated), each judged; with --find-rate,
+    /// the ladder to step up.
+    #[arg(long, value_name = "R,R,...", value_delimiter = ',')]
+    pub rates: Vec<u32>,
     /// Another run directory: also write compare.md/html (this run as A).
     #[arg(long, value_name = "DIR")]
     pub compare_with: Option<PathBuf>,
@@ -103,6 +129,8 @@ pub enum Target {
         nodetool: Vec<Vec<String>>,
         server_pids: Vec<u32>,
         gc_logs: Vec<PathBuf>,
+        /// Its nodes' memory cgroups, read at the end (`--memory-cgroup`).
+        memory_cgroups: Vec<PathBuf>,
     },
 }
 
@@ -121,6 +149,11 @@ pub struct BenchOptions {
     pub replication_factor: u32,
     /// The statements' consistency level.
     pub consistency: varve_stress::config::Consistency,
+    /// `--memory-cap` in bytes: each node the bench starts in a cgroup of
+    /// this limit.
+    pub memory_cap: Option<u64>,
+    /// `--find-rate` / `--rates`: the compaction scenario as a rate search.
+    pub rate_search: Option<RateSearch>,
     /// The command line, for summary.json.
     pub command: String,
 }
@@ -131,12 +164,20 @@ impl BenchArgs {
         let scenario = Scenario::parse(&self.scenario)?;
         let variant = self.variant.as_deref().map(Variant::parse).transpose()?;
         let size = Size::parse(&self.size)?;
+        let rate_search = RateSearch::from_flags(&self.rates, self.find_rate)?;
+        if rate_search.is_some() && scenario != Scenario::Compaction {
+            return Err(BenchError::config(
+                "rates",
+                format!("--find-rate and --rates are for the compaction scenario, not {scenario}"),
+            ));
+        }
         let target = if self.hosts.is_empty() {
             for (flag, given) in [
                 ("admin", !self.admin.is_empty()),
                 ("nodetool", !self.nodetool.is_empty()),
                 ("server-pid", !self.server_pid.is_empty()),
                 ("gc-log", !self.gc_log.is_empty()),
+                ("memory-cgroup", !self.memory_cgroup.is_empty()),
             ] {
                 if given {
                     return Err(BenchError::config(
@@ -145,7 +186,7 @@ impl BenchArgs {
                     ));
                 }
             }
-            match self.nodes {
+            match self.nodes.unwrap_or(DEFAULT_NODES) {
                 0 => return Err(BenchError::config("nodes", "at least 1")),
                 1 => Target::Embedded {
                     exe,
@@ -164,10 +205,17 @@ impl BenchArgs {
                 }
             }
         } else {
-            if self.nodes != 1 {
+            if self.nodes.is_some() {
                 return Err(BenchError::config(
                     "flags",
                     "--nodes starts a cluster; --hosts uses one already running",
+                ));
+            }
+            if self.memory_cap.is_some() {
+                return Err(BenchError::config(
+                    "flags",
+                    "--memory-cap caps the nodes the bench starts; for --hosts start them capped \
+                     (scripts/bench/cassandra_capped.sh) and pass --memory-cgroup",
                 ));
             }
             if self.config.is_some() {
@@ -195,6 +243,7 @@ impl BenchArgs {
                 nodetool,
                 server_pids: self.server_pid.clone(),
                 gc_logs: self.gc_log.clone(),
+                memory_cgroups: self.memory_cgroup.clone(),
             }
         };
         let replication_factor = self.replication_factor.unwrap_or(match &target {
@@ -220,6 +269,12 @@ impl BenchArgs {
             quiet: self.quiet,
             replication_factor,
             consistency,
+            memory_cap: self
+                .memory_cap
+                .as_deref()
+                .map(crate::cgroup::parse_size)
+                .transpose()?,
+            rate_search,
             command: command.to_string(),
         })
     }
@@ -300,16 +355,72 @@ mod tests {
             Target::Embedded { .. }
         ));
         assert!(options("x lwt --out d --nodes 3 --hosts a:1").is_err());
+        assert!(options("x lwt --out d --nodes 1 --hosts a:1").is_err());
+    }
+
+    #[test]
+    fn the_seeds_three_nodes_at_rf_3_are_the_default() {
+        let o = options("x tombstone-gc --variant overlapping --out d").unwrap();
+        assert!(matches!(o.target, Target::Cluster { nodes, .. } if nodes == DEFAULT_NODES));
+        assert_eq!(DEFAULT_NODES, 3);
+        assert_eq!(o.replication_factor, SEED_REPLICATION_FACTOR);
+        assert_eq!(o.memory_cap, None, "no cap unless asked");
+    }
+
+    #[test]
+    fn rate_searches_are_for_the_compaction_scenario() {
+        let o = options("x compaction --out d --find-rate").unwrap();
+        let search = o.rate_search.unwrap();
+        assert!(search.stop_when_behind && search.rates.is_empty());
+        let o = options("x compaction --out d --rates 2700,3000").unwrap();
+        assert_eq!(
+            o.rate_search,
+            Some(RateSearch {
+                rates: vec![2700, 3000],
+                stop_when_behind: false
+            })
+        );
+        assert_eq!(options("x compaction --out d").unwrap().rate_search, None);
+        assert!(options("x lwt --out d --find-rate").is_err());
+        assert!(options("x compaction --out d --rates 0").is_err());
+    }
+
+    #[test]
+    fn a_memory_cap_is_for_nodes_the_bench_starts() {
+        let o = options("x lwt --out d --memory-cap 2GiB").unwrap();
+        assert_eq!(o.memory_cap, Some(2 << 30));
+        let o = options("x lwt --out d --nodes 1 --memory-cap 512M").unwrap();
+        assert_eq!(o.memory_cap, Some(512 << 20));
+        assert!(
+            options("x lwt --out d --memory-cap 1M").is_err(),
+            "below the floor"
+        );
+        assert!(options("x lwt --out d --memory-cap lots").is_err());
+        let err = options("x lwt --out d --hosts a:1 --memory-cap 2G").unwrap_err();
+        assert!(err.to_string().contains("--memory-cgroup"), "{err}");
+        let o = options("x lwt --out d --hosts a:1,b:1 --memory-cgroup /c/1,/c/2").unwrap();
+        let Target::Hosts { memory_cgroups, .. } = o.target else {
+            panic!()
+        };
+        assert_eq!(
+            memory_cgroups,
+            [PathBuf::from("/c/1"), PathBuf::from("/c/2")]
+        );
+        assert!(
+            options("x lwt --out d --memory-cgroup /c/1").is_err(),
+            "goes with --hosts"
+        );
     }
 
     #[test]
     fn flags() {
-        let o = options("x tombstone-gc --out d --variant garbagecollect --size tiny").unwrap();
+        let o = options("x tombstone-gc --out d --variant garbagecollect --size tiny --nodes 1")
+            .unwrap();
         assert_eq!(o.scenario, Scenario::TombstoneGc);
         assert_eq!(o.variant, Some(Variant::GarbageCollect));
         assert_eq!(o.size, Size::Tiny);
         assert!(matches!(o.target, Target::Embedded { .. }));
-        assert_eq!(o.replication_factor, 1, "one node by default");
+        assert_eq!(o.replication_factor, 1, "one node: RF 1");
         assert_eq!(
             o.consistency,
             varve_stress::config::Consistency::LocalQuorum
@@ -324,6 +435,7 @@ mod tests {
             server_pids,
             admin,
             gc_logs,
+            ..
         } = o.target
         else {
             panic!()

@@ -3,7 +3,9 @@
 //! 127.0.0.1 .. 127.0.0.N with the bench's own ports, every node with the
 //! bench's node config; its nodes' process ids from the launcher's pid
 //! files, their CQL and admin addresses from the layout the launcher uses.
-//! `varve cluster stop` stops it once the outputs are written.
+//! `varve cluster stop` stops it once the outputs are written. With
+//! `--memory-cap`, `--cgroup-parent` puts node N in the run's `nodeN`
+//! cgroup ([`crate::cgroup`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,11 +45,22 @@ pub fn address(n: usize) -> String {
 impl EmbeddedCluster {
     /// Starts `nodes` nodes under `out/cluster` with `config`; returns
     /// once the launcher says every node serves and agrees on the schema.
-    pub fn start(exe: &Path, out: &Path, config: &Path, nodes: usize) -> Result<EmbeddedCluster> {
+    /// With `cgroup_parent`, node N runs in its `nodeN` cgroup.
+    pub fn start(
+        exe: &Path,
+        out: &Path,
+        config: &Path,
+        nodes: usize,
+        cgroup_parent: Option<&Path>,
+    ) -> Result<EmbeddedCluster> {
         let dir = out.join("cluster");
         let log = out.join("cluster.log");
-        let output = Command::new(exe)
-            .args(["cluster", "start", "--nodes", &nodes.to_string()])
+        let mut command = Command::new(exe);
+        command.args(["cluster", "start", "--nodes", &nodes.to_string()]);
+        if let Some(parent) = cgroup_parent {
+            command.arg("--cgroup-parent").arg(parent);
+        }
+        let output = command
             .arg("--dir")
             .arg(&dir)
             .args(["--native-port", &CLUSTER_NATIVE_PORT.to_string()])

@@ -1,13 +1,16 @@
 //! Ctrl-C: the first stops the running phase (operations in flight finish,
 //! the phase is marked interrupted, later phases are skipped) and the run
 //! still writes, renders and stops its node; a second exits at once with
-//! status 130 after killing the embedded node, so it is never orphaned.
+//! status 130 after killing the nodes the bench started (by their pids)
+//! and removing their memory cgroups, so neither is orphaned.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 use varve_stress::StopHandle;
+
+use crate::cgroup::CgroupPaths;
 
 /// Exit status after a second Ctrl-C (128 + SIGINT).
 pub const EXIT_INTERRUPTED_TWICE: i32 = 130;
@@ -16,8 +19,10 @@ pub const EXIT_INTERRUPTED_TWICE: i32 = 130;
 struct Shared {
     stopped: AtomicBool,
     current: Mutex<Option<StopHandle>>,
-    /// Process id of the embedded node (0: none).
-    node_pid: AtomicU32,
+    /// Process ids of the nodes the bench started.
+    node_pids: Mutex<Vec<u32>>,
+    /// Their memory cgroups, if capped.
+    cgroups: Mutex<Option<CgroupPaths>>,
 }
 
 /// The run's Ctrl-C state.
@@ -37,12 +42,7 @@ impl Interrupt {
             eprintln!("interrupted: stopping the load, then writing what was measured (Ctrl-C again to exit at once)");
             this.stop();
             if tokio::signal::ctrl_c().await.is_ok() {
-                let pid = this.shared.node_pid.load(Ordering::SeqCst);
-                if pid != 0 {
-                    let _ = std::process::Command::new("kill")
-                        .args(["-KILL", &pid.to_string()])
-                        .status();
-                }
+                this.kill_nodes();
                 std::process::exit(EXIT_INTERRUPTED_TWICE);
             }
         })
@@ -70,9 +70,46 @@ impl Interrupt {
         *self.lock() = Some(handle);
     }
 
-    /// The embedded node to kill on a second Ctrl-C.
-    pub fn set_node_pid(&self, pid: u32) {
-        self.shared.node_pid.store(pid, Ordering::SeqCst);
+    /// The nodes to kill on a second Ctrl-C.
+    pub fn set_node_pids(&self, pids: &[u32]) {
+        *self
+            .shared
+            .node_pids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = pids.to_vec();
+    }
+
+    /// The memory cgroups to remove on a second Ctrl-C.
+    pub fn set_cgroups(&self, paths: CgroupPaths) {
+        *self
+            .shared
+            .cgroups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(paths);
+    }
+
+    /// SIGKILL to every node the bench started, then their cgroups removed.
+    fn kill_nodes(&self) {
+        let pids = self
+            .shared
+            .node_pids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for pid in pids {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        let cgroups = self
+            .shared
+            .cgroups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(Err(e)) = cgroups.map(|c| c.remove()) {
+            eprintln!("varve bench: {e}");
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<StopHandle>> {

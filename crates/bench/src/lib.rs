@@ -21,6 +21,7 @@
 //! for ALTER TABLE through the runner's session).
 
 pub mod actions;
+pub mod cgroup;
 pub mod cli;
 pub mod clock;
 pub mod cluster;
@@ -30,10 +31,12 @@ pub mod external;
 pub mod gc_log;
 pub mod http;
 pub mod interrupt;
+pub mod judge;
 pub mod merge;
 pub mod node;
 pub mod plan;
 pub mod prom;
+pub mod rate_report;
 pub mod run;
 pub mod sampler;
 pub mod seed_table;

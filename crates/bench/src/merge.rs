@@ -32,8 +32,16 @@ pub struct BenchInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
     pub size: String,
-    /// `embedded` or `hosts`.
+    /// `embedded`, `local cluster of N` or `hosts`.
     pub node: String,
+    /// `--memory-cap`: each started node's cgroup limit (memory.csv has
+    /// their peaks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_cap_bytes: Option<u64>,
+    /// `--find-rate` / `--rates`: each judged phase and the first rate
+    /// where compaction fell behind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_search: Option<crate::rate_report::RateSearchInfo>,
     pub segments: Vec<SegmentInfo>,
 }
 
@@ -195,6 +203,8 @@ mod tests {
             variant: None,
             size: "tiny".into(),
             node: "embedded".into(),
+            memory_cap_bytes: None,
+            rate_search: None,
             segments: Vec::new(),
         }
     }

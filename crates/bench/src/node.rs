@@ -43,13 +43,22 @@ pub fn parse_ready(log: &str) -> Option<(String, String)> {
 
 impl EmbeddedNode {
     /// Starts `exe server` with its data under `out` and waits until ready.
-    /// `config` is passed as `--config`.
-    pub async fn start(exe: &Path, out: &Path, config: &Path) -> Result<EmbeddedNode> {
+    /// `config` is passed as `--config`; with `cgroup`, the node runs in
+    /// that cgroup from its first instruction ([`crate::cgroup`]).
+    pub async fn start(
+        exe: &Path,
+        out: &Path,
+        config: &Path,
+        cgroup: Option<&Path>,
+    ) -> Result<EmbeddedNode> {
         let data = out.join("node-data");
         let log = out.join("server.log");
         let log_file = File::create(&log).map_err(|e| BenchError::io(&log, e))?;
         let log_err = log_file.try_clone().map_err(|e| BenchError::io(&log, e))?;
         let mut command = Command::new(exe);
+        if let Some(cgroup) = cgroup {
+            crate::cgroup::join_before_exec(&mut command, cgroup)?;
+        }
         command
             .arg("server")
             .args(["--listen", "127.0.0.1", "--port", "0", "--admin-port", "0"])
@@ -158,12 +167,15 @@ fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// The YAML config written for the embedded node when `--config` is not
-/// given: small memtables so that short runs flush and compact.
-pub fn default_config(memtable_space: &str) -> String {
-    format!(
-        "# Written by varve bench for its embedded node.\nmemtable_heap_space: {memtable_space}\n"
-    )
+/// The YAML config written for the nodes when `--config` is not given:
+/// small memtables so that short runs flush and compact, or (`None`) the
+/// server's defaults.
+pub fn default_config(memtable_space: Option<&str>) -> String {
+    let mut text = "# Written by varve bench for the nodes it starts.\n".to_string();
+    if let Some(space) = memtable_space {
+        text.push_str(&format!("memtable_heap_space: {space}\n"));
+    }
+    text
 }
 
 #[cfg(test)]
@@ -199,6 +211,7 @@ mod tests {
 
     #[test]
     fn default_config_is_yaml_with_the_memtable_size() {
-        assert!(default_config("256KiB").contains("\nmemtable_heap_space: 256KiB\n"));
+        assert!(default_config(Some("256KiB")).contains("\nmemtable_heap_space: 256KiB\n"));
+        assert!(!default_config(None).contains("memtable"));
     }
 }

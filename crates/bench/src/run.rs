@@ -9,16 +9,21 @@ use tokio::task::JoinHandle;
 use varve_stress::{RunSummary, Runner, StressConfig};
 
 use crate::actions;
+use crate::cgroup::{self, RunCgroups};
 use crate::cli::{BenchOptions, Target, SAMPLE_INTERVAL};
 use crate::clock::Clock;
 use crate::cluster::EmbeddedCluster;
 use crate::error::{BenchError, Result};
 use crate::events::EventLog;
 use crate::interrupt::Interrupt;
+use crate::judge;
 use crate::merge::{self, BenchInfo, Part, SegmentInfo, PARTS_DIR};
 use crate::node::{self, EmbeddedNode};
-use crate::plan::{self, Action, Plan, Segment};
-use crate::sampler::{self, SampleTarget, Sampler, SamplerConfig, Source, TableUnderTest};
+use crate::plan::{self, Action, Plan, Segment, Step};
+use crate::rate_report::{self, RateResult, RateSearchInfo};
+use crate::sampler::{
+    self, SampleTarget, SampledRows, Sampler, SamplerConfig, Source, TableUnderTest,
+};
 use crate::seed_table;
 
 /// How long the end of a segment waits for a garbagecollect still running.
@@ -44,6 +49,9 @@ struct Endpoint {
     source: Source,
     pids: Vec<u32>,
     admin_port: u16,
+    /// The started nodes' memory cgroups (`--memory-cap`). Declared after
+    /// the nodes: dropped after them, so a node is gone before its cgroup.
+    cgroups: Option<RunCgroups>,
 }
 
 /// Everything the phase loop shares.
@@ -55,12 +63,24 @@ struct Ctx<'a> {
     events: EventLog,
     target: SampleTarget,
     interrupt: Interrupt,
+    /// The server rows so far, for judging a phase as it ends.
+    rows: SampledRows,
+    /// End the run at the first judged phase that falls behind.
+    stop_when_behind: bool,
+    /// Each judged phase's outcome, in order.
+    judged: std::sync::Mutex<Vec<RateResult>>,
 }
 
 /// Runs the benchmark `opts` describes (see the crate documentation).
 pub async fn run(opts: BenchOptions) -> Result<Outcome> {
-    let plan = plan::build(opts.scenario, opts.variant, opts.size)?;
+    let plan = match &opts.rate_search {
+        Some(search) => plan::build_rates(search, opts.size),
+        None => plan::build(opts.scenario, opts.variant, opts.size)?,
+    };
     print!("{}", plan.describe());
+    if opts.size.is_seed_scale() && opts.memory_cap.is_none() && !opts.plan_only {
+        println!("note: no --memory-cap: the nodes' page cache may hold much of the data");
+    }
     let mut outcome = Outcome {
         out: opts.out.clone(),
         summary: None,
@@ -74,9 +94,13 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
     prepare_out(&opts.out)?;
     let interrupt = Interrupt::default();
     let signals = interrupt.install();
-    let endpoint = connect(&opts).await?;
-    if let Some(pid) = endpoint.node.as_ref().and_then(EmbeddedNode::pid) {
-        interrupt.set_node_pid(pid);
+    let mut endpoint = connect(&opts).await?;
+    interrupt.set_node_pids(match &opts.target {
+        Target::Hosts { .. } => &[],
+        _ => &endpoint.pids,
+    });
+    if let Some(cgroups) = &endpoint.cgroups {
+        interrupt.set_cgroups(cgroups.paths().clone());
     }
     let clock = Clock::start();
     let events = EventLog::new(clock.clone());
@@ -102,11 +126,14 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
         events: events.clone(),
         target,
         interrupt: interrupt.clone(),
+        rows: sampler.rows(),
+        stop_when_behind: plan.stop_when_behind,
+        judged: Default::default(),
     };
     let mut parts = Vec::new();
     let mut measured = Ok(());
     for segment in &plan.segments {
-        if interrupt.is_stopped() {
+        if interrupt.is_stopped() || ctx.search_is_over() {
             break;
         }
         if let Err(e) = run_segment(&ctx, &clock, segment, &mut parts).await {
@@ -119,21 +146,40 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
     let rows = sampler.finish().await;
     sampler::write(&opts.out, &rows)?;
     events.write(&opts.out)?;
-    let stopped = match (endpoint.node, endpoint.cluster) {
+    let stopped = match (endpoint.node.take(), endpoint.cluster.take()) {
         (Some(node), _) => node.stop().await,
         (None, Some(cluster)) => cluster.stop(),
         (None, None) => Ok(()),
     };
+    let uncapped = record_memory(&opts, endpoint.cgroups.take());
     signals.abort();
+    let judged = std::mem::take(&mut *ctx.judged.lock().unwrap_or_else(|e| e.into_inner()));
+    let rate_search = opts
+        .rate_search
+        .as_ref()
+        .map(|s| RateSearchInfo::new(s.stop_when_behind, judged));
     if !parts.is_empty() {
-        let info = bench_info(&plan, &opts);
+        let mut info = bench_info(&plan, &opts);
+        info.rate_search = rate_search.clone();
         let tool = format!("varve bench {}", env!("CARGO_PKG_VERSION"));
         let summary = merge::merge(&opts.out, &parts, &tool, &opts.command, &info)?;
         print!("{}", varve_stress::output::table::render(&summary));
         let seed_md = opts.out.join("bench.md");
         let seeds = seed_table::seeds(plan.scenario, plan.variant);
-        std::fs::write(&seed_md, seed_table::render(plan.scenario, seeds, &summary))
-            .map_err(|e| BenchError::io(&seed_md, e))?;
+        let mut seed_text = seed_table::render(plan.scenario, seeds, &summary);
+        if let Some(search) = &rate_search {
+            let text = rate_report::render(search);
+            let path = opts.out.join("rates.md");
+            std::fs::write(&path, &text).map_err(|e| BenchError::io(&path, e))?;
+            seed_text.push('\n');
+            seed_text.push_str(&text);
+            println!(
+                "rate search: {} ({})",
+                rate_report::conclusion(search),
+                path.display()
+            );
+        }
+        std::fs::write(&seed_md, seed_text).map_err(|e| BenchError::io(&seed_md, e))?;
         outcome.summary = Some(summary);
         let report = varve_report::render_dir(&opts.out, None)?;
         println!("summary: {}", opts.out.join("summary.json").display());
@@ -157,6 +203,7 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
     }
     measured?;
     stopped?;
+    uncapped?;
     if outcome.summary.is_none() {
         return Err(BenchError::Invalid {
             path: opts.out.clone(),
@@ -180,12 +227,57 @@ fn prepare_out(out: &Path) -> Result<()> {
     std::fs::create_dir_all(out).map_err(|e| BenchError::io(out, e))
 }
 
+/// Writes memory.csv from the nodes' cgroups (the bench's own, then
+/// removed; or `--memory-cgroup`'s, only read), once the nodes are stopped.
+fn record_memory(opts: &BenchOptions, cgroups: Option<RunCgroups>) -> Result<()> {
+    let (rows, removed) = match (cgroups, &opts.target) {
+        (Some(own), _) => (own.usage(), own.remove()),
+        (None, Target::Hosts { memory_cgroups, .. }) if !memory_cgroups.is_empty() => {
+            (cgroup::observe(memory_cgroups), Ok(()))
+        }
+        _ => return Ok(()),
+    };
+    cgroup::write_csv(&opts.out, &rows)?;
+    for r in &rows {
+        let mib = |b: Option<u64>| b.map_or("?".into(), |b| format!("{}", b >> 20));
+        println!(
+            "memory: node {} cap {} MiB, peak {} MiB, OOM kills {} ({})",
+            r.node,
+            r.cap_bytes >> 20,
+            mib(r.peak_bytes),
+            r.oom_kills.map_or("?".into(), |n| n.to_string()),
+            r.cgroup
+        );
+    }
+    removed
+}
+
+/// The run's fresh memory cgroups for `nodes` nodes when `--memory-cap`
+/// is given; refused when they cannot be made.
+fn make_cgroups(opts: &BenchOptions, nodes: usize) -> Result<Option<RunCgroups>> {
+    let Some(cap) = opts.memory_cap else {
+        return Ok(None);
+    };
+    let root = Path::new(cgroup::MEMORY_ROOT);
+    cgroup::check_available(root)?;
+    let name = cgroup::run_name(&opts.out, std::process::id());
+    let cgroups = RunCgroups::create(root, &name, nodes, cap)?;
+    println!(
+        "memory cap: {} MiB per node, page cache included (cgroups {}/node1..{nodes})",
+        cap >> 20,
+        cgroups.paths().dir.display()
+    );
+    Ok(Some(cgroups))
+}
+
 /// Starts the embedded node, or describes the given hosts.
 async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
     match &opts.target {
         Target::Embedded { exe, config } => {
             let config = node_config(opts, config.as_deref())?;
-            let node = EmbeddedNode::start(exe, &opts.out, &config).await?;
+            let cgroups = make_cgroups(opts, 1)?;
+            let cgroup = cgroups.as_ref().and_then(|c| c.node(1));
+            let node = EmbeddedNode::start(exe, &opts.out, &config, cgroup).await?;
             println!(
                 "embedded node: CQL on {}, admin on {} (log {})",
                 node.cql,
@@ -199,11 +291,15 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
                 admin_port: port_of(&node.admin.authority).unwrap_or(DEFAULT_ADMIN_PORT),
                 node: Some(node),
                 cluster: None,
+                cgroups,
             })
         }
         Target::Cluster { exe, config, nodes } => {
             let config = node_config(opts, config.as_deref())?;
-            let cluster = EmbeddedCluster::start(exe, &opts.out, &config, *nodes)?;
+            let cgroups = make_cgroups(opts, *nodes)?;
+            let parent = cgroups.as_ref().map(|c| c.paths().dir.clone());
+            let cluster =
+                EmbeddedCluster::start(exe, &opts.out, &config, *nodes, parent.as_deref())?;
             println!(
                 "local cluster of {nodes}: CQL on {} (admin port {}, directory {})",
                 cluster.hosts.join(", "),
@@ -217,6 +313,7 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
                 pids: cluster.pids.clone(),
                 admin_port: crate::cluster::CLUSTER_ADMIN_PORT,
                 cluster: Some(cluster),
+                cgroups,
             })
         }
         Target::Hosts {
@@ -241,6 +338,7 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
                     .unwrap_or(DEFAULT_ADMIN_PORT),
                 source,
                 pids: server_pids.clone(),
+                cgroups: None,
             })
         }
     }
@@ -355,12 +453,19 @@ async fn run_segment(
                 }
             }
         }
+        let start_t = clock.now_s();
         if let Err(e) = runner.run_phase(&step.name, step.spec.clone()).await {
             result = Err(e.into());
             break;
         }
         // The runner's t = 0 on the run's clock, read at one instant.
         offset_s.get_or_insert_with(|| clock.now_s() - runner.elapsed_s());
+        if step.judged && !ctx.interrupt.is_stopped() {
+            judge_phase(ctx, step, start_t, clock.now_s());
+            if ctx.search_is_over() {
+                break;
+            }
+        }
     }
     for task in background {
         if ctx.interrupt.is_stopped() {
@@ -386,6 +491,45 @@ async fn run_segment(
     result
 }
 
+impl Ctx<'_> {
+    /// Whether `--find-rate` found its rate: nothing more to run.
+    fn search_is_over(&self) -> bool {
+        self.stop_when_behind
+            && self
+                .judged
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .any(RateResult::behind)
+    }
+}
+
+/// Judges whether compaction kept up during `step` (from `start_t` to
+/// `end_t`), marks the verdict in events.csv and keeps it for rates.md.
+fn judge_phase(ctx: &Ctx<'_>, step: &Step, start_t: f64, end_t: f64) {
+    let rows = ctx.rows.between(start_t, end_t);
+    let verdict = judge::judge(&rows, start_t, end_t);
+    let rate = match step.spec.rate {
+        varve_stress::Rate::Fixed { per_s } => per_s,
+        _ => 0.0,
+    };
+    let result = RateResult::new(&step.name, rate, &verdict);
+    let growth = |g: Option<f64>| g.map_or("-".into(), |g| format!("{g:+.1}"));
+    ctx.events.record(
+        &format!(
+            "{rate:.0} op/s: compaction {} (pending {}, unleveled {} over the second half)",
+            result.verdict,
+            growth(result.pending_growth),
+            growth(result.unleveled_growth)
+        ),
+        ctx.opts.quiet,
+    );
+    ctx.judged
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(result);
+}
+
 fn set_target(ctx: &Ctx<'_>, segment: &Segment, leveled: bool) {
     let mut t = ctx.target.lock().unwrap_or_else(|e| e.into_inner());
     *t = TableUnderTest {
@@ -405,6 +549,8 @@ fn bench_info(plan: &Plan, opts: &BenchOptions) -> BenchInfo {
             Target::Cluster { nodes, .. } => format!("local cluster of {nodes}"),
             Target::Hosts { .. } => "hosts".into(),
         },
+        memory_cap_bytes: opts.memory_cap,
+        rate_search: None,
         segments: plan
             .segments
             .iter()

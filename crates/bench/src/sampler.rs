@@ -225,10 +225,35 @@ pub fn render(rows: &[ServerRow]) -> String {
     out
 }
 
+/// The rows sampled so far, readable while the run goes on (the rate
+/// judgement reads a phase's rows as it ends).
+#[derive(Debug, Clone, Default)]
+pub struct SampledRows(Arc<Mutex<Vec<ServerRow>>>);
+
+impl SampledRows {
+    fn push(&self, row: ServerRow) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(row);
+    }
+
+    /// The rows with `from <= t <= to`.
+    pub fn between(&self, from: f64, to: f64) -> Vec<ServerRow> {
+        let rows = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        rows.iter()
+            .filter(|r| r.t >= from && r.t <= to)
+            .cloned()
+            .collect()
+    }
+
+    fn take(&self) -> Vec<ServerRow> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// The running sampler.
 pub struct Sampler {
     stop: watch::Sender<bool>,
-    task: JoinHandle<Vec<ServerRow>>,
+    task: JoinHandle<()>,
+    rows: SampledRows,
 }
 
 /// What the sampler needs.
@@ -249,8 +274,9 @@ impl Sampler {
     /// stopped).
     pub fn start(config: SamplerConfig, clock: Clock, target: SampleTarget) -> Sampler {
         let (stop, mut stopped) = watch::channel(false);
+        let rows = SampledRows::default();
+        let shared = rows.clone();
         let task = tokio::spawn(async move {
-            let mut rows = Vec::new();
             let mut rates = Rates::default();
             let mut gc: Vec<GcLog> = config.gc_logs.iter().cloned().map(GcLog::new).collect();
             let mut ticks = tokio::time::interval(config.interval);
@@ -265,20 +291,25 @@ impl Sampler {
                 if !gc.is_empty() && row.pauses_per_s.is_none() {
                     gc_pauses(&mut row, &mut gc, &mut rates);
                 }
-                rows.push(row);
+                shared.push(row);
                 if last {
                     break;
                 }
             }
-            rows
         });
-        Sampler { stop, task }
+        Sampler { stop, task, rows }
+    }
+
+    /// The rows so far, shared with the sampling task.
+    pub fn rows(&self) -> SampledRows {
+        self.rows.clone()
     }
 
     /// Stops sampling and returns the rows.
     pub async fn finish(self) -> Vec<ServerRow> {
         self.stop.send_replace(true);
-        self.task.await.unwrap_or_default()
+        let _ = self.task.await;
+        self.rows.take()
     }
 }
 
@@ -482,6 +513,13 @@ mod tests {
         };
         let sampler = Sampler::start(config, Clock::start(), target);
         tokio::time::sleep(Duration::from_millis(350)).await;
+        let so_far = sampler.rows().between(0.0, 60.0);
+        assert!(
+            so_far.len() >= 3,
+            "readable while sampling: {}",
+            so_far.len()
+        );
+        assert!(sampler.rows().between(60.0, 120.0).is_empty());
         let rows = sampler.finish().await;
         assert!(rows.len() >= 3, "{}", rows.len());
         assert!(rows

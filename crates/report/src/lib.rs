@@ -24,7 +24,7 @@ use std::path::Path;
 
 pub use error::{Error, Result};
 pub use load::load_run;
-pub use model::{Event, IntervalRow, OpStats, Phase, Run, ServerRow, Summary};
+pub use model::{Event, IntervalRow, MemoryRow, OpStats, Phase, Run, ServerRow, Summary};
 pub use output::{ChartFile, Rendered};
 pub use scale::MAX_POINTS_PER_LINE;
 
@@ -41,7 +41,10 @@ pub fn render(run: &Run, out_dir: Option<&Path>) -> Result<Rendered> {
         stem: REPORT_STEM,
         title: format!("Varve report: {} ({})", run.label(), run.dir_name()),
         metadata: tables::metadata(run),
-        tables: tables::phase_tables(run),
+        tables: tables::phase_tables(run)
+            .into_iter()
+            .chain(tables::memory_table(run))
+            .collect(),
         charts: charts::run_charts(run),
     };
     output::write(&doc, out_dir.unwrap_or(&run.dir))

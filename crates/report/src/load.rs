@@ -9,19 +9,20 @@ use std::path::Path;
 
 use crate::csv::CsvTable;
 use crate::error::{Error, Result};
-use crate::model::{Event, IntervalRow, Run, ServerRow, Summary, FORMAT_VERSION};
+use crate::model::{Event, IntervalRow, MemoryRow, Run, ServerRow, Summary, FORMAT_VERSION};
 
 pub const SUMMARY_FILE: &str = "summary.json";
 pub const INTERVALS_FILE: &str = "intervals.csv";
 pub const SERVER_FILE: &str = "server.csv";
 pub const EVENTS_FILE: &str = "events.csv";
+pub const MEMORY_FILE: &str = "memory.csv";
 
 /// Input files larger than this are refused rather than read into memory
 /// (a day of one-second intervals for seven operations is ~50 MiB).
 pub const MAX_INPUT_BYTES: u64 = 512 * 1024 * 1024;
 
 /// Loads and validates the run in `dir`. `summary.json` and `intervals.csv`
-/// are required; `server.csv` and `events.csv` are optional.
+/// are required; `server.csv`, `events.csv` and `memory.csv` are optional.
 pub fn load_run(dir: &Path) -> Result<Run> {
     let summary_path = dir.join(SUMMARY_FILE);
     let summary = parse_summary(&summary_path, &read_capped(&summary_path)?)?;
@@ -37,12 +38,18 @@ pub fn load_run(dir: &Path) -> Result<Run> {
         Some(bytes) => parse_events(&events_path, &bytes)?,
         None => Vec::new(),
     };
+    let memory_path = dir.join(MEMORY_FILE);
+    let memory = match read_optional(&memory_path)? {
+        Some(bytes) => parse_memory(&memory_path, &bytes)?,
+        None => Vec::new(),
+    };
     Ok(Run {
         dir: dir.to_path_buf(),
         summary,
         intervals,
         server,
         events,
+        memory,
     })
 }
 
@@ -217,6 +224,32 @@ pub fn parse_server(file: &Path, bytes: &[u8]) -> Result<Vec<ServerRow>> {
     Ok(rows)
 }
 
+/// Parses `memory.csv` (written by `varve bench --memory-cap` or
+/// `--memory-cgroup`): `node` and `cgroup` required, the numbers may be
+/// empty.
+pub fn parse_memory(file: &Path, bytes: &[u8]) -> Result<Vec<MemoryRow>> {
+    let table = CsvTable::parse(file, utf8(file, bytes)?, false)?;
+    let node = table.require("node")?;
+    let cgroup = table.require("cgroup")?;
+    let (cap, peak, oom) = (
+        table.column("cap_bytes"),
+        table.column("peak_bytes"),
+        table.column("oom_kills"),
+    );
+    table
+        .rows()
+        .map(|row| {
+            Ok(MemoryRow {
+                node: row.text(node).to_string(),
+                cgroup: row.text(cgroup).to_string(),
+                cap_bytes: row.maybe_f64(cap)?,
+                peak_bytes: row.maybe_f64(peak)?,
+                oom_kills: row.maybe_f64(oom)?,
+            })
+        })
+        .collect()
+}
+
 /// Parses `events.csv`; the label is the rest of the line after `t`, so it
 /// may contain commas without quoting.
 pub fn parse_events(file: &Path, bytes: &[u8]) -> Result<Vec<Event>> {
@@ -259,6 +292,18 @@ mod tests {
             .to_string()
             .contains("phase `a`"));
         assert!(parse_summary(f, br#"{"format":1,"phases":[]}"#).is_ok());
+    }
+
+    #[test]
+    fn memory_rows_allow_empty_numbers_and_refuse_bad_ones() {
+        let f = Path::new("memory.csv");
+        let text = "node,cgroup,cap_bytes,peak_bytes,oom_kills\n1,/cg/node1,2147483648,2000000000,0\n2,/cg/node2,2147483648,,\n";
+        let rows = parse_memory(f, text.as_bytes()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].peak_bytes, Some(2e9));
+        assert_eq!(rows[1].oom_kills, None);
+        assert!(parse_memory(f, b"node,cgroup,cap_bytes\n1,x,lots\n").is_err());
+        assert!(parse_memory(f, b"cgroup\nx\n").is_err(), "node is required");
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub struct Run {
     pub server: Vec<ServerRow>,
     /// Time-axis marks; empty when `events.csv` is absent.
     pub events: Vec<Event>,
+    /// Each node's memory cgroup; empty when `memory.csv` is absent.
+    pub memory: Vec<MemoryRow>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -134,6 +136,17 @@ pub struct ServerRow {
     pub pauses_per_s: Option<f64>,
     /// Milliseconds paused per second.
     pub pause_ms_per_s: Option<f64>,
+}
+
+/// One row of `memory.csv`: a node's memory cgroup as the kernel counted
+/// it (cgroup v1, page cache included); `None` where it was not readable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryRow {
+    pub node: String,
+    pub cgroup: String,
+    pub cap_bytes: Option<f64>,
+    pub peak_bytes: Option<f64>,
+    pub oom_kills: Option<f64>,
 }
 
 /// One row of `events.csv`.

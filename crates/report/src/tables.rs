@@ -3,7 +3,7 @@
 //! operations by throughput, latency mean/p95/p99, timeouts, errors), and the
 //! side-by-side tables of a comparison.
 
-use crate::model::{OpStats, Phase, Run};
+use crate::model::{MemoryRow, OpStats, Phase, Run};
 
 /// A titled table of text cells, with notes printed under it.
 #[derive(Debug, Clone, PartialEq)]
@@ -184,9 +184,105 @@ pub fn phase_tables(run: &Run) -> Vec<Table> {
         .collect()
 }
 
+/// Bytes as MiB with no decimals; `-` if absent.
+fn fmt_mib(v: Option<f64>) -> String {
+    v.map_or("-".into(), |b| format!("{:.0}", b / (1u64 << 20) as f64))
+}
+
+/// The nodes' memory cgroups (memory.csv): cap, peak and OOM kills per
+/// node; `None` when the run has none.
+pub fn memory_table(run: &Run) -> Option<Table> {
+    if run.memory.is_empty() {
+        return None;
+    }
+    let row = |m: &MemoryRow| {
+        let share = match (m.peak_bytes, m.cap_bytes) {
+            (Some(p), Some(c)) if c > 0.0 => format!("{:.0}%", 100.0 * p / c),
+            _ => "-".into(),
+        };
+        let kills = m.oom_kills.map_or("-".into(), |k| format!("{k:.0}"));
+        vec![
+            m.node.clone(),
+            fmt_mib(m.cap_bytes),
+            fmt_mib(m.peak_bytes),
+            share,
+            kills,
+            m.cgroup.clone(),
+        ]
+    };
+    let killed: f64 = run.memory.iter().filter_map(|m| m.oom_kills).sum();
+    let mut notes = vec![
+        "Cgroup v1 memory controller: the cap and the peak count the node's own memory and the \
+         page cache of its files (memory.max_usage_in_bytes)."
+            .to_string(),
+    ];
+    if killed > 0.0 {
+        notes.push(format!(
+            "The kernel's OOM killer killed {killed:.0} process(es) in these cgroups."
+        ));
+    }
+    Some(Table {
+        title: "Memory per node".into(),
+        header: [
+            "Node",
+            "Cap (MiB)",
+            "Peak (MiB)",
+            "Peak / cap",
+            "OOM kills",
+            "Cgroup",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: run.memory.iter().map(row).collect(),
+        notes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memory_table_shows_each_nodes_cap_peak_and_oom_kills() {
+        let summary = crate::load::parse_summary(
+            std::path::Path::new("summary.json"),
+            br#"{"format":1,"phases":[]}"#,
+        )
+        .unwrap();
+        let mut run = Run {
+            dir: "x".into(),
+            summary,
+            intervals: Vec::new(),
+            server: Vec::new(),
+            events: Vec::new(),
+            memory: Vec::new(),
+        };
+        assert_eq!(memory_table(&run), None, "no memory.csv, no table");
+        let gib = (1u64 << 30) as f64;
+        run.memory = vec![
+            MemoryRow {
+                node: "1".into(),
+                cgroup: "/cg/node1".into(),
+                cap_bytes: Some(2.0 * gib),
+                peak_bytes: Some(1.5 * gib),
+                oom_kills: Some(0.0),
+            },
+            MemoryRow {
+                node: "2".into(),
+                cgroup: "/cg/node2".into(),
+                cap_bytes: Some(2.0 * gib),
+                peak_bytes: None,
+                oom_kills: Some(2.0),
+            },
+        ];
+        let table = memory_table(&run).unwrap();
+        assert_eq!(
+            table.rows[0],
+            ["1", "2048", "1536", "75%", "0", "/cg/node1"]
+        );
+        assert_eq!(table.rows[1], ["2", "2048", "-", "-", "2", "/cg/node2"]);
+        assert!(table.notes.iter().any(|n| n.contains("killed 2 process")));
+    }
 
     #[test]
     fn formats() {

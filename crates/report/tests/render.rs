@@ -295,6 +295,7 @@ mod arbitrary_series {
                 }).collect(),
                 server: Vec::new(),
                 events: events.into_iter().map(|(t, label)| Event { t, label }).collect(),
+                memory: Vec::new(),
             };
             let out = scratch("prop");
             let rendered = render(&run, Some(&out)).unwrap();

@@ -51,6 +51,10 @@ pub enum ClusterCommand {
         /// Internode port of every node of a new cluster.
         #[arg(long, default_value_t = launcher::STORAGE_PORT)]
         storage_port: u16,
+        /// A new cluster's nodes each join DIR/nodeN, an existing cgroup v1
+        /// directory, before they run (`varve bench --memory-cap` uses it).
+        #[arg(long, value_name = "DIR")]
+        cgroup_parent: Option<PathBuf>,
         /// Extra `varve server` arguments for every node of a new cluster,
         /// after `--`, e.g. `-- --config cassandra.yaml`.
         #[arg(last = true)]
@@ -92,6 +96,7 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
             native_port,
             admin_port,
             storage_port,
+            cgroup_parent,
             server_args,
         } => {
             let ports = Ports {
@@ -101,6 +106,7 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
             };
             let layout = Layout::new(nodes, dcs, ports).map(|mut l| {
                 l.server_args = server_args;
+                l.cgroup_parent = cgroup_parent;
                 l
             });
             start(&dir, node, layout)

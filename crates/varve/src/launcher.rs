@@ -45,6 +45,12 @@ pub struct Layout {
     /// cluster start ... -- --config cassandra.yaml`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_args: Vec<String>,
+    /// A cgroup v1 directory whose `nodeN` each node N joins before it
+    /// runs (`varve cluster start --cgroup-parent DIR`; `varve bench
+    /// --memory-cap` creates them capped): every byte it allocates and
+    /// every page it caches is charged there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_parent: Option<PathBuf>,
 }
 
 /// A node `varve cluster add` added.
@@ -103,6 +109,7 @@ impl Layout {
             ports,
             added: Vec::new(),
             server_args: Vec::new(),
+            cgroup_parent: None,
         })
     }
 
@@ -199,6 +206,7 @@ impl Layout {
         let mut checked = Layout::new(layout.nodes, layout.dcs, layout.ports)?;
         checked.added = layout.added;
         checked.server_args = layout.server_args;
+        checked.cgroup_parent = layout.cgroup_parent;
         if checked.total() > MAX_NODES {
             bail!("{} lists more than {MAX_NODES} nodes", path.display());
         }
@@ -259,7 +267,12 @@ pub fn spawn(binary: &Path, dir: &Path, layout: &Layout, node: &Node) -> anyhow:
         .with_context(|| format!("opening {}/varve.log", home.display()))?;
     let child = {
         use std::os::unix::process::CommandExt;
-        Command::new(binary)
+        let mut command = Command::new(binary);
+        if let Some(parent) = &layout.cgroup_parent {
+            let cgroup = parent.join(format!("node{}", node.index));
+            varve_bench::cgroup::join_before_exec(&mut command, &cgroup)?;
+        }
+        command
             .arg("server")
             .args(["--listen", &node.address.to_string()])
             .args(["--data-dir", &home.join("data").to_string_lossy()])
@@ -277,7 +290,15 @@ pub fn spawn(binary: &Path, dir: &Path, layout: &Layout, node: &Node) -> anyhow:
             // does not reach the nodes.
             .process_group(0)
             .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?
+            .with_context(|| match &layout.cgroup_parent {
+                Some(parent) => format!(
+                    "starting {} in cgroup {}/node{}",
+                    binary.display(),
+                    parent.display(),
+                    node.index
+                ),
+                None => format!("starting {}", binary.display()),
+            })?
     };
     let pid = child.id() as i32;
     std::fs::write(home.join("pid"), pid.to_string())?;
@@ -451,6 +472,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("varve-layout-{}", std::process::id()));
         let mut l = Layout::new(4, 2, Ports::default()).expect("valid");
         l.server_args = vec!["--config".into(), "c.yaml".into()];
+        l.cgroup_parent = Some(PathBuf::from("/sys/fs/cgroup/memory/x"));
         l.add(None, vec!["--x".into()]).expect("adds");
         l.save(&dir).expect("saves");
         assert_eq!(Layout::load(&dir).expect("loads"), Some(l.clone()));

@@ -8,6 +8,7 @@
 //! varies them (document sizes, LWT against plain writes) has several
 //! segments, run one after another on the same node.
 
+mod rates;
 mod scenarios;
 #[cfg(test)]
 mod tests;
@@ -19,10 +20,19 @@ use varve_stress::{PhaseSpec, Population, Workload};
 
 use crate::error::{BenchError, Result};
 
+pub use rates::{build_rates, RateSearch, FIND_RATE_LADDER_FULL, RATES_MAX};
 pub use scenarios::{build, DOC_SIZES, LWT_CONCURRENCIES_FULL};
 
 /// Largest `--size` scaling factor (full is 1).
 pub const SIZE_FACTOR_MAX: f64 = 10.0;
+/// Live data each node holds at `--size full` (the seeds' nodes held
+/// 200+ GB; this is the most that is still many times a capped node's
+/// memory and loads in well under an hour): with RF 3 on three nodes,
+/// every node holds the whole data set.
+pub const LIVE_BYTES_PER_NODE_FULL: u64 = 10 << 30;
+/// The shortest measured phase at `--size full` (issue 22: long enough for
+/// several rounds of compaction).
+pub const MEASURED_PHASE_FULL: Duration = Duration::from_secs(30 * 60);
 /// Shortest duration of a time-limited phase, whatever the size.
 pub const PHASE_DURATION_MIN: Duration = Duration::from_secs(1);
 /// Fewest operations of an operation-limited phase, whatever the size.
@@ -117,9 +127,10 @@ impl Variant {
 pub enum Size {
     /// Seconds per scenario: the tests.
     Tiny,
-    /// Two or three minutes per scenario.
+    /// A few minutes per scenario.
     Small,
-    /// The seeds' shape scaled to one machine: 10-20 minutes per scenario.
+    /// The seeds' scale on one machine: 10 GiB per node, 30-minute phases
+    /// at the seeds' rates; one to two hours per scenario.
     Full,
     /// Full with durations and populations multiplied by this factor.
     Factor(f64),
@@ -154,18 +165,20 @@ impl Size {
     }
 
     /// The multipliers of this size. Tiny and small also lower the rates:
-    /// the tests share two cores with the node they load.
+    /// the tests share two cores with the nodes they load. Tiny turns a
+    /// 30-minute phase into 5 s and 10 GiB into 2 MiB; small into 60 s and
+    /// 20 MiB.
     pub fn scale(self) -> Scale {
         match self {
             Size::Tiny => Scale {
-                time: 0.012,
-                rate: 0.4,
-                pop: 0.02,
+                time: 1.0 / 360.0,
+                rate: 2.0 / 15.0,
+                pop: 1.0 / 5000.0,
             },
             Size::Small => Scale {
-                time: 0.15,
-                rate: 0.6,
-                pop: 0.2,
+                time: 1.0 / 30.0,
+                rate: 0.2,
+                pop: 1.0 / 500.0,
             },
             Size::Full => Scale {
                 time: 1.0,
@@ -190,14 +203,21 @@ impl Size {
         }
     }
 
-    /// `memtable_heap_space` of the embedded node when no `--config` is
-    /// given: small memtables make tiny runs flush and compact.
-    pub fn memtable_space(self) -> &'static str {
+    /// `memtable_heap_space` of the nodes the bench starts when no
+    /// `--config` is given: small memtables make tiny and small runs flush
+    /// and compact; at full size and factors the server's own default
+    /// (fitted to `--memory-cap`, as Cassandra's is a share of its heap).
+    pub fn memtable_space(self) -> Option<&'static str> {
         match self {
-            Size::Tiny => "256KiB",
-            Size::Small => "4MiB",
-            Size::Full | Size::Factor(_) => "32MiB",
+            Size::Tiny => Some("256KiB"),
+            Size::Small => Some("4MiB"),
+            Size::Full | Size::Factor(_) => None,
         }
+    }
+
+    /// Whether this is the seeds' scale or a factor of it (not a test size).
+    pub fn is_seed_scale(self) -> bool {
+        matches!(self, Size::Full | Size::Factor(_))
     }
 }
 
@@ -220,6 +240,9 @@ pub struct Step {
     pub actions: Vec<Action>,
     /// The table is on LCS during this phase (server.csv's unleveled column).
     pub leveled: bool,
+    /// At its end, judge from server.csv whether compaction fell behind
+    /// during it (`--find-rate`, `--rates`; [`crate::judge`]).
+    pub judged: bool,
 }
 
 /// What one stress runner does: fixed workload, population and schema.
@@ -254,6 +277,9 @@ pub struct Plan {
     pub variant: Option<Variant>,
     pub size: Size,
     pub segments: Vec<Segment>,
+    /// End the run at the first judged phase where compaction falls behind
+    /// (`--find-rate`).
+    pub stop_when_behind: bool,
 }
 
 impl Plan {
@@ -319,7 +345,13 @@ impl Plan {
                 for action in &step.actions {
                     let _ = writeln!(out, "      at start: {}", action_label(action));
                 }
+                if step.judged {
+                    let _ = writeln!(out, "      at end: judge whether compaction keeps up");
+                }
             }
+        }
+        if self.stop_when_behind {
+            out.push_str("  the search stops at the first rate where compaction falls behind\n");
         }
         out
     }

@@ -13,7 +13,8 @@ use std::time::Duration;
 use varve_stress::{Limit, Op, OpMix, PhaseSpec, Population, Rate, Workload};
 
 use super::{
-    Action, Plan, Scale, Scenario, Segment, Size, Step, Variant, PHASE_DURATION_MIN, PHASE_OPS_MIN,
+    Action, Plan, Scale, Scenario, Segment, Size, Step, Variant, LIVE_BYTES_PER_NODE_FULL,
+    MEASURED_PHASE_FULL, PHASE_DURATION_MIN, PHASE_OPS_MIN,
 };
 use crate::error::{BenchError, Result};
 
@@ -33,8 +34,8 @@ pub const DOC_SIZES: [(&str, usize); 6] = [
 pub const LWT_CONCURRENCIES_FULL: [usize; 5] = [1, 4, 16, 64, 256];
 
 /// The seeds' table and workload for tombstone-gc and compaction.
-const SEED_KEYSPACE: &str = "tlp_stress";
-const STCS: &str =
+pub(crate) const SEED_KEYSPACE: &str = "tlp_stress";
+pub(crate) const STCS: &str =
     "{'class': 'SizeTieredCompactionStrategy', 'max_threshold': '32', 'min_threshold': '4'}";
 /// Seed 002's table options, verbatim but for the compaction, which each
 /// segment sets, and the order (compression first: events.csv shortens
@@ -58,18 +59,42 @@ pub(crate) const SEED_TABLE_OPTIONS: &str = "compression = {'chunk_length_in_kb'
 const UCS: &str = "{'class': 'UnifiedCompactionStrategy'}";
 /// Value bytes of one largeblob row.
 const LARGEBLOB_VALUE_BYTES: usize = 1000;
-/// Rows written before the measured phases of tombstone-gc and compaction.
-const LOAD_ROWS_FULL: f64 = 100_000.0;
-/// Concurrency of the load and mixed phases (the seeds do not say; enough
-/// for the rates below on one node).
+/// Rows written before the measured phases of tombstone-gc and compaction:
+/// [`LIVE_BYTES_PER_NODE_FULL`] of values at full size.
+pub(crate) const LOAD_ROWS_FULL: f64 =
+    LIVE_BYTES_PER_NODE_FULL.div_ceil(LARGEBLOB_VALUE_BYTES as u64) as f64;
+/// Seeds 000 and 001: "QPS: 3K/s" over the cluster.
+pub(crate) const TOMBSTONE_RATE_FULL: f64 = 3000.0;
+/// Seed 002: "Write TPS is steady at 1.5k/s", deletes counted as writes
+/// (as seeds 000/001 count them: their 3K/s at 5:4:1 is 1.5k/s read and
+/// 1.5k/s write).
+pub(crate) const COMPACTION_RATE_FULL: f64 = 1500.0;
+/// Seed 002's LCS: Cassandra's default sstable size (the seed changed only
+/// the class); smaller data sets get proportionally smaller sstables.
+pub(crate) const LCS_SSTABLE_MIB_FULL: f64 = 160.0;
+/// Concurrency of the load and mixed phases at the test sizes (the seeds
+/// do not say).
 const MIXED_CONCURRENCY: usize = 64;
+/// Concurrency at the seeds' scale: headroom for 3,000/s at the latencies
+/// seed 001 saw during garbagecollect.
+pub(crate) const MIXED_CONCURRENCY_FULL: usize = 128;
+/// Seed 004's client: 128 threads.
+pub(crate) const DOCSIZE_CONCURRENCY_FULL: usize = 128;
+/// Seed 004 at full size: all six document sizes together hold
+/// [`LIVE_BYTES_PER_NODE_FULL`], a sixth each (for 180-byte rows, the
+/// seed's own n=10M).
+pub(crate) const DOCSIZE_BYTES_PER_SIZE_FULL: u64 = LIVE_BYTES_PER_NODE_FULL / 6;
+/// Bytes of a docsize row besides its five columns: the 10-byte key.
+const DOCSIZE_KEY_BYTES: usize = 10;
+/// Seconds of each LWT phase at full size (seed 003 gives none).
+const LWT_PHASE_FULL_S: f64 = 300.0;
 
 /// Builds the plan of `scenario` at `size`. `variant` is required for
 /// tombstone-gc and refused elsewhere.
 pub fn build(scenario: Scenario, variant: Option<Variant>, size: Size) -> Result<Plan> {
     let scale = size.scale();
     let segments = match (scenario, variant) {
-        (Scenario::TombstoneGc, Some(v)) => vec![tombstone_gc(v, scale)],
+        (Scenario::TombstoneGc, Some(v)) => vec![tombstone_gc(v, size)],
         (Scenario::TombstoneGc, None) => {
             return Err(BenchError::config(
                 "variant",
@@ -82,8 +107,8 @@ pub fn build(scenario: Scenario, variant: Option<Variant>, size: Size) -> Result
                 format!("{scenario} has no variants (got {})", v.name()),
             ))
         }
-        (Scenario::Compaction, None) => vec![compaction(scale)],
-        (Scenario::DocSize, None) => docsize(scale),
+        (Scenario::Compaction, None) => vec![compaction(size)],
+        (Scenario::DocSize, None) => docsize(size),
         (Scenario::Lwt, None) => lwt(size, scale),
     };
     Ok(Plan {
@@ -91,24 +116,25 @@ pub fn build(scenario: Scenario, variant: Option<Variant>, size: Size) -> Result
         variant,
         size,
         segments,
+        stop_when_behind: false,
     })
 }
 
-fn seconds(full_s: f64, scale: Scale) -> Limit {
+pub(crate) fn seconds(full_s: f64, scale: Scale) -> Limit {
     Limit::Duration(Duration::from_secs_f64(full_s * scale.time).max(PHASE_DURATION_MIN))
 }
 
-fn ops(full: f64, scale: Scale) -> u64 {
+pub(crate) fn ops(full: f64, scale: Scale) -> u64 {
     ((full * scale.pop).round() as u64).max(PHASE_OPS_MIN)
 }
 
-fn fixed(full_per_s: f64, scale: Scale) -> Rate {
+pub(crate) fn fixed(full_per_s: f64, scale: Scale) -> Rate {
     Rate::Fixed {
         per_s: (full_per_s * scale.rate).round().max(1.0),
     }
 }
 
-fn step(name: &str, mix: OpMix, rate: Rate, limit: Limit, concurrency: usize) -> Step {
+pub(crate) fn step(name: &str, mix: OpMix, rate: Rate, limit: Limit, concurrency: usize) -> Step {
     Step {
         name: name.to_string(),
         spec: PhaseSpec {
@@ -120,6 +146,7 @@ fn step(name: &str, mix: OpMix, rate: Rate, limit: Limit, concurrency: usize) ->
         },
         actions: Vec::new(),
         leveled: false,
+        judged: false,
     }
 }
 
@@ -139,7 +166,40 @@ pub(crate) fn compaction_mix() -> OpMix {
     mix(&[(Op::Write, 4), (Op::Delete, 1)])
 }
 
-fn largeblob_segment(name: &str, rows: u64, compaction: &str, steps: Vec<Step>) -> Segment {
+/// Concurrency of the load and mixed phases at `size`.
+pub(crate) fn mixed_concurrency(size: Size) -> usize {
+    match size.is_seed_scale() {
+        true => MIXED_CONCURRENCY_FULL,
+        false => MIXED_CONCURRENCY,
+    }
+}
+
+/// The LCS compaction option at `scale`: 160 MiB sstables at full size,
+/// proportionally smaller below (at least 1 MiB), so levels fill.
+pub(crate) fn lcs(scale: Scale) -> String {
+    let mib = (LCS_SSTABLE_MIB_FULL * scale.pop)
+        .round()
+        .clamp(1.0, LCS_SSTABLE_MIB_FULL);
+    format!("{{'class': 'LeveledCompactionStrategy', 'sstable_size_in_mb': '{mib}'}}")
+}
+
+/// The unthrottled write of the whole population before measured phases.
+pub(crate) fn load_step(rows: u64, size: Size) -> Step {
+    step(
+        "load",
+        OpMix::only(Op::Write),
+        Rate::Unlimited,
+        Limit::Ops(rows),
+        mixed_concurrency(size),
+    )
+}
+
+pub(crate) fn largeblob_segment(
+    name: &str,
+    rows: u64,
+    compaction: &str,
+    steps: Vec<Step>,
+) -> Segment {
     Segment {
         name: name.to_string(),
         workload: Workload::LargeBlob,
@@ -157,24 +217,21 @@ fn largeblob_segment(name: &str, rows: u64, compaction: &str, steps: Vec<Step>) 
     }
 }
 
-/// Seeds 000/001: 3k/s on three nodes there, 1000/s on one node here;
-/// 2 h steady there, 7 min here.
-fn tombstone_gc(variant: Variant, scale: Scale) -> Segment {
+/// Seeds 000/001: 10 GiB per node loaded, then 5:4:1 at 3,000/s for 30
+/// minutes steady (2 h and 70 min in the seeds), then 30 more with the
+/// change (2 h 40 min and the ~1 h garbagecollect there).
+fn tombstone_gc(variant: Variant, size: Size) -> Segment {
+    let scale = size.scale();
     let rows = ops(LOAD_ROWS_FULL, scale);
     let table = Workload::LargeBlob.table();
-    let load = step(
-        "load",
-        OpMix::only(Op::Write),
-        Rate::Unlimited,
-        Limit::Ops(rows),
-        MIXED_CONCURRENCY,
-    );
+    let measured = MEASURED_PHASE_FULL.as_secs_f64();
+    let c = mixed_concurrency(size);
     let steady = step(
         "steady",
         tombstone_mix(),
-        fixed(1000.0, scale),
-        seconds(420.0, scale),
-        MIXED_CONCURRENCY,
+        fixed(TOMBSTONE_RATE_FULL, scale),
+        seconds(measured, scale),
+        c,
     );
     let (name, action) = match variant {
         Variant::Overlapping => (
@@ -194,59 +251,75 @@ fn tombstone_gc(variant: Variant, scale: Scale) -> Segment {
     let mut second = step(
         name,
         tombstone_mix(),
-        fixed(1000.0, scale),
-        seconds(480.0, scale),
-        MIXED_CONCURRENCY,
+        fixed(TOMBSTONE_RATE_FULL, scale),
+        seconds(measured, scale),
+        c,
     );
     second.actions.push(action);
-    largeblob_segment("main", rows, STCS, vec![load, steady, second])
+    largeblob_segment(
+        "main",
+        rows,
+        STCS,
+        vec![load_step(rows, size), steady, second],
+    )
 }
 
-/// Seed 002 (STCS, then LCS) with UCS as a third phase. LCS sstables are
-/// 16 MiB at full size (a tenth of Cassandra's default: the data set is a
-/// thousandth of the seed's) and 1 MiB below, so levels fill in a short run.
-fn compaction(scale: Scale) -> Segment {
+/// Seed 002 (STCS, then LCS) with UCS as a third phase, 30 minutes each
+/// at the seed's 1.5k/s at full size.
+fn compaction(size: Size) -> Segment {
+    let scale = size.scale();
     let rows = ops(LOAD_ROWS_FULL, scale);
     let table = format!("{SEED_KEYSPACE}.{}", Workload::LargeBlob.table());
-    let lcs_mb = if scale.pop >= 1.0 { 16 } else { 1 };
     let phase = |name: &str| {
         step(
             name,
             compaction_mix(),
-            fixed(1500.0, scale),
-            seconds(300.0, scale),
-            MIXED_CONCURRENCY,
+            fixed(COMPACTION_RATE_FULL, scale),
+            seconds(MEASURED_PHASE_FULL.as_secs_f64(), scale),
+            mixed_concurrency(size),
         )
     };
-    let load = step(
-        "load",
-        OpMix::only(Op::Write),
-        Rate::Unlimited,
-        Limit::Ops(rows),
-        MIXED_CONCURRENCY,
-    );
     let stcs = phase("stcs");
-    let mut lcs = phase("lcs");
-    lcs.leveled = true;
-    lcs.actions.push(Action::Cql(format!(
-        "ALTER TABLE {table} WITH compaction = {{'class': 'LeveledCompactionStrategy', 'sstable_size_in_mb': '{lcs_mb}'}}"
+    let mut lcs_phase = phase("lcs");
+    lcs_phase.leveled = true;
+    lcs_phase.actions.push(Action::Cql(format!(
+        "ALTER TABLE {table} WITH compaction = {}",
+        lcs(scale)
     )));
     let mut ucs = phase("ucs");
     ucs.actions.push(Action::Cql(format!(
         "ALTER TABLE {table} WITH compaction = {UCS}"
     )));
-    largeblob_segment("main", rows, STCS, vec![load, stcs, lcs, ucs])
+    largeblob_segment(
+        "main",
+        rows,
+        STCS,
+        vec![load_step(rows, size), stcs, lcs_phase, ucs],
+    )
+}
+
+/// Rows of one docsize segment: a sixth of the full data set at full size
+/// (scaled by the size's population), at least [`PHASE_OPS_MIN`].
+pub(crate) fn docsize_rows(column_size: usize, scale: Scale) -> u64 {
+    let row_bytes = (DOCSIZE_KEY_BYTES + 5 * column_size) as f64;
+    ops(DOCSIZE_BYTES_PER_SIZE_FULL as f64 / row_bytes, scale)
 }
 
 /// Seed 004: cassandra-stress's default table (five blob columns), one
 /// keyspace per size as the seed does, N writes then N reads of the same
-/// keys (seq population), unthrottled, 64 workers (128 threads there).
-fn docsize(scale: Scale) -> Vec<Segment> {
-    let n = ops(40_000.0, scale);
-    let concurrency = if scale.pop < 0.1 { 16 } else { 64 };
+/// keys (seq population), unthrottled, 128 workers at full size as the
+/// seed's 128 threads (64 small, 16 tiny).
+fn docsize(size: Size) -> Vec<Segment> {
+    let scale = size.scale();
+    let concurrency = match size {
+        Size::Tiny => 16,
+        Size::Small => 64,
+        Size::Full | Size::Factor(_) => DOCSIZE_CONCURRENCY_FULL,
+    };
     DOC_SIZES
         .iter()
         .map(|&(label, column_size)| {
+            let n = docsize_rows(column_size, scale);
             let limit = Limit::Ops(n);
             Segment {
                 name: format!("doc-{label}"),
@@ -307,7 +380,7 @@ fn lwt(size: Size, scale: Scale) -> Vec<Segment> {
                     &format!("{prefix}-c{c}"),
                     OpMix::only(op),
                     Rate::Unlimited,
-                    seconds(60.0, scale),
+                    seconds(LWT_PHASE_FULL_S, scale),
                     c,
                 )
             })

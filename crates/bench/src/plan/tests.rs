@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use varve_stress::{Limit, Op, Rate, Workload};
 
+use super::rates::ladder;
 use super::scenarios::{self, compaction_mix, lwt_concurrencies, tombstone_mix};
 use super::*;
 
@@ -192,19 +193,168 @@ fn sizes_scale_durations_and_tiny_fits_the_test_budget() {
             "{scenario}: {}",
             tiny.planned_seconds()
         );
-        let full = build(scenario, variant, Size::Full).unwrap();
-        assert!(full.planned_seconds() <= 20.0 * 60.0, "{scenario}");
+        let small = build(scenario, variant, Size::Small).unwrap();
+        assert!(
+            small.planned_seconds() <= 5.0 * 60.0,
+            "{scenario}: small is a few minutes, not {}",
+            small.planned_seconds()
+        );
+        for (_, s) in small.steps() {
+            if let Limit::Ops(n) = s.spec.limit {
+                assert!(n <= 25_000, "{scenario} small {}: {n}", s.name);
+            }
+        }
         for (_, s) in tiny.steps() {
             if let Limit::Duration(d) = s.spec.limit {
                 assert!(d >= PHASE_DURATION_MIN);
             }
             if let Limit::Ops(n) = s.spec.limit {
-                assert!((PHASE_OPS_MIN..=2000).contains(&n), "{}: {n}", s.name);
+                assert!((PHASE_OPS_MIN..=2500).contains(&n), "{}: {n}", s.name);
             }
         }
         assert!(tiny.describe().contains(&format!("plan: {scenario}")));
     }
     assert_eq!(Duration::from_secs(1), PHASE_DURATION_MIN);
+}
+
+/// Issue 22's scale at `--size full`: 10 GiB per node (RF 3 on three
+/// nodes: every node holds the whole data set), measured phases of 30
+/// minutes or more, the seeds' rates and clients.
+#[test]
+fn full_size_is_the_seeds_scale() {
+    let ten_gib = 10u64 << 30;
+    assert_eq!(LIVE_BYTES_PER_NODE_FULL, ten_gib);
+    let measured = |plan: &Plan| -> Vec<f64> {
+        plan.steps()
+            .filter(|(_, s)| s.name != "load")
+            .map(|(_, s)| secs(s.spec.limit))
+            .collect()
+    };
+    let rate = |s: &Step| match s.spec.rate {
+        Rate::Fixed { per_s } => per_s,
+        _ => panic!("{} is not at a fixed rate", s.name),
+    };
+    for (variant, scenario) in [
+        (Some(Variant::Overlapping), Scenario::TombstoneGc),
+        (Some(Variant::GarbageCollect), Scenario::TombstoneGc),
+        (None, Scenario::Compaction),
+    ] {
+        let plan = build(scenario, variant, Size::Full).unwrap();
+        let seg = &plan.segments[0];
+        let Limit::Ops(rows) = seg.steps[0].spec.limit else {
+            panic!("the load is operation-limited")
+        };
+        assert_eq!(
+            seg.population.size(),
+            rows,
+            "the load writes every key once"
+        );
+        assert!(
+            rows * seg.column_size as u64 >= ten_gib,
+            "{scenario}: {rows} rows"
+        );
+        assert!(measured(&plan).iter().all(|&s| s >= 1800.0), "{scenario}");
+        for s in &seg.steps[1..] {
+            // Seeds 000/001: QPS 3K/s; seed 002: writes 1.5k/s.
+            let seed_rate = match scenario {
+                Scenario::TombstoneGc => 3000.0,
+                _ => 1500.0,
+            };
+            assert_eq!(rate(s), seed_rate, "{scenario} {}", s.name);
+            assert_eq!(s.spec.concurrency, 128);
+        }
+    }
+    let plan = build(Scenario::Compaction, None, Size::Full).unwrap();
+    match &plan.segments[0].steps[2].actions[..] {
+        [Action::Cql(alter)] => assert!(alter.contains("'sstable_size_in_mb': '160'"), "{alter}"),
+        other => panic!("{other:?}"),
+    }
+    // Seed 004: 128 threads, seq keys, and the six sizes hold 10 GiB.
+    let docs = build(Scenario::DocSize, None, Size::Full).unwrap();
+    let mut bytes = 0;
+    for seg in &docs.segments {
+        assert!(matches!(
+            seg.population,
+            varve_stress::Population::Seq { .. }
+        ));
+        assert!(seg.steps.iter().all(|s| s.spec.concurrency == 128));
+        bytes += seg.population.size() * (10 + 5 * seg.column_size as u64);
+    }
+    assert!(bytes >= ten_gib - (6 << 10), "{bytes}");
+    let rows_180 = docs.segments[0].population.size();
+    assert!(
+        (9_000_000..=11_000_000).contains(&rows_180),
+        "about the seed's n=10M: {rows_180}"
+    );
+    // Tiny and small keep small memtables; full leaves the server's own.
+    assert_eq!(Size::Full.memtable_space(), None);
+    assert!(Size::Tiny.memtable_space().is_some() && Size::Small.memtable_space().is_some());
+}
+
+#[test]
+fn a_rate_search_runs_judged_lcs_phases_in_order() {
+    let search = RateSearch::from_flags(&[], true).unwrap().unwrap();
+    assert!(search.stop_when_behind);
+    for size in SIZES {
+        let plan = build_rates(&search, size);
+        assert!(plan.stop_when_behind);
+        let seg = &plan.segments[0];
+        assert!(seg
+            .compaction
+            .as_deref()
+            .unwrap()
+            .contains("LeveledCompactionStrategy"));
+        assert_eq!(seg.steps[0].name, "load");
+        assert!(!seg.steps[0].judged);
+        let rates: Vec<f64> = seg.steps[1..]
+            .iter()
+            .map(|s| match s.spec.rate {
+                Rate::Fixed { per_s } => per_s,
+                _ => panic!("not at a fixed rate"),
+            })
+            .collect();
+        assert_eq!(rates, ladder(&search, size));
+        assert_eq!(rates.len(), FIND_RATE_LADDER_FULL.len());
+        assert!(
+            rates.windows(2).all(|w| w[0] < w[1]),
+            "stepping up: {rates:?}"
+        );
+        for s in &seg.steps[1..] {
+            assert!(s.judged && s.leveled, "{}", s.name);
+            assert_eq!(s.spec.mix, compaction_mix());
+            assert!(s.actions.is_empty(), "LCS from the table's creation");
+        }
+    }
+    let full = build_rates(&search, Size::Full);
+    let rates: Vec<f64> = FIND_RATE_LADDER_FULL
+        .iter()
+        .map(|&r| f64::from(r))
+        .collect();
+    assert_eq!(ladder(&search, Size::Full), rates);
+    assert!(full
+        .steps()
+        .skip(1)
+        .all(|(_, s)| secs(s.spec.limit) >= 1800.0));
+    assert!(full.segments[0]
+        .compaction
+        .as_deref()
+        .unwrap()
+        .contains("'160'"));
+    // --rates: as given, not scaled, every one run.
+    let given = RateSearch::from_flags(&[2700, 3000, 4500], false)
+        .unwrap()
+        .unwrap();
+    let tiny = build_rates(&given, Size::Tiny);
+    assert!(!tiny.stop_when_behind);
+    let names: Vec<String> = tiny.steps().map(|(_, s)| s.name.clone()).collect();
+    assert_eq!(names, ["load", "lcs-2700", "lcs-3000", "lcs-4500"]);
+    // No flag, no search; limits at N and N + 1.
+    assert_eq!(RateSearch::from_flags(&[], false).unwrap(), None);
+    assert!(RateSearch::from_flags(&[1; RATES_MAX], false).is_ok());
+    assert!(RateSearch::from_flags(&[1; RATES_MAX + 1], false).is_err());
+    assert!(RateSearch::from_flags(&[0], false).is_err());
+    assert!(RateSearch::from_flags(&[rates::RATE_MAX_PER_S], false).is_ok());
+    assert!(RateSearch::from_flags(&[rates::RATE_MAX_PER_S + 1], false).is_err());
 }
 
 #[test]
