@@ -76,6 +76,9 @@ pub fn argument_type(
     first: Option<&CqlType>,
 ) -> Option<CqlType> {
     let f = canonical(fname);
+    if crate::mask_fns::is_mask_function(&f) {
+        return crate::mask_fns::argument_type(&f, index, first);
+    }
     if f == "floor" {
         return match (index, first) {
             (1, _) => Some(CqlType::Duration),
@@ -282,6 +285,9 @@ fn check_conversion(f: &str, called: &str, types: &[CqlType]) -> Result<()> {
 pub fn apply(fname: &str, args: Vec<Typed>) -> Result<Typed> {
     let called = fname.to_ascii_lowercase();
     let f = canonical(fname);
+    if crate::mask_fns::is_mask_function(&f) {
+        return crate::mask_fns::apply(&f, &args);
+    }
     if crate::collection_fns::is_collection_function(&f) {
         let [(ty, value)] = &args[..] else {
             return Err(QueryError::Invalid(format!(

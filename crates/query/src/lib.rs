@@ -39,6 +39,7 @@ mod insert_plan;
 mod json;
 pub mod local;
 pub mod local_schema;
+mod mask_fns;
 mod memo;
 pub mod metrics;
 mod metrics_sync;

@@ -311,7 +311,13 @@ pub(crate) fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, S
                     SelectorExpr::Term(term) => {
                         let ty = crate::functions::argument_type(&lname, i, term, types.first())
                             .unwrap_or_else(|| crate::functions::natural_type(term));
-                        constant(term, ty)?
+                        constant(term, ty.clone()).map_err(|e| match lname.as_str() {
+                            "mask_replace" => QueryError::Invalid(format!(
+                                "Type error: {} cannot be passed as argument {i} of function system.{lname} of type {ty}",
+                                crate::vectors::term_text(term)
+                            )),
+                            _ => e,
+                        })?
                     }
                     _ => compile_expr(table, a)?,
                 };
@@ -368,6 +374,15 @@ pub(crate) fn compile_expr(table: &Table, expr: &SelectorExpr) -> Result<(Sel, S
                     return Err(QueryError::Invalid(format!("Invalid arguments for token(): the partition key ({}) must be given in order", pk.join(", "))));
                 }
                 return Ok((Sel::Token, shown, CqlType::BigInt));
+            }
+            if crate::mask_fns::is_mask_function(&lname) {
+                let first_is_null = matches!(
+                    args.first(),
+                    Some(SelectorExpr::Term(varve_cql::ast::Term::Literal(
+                        varve_cql::ast::Literal::Null
+                    )))
+                );
+                crate::mask_fns::check(&lname, &names, &types, first_is_null)?;
             }
             if crate::collection_fns::is_collection_function(&lname) && names.len() == 1 {
                 crate::collection_fns::return_type(&lname, &names[0], &types[0])?;
@@ -510,7 +525,7 @@ pub(crate) fn literal_text(lit: &varve_cql::ast::Literal) -> String {
             "0x{}",
             b.iter().map(|x| format!("{x:02x}")).collect::<String>()
         ),
-        Literal::Null => "null".into(),
+        Literal::Null => "NULL".into(),
     }
 }
 
