@@ -383,7 +383,7 @@ fn types() {
         ("list<address>", ParseErrorKind::Invalid),
         // Cassandra has no such class; it has this one, but Varve no type for it.
         ("'org.apache.Custom'", ParseErrorKind::Syntax),
-        ("'LexicalUUIDType'", ParseErrorKind::Unsupported),
+        ("'CompositeType(Int32Type)'", ParseErrorKind::Unsupported),
         ("'ListType(CounterColumnType)'", ParseErrorKind::Invalid),
         ("'SetType(DurationType)'", ParseErrorKind::Invalid),
         ("frozen<int>", ParseErrorKind::Invalid),
@@ -550,4 +550,31 @@ fn type_statements() {
     ] {
         assert_eq!(err_kind(bad), ParseErrorKind::Syntax, "{bad}");
     }
+}
+
+#[test]
+fn a_reversed_clustering_type_implies_a_descending_order() {
+    let reversed =
+        "'org.apache.cassandra.db.marshal.ReversedType(org.apache.cassandra.db.marshal.Int32Type)'";
+    let Statement::CreateTable(t) = stmt(&format!(
+        "CREATE TABLE t (k int, a int, c {reversed}, v int, PRIMARY KEY (k, a, c))"
+    )) else {
+        panic!("not a CREATE TABLE")
+    };
+    assert_eq!(t.columns[2].ty, CqlType::Int);
+    assert_eq!(
+        t.clustering_order,
+        vec![
+            ("a".to_string(), Order::Asc),
+            ("c".to_string(), Order::Desc)
+        ]
+    );
+    // An explicit order is kept as written; a regular column is its type.
+    let Statement::CreateTable(t) = stmt(&format!(
+        "CREATE TABLE t (k int, c {reversed}, v {reversed}, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c ASC)"
+    )) else {
+        panic!("not a CREATE TABLE")
+    };
+    assert_eq!(t.clustering_order, vec![("c".to_string(), Order::Asc)]);
+    assert_eq!(t.columns[2].ty, CqlType::Int);
 }

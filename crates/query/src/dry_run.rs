@@ -138,6 +138,10 @@ fn placeholder(ty: &CqlType) -> Option<Value> {
         CqlType::Ascii => Value::Ascii(String::new()),
         CqlType::Text => Value::Text(String::new()),
         CqlType::Blob => Value::Blob(Vec::new()),
+        CqlType::Custom(class) if class == varve_types::cql_type::LEXICAL_UUID_CLASS => {
+            Value::Uuid([0; 16])
+        }
+        CqlType::Custom(_) => Value::Blob(Vec::new()),
         CqlType::Boolean => Value::Boolean(false),
         CqlType::TinyInt => Value::TinyInt(1),
         CqlType::SmallInt => Value::SmallInt(1),

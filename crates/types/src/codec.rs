@@ -230,6 +230,24 @@ fn decode(ty: &CqlType, bytes: &[u8], depth: usize) -> Result<Value> {
             Err(e) => return Err(Error::invalid(ty, format!("invalid UTF-8: {e}"))),
         },
         CqlType::Blob => Value::Blob(bytes.to_vec()),
+        CqlType::Custom(class) => {
+            let width = match class.as_str() {
+                crate::cql_type::EMPTY_TYPE_CLASS => Some(0),
+                crate::cql_type::LEXICAL_UUID_CLASS => Some(16),
+                _ => None,
+            };
+            if let Some(n) = width.filter(|n| *n != bytes.len()) {
+                return Err(Error::invalid(
+                    ty,
+                    format!("expected {n} bytes, got {}", bytes.len()),
+                ));
+            }
+            // A lexical UUID is a UUID in all but its order (and its JSON).
+            if class == crate::cql_type::LEXICAL_UUID_CLASS {
+                return Ok(Value::Uuid(fixed(ty, bytes)?));
+            }
+            Value::Blob(bytes.to_vec())
+        }
         CqlType::Boolean => Value::Boolean(fixed::<1>(ty, bytes)?[0] != 0),
         CqlType::TinyInt => Value::TinyInt(i8::from_be_bytes(fixed(ty, bytes)?)),
         CqlType::SmallInt => Value::SmallInt(i16::from_be_bytes(fixed(ty, bytes)?)),

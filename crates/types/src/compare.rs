@@ -100,6 +100,15 @@ fn typed(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
         CqlType::Ascii | CqlType::Text | CqlType::Blob | CqlType::Inet | CqlType::Duration => {
             a.cmp(b)
         }
+        CqlType::Custom(class) if class == crate::cql_type::LEXICAL_UUID_CLASS => {
+            // java.util.UUID.compareTo: the two halves as signed longs.
+            let (x, y) = be::<16>(a, b)?;
+            let half = |u: [u8; 16], i: usize| {
+                i64::from_be_bytes(u[i * 8..i * 8 + 8].try_into().unwrap_or_default())
+            };
+            (half(x, 0), half(x, 1)).cmp(&(half(y, 0), half(y, 1)))
+        }
+        CqlType::Custom(_) => a.cmp(b),
         CqlType::Boolean => {
             let (x, y) = be::<1>(a, b)?;
             (x[0] != 0).cmp(&(y[0] != 0))

@@ -43,7 +43,16 @@ pub enum CqlType {
     /// kept as written (`vector<list<int>, 2>` is not shown frozen), as
     /// Cassandra prints it.
     Vector(Box<CqlType>, usize),
+    /// A Cassandra type class with no CQL name (`LexicalUUIDType`,
+    /// `EmptyType`): its fully qualified class name.
+    Custom(String),
 }
+
+/// The class of Cassandra's `empty` type, whose only value is no bytes.
+pub const EMPTY_TYPE_CLASS: &str = "org.apache.cassandra.db.marshal.EmptyType";
+/// The class of Cassandra's `LexicalUUIDType`: 16 bytes ordered as a
+/// `java.util.UUID` (two signed longs).
+pub const LEXICAL_UUID_CLASS: &str = "org.apache.cassandra.db.marshal.LexicalUUIDType";
 
 impl CqlType {
     /// The type without any `Frozen` wrapper.
@@ -168,6 +177,8 @@ impl CqlType {
             CqlType::Udt(u) => u.cql_name(),
             CqlType::UserRef(r) => quote_if_needed(&r.name),
             CqlType::Vector(e, n) => format!("vector<{}, {n}>", e.cql_name()),
+            CqlType::Custom(class) if class == EMPTY_TYPE_CLASS => "empty".into(),
+            CqlType::Custom(class) => format!("'{class}'"),
         }
     }
 
@@ -294,6 +305,11 @@ fn parse_type_prefix<'s>(
     if let Some((name, rest)) = quoted_prefix(s) {
         return Some((CqlType::Udt(user(&name)?), rest));
     }
+    // A custom type as `cql_name` prints it: its class in single quotes.
+    if let Some(body) = s.strip_prefix('\'') {
+        let end = body.find('\'')?;
+        return Some((CqlType::Custom(body[..end].to_string()), &body[end + 1..]));
+    }
     let end = s
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .unwrap_or(s.len());
@@ -323,6 +339,9 @@ fn parse_type_prefix<'s>(
     };
     if let Some(t) = simple {
         return Some((t, rest));
+    }
+    if word.eq_ignore_ascii_case("empty") && user(word).is_none() {
+        return Some((CqlType::Custom(EMPTY_TYPE_CLASS.into()), rest));
     }
     let Some(mut rest) = rest.trim_start().strip_prefix('<') else {
         return Some((CqlType::Udt(user(word)?), rest));
@@ -448,5 +467,30 @@ mod parse_tests {
         assert_eq!(CqlType::parse_name_with(&t.cql_name(), &lookup), Some(t));
         assert_eq!(CqlType::parse_name_with("other", &lookup), None);
         assert_eq!(CqlType::parse_name_with("\"Addr", &lookup), None);
+    }
+}
+
+#[cfg(test)]
+mod custom_tests {
+    use super::*;
+
+    #[test]
+    fn custom_types_read_back_as_cql_name_prints_them() {
+        let none: UserLookup<'_> = &|_| None;
+        for t in [
+            CqlType::Custom(LEXICAL_UUID_CLASS.into()),
+            CqlType::Custom(EMPTY_TYPE_CLASS.into()),
+            CqlType::List(Box::new(CqlType::Custom(LEXICAL_UUID_CLASS.into()))),
+        ] {
+            assert_eq!(
+                CqlType::parse_name_with(&t.cql_name(), none),
+                Some(t.clone())
+            );
+        }
+        assert_eq!(CqlType::Custom(EMPTY_TYPE_CLASS.into()).cql_name(), "empty");
+        assert_eq!(
+            CqlType::Custom(LEXICAL_UUID_CLASS.into()).cql_name(),
+            "'org.apache.cassandra.db.marshal.LexicalUUIDType'"
+        );
     }
 }

@@ -144,6 +144,9 @@ pub fn from_uuid_literal(ty: &CqlType, u: &[u8; 16]) -> Result<Value> {
         CqlType::Timeuuid => Err(Error::Marshal(
             "TimeUUID supports only version 1 UUIDs".into(),
         )),
+        CqlType::Custom(class) if class == crate::cql_type::LEXICAL_UUID_CLASS => {
+            Ok(Value::Uuid(*u))
+        }
         _ => Err(not_assignable("UUID", &format_uuid(u), ty)),
     }
 }
@@ -152,6 +155,11 @@ pub fn from_uuid_literal(ty: &CqlType, u: &[u8; 16]) -> Result<Value> {
 pub fn from_blob_literal(ty: &CqlType, bytes: &[u8]) -> Result<Value> {
     match ty.unfrozen() {
         CqlType::Blob => Ok(Value::Blob(bytes.to_vec())),
+        // A custom type takes the bytes its class accepts; the empty type
+        // takes no literal at all.
+        CqlType::Custom(class) if class != crate::cql_type::EMPTY_TYPE_CLASS => {
+            crate::codec::deserialize(ty, bytes)
+        }
         _ => {
             let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             Err(not_assignable("HEX", &format!("0x{hex}"), ty))

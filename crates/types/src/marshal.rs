@@ -81,6 +81,7 @@ pub fn marshal_name(ty: &CqlType) -> String {
         CqlType::Vector(e, n) => format!("{PACKAGE}VectorType({} , {n})", marshal_name(e)),
         // Never on the wire: the query layer resolves it first.
         CqlType::UserRef(r) => r.name.clone(),
+        CqlType::Custom(class) => class.clone(),
         _ => unreachable!("native types are named above"),
     }
 }

@@ -82,6 +82,13 @@ fn value_of(ty: &CqlType) -> BoxedStrategy<Value> {
             .prop_map(|(unscaled, scale)| Value::Decimal { unscaled, scale })
             .boxed(),
         CqlType::Uuid => any::<[u8; 16]>().prop_map(Value::Uuid).boxed(),
+        CqlType::Custom(class) if class == crate::cql_type::LEXICAL_UUID_CLASS => {
+            any::<[u8; 16]>().prop_map(Value::Uuid).boxed()
+        }
+        CqlType::Custom(class) if class == crate::cql_type::EMPTY_TYPE_CLASS => {
+            Just(Value::Blob(Vec::new())).boxed()
+        }
+        CqlType::Custom(_) => vec(any::<u8>(), 0..12).prop_map(Value::Blob).boxed(),
         CqlType::Timeuuid => any::<[u8; 16]>()
             .prop_map(|mut u| {
                 u[6] = (u[6] & 0x0F) | 0x10;

@@ -10,9 +10,10 @@
 //! and DESCRIBE show CQL names afterwards. The package may be left out
 //! (`'Int32Type'`), blanks are ignored and the empty string is `blob`.
 //! A class Cassandra does not have is a syntax error, worded as Cassandra
-//! words it. Classes it has that keep a custom type there (`LexicalUUIDType`,
-//! `CompositeType`, ...), `ReversedType` (a descending clustering order in
-//! disguise) and `UserType` are refused as not supported
+//! words it. `LexicalUUIDType` and `EmptyType` stay custom types
+//! (`CqlType::Custom`), as in Cassandra; `ReversedType(t)` is `t`, in
+//! descending order on a clustering column (`is_reversed`). The composite
+//! classes and `UserType` are refused as not supported
 //! (tests/differential/known_differences.md).
 
 use crate::error::ParseErrorKind;
@@ -25,15 +26,24 @@ const PACKAGE: &str = "org.apache.cassandra.db.marshal.";
 const MAX_DEPTH: usize = 32;
 
 /// Cassandra's classes that Varve has no CQL type for.
-const UNSUPPORTED_CLASSES: [&str; 7] = [
-    "EmptyType",
-    "LexicalUUIDType",
+const UNSUPPORTED_CLASSES: [&str; 4] = [
     "CompositeType",
     "DynamicCompositeType",
     "PartitionerDefinedOrder",
-    "ReversedType",
     "UserType",
 ];
+
+/// Classes Cassandra keeps as custom types: their values are bytes that
+/// the class checks and orders (`CqlType::Custom`).
+const CUSTOM_CLASSES: [&str; 2] = ["EmptyType", "LexicalUUIDType"];
+
+/// Whether the quoted class `text` is a `ReversedType(...)`: the type it
+/// wraps, in descending order when it names a clustering column.
+pub(super) fn is_reversed(text: &str) -> bool {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let short = compact.strip_prefix(PACKAGE).unwrap_or(&compact);
+    short.starts_with("ReversedType(")
+}
 
 /// A refusal: its kind (the error code) and Cassandra's message.
 pub(super) type Refusal = (ParseErrorKind, String);
@@ -152,10 +162,19 @@ impl ClassReader<'_> {
         } else {
             None
         };
+        if CUSTOM_CLASSES.contains(&short) && params.is_none() {
+            return Ok(CqlType::Custom(full));
+        }
         let known = native(short).is_some()
             || matches!(
                 short,
-                "ListType" | "SetType" | "MapType" | "TupleType" | "VectorType" | "FrozenType"
+                "ListType"
+                    | "SetType"
+                    | "MapType"
+                    | "TupleType"
+                    | "VectorType"
+                    | "FrozenType"
+                    | "ReversedType"
             );
         if !known {
             return Err((
@@ -226,6 +245,9 @@ impl ClassReader<'_> {
                 CqlType::Frozen(Box::new(inner.clone()))
             }
             ("FrozenType", Some([inner])) => inner.clone(),
+            // The order is the column's (see `is_reversed`); the type is
+            // the one it wraps, as Cassandra's schema shows it.
+            ("ReversedType", Some([inner])) => inner.clone(),
             ("VectorType", _) => match params.as_slice() {
                 [Param::Type(e), Param::Number(Some(n))] if *n > 0 => {
                     CqlType::Vector(Box::new(e.clone()), *n)
@@ -315,12 +337,25 @@ mod tests {
     }
 
     #[test]
+    fn custom_classes_stay_custom_and_reversed_types_unwrap() {
+        assert_eq!(
+            class_type("LexicalUUIDType").unwrap(),
+            CqlType::Custom(format!("{PACKAGE}LexicalUUIDType"))
+        );
+        assert_eq!(t(&format!("{PACKAGE}EmptyType")).unwrap(), "empty");
+        assert_eq!(t("ReversedType(Int32Type)").unwrap(), "int");
+        assert!(is_reversed(
+            " org.apache.cassandra.db.marshal.ReversedType( Int32Type)"
+        ));
+        assert!(!is_reversed("Int32Type"));
+    }
+
+    #[test]
     fn classes_varve_has_no_type_for_are_unsupported() {
         for class in [
-            "LexicalUUIDType",
-            "EmptyType",
-            "ReversedType(Int32Type)",
+            "CompositeType(Int32Type)",
             "DynamicCompositeType(a=>Int32Type)",
+            "UserType(ks,61,62:Int32Type)",
         ] {
             let (kind, _) = class_type(class).expect_err(class);
             assert_eq!(kind, ParseErrorKind::Unsupported, "{class}");

@@ -5,7 +5,8 @@
 
 use super::Parser;
 use crate::ast::{
-    AlterKeyspace, AlterTable, AlterTableOp, ColumnDef, CreateKeyspace, CreateTable, Statement,
+    AlterKeyspace, AlterTable, AlterTableOp, ColumnDef, CreateKeyspace, CreateTable, Order,
+    Statement,
 };
 use crate::error::Result;
 use crate::lexer::{Punct, Tok};
@@ -136,13 +137,21 @@ impl Parser<'_> {
         let name = self.qualified_name()?;
         self.expect_punct(Punct::LParen)?;
         let mut columns = Vec::new();
+        let mut reversed: Vec<String> = Vec::new();
         let mut keys: Vec<PrimaryKey> = Vec::new();
         loop {
             if self.is_kw("primary") && self.is_kw_at(1, "key") {
                 self.pos += 2;
                 keys.push(self.primary_key_clause()?);
             } else {
+                let reversed_type = matches!(
+                    self.token_at(1).tok.clone(),
+                    Tok::Str(t) if super::class_types::is_reversed(&t)
+                );
                 let def = self.column_def()?;
+                if reversed_type {
+                    reversed.push(def.name.clone());
+                }
                 if self.eat_kw("primary") {
                     self.expect_kw("key")?;
                     keys.push((vec![def.name.clone()], Vec::new()));
@@ -171,6 +180,23 @@ impl Parser<'_> {
         };
         if self.eat_kw("with") {
             self.table_options(&mut table)?;
+        }
+        // A clustering column declared as 'ReversedType(...)' is in
+        // descending order when no CLUSTERING ORDER says otherwise.
+        let implied = table.clustering_key.iter().any(|c| reversed.contains(c));
+        if implied && table.clustering_order.is_empty() {
+            table.clustering_order = table
+                .clustering_key
+                .iter()
+                .map(|c| {
+                    let order = if reversed.contains(c) {
+                        Order::Desc
+                    } else {
+                        Order::Asc
+                    };
+                    (c.clone(), order)
+                })
+                .collect();
         }
         Ok(table)
     }

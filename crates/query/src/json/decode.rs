@@ -63,7 +63,13 @@ fn decode(ty: &CqlType, j: &Json) -> Result<Value> {
             Json::Str(s) => Ok(Value::Text(s.clone())),
             _ => Err(expected("a UTF-8 string", j)),
         },
-        CqlType::Blob => blob(j),
+        CqlType::Custom(class) if class == varve_types::cql_type::LEXICAL_UUID_CLASS => match j {
+            Json::Str(s) => parse_uuid(s)
+                .map(Value::Uuid)
+                .map_err(|_| marshal(format!("unable to make UUID from '{s}'"))),
+            _ => Err(expected("a string representation of a uuid", j)),
+        },
+        CqlType::Blob | CqlType::Custom(_) => blob(j),
         CqlType::Boolean => match j {
             Json::Bool(b) => Ok(Value::Boolean(*b)),
             Json::Str(s) if s.eq_ignore_ascii_case("true") => Ok(Value::Boolean(true)),

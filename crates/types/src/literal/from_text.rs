@@ -34,7 +34,7 @@ pub fn from_text(ty: &CqlType, text: &str) -> Result<Value> {
             ))),
         },
         CqlType::Uuid | CqlType::Timeuuid => from_uuid_literal(ty, &parse_uuid(text)?),
-        CqlType::Blob => hex_bytes(text)
+        CqlType::Blob | CqlType::Custom(_) => hex_bytes(text)
             .map(Value::Blob)
             .ok_or_else(|| Error::Marshal(format!("cannot parse '{text}' as hex bytes"))),
         CqlType::Duration => from_duration_literal(ty, text),
