@@ -180,7 +180,7 @@ async fn user_defined_types_map_to_derived_structs() -> TestResult {
         Some(ColumnType::UserDefinedType { definition, .. }) => {
             assert_eq!(
                 (definition.keyspace.as_ref(), definition.name.as_ref()),
-                ("ks", "address")
+                (KEYSPACE, "address")
             );
             let names: Vec<&str> = definition
                 .field_types
@@ -255,7 +255,7 @@ async fn user_defined_types_map_to_derived_structs() -> TestResult {
     else {
         panic!("p read as {person:?}");
     };
-    assert_eq!((keyspace.as_str(), name.as_str()), ("ks", "person"));
+    assert_eq!((keyspace.as_str(), name.as_str()), (KEYSPACE, "person"));
     assert_eq!(udt_field_names(person), ["name", "home", "past"]);
     assert_eq!(fields[0].1, Some(CqlValue::Text("person 1".into())));
     let home = fields[1].1.as_ref().expect("home is set");
@@ -281,6 +281,10 @@ const CREATE_HOLDERS: &str =
 const ALTER_ADD: &str = "ALTER TYPE versioned ADD f2 int";
 const ALTER_RENAME: &str = "ALTER TYPE versioned RENAME f TO g";
 
+/// How often the second session of [`schema_metadata_follows_alter_type`]
+/// re-reads the keyspaces that SCHEMA_CHANGE events named.
+const WATCHER_REFRESH_INTERVAL: Duration = Duration::from_millis(300);
+
 /// `versioned` as created.
 #[derive(Clone, Debug, PartialEq, SerializeValue, DeserializeValue)]
 struct VersionedV1 {
@@ -292,6 +296,13 @@ struct VersionedV1 {
 struct VersionedV2 {
     g: Option<i32>,
     f2: Option<i32>,
+}
+
+/// `versioned` after the ALTERs, as code that does not know of `f2` yet
+/// has it.
+#[derive(Clone, Debug, PartialEq, SerializeValue, DeserializeValue)]
+struct VersionedG {
+    g: Option<i32>,
 }
 
 /// `(name, type)` of each field of `ks.udt` in the driver's metadata, or
@@ -348,19 +359,22 @@ async fn schema_metadata_follows_alter_type() -> TestResult {
     let node = VarveProcess::start();
     let session = connect(&node).await;
     run_all(&session, &[CREATE_VERSIONED, CREATE_HOLDERS]).await?;
-    session.refresh_metadata().await?;
-    assert_eq!(
-        metadata_fields(&session, "versioned"),
-        Some(int_fields(&["f"]))
-    );
-    assert_eq!(
-        column_udt(&session, "holders", "v"),
-        (vec!["f".into()], true)
-    );
-    assert_eq!(
-        column_udt(&session, "holders", "loose"),
-        (vec!["f".into()], false)
-    );
+    // The session that ran the DDL refreshed its metadata once the schema
+    // agreed (the driver's default). A second application instance, which
+    // runs no DDL, learns of changes from SCHEMA_CHANGE events alone: the
+    // driver notes the keyspace each event names and re-reads just those
+    // keyspaces at its next metadata tick (60 s by default, shortened here;
+    // with no event, a tick reads nothing).
+    let watcher = SessionBuilder::new()
+        .known_node(node.known_node())
+        .cluster_metadata_refresh_interval(WATCHER_REFRESH_INTERVAL)
+        .build()
+        .await?;
+    for s in [&session, &watcher] {
+        assert_eq!(metadata_fields(s, "versioned"), Some(int_fields(&["f"])));
+        assert_eq!(column_udt(s, "holders", "v"), (vec!["f".into()], true));
+        assert_eq!(column_udt(s, "holders", "loose"), (vec!["f".into()], false));
+    }
 
     let old = VersionedV1 { f: Some(7) };
     session
@@ -375,26 +389,27 @@ async fn schema_metadata_follows_alter_type() -> TestResult {
         .await?;
 
     run_all(&session, &[ALTER_ADD, ALTER_RENAME]).await?;
-    // No explicit refresh: the SCHEMA_CHANGE events alone bring the driver
-    // to re-read the keyspace.
     let want = int_fields(&["g", "f2"]);
+    assert_eq!(metadata_fields(&session, "versioned").as_ref(), Some(&want));
     let followed = eventually(EVENTUALLY_TIMEOUT, || {
-        std::future::ready(metadata_fields(&session, "versioned").as_ref() == Some(&want))
+        std::future::ready(metadata_fields(&watcher, "versioned").as_ref() == Some(&want))
     })
     .await;
     assert!(
         followed,
-        "after ALTER TYPE the driver's metadata still shows {:?}",
-        metadata_fields(&session, "versioned")
+        "after ALTER TYPE the other session's metadata still shows {:?}",
+        metadata_fields(&watcher, "versioned")
     );
     session.refresh_metadata().await?;
-    assert_eq!(metadata_fields(&session, "versioned"), Some(want));
     let new_names = vec!["g".to_string(), "f2".to_string()];
-    assert_eq!(
-        column_udt(&session, "holders", "v"),
-        (new_names.clone(), true)
-    );
-    assert_eq!(column_udt(&session, "holders", "loose"), (new_names, false));
+    for s in [&session, &watcher] {
+        assert_eq!(metadata_fields(s, "versioned").as_ref(), Some(&want));
+        assert_eq!(column_udt(s, "holders", "v"), (new_names.clone(), true));
+        assert_eq!(
+            column_udt(s, "holders", "loose"),
+            (new_names.clone(), false)
+        );
+    }
 
     // The row written before the ALTER reads with the new names, the added
     // field null; the old struct no longer matches the result's type.
@@ -447,6 +462,36 @@ async fn schema_metadata_follows_alter_type() -> TestResult {
         .single_row()?;
     assert_eq!((v, loose), (new.clone(), new));
 
+    // A struct without the added field: the driver leaves the trailing
+    // field out of the value it sends, which means null.
+    let short = VersionedG { g: Some(3) };
+    session
+        .execute_unpaged(&insert, (3, &short, &short))
+        .await?;
+    let (v, loose): (VersionedV2, VersionedV2) = session
+        .query_unpaged("SELECT v, loose FROM holders WHERE k = 3", ())
+        .await?
+        .into_rows_result()?
+        .single_row()?;
+    let padded = VersionedV2 {
+        g: Some(3),
+        f2: None,
+    };
+    assert_eq!((v, loose), (padded.clone(), padded));
+
+    // Dropped, the type leaves the metadata of both sessions.
+    run_all(&session, &["DROP TABLE holders", "DROP TYPE versioned"]).await?;
+    assert_eq!(metadata_fields(&session, "versioned"), None);
+    let dropped = eventually(EVENTUALLY_TIMEOUT, || {
+        std::future::ready(metadata_fields(&watcher, "versioned").is_none())
+    })
+    .await;
+    assert!(
+        dropped,
+        "the other session's metadata still has the dropped type"
+    );
+
+    drop(watcher);
     stop_cleanly(session, node);
     Ok(())
 }
@@ -594,13 +639,24 @@ async fn vectors_of_the_wrong_dimension_are_refused() -> TestResult {
     // The server checks raw bytes: 8 bytes are two floats, not three.
     let two_floats: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|f| f.to_be_bytes()).collect();
     let error = session
-        .execute_unpaged(&insert, (3, RawCell(two_floats)))
+        .execute_unpaged(&insert, (3, RawCell(two_floats.clone())))
         .await
         .expect_err("8 bytes bound to vector<float, 3>");
     let (code, message) =
         db_error(&error).unwrap_or_else(|| panic!("not a server error: {error:?}"));
     assert_eq!(code, &DbError::Invalid, "{message}");
     assert!(message.contains("expected 12 bytes"), "{message}");
+    // The same for the bound query vector of a similarity function.
+    let similar = session
+        .prepare("SELECT similarity_cosine(v, ?) FROM vecs WHERE k = 1")
+        .await?;
+    let error = session
+        .execute_unpaged(&similar, (RawCell(two_floats),))
+        .await
+        .expect_err("8 bytes bound as a vector<float, 3> argument");
+    let (code, message) =
+        db_error(&error).unwrap_or_else(|| panic!("not a server error: {error:?}"));
+    assert_eq!(code, &DbError::Invalid, "{message}");
 
     // And a literal of the wrong dimension.
     let error = session
@@ -726,14 +782,10 @@ async fn traced_requests_are_readable_from_system_traces() -> TestResult {
 const CREATE_DOCS: &str = "CREATE TABLE docs (k int PRIMARY KEY, tx text, l list<int>, \
      m map<int, text>, a frozen<address>, v vector<float, 3>)";
 
-/// The text of `SELECT JSON *` (or any one-column text query) for `values`.
-async fn json_text(
-    session: &Session,
-    cql: &str,
-    values: impl scylla::serialize::row::SerializeRow,
-) -> Result<String, Box<dyn std::error::Error>> {
+/// The one text value of `cql` (a `SELECT JSON`, unprepared).
+async fn json_text(session: &Session, cql: &str) -> Result<String, Box<dyn std::error::Error>> {
     let (text,): (String,) = session
-        .query_unpaged(cql, values)
+        .query_unpaged(cql, ())
         .await?
         .into_rows_result()?
         .single_row()?;
@@ -770,7 +822,7 @@ async fn json_in_and_out_as_text() -> TestResult {
     let select = session
         .prepare("SELECT JSON * FROM docs WHERE k = ?")
         .await?;
-    let text = json_text(&session, "SELECT JSON * FROM docs WHERE k = ?", (1,)).await?;
+    let text = json_text(&session, "SELECT JSON * FROM docs WHERE k = 1").await?;
     let read: serde_json::Value = serde_json::from_str(&text)?;
     let read = read
         .as_object()
@@ -779,6 +831,14 @@ async fn json_in_and_out_as_text() -> TestResult {
         assert_eq!(read.get(field), Some(want), "field {field} of {text}");
     }
     assert_eq!(read.len(), doc.as_object().map_or(0, |d| d.len()), "{text}");
+    // Prepared, the same text in the one text column [json].
+    let guard = select.get_current_result_set_col_specs();
+    let columns: Vec<(String, ColumnType)> = guard
+        .get()
+        .iter()
+        .map(|s| (s.name().to_string(), s.typ().clone()))
+        .collect();
+    assert_eq!(columns, specs);
     let (prepared_text,): (String,) = session
         .execute_unpaged(&select, (1,))
         .await?
@@ -808,7 +868,7 @@ async fn json_in_and_out_as_text() -> TestResult {
         .into_rows_result()?
         .single_row()?;
     assert_eq!((a, v), (address(None, Some(5)), vec![-1.5, 0.25, 3000.0]));
-    let text = json_text(&session, "SELECT JSON k, a, v FROM docs WHERE k = ?", (2,)).await?;
+    let text = json_text(&session, "SELECT JSON k, a, v FROM docs WHERE k = 2").await?;
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&text)?,
         serde_json::json!({"k": 2, "a": {"street": null, "zip": 5}, "v": [-1.5, 0.25, 3000.0]}),
