@@ -383,7 +383,10 @@ fn types() {
         ("list<address>", ParseErrorKind::Invalid),
         // Cassandra has no such class; it has this one, but Varve no type for it.
         ("'org.apache.Custom'", ParseErrorKind::Syntax),
-        ("'CompositeType(Int32Type)'", ParseErrorKind::Unsupported),
+        (
+            "'UserType(ks,61,62:Int32Type)'",
+            ParseErrorKind::Unsupported,
+        ),
         ("'ListType(CounterColumnType)'", ParseErrorKind::Invalid),
         ("'SetType(DurationType)'", ParseErrorKind::Invalid),
         ("frozen<int>", ParseErrorKind::Invalid),

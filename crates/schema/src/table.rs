@@ -379,6 +379,13 @@ fn check_key_column(name: &str, ty: &CqlType, is_static: bool) -> Result<()> {
             "Invalid non-frozen collection type {ty} for PRIMARY KEY component {name}"
         )));
     }
+    // Varve keeps a composite's bytes but does not order them as
+    // Cassandra does, so it may not order a key.
+    if matches!(ty.unfrozen(), CqlType::Custom(c) if c.contains("CompositeType(")) {
+        return Err(Error::Invalid(format!(
+            "Varve does not support a composite type in the PRIMARY KEY (column {name})"
+        )));
+    }
     match ty {
         CqlType::Counter => Err(Error::Invalid(format!(
             "counter type is not supported for PRIMARY KEY column '{name}'"

@@ -26,12 +26,7 @@ const PACKAGE: &str = "org.apache.cassandra.db.marshal.";
 const MAX_DEPTH: usize = 32;
 
 /// Cassandra's classes that Varve has no CQL type for.
-const UNSUPPORTED_CLASSES: [&str; 4] = [
-    "CompositeType",
-    "DynamicCompositeType",
-    "PartitionerDefinedOrder",
-    "UserType",
-];
+const UNSUPPORTED_CLASSES: [&str; 2] = ["PartitionerDefinedOrder", "UserType"];
 
 /// Classes Cassandra keeps as custom types: their values are bytes that
 /// the class checks and orders (`CqlType::Custom`).
@@ -156,6 +151,9 @@ impl ClassReader<'_> {
                 format!("custom type '{full}' is not supported"),
             ));
         }
+        if short == "DynamicCompositeType" {
+            return self.dynamic_composite(&full);
+        }
         let params = if let Some(r) = self.rest.strip_prefix('(') {
             self.rest = r;
             Some(self.params(short, depth)?)
@@ -164,6 +162,9 @@ impl ClassReader<'_> {
         };
         if CUSTOM_CLASSES.contains(&short) && params.is_none() {
             return Ok(CqlType::Custom(full));
+        }
+        if short == "CompositeType" {
+            return self.composite(&full, params);
         }
         let known = native(short).is_some()
             || matches!(
@@ -183,6 +184,50 @@ impl ClassReader<'_> {
             ));
         }
         self.build(short, &full, params)
+    }
+
+    /// `CompositeType(t1, ...)`: a custom type of opaque bytes named with
+    /// its components' full class names, as Cassandra names it.
+    fn composite(&self, full: &str, params: Option<Vec<Param>>) -> Result<CqlType, Refusal> {
+        let names: Option<Vec<String>> = params
+            .unwrap_or_default()
+            .iter()
+            .map(|p| match p {
+                Param::Type(t) => Some(varve_types::marshal::marshal_name(t)),
+                Param::Number(_) => None,
+            })
+            .collect();
+        match names {
+            Some(names) if !names.is_empty() => {
+                Ok(CqlType::Custom(format!("{full}({})", names.join(","))))
+            }
+            _ => Err(self.bad_definition(full)),
+        }
+    }
+
+    /// `DynamicCompositeType(a=>t1, ...)`: a custom type of opaque bytes,
+    /// its aliases' classes named in full.
+    fn dynamic_composite(&mut self, full: &str) -> Result<CqlType, Refusal> {
+        let Some(r) = self.rest.strip_prefix('(') else {
+            return Err(self.bad_definition(full));
+        };
+        let Some(end) = r.find(')') else {
+            return Err(self.cannot_parse("')' is expected"));
+        };
+        let mut aliases = Vec::new();
+        for pair in r[..end].split(',') {
+            let Some((alias, class)) = pair.split_once("=>") else {
+                return Err(self.bad_definition(full));
+            };
+            let class = if class.contains('.') {
+                class.to_string()
+            } else {
+                format!("{PACKAGE}{class}")
+            };
+            aliases.push(format!("{alias}=>{class}"));
+        }
+        self.rest = &r[end + 1..];
+        Ok(CqlType::Custom(format!("{full}({})", aliases.join(","))))
     }
 
     /// The parameters after `(`, through the closing `)`. A vector's
@@ -348,15 +393,15 @@ mod tests {
             " org.apache.cassandra.db.marshal.ReversedType( Int32Type)"
         ));
         assert!(!is_reversed("Int32Type"));
+        assert_eq!(
+            t("CompositeType(Int32Type, UTF8Type)").unwrap(),
+            format!("'{PACKAGE}CompositeType({PACKAGE}Int32Type,{PACKAGE}UTF8Type)'")
+        );
     }
 
     #[test]
     fn classes_varve_has_no_type_for_are_unsupported() {
-        for class in [
-            "CompositeType(Int32Type)",
-            "DynamicCompositeType(a=>Int32Type)",
-            "UserType(ks,61,62:Int32Type)",
-        ] {
+        for class in ["UserType(ks,61,62:Int32Type)"] {
             let (kind, _) = class_type(class).expect_err(class);
             assert_eq!(kind, ParseErrorKind::Unsupported, "{class}");
         }
