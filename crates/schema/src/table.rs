@@ -379,11 +379,12 @@ fn check_key_column(name: &str, ty: &CqlType, is_static: bool) -> Result<()> {
             "Invalid non-frozen collection type {ty} for PRIMARY KEY component {name}"
         )));
     }
-    // Varve keeps a composite's bytes but does not order them as
-    // Cassandra does, so it may not order a key.
-    if matches!(ty.unfrozen(), CqlType::Custom(c) if c.contains("CompositeType(")) {
+    // Varve keeps a dynamic composite's bytes but does not order them as
+    // Cassandra does (by each component's own type), so it may not order
+    // a key.
+    if matches!(ty.unfrozen(), CqlType::Custom(c) if c.contains("DynamicCompositeType(")) {
         return Err(Error::Invalid(format!(
-            "Varve does not support a composite type in the PRIMARY KEY (column {name})"
+            "Varve does not support a dynamic composite type in the PRIMARY KEY (column {name})"
         )));
     }
     match ty {

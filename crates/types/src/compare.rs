@@ -25,6 +25,60 @@ use std::cmp::Ordering;
 
 mod values;
 
+/// How a `CompositeType`'s class name starts.
+const COMPOSITE_PREFIX: &str = "org.apache.cassandra.db.marshal.CompositeType(";
+
+/// A composite's component types, from its class name
+/// (`CompositeType(t1,t2,...)`, nested parentheses allowed).
+fn composite_types(class: &str) -> Option<Vec<CqlType>> {
+    let inner = class.strip_prefix(COMPOSITE_PREFIX)?.strip_suffix(')')?;
+    let (mut depth, mut start, mut out) = (0usize, 0usize, Vec::new());
+    for (i, c) in inner.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.checked_sub(1)?,
+            ',' if depth == 0 => {
+                out.push(crate::marshal::parse_marshal_name(&inner[start..i])?);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(crate::marshal::parse_marshal_name(&inner[start..])?);
+    Some(out)
+}
+
+/// One component of a composite: its bytes and its end-of-component byte.
+fn component(bytes: &[u8]) -> Option<(&[u8], i8, &[u8])> {
+    let len = usize::from(u16::from_be_bytes([*bytes.first()?, *bytes.get(1)?]));
+    let value = bytes.get(2..2 + len)?;
+    let eoc = *bytes.get(2 + len)? as i8;
+    Some((value, eoc, &bytes[3 + len..]))
+}
+
+/// `CompositeType`'s order: component by component (`[u16 length][bytes]
+/// [end-of-component byte]`), each by its type, then by the signed
+/// end-of-component byte; a composite that ends first sorts first.
+fn composite(class: &str, mut a: &[u8], mut b: &[u8]) -> Option<Ordering> {
+    let types = composite_types(class)?;
+    for ty in &types {
+        match (a.is_empty(), b.is_empty()) {
+            (true, true) => return Some(Ordering::Equal),
+            (true, false) => return Some(Ordering::Less),
+            (false, true) => return Some(Ordering::Greater),
+            _ => {}
+        }
+        let (x, x_eoc, x_rest) = component(a)?;
+        let (y, y_eoc, y_rest) = component(b)?;
+        let ord = compare(ty, x, y).then(x_eoc.cmp(&y_eoc));
+        if ord != Ordering::Equal {
+            return Some(ord);
+        }
+        (a, b) = (x_rest, y_rest);
+    }
+    Some(a.cmp(b))
+}
+
 #[cfg(test)]
 pub(crate) use values::order_values;
 pub(crate) use values::{canonical_map, canonical_set};
@@ -108,6 +162,7 @@ fn typed(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
             };
             (half(x, 0), half(x, 1)).cmp(&(half(y, 0), half(y, 1)))
         }
+        CqlType::Custom(class) if class.starts_with(COMPOSITE_PREFIX) => composite(class, a, b)?,
         CqlType::Custom(_) => a.cmp(b),
         CqlType::Boolean => {
             let (x, y) = be::<1>(a, b)?;
@@ -314,3 +369,45 @@ fn tuple(types: &[CqlType], a: &[u8], b: &[u8]) -> Option<Ordering> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod composite_tests {
+    use super::*;
+
+    fn comp(parts: &[(&[u8], u8)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (bytes, eoc) in parts {
+            out.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+            out.extend_from_slice(bytes);
+            out.push(*eoc);
+        }
+        out
+    }
+
+    #[test]
+    fn composites_order_component_by_component() {
+        let ty = CqlType::Custom(format!(
+            "{COMPOSITE_PREFIX}org.apache.cassandra.db.marshal.Int32Type,org.apache.cassandra.db.marshal.UTF8Type)"
+        ));
+        let minus_one = (-1i32).to_be_bytes();
+        let one = 1i32.to_be_bytes();
+        let a = comp(&[(&minus_one, 0), (b"z", 0)]);
+        let b = comp(&[(&one, 0), (b"a", 0)]);
+        let c = comp(&[(&one, 0), (b"b", 0)]);
+        let prefix = comp(&[(&one, 0)]);
+        assert_eq!(
+            compare(&ty, &a, &b),
+            Ordering::Less,
+            "signed ints, not bytes"
+        );
+        assert_eq!(compare(&ty, &b, &c), Ordering::Less);
+        assert_eq!(compare(&ty, &prefix, &b), Ordering::Less, "a prefix first");
+        let end_above = comp(&[(&one, 1)]);
+        assert_eq!(compare(&ty, &end_above, &prefix), Ordering::Greater);
+        assert_eq!(
+            compare(&ty, &[0xff], &b),
+            [0xff][..].cmp(&b[..]),
+            "malformed: bytes"
+        );
+    }
+}

@@ -81,6 +81,11 @@ pub fn marshal_name(ty: &CqlType) -> String {
         CqlType::Vector(e, n) => format!("{PACKAGE}VectorType({} , {n})", marshal_name(e)),
         // Never on the wire: the query layer resolves it first.
         CqlType::UserRef(r) => r.name.clone(),
+        // A composite's components are separated by ", " on the wire, as
+        // Cassandra prints them there (its schema tables print no space).
+        CqlType::Custom(class) if class.contains("CompositeType(") => {
+            class.replace(",org.apache.", ", org.apache.")
+        }
         CqlType::Custom(class) => class.clone(),
         _ => unreachable!("native types are named above"),
     }
