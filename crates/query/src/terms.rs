@@ -263,10 +263,12 @@ pub fn eval_literal(lit: &Literal, ty: &CqlType, name: &str) -> Result<Option<Va
         Literal::Blob(b) => ("HEX", hex(b), literal::from_blob_literal(ty, b)),
         Literal::Duration(s) => ("DURATION", s.clone(), literal::from_duration_literal(ty, s)),
     };
-    result.map(Some).map_err(|_| {
-        QueryError::Invalid(format!(
+    result.map(Some).map_err(|e| match (e, ty) {
+        // A composite's bytes are refused as Cassandra's validation words it.
+        (varve_types::Error::Marshal(message), CqlType::Custom(_)) => QueryError::Invalid(message),
+        _ => QueryError::Invalid(format!(
             "Invalid {kind} constant ({text}) for \"{name}\" of type {ty}"
-        ))
+        )),
     })
 }
 

@@ -379,14 +379,6 @@ fn check_key_column(name: &str, ty: &CqlType, is_static: bool) -> Result<()> {
             "Invalid non-frozen collection type {ty} for PRIMARY KEY component {name}"
         )));
     }
-    // Varve keeps a dynamic composite's bytes but does not order them as
-    // Cassandra does (by each component's own type), so it may not order
-    // a key.
-    if matches!(ty.unfrozen(), CqlType::Custom(c) if c.contains("DynamicCompositeType(")) {
-        return Err(Error::Invalid(format!(
-            "Varve does not support a dynamic composite type in the PRIMARY KEY (column {name})"
-        )));
-    }
     match ty {
         CqlType::Counter => Err(Error::Invalid(format!(
             "counter type is not supported for PRIMARY KEY column '{name}'"

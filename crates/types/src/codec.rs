@@ -246,6 +246,9 @@ fn decode(ty: &CqlType, bytes: &[u8], depth: usize) -> Result<Value> {
             if class == crate::cql_type::LEXICAL_UUID_CLASS {
                 return Ok(Value::Uuid(fixed(ty, bytes)?));
             }
+            if crate::composite::is_composite(class) {
+                crate::composite::validate(class, bytes)?;
+            }
             Value::Blob(bytes.to_vec())
         }
         CqlType::Boolean => Value::Boolean(fixed::<1>(ty, bytes)?[0] != 0),

@@ -28,9 +28,79 @@ mod values;
 /// How a `CompositeType`'s class name starts.
 const COMPOSITE_PREFIX: &str = "org.apache.cassandra.db.marshal.CompositeType(";
 
+/// How a `DynamicCompositeType`'s class name starts.
+const DYNAMIC_PREFIX: &str = "org.apache.cassandra.db.marshal.DynamicCompositeType(";
+
+/// A dynamic composite's aliases (`a=>Int32Type,...`), by alias byte.
+pub(crate) fn dynamic_aliases(class: &str) -> Option<Vec<(u8, CqlType)>> {
+    let inner = class.strip_prefix(DYNAMIC_PREFIX)?.strip_suffix(')')?;
+    inner
+        .split(',')
+        .map(|pair| {
+            let (alias, ty) = pair.split_once("=>")?;
+            let alias = *alias.trim().as_bytes().first()?;
+            Some((alias, crate::marshal::parse_marshal_name(ty.trim())?))
+        })
+        .collect()
+}
+
+/// One component of a dynamic composite: its type, value, end-of-component
+/// byte and the bytes after it. The type comes from an alias (the header's
+/// top bit set, the alias in its low byte) or is named in full.
+fn dynamic_component<'b>(
+    aliases: &[(u8, CqlType)],
+    bytes: &'b [u8],
+) -> Option<(CqlType, &'b [u8], i8, &'b [u8])> {
+    let header = u16::from_be_bytes([*bytes.first()?, *bytes.get(1)?]);
+    let (ty, rest) = if header & 0x8000 != 0 {
+        let alias = (header & 0xFF) as u8;
+        let ty = aliases.iter().find(|(a, _)| *a == alias)?.1.clone();
+        (ty, &bytes[2..])
+    } else {
+        let end = 2 + usize::from(header);
+        let name = std::str::from_utf8(bytes.get(2..end)?).ok()?;
+        (crate::marshal::parse_marshal_name(name)?, &bytes[end..])
+    };
+    let (value, eoc, after) = component(rest)?;
+    Some((ty, value, eoc, after))
+}
+
+/// A type's Java class name, simple and full (parameters left out).
+fn class_names(ty: &CqlType) -> (String, String) {
+    let marshal = crate::marshal::marshal_name(ty);
+    let full = marshal.split('(').next().unwrap_or_default().to_string();
+    let simple = full.rsplit('.').next().unwrap_or_default().to_string();
+    (simple, full)
+}
+
+/// `DynamicCompositeType`'s order: component by component; components of
+/// different types by their class names (simple, then full), of one type
+/// by the type, then the signed end-of-component byte.
+fn dynamic(class: &str, mut a: &[u8], mut b: &[u8]) -> Option<Ordering> {
+    let aliases = dynamic_aliases(class)?;
+    loop {
+        match (a.is_empty(), b.is_empty()) {
+            (true, true) => return Some(Ordering::Equal),
+            (true, false) => return Some(Ordering::Less),
+            (false, true) => return Some(Ordering::Greater),
+            _ => {}
+        }
+        let (tx, x, x_eoc, x_rest) = dynamic_component(&aliases, a)?;
+        let (ty, y, y_eoc, y_rest) = dynamic_component(&aliases, b)?;
+        if tx != ty {
+            return Some(class_names(&tx).cmp(&class_names(&ty)));
+        }
+        let ord = compare(&tx, x, y).then(x_eoc.cmp(&y_eoc));
+        if ord != Ordering::Equal {
+            return Some(ord);
+        }
+        (a, b) = (x_rest, y_rest);
+    }
+}
+
 /// A composite's component types, from its class name
 /// (`CompositeType(t1,t2,...)`, nested parentheses allowed).
-fn composite_types(class: &str) -> Option<Vec<CqlType>> {
+pub(crate) fn composite_types(class: &str) -> Option<Vec<CqlType>> {
     let inner = class.strip_prefix(COMPOSITE_PREFIX)?.strip_suffix(')')?;
     let (mut depth, mut start, mut out) = (0usize, 0usize, Vec::new());
     for (i, c) in inner.char_indices() {
@@ -163,6 +233,7 @@ fn typed(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
             (half(x, 0), half(x, 1)).cmp(&(half(y, 0), half(y, 1)))
         }
         CqlType::Custom(class) if class.starts_with(COMPOSITE_PREFIX) => composite(class, a, b)?,
+        CqlType::Custom(class) if class.starts_with(DYNAMIC_PREFIX) => dynamic(class, a, b)?,
         CqlType::Custom(_) => a.cmp(b),
         CqlType::Boolean => {
             let (x, y) = be::<1>(a, b)?;

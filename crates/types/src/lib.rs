@@ -11,6 +11,7 @@
 
 pub mod codec;
 pub mod compare;
+pub mod composite;
 pub mod consistency;
 pub mod cql_type;
 pub mod data;
