@@ -78,6 +78,13 @@ pub fn term_text(term: &Term) -> String {
         Term::List(items) => format!("[{}]", join(items)),
         Term::Set(items) => format!("{{{}}}", join(items)),
         Term::Tuple(items) => format!("({})", join(items)),
+        Term::Map(entries) => {
+            let shown: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", term_text(k), term_text(v)))
+                .collect();
+            format!("{{{}}}", shown.join(", "))
+        }
         Term::Cast { ty, term } => format!("({ty}){}", term_text(term)),
         Term::Negate(t) => format!("-{}", term_text(t)),
         _ => "...".into(),

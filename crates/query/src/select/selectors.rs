@@ -500,11 +500,70 @@ pub(super) fn constant(term: &varve_cql::ast::Term, ty: CqlType) -> Result<(Sel,
             Term::List(_) if ty.vector().is_some() => {
                 return super::similarity::vector_constant(ty, term)
             }
+            inner if is_composite_literal(inner, ty) => {
+                // A tuple cast is named as written (`(tuple<int, text>)`),
+                // not frozen as its column type prints.
+                let written = ty.cql_name();
+                let written = match ty {
+                    CqlType::Tuple(_) => written
+                        .strip_prefix("frozen<")
+                        .and_then(|w| w.strip_suffix('>'))
+                        .unwrap_or(&written)
+                        .to_string(),
+                    _ => written,
+                };
+                let shown = format!("({written}){}", crate::vectors::term_text(inner));
+                return composite_constant(inner, ty.clone(), shown);
+            }
             _ => return Err(only_literals()),
         },
+        composite if is_composite_literal(composite, &ty) => {
+            let shown = crate::vectors::term_text(composite);
+            return composite_constant(composite, ty, shown);
+        }
         _ => return Err(only_literals()),
     };
     let value = crate::terms::eval_literal(lit, &ty, "selection")?;
+    let bytes = value.map(|v| Bytes::from(codec::serialize(&v)));
+    Ok((Sel::Const(ty.clone(), bytes), shown, ty))
+}
+
+/// A collection or tuple literal without markers, given where its type is
+/// known (a function's argument typed by the function, or a cast).
+fn is_composite_literal(term: &varve_cql::ast::Term, ty: &CqlType) -> bool {
+    use varve_cql::ast::Term;
+    let shaped = matches!(
+        term,
+        Term::List(_) | Term::Set(_) | Term::Map(_) | Term::Tuple(_)
+    );
+    let typed = matches!(
+        ty.unfrozen(),
+        CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) | CqlType::Tuple(_) | CqlType::Udt(_)
+    );
+    shaped && typed && !super::markers::has_marker(term)
+}
+
+/// The constant of a collection or tuple literal of type `ty`, evaluated
+/// as a write's value is (no marker is left to bind).
+fn composite_constant(
+    term: &varve_cql::ast::Term,
+    ty: CqlType,
+    shown: String,
+) -> Result<(Sel, String, CqlType)> {
+    let opts = crate::api::QueryOptions::default();
+    let ctx = crate::context::Ctx {
+        schema: Default::default(),
+        creator: None,
+        values: Vec::new(),
+        keyspace: None,
+        opts: &opts,
+        timestamp_micros: 0,
+        now_seconds: 0,
+        warnings: Vec::new(),
+        allow_filtering: false,
+        read_shape: None,
+    };
+    let value = crate::terms::eval(&ctx, term, &ty, "selection")?.into_option();
     let bytes = value.map(|v| Bytes::from(codec::serialize(&v)));
     Ok((Sel::Const(ty.clone(), bytes), shown, ty))
 }
