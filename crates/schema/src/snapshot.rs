@@ -402,6 +402,11 @@ mod tests {
         };
         let mut table = Table::create(spec).unwrap();
         table.add_column("x", CqlType::Blob, false).unwrap();
+        // Custom types are written as system_schema shows them, and read back.
+        let lexical = CqlType::Custom(varve_types::cql_type::LEXICAL_UUID_CLASS.into());
+        table.add_column("lu", lexical, false).unwrap();
+        let empty = CqlType::Custom(varve_types::cql_type::EMPTY_TYPE_CLASS.into());
+        table.add_column("e", empty, false).unwrap();
         table.drop_column("m", 99).unwrap();
         let mut schema = Schema::default();
         let mut tables = BTreeMap::new();
