@@ -146,6 +146,16 @@ mod tests {
     use std::time::Duration;
     use tokio::sync::mpsc;
 
+    /// Opens on drop too, so a failing test never leaves a blocking
+    /// thread waiting for it.
+    struct Gate(Arc<AtomicBool>);
+
+    impl Drop for Gate {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
     fn stage(size: usize) -> Arc<ReadStage> {
         Arc::new(ReadStage::new(size, &Registry::default()))
     }
@@ -201,15 +211,18 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_cancelled_statement_never_runs_and_frees_its_slot() {
         let stage = stage(1);
-        let gate = Arc::new(AtomicBool::new(false));
+        let gate = Gate(Arc::new(AtomicBool::new(false)));
         let ran = Arc::new(AtomicUsize::new(0));
         let (tx, mut rx) = mpsc::channel(4);
         // The first holds the only slot until the gate opens.
-        let g = gate.clone();
+        let g = gate.0.clone();
         let t = tx.clone();
         stage.spawn(
             move || {
-                while !g.load(Ordering::SeqCst) {
+                // Bounded, so that a failed assertion below cannot leave
+                // the runtime waiting on this thread forever.
+                let until = std::time::Instant::now() + Duration::from_secs(30);
+                while !g.load(Ordering::SeqCst) && std::time::Instant::now() < until {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             },
@@ -218,6 +231,12 @@ mod tests {
                 let _ = t.send("first").await;
             },
         );
+        // The first holds the slot before the others come.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while stage.active.get() != 1.0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(stage.active.get(), 1.0, "the first runs");
         // The second waits, and its connection closes meanwhile.
         let r = ran.clone();
         let t = tx.clone();
@@ -243,7 +262,7 @@ mod tests {
         drop(tx);
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert_eq!(stage.pending.get(), 2.0, "both wait for the slot");
-        gate.store(true, Ordering::SeqCst);
+        gate.0.store(true, Ordering::SeqCst);
         let mut got = Vec::new();
         while let Some(x) = rx.recv().await {
             got.push(x);
