@@ -14,6 +14,10 @@
 #
 # The cap holds the JVM's heap (HEAP, default 1G, as cluster.sh) and its off-heap memory besides the
 # page cache: give it at least HEAP + 1G.
+#
+# Each node runs a Jolokia agent (JMX over HTTP, fetched from Maven Central once into $LAB/jolokia)
+# on its own address, port JOLOKIA_PORT (8778): `varve bench --jolokia` reads the numbers nodetool
+# prints from it every second, where a nodetool call starts a JVM (docs/design/bench.md).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 shared=$(cd "$here/../../../shared/cassandra" && pwd)
@@ -21,6 +25,16 @@ ROOT=/sys/fs/cgroup/memory
 PREFIX=cass-capped-c
 LAB=/tmp/cass-lab
 addr() { echo "127.0.0.$((10 + $1))"; }
+JOLOKIA_VERSION=2.1.1
+JOLOKIA_PORT=${JOLOKIA_PORT:-8778}
+jolokia_jar() { # the agent's jar, fetched once
+  local dir="$LAB/jolokia" jar="$LAB/jolokia/jolokia-agent-jvm-$JOLOKIA_VERSION-javaagent.jar"
+  if [ ! -f "$jar" ]; then
+    mvn -q dependency:copy -Dartifact="org.jolokia:jolokia-agent-jvm:$JOLOKIA_VERSION:jar:javaagent" \
+      -DoutputDirectory="$dir" >&2
+  fi
+  echo "$jar"
+}
 cgroups() { ls -d "$ROOT/$PREFIX"* 2>/dev/null || true; }
 
 check() {
@@ -29,8 +43,9 @@ check() {
 }
 
 start() { # N nodes, each in its own capped cgroup
-  local n=$1 seed; seed="$(addr 1):7000"
+  local n=$1 seed jar; seed="$(addr 1):7000"
   check
+  jar=$(jolokia_jar)
   for i in $(seq 1 "$n"); do
     local cg="$ROOT/$PREFIX$i"
     [ -d "$cg" ] && { echo "$cg exists: stop first" >&2; exit 1; }
@@ -40,7 +55,7 @@ start() { # N nodes, each in its own capped cgroup
     bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
       env ADDR="$(addr "$i")" SEEDS="$seed" CLUSTER_NAME=cass-lab-cluster JMX_PORT=$((7200 + i)) \
       HEAP="${HEAP:-1G}" AUTO_BOOTSTRAP=false FRESH="${FRESH:-0}" \
-      EXTRA_JVM_OPTS="-Dcassandra.skip_wait_for_gossip_to_settle=0 ${EXTRA_JVM_OPTS:-}" \
+      EXTRA_JVM_OPTS="-Dcassandra.skip_wait_for_gossip_to_settle=0 -javaagent:$jar=host=$(addr "$i"),port=$JOLOKIA_PORT ${EXTRA_JVM_OPTS:-}" \
       "$shared/start.sh" "c$i"
     echo "c$i: cgroup $cg, limit $(cat "$cg/memory.limit_in_bytes") bytes, pid $(cat "$LAB/c$i/cassandra.pid")"
   done
@@ -56,18 +71,20 @@ usage() {
 }
 
 args() { # what varve bench needs to sample these nodes, one word a line (mapfile -t)
-  local hosts=() pids=() cgs=() i
+  local hosts=() pids=() cgs=() agents=() i
   for cg in $(cgroups); do
     i=${cg##*$PREFIX}
     hosts+=("$(addr "$i"):9042")
     pids+=("$(cat "$LAB/c$i/cassandra.pid")")
     cgs+=("$cg")
+    agents+=("http://$(addr "$i"):$JOLOKIA_PORT")
     printf '%s\n' --nodetool "env CASS_NAME=c$i CASS_JMX_PORT=$((7200 + i)) $here/cassandra_nodetool.sh"
     printf '%s\n' --gc-log "$LAB/c$i/logs/gc.log"
   done
   [ ${#cgs[@]} -gt 0 ] || { echo "no capped Cassandra node runs" >&2; exit 1; }
   local IFS=,
-  printf '%s\n' --hosts "${hosts[*]}" --server-pid "${pids[*]}" --memory-cgroup "${cgs[*]}"
+  printf '%s\n' --hosts "${hosts[*]}" --server-pid "${pids[*]}" --memory-cgroup "${cgs[*]}" \
+    --jolokia "${agents[*]}"
 }
 
 stop() {

@@ -77,7 +77,10 @@ async fn flush_first(source: &Source, keyspace: &str, table: &str, events: &Even
                 .into_iter()
                 .collect::<Result<(), String>>()
         }
-        Source::Nodetool(prefixes) => {
+        Source::Nodetool(prefixes)
+        | Source::Jolokia {
+            nodetool: prefixes, ..
+        } if !prefixes.is_empty() => {
             let args = ["flush", keyspace, table];
             let flushes = prefixes
                 .iter()
@@ -87,7 +90,7 @@ async fn flush_first(source: &Source, keyspace: &str, table: &str, events: &Even
                 .into_iter()
                 .try_for_each(|r| r.map(|_| ()))
         }
-        Source::None => return,
+        Source::Nodetool(_) | Source::Jolokia { .. } | Source::None => return,
     };
     match result {
         Ok(()) => events.record(&what, quiet),
@@ -124,7 +127,10 @@ pub fn spawn_garbagecollect(
                     .find(|o| *o != GcOutcome::Finished)
                     .unwrap_or(GcOutcome::Finished)
             }
-            Source::Nodetool(prefixes) => {
+            Source::Nodetool(prefixes)
+            | Source::Jolokia {
+                nodetool: prefixes, ..
+            } if !prefixes.is_empty() => {
                 let args = ["garbagecollect", "-g", "ROW", "-j", "1", &keyspace, &table];
                 let runs = prefixes
                     .iter()
@@ -138,7 +144,9 @@ pub fn spawn_garbagecollect(
                     Some(e) => GcOutcome::Failed(e),
                 }
             }
-            Source::None => GcOutcome::NotSupported("no admin address and no --nodetool".into()),
+            Source::Nodetool(_) | Source::Jolokia { .. } | Source::None => {
+                GcOutcome::NotSupported("no admin address and no --nodetool".into())
+            }
         };
         let (start, end) = garbagecollect_labels(&what, &outcome);
         events.record_at(t, &start, quiet);

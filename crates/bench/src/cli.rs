@@ -66,6 +66,12 @@ pub struct BenchArgs {
     /// garbagecollect on each).
     #[arg(long, value_name = "CMD")]
     pub nodetool: Vec<String>,
+    /// With --hosts (Cassandra): a node's Jolokia agent (http://host:port,
+    /// comma separated: every node of a cluster), read every second for
+    /// the numbers nodetool prints (summed); nodetool then only runs the
+    /// actions (scripts/bench/cassandra_capped.sh starts nodes with one).
+    #[arg(long, value_name = "URL", value_delimiter = ',')]
+    pub jolokia: Vec<String>,
     /// With --hosts (Cassandra): a node's JVM GC log (`-Xlog:gc`, e.g.
     /// /tmp/cass-lab/c1/logs/gc.log), once per node: its pauses fill the
     /// pause columns (Varve's come from its runtime stall probe).
@@ -127,6 +133,7 @@ pub enum Target {
         hosts: Vec<String>,
         admin: Vec<BaseUrl>,
         nodetool: Vec<Vec<String>>,
+        jolokia: Vec<BaseUrl>,
         server_pids: Vec<u32>,
         gc_logs: Vec<PathBuf>,
         /// Its nodes' memory cgroups, read at the end (`--memory-cgroup`).
@@ -175,6 +182,7 @@ impl BenchArgs {
             for (flag, given) in [
                 ("admin", !self.admin.is_empty()),
                 ("nodetool", !self.nodetool.is_empty()),
+                ("jolokia", !self.jolokia.is_empty()),
                 ("server-pid", !self.server_pid.is_empty()),
                 ("gc-log", !self.gc_log.is_empty()),
                 ("memory-cgroup", !self.memory_cgroup.is_empty()),
@@ -237,10 +245,16 @@ impl BenchArgs {
                 .iter()
                 .map(|a| BaseUrl::parse(a))
                 .collect::<Result<Vec<_>>>()?;
+            let jolokia = self
+                .jolokia
+                .iter()
+                .map(|a| BaseUrl::parse(a))
+                .collect::<Result<Vec<_>>>()?;
             Target::Hosts {
                 hosts: self.hosts.clone(),
                 admin,
                 nodetool,
+                jolokia,
                 server_pids: self.server_pid.clone(),
                 gc_logs: self.gc_log.clone(),
                 memory_cgroups: self.memory_cgroup.clone(),
@@ -448,6 +462,25 @@ mod tests {
             options("x lwt --out d --gc-log /g1").is_err(),
             "--gc-log goes with --hosts"
         );
+        let o = options(
+            "x lwt --out d --hosts a:1,b:2 --jolokia http://a:8778,http://b:8778 --nodetool /n.sh",
+        )
+        .unwrap();
+        let Target::Hosts { jolokia, .. } = o.target else {
+            panic!()
+        };
+        assert_eq!(
+            jolokia
+                .iter()
+                .map(|j| j.authority.as_str())
+                .collect::<Vec<_>>(),
+            ["a:8778", "b:8778"]
+        );
+        assert!(
+            options("x lwt --out d --jolokia http://a:8778").is_err(),
+            "--jolokia goes with --hosts"
+        );
+        assert!(options("x lwt --out d --hosts a:1 --jolokia https://a:8778").is_err());
         // A three-node cluster, as the seeds ran.
         let o = options(
             "x lwt --out d --hosts a:1 --server-pid 7,8,9 --replication-factor 3 --consistency quorum",

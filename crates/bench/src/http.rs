@@ -1,8 +1,9 @@
 //! A minimal HTTP/1.1 client for the node's admin port (`GET /metrics`,
-//! `POST /nodetool/...`): one request per connection, `Connection: close`,
-//! the body read to the end of the stream. No TLS (an `https://` admin
-//! URL is refused, naming the limitation), no redirects, no chunked
-//! encoding: the admin port answers with a plain body.
+//! `POST /nodetool/...`) and for a Jolokia agent (`POST /jolokia/` with a
+//! JSON body, [`crate::jolokia`]): one request per connection,
+//! `Connection: close`, the body read to the end of the stream and decoded
+//! when it comes chunked (Jolokia's does). No TLS (an `https://` admin URL
+//! is refused, naming the limitation), no redirects.
 
 use std::time::Duration;
 
@@ -68,6 +69,25 @@ pub async fn request(
     path: &str,
     timeout: Duration,
 ) -> Result<Response> {
+    request_with_body(base, method, path, None, timeout).await
+}
+
+/// A request body: its content type and text.
+#[derive(Debug, Clone, Copy)]
+pub struct Body<'a> {
+    pub content_type: &'a str,
+    pub text: &'a str,
+}
+
+/// Sends `method path` with `body` (if any) to `base` and returns the
+/// response, within `timeout`.
+pub async fn request_with_body(
+    base: &BaseUrl,
+    method: &str,
+    path: &str,
+    body: Option<Body<'_>>,
+    timeout: Duration,
+) -> Result<Response> {
     let url = base.url(path);
     let http_err = |detail: String| BenchError::Http {
         url: url.clone(),
@@ -77,9 +97,14 @@ pub async fn request(
         let mut stream = TcpStream::connect(&base.authority)
             .await
             .map_err(|e| http_err(format!("connect: {e}")))?;
+        let (content_type, text) = match body {
+            Some(b) => (format!("Content-Type: {}\r\n", b.content_type), b.text),
+            None => (String::new(), ""),
+        };
         let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-            base.authority
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{content_type}Content-Length: {}\r\n\r\n{text}",
+            base.authority,
+            text.len()
         );
         stream
             .write_all(head.as_bytes())
@@ -100,11 +125,8 @@ pub async fn request(
 
 /// Splits a raw response into status and body.
 pub fn parse_response(bytes: &[u8]) -> std::result::Result<Response, String> {
-    let text = String::from_utf8_lossy(bytes);
-    let (head, body) = match text.split_once("\r\n\r\n") {
-        Some(parts) => parts,
-        None => text.split_once("\n\n").ok_or("no end of headers")?,
-    };
+    let (head, body) = split_head(bytes).ok_or("no end of headers")?;
+    let head = String::from_utf8_lossy(head);
     let status_line = head.lines().next().unwrap_or("");
     let mut parts = status_line.split_whitespace();
     let version = parts.next().unwrap_or("");
@@ -113,10 +135,52 @@ pub fn parse_response(bytes: &[u8]) -> std::result::Result<Response, String> {
         .and_then(|s| s.parse::<u16>().ok())
         .filter(|_| version.starts_with("HTTP/"))
         .ok_or_else(|| format!("bad status line `{status_line}`"))?;
-    Ok(Response {
-        status,
-        body: body.to_string(),
-    })
+    let chunked = head.lines().skip(1).any(|l| {
+        l.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("transfer-encoding")
+                && value.trim().eq_ignore_ascii_case("chunked")
+        })
+    });
+    let body = match chunked {
+        true => String::from_utf8_lossy(&decode_chunked(body)?).into_owned(),
+        false => String::from_utf8_lossy(body).into_owned(),
+    };
+    Ok(Response { status, body })
+}
+
+/// The head and body of a response, split at the first blank line.
+fn split_head(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    for sep in [&b"\r\n\r\n"[..], &b"\n\n"[..]] {
+        if let Some(at) = bytes.windows(sep.len()).position(|w| w == sep) {
+            return Some((&bytes[..at], &bytes[at + sep.len()..]));
+        }
+    }
+    None
+}
+
+/// The body of a `Transfer-Encoding: chunked` response: each chunk's size
+/// in hex on a line, its bytes, a line end; a chunk of size 0 ends it.
+pub fn decode_chunked(mut rest: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(rest.len());
+    loop {
+        let eol = rest
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("chunk size line cut short")?;
+        let line = String::from_utf8_lossy(&rest[..eol]);
+        let hex = line.split(';').next().unwrap_or("").trim();
+        let size =
+            usize::from_str_radix(hex, 16).map_err(|_| format!("bad chunk size `{line}`"))?;
+        if size == 0 {
+            return Ok(out);
+        }
+        let after = &rest[eol + 2..];
+        let chunk = after.get(..size).ok_or("chunk cut short")?;
+        out.extend_from_slice(chunk);
+        rest = after[size..]
+            .strip_prefix(b"\r\n")
+            .ok_or("no line end after a chunk")?;
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +221,19 @@ mod tests {
                 body: "not found\n".into()
             }
         );
+        let chunked = parse_response(
+            b"HTTP/1.1 200 OK\r\nTransfer-encoding: chunked\r\n\r\n5\r\n[1,2,\r\n2;x=y\r\n3]\r\n0\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(chunked.body, "[1,2,3]");
+        for cut in [
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n[1,",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[1",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[1]x\r\n0\r\n",
+        ] {
+            assert!(parse_response(cut.as_bytes()).is_err(), "{cut:?}");
+        }
         assert!(parse_response(b"garbage").is_err());
         assert!(parse_response(b"HTTP/1.1 abc\r\n\r\n").is_err());
         assert!(parse_response(b"\xff\xfe 200\r\n\r\n").is_err());

@@ -31,6 +31,7 @@ pub mod external;
 pub mod gc_log;
 pub mod http;
 pub mod interrupt;
+pub mod jolokia;
 pub mod judge;
 pub mod merge;
 pub mod node;

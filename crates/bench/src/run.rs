@@ -320,13 +320,18 @@ async fn connect(opts: &BenchOptions) -> Result<Endpoint> {
             hosts,
             admin,
             nodetool,
+            jolokia,
             server_pids,
             ..
         } => {
-            let source = match (admin.is_empty(), nodetool.is_empty()) {
-                (false, _) => Source::Admin(admin.clone()),
-                (true, false) => Source::Nodetool(nodetool.clone()),
-                (true, true) => Source::None,
+            let source = match (admin.is_empty(), jolokia.is_empty(), nodetool.is_empty()) {
+                (false, _, _) => Source::Admin(admin.clone()),
+                (true, false, _) => Source::Jolokia {
+                    agents: jolokia.clone(),
+                    nodetool: nodetool.clone(),
+                },
+                (true, true, false) => Source::Nodetool(nodetool.clone()),
+                (true, true, true) => Source::None,
             };
             Ok(Endpoint {
                 node: None,

@@ -1,7 +1,8 @@
 //! Server-side sampling into server.csv, once per interval while the run
 //! lasts and once more when it ends (so a run shorter than one interval
-//! still has its start and its end): from a Varve node's `GET /metrics`, or from `--nodetool` and
-//! `--server-pid` for another server. Which table is under test (and
+//! still has its start and its end): from a Varve node's `GET /metrics`, or for another server
+//! from a Jolokia agent in each node's JVM (`--jolokia`, [`crate::jolokia`]) or `--nodetool`, and
+//! `--server-pid`. Which table is under test (and
 //! whether it is on LCS) changes between phases, so it is shared state the
 //! phase loop updates ([`SampleTarget`]).
 
@@ -17,6 +18,7 @@ use crate::error::{BenchError, Result};
 use crate::external;
 use crate::gc_log::GcLog;
 use crate::http::{self, BaseUrl};
+use crate::jolokia;
 use crate::prom::{Derivative, Exposition};
 
 /// The header of server.csv (docs/format/run-directory.md).
@@ -65,6 +67,13 @@ pub enum Source {
     /// Nodetool command prefixes (for Cassandra): one node's, or one per
     /// node of a cluster (their numbers summed).
     Nodetool(Vec<Vec<String>>),
+    /// Jolokia agents (for Cassandra), one per node, sampled every
+    /// interval (numbers summed); nodetool, if given, for the actions
+    /// (flush, garbagecollect).
+    Jolokia {
+        agents: Vec<BaseUrl>,
+        nodetool: Vec<Vec<String>>,
+    },
     /// Nothing but, perhaps, `/proc/PID`.
     None,
 }
@@ -345,6 +354,7 @@ async fn sample(
             let rows = prefixes.iter().map(|p| nodetool_row(t, p, table));
             sum_rows(t, &futures::future::join_all(rows).await)
         }
+        Source::Jolokia { agents, .. } => jolokia_row(t, agents, table, rates).await,
         Source::None => ServerRow {
             t,
             ..ServerRow::default()
@@ -356,6 +366,42 @@ async fn sample(
         row.server_rss_bytes = row.server_rss_bytes.or(rss);
     }
     row
+}
+
+/// A row from every node's Jolokia agent; a node that does not answer
+/// makes the row a gap, as a failed scrape of /metrics does.
+async fn jolokia_row(
+    t: f64,
+    agents: &[BaseUrl],
+    table: &TableUnderTest,
+    rates: &mut Rates,
+) -> ServerRow {
+    let body = jolokia::request_body(table);
+    let reads = agents.iter().map(|agent| {
+        let body = http::Body {
+            content_type: "application/json",
+            text: &body,
+        };
+        http::request_with_body(agent, "POST", jolokia::PATH, Some(body), SCRAPE_TIMEOUT)
+    });
+    let mut nodes = Vec::with_capacity(agents.len());
+    for answer in futures::future::join_all(reads).await {
+        match answer
+            .ok()
+            .filter(|r| r.status == 200)
+            .and_then(|r| jolokia::parse(&r.body))
+        {
+            Some(n) => nodes.push(n),
+            None => break,
+        }
+    }
+    match nodes.len() == agents.len() {
+        true => jolokia::row(t, &nodes, table, rates),
+        false => ServerRow {
+            t,
+            ..ServerRow::default()
+        },
+    }
 }
 
 async fn nodetool_row(t: f64, prefix: &[String], table: &TableUnderTest) -> ServerRow {
@@ -577,5 +623,57 @@ mod tests {
             rows[1].t >= 0.04,
             "the last row is taken at the end: {rows:?}"
         );
+    }
+
+    /// A node's agent answering in chunks, as Jolokia's does, and one that
+    /// does not answer: the first gives numbers, the second a gap.
+    #[tokio::test]
+    async fn jolokia_agents_are_read_in_one_request_each() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let agent = BaseUrl::parse(&listener.local_addr().unwrap().to_string()).unwrap();
+        let answer = r#"[{"value":3,"status":200},{"value":9,"status":200},{"value":100,"status":200},{"value":5,"status":200},{"value":4096,"status":200},{"value":[2,3],"status":200}]"#;
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            // The head and its JSON body (ends with `]`).
+            while !request.ends_with(b"]") {
+                let n = s.read(&mut buf).await.unwrap();
+                assert!(n > 0, "closed before the body");
+                request.extend_from_slice(&buf[..n]);
+            }
+            let (a, b) = answer.split_at(40);
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nTransfer-encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+                a.len(),
+                b.len()
+            );
+            s.write_all(reply.as_bytes()).await.unwrap();
+            String::from_utf8(request).unwrap()
+        });
+        let table = TableUnderTest {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            leveled: true,
+        };
+        let mut rates = Rates::default();
+        let row = jolokia_row(1.0, std::slice::from_ref(&agent), &table, &mut rates).await;
+        let request = server.await.unwrap();
+        assert!(
+            request.starts_with("POST /jolokia/ HTTP/1.1\r\n"),
+            "{request}"
+        );
+        assert!(request.contains("Content-Type: application/json\r\n"));
+        assert!(request.contains("keyspace=ks,scope=t,name=LiveSSTableCount"));
+        assert_eq!(row.pending_compactions, Some(3.0));
+        assert_eq!(row.compactions_completed, Some(9.0));
+        assert_eq!(row.live_sstables, Some(5.0));
+        assert_eq!(row.unleveled_sstables, Some(2.0));
+        assert_eq!(row.space_used_bytes, Some(4096.0));
+        // Nobody listens there any more: the row is a gap.
+        let gap = jolokia_row(2.0, &[agent], &table, &mut rates).await;
+        assert_eq!(gap.pending_compactions, None);
+        assert_eq!(gap.t, 2.0);
     }
 }
