@@ -79,7 +79,7 @@ args() { # what varve bench needs to sample these nodes, one word a line (mapfil
     cgs+=("$cg")
     agents+=("http://$(addr "$i"):$JOLOKIA_PORT")
     printf '%s\n' --nodetool "env CASS_NAME=c$i CASS_JMX_PORT=$((7200 + i)) $here/cassandra_nodetool.sh"
-    printf '%s\n' --gc-log "$LAB/c$i/logs/gc.log"
+    printf '%s\n' --gc-log "$LAB/c$i/logs/gc.log" --commitlog-dir "$LAB/c$i/commitlog"
   done
   [ ${#cgs[@]} -gt 0 ] || { echo "no capped Cassandra node runs" >&2; exit 1; }
   local IFS=,

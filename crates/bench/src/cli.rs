@@ -77,6 +77,11 @@ pub struct BenchArgs {
     /// pause columns (Varve's come from its runtime stall probe).
     #[arg(long, value_name = "FILE")]
     pub gc_log: Vec<PathBuf>,
+    /// With --hosts (Cassandra): a node's commitlog directory, once per
+    /// node: the blocks its segments take fill the commitlog column
+    /// (Cassandra counts no bytes its commitlog wrote).
+    #[arg(long, value_name = "DIR")]
+    pub commitlog_dir: Vec<PathBuf>,
     /// With --hosts: the server's process ids (a cluster's nodes, comma
     /// separated), for CPU and RSS from /proc, summed over them.
     #[arg(long, value_name = "PID", value_delimiter = ',')]
@@ -136,6 +141,8 @@ pub enum Target {
         jolokia: Vec<BaseUrl>,
         server_pids: Vec<u32>,
         gc_logs: Vec<PathBuf>,
+        /// Its nodes' commitlog directories (`--commitlog-dir`).
+        commitlog_dirs: Vec<PathBuf>,
         /// Its nodes' memory cgroups, read at the end (`--memory-cgroup`).
         memory_cgroups: Vec<PathBuf>,
     },
@@ -185,6 +192,7 @@ impl BenchArgs {
                 ("jolokia", !self.jolokia.is_empty()),
                 ("server-pid", !self.server_pid.is_empty()),
                 ("gc-log", !self.gc_log.is_empty()),
+                ("commitlog-dir", !self.commitlog_dir.is_empty()),
                 ("memory-cgroup", !self.memory_cgroup.is_empty()),
             ] {
                 if given {
@@ -257,6 +265,7 @@ impl BenchArgs {
                 jolokia,
                 server_pids: self.server_pid.clone(),
                 gc_logs: self.gc_log.clone(),
+                commitlog_dirs: self.commitlog_dir.clone(),
                 memory_cgroups: self.memory_cgroup.clone(),
             }
         };
@@ -481,6 +490,16 @@ mod tests {
             "--jolokia goes with --hosts"
         );
         assert!(options("x lwt --out d --hosts a:1 --jolokia https://a:8778").is_err());
+        let o =
+            options("x lwt --out d --hosts a:1 --commitlog-dir /c1 --commitlog-dir /c2").unwrap();
+        let Target::Hosts { commitlog_dirs, .. } = o.target else {
+            panic!()
+        };
+        assert_eq!(commitlog_dirs, [PathBuf::from("/c1"), PathBuf::from("/c2")]);
+        assert!(
+            options("x lwt --out d --commitlog-dir /c1").is_err(),
+            "--commitlog-dir goes with --hosts"
+        );
         // A three-node cluster, as the seeds ran.
         let o = options(
             "x lwt --out d --hosts a:1 --server-pid 7,8,9 --replication-factor 3 --consistency quorum",

@@ -25,6 +25,7 @@ pub mod cgroup;
 pub mod cli;
 pub mod clock;
 pub mod cluster;
+pub mod commitlog_dirs;
 pub mod error;
 pub mod events;
 pub mod external;

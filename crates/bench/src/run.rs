@@ -114,6 +114,10 @@ pub async fn run(opts: BenchOptions) -> Result<Outcome> {
                 Target::Hosts { gc_logs, .. } => gc_logs.clone(),
                 _ => Vec::new(),
             },
+            commitlog_dirs: match &opts.target {
+                Target::Hosts { commitlog_dirs, .. } => commitlog_dirs.clone(),
+                _ => Vec::new(),
+            },
         },
         clock.clone(),
         Arc::clone(&target),

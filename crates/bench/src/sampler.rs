@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
+use crate::commitlog_dirs::CommitlogDirs;
 use crate::error::{BenchError, Result};
 use crate::external;
 use crate::gc_log::GcLog;
@@ -276,6 +277,10 @@ pub struct SamplerConfig {
     /// JVM GC logs (`--gc-log`, one per node) whose pauses fill the pause
     /// columns where the source gives none.
     pub gc_logs: Vec<std::path::PathBuf>,
+    /// Commitlog directories (`--commitlog-dir`, one per node) whose
+    /// segments' bytes fill the commitlog column where the source gives
+    /// none ([`crate::commitlog_dirs`]).
+    pub commitlog_dirs: Vec<std::path::PathBuf>,
 }
 
 impl Sampler {
@@ -288,6 +293,7 @@ impl Sampler {
         let task = tokio::spawn(async move {
             let mut rates = Rates::default();
             let mut gc: Vec<GcLog> = config.gc_logs.iter().cloned().map(GcLog::new).collect();
+            let mut commitlog = CommitlogDirs::new(config.commitlog_dirs.clone());
             let mut ticks = tokio::time::interval(config.interval);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
@@ -299,6 +305,9 @@ impl Sampler {
                 let mut row = sample(&config, &clock, &table, &mut rates).await;
                 if !gc.is_empty() && row.pauses_per_s.is_none() {
                     gc_pauses(&mut row, &mut gc, &mut rates);
+                }
+                if !commitlog.is_empty() && row.commitlog_bytes_per_s.is_none() {
+                    row.commitlog_bytes_per_s = rates.commitlog.next(row.t, commitlog.poll());
                 }
                 shared.push(row);
                 if last {
@@ -556,6 +565,7 @@ mod tests {
             pids: vec![std::process::id()],
             interval: Duration::from_millis(100),
             gc_logs: Vec::new(),
+            commitlog_dirs: Vec::new(),
         };
         let sampler = Sampler::start(config, Clock::start(), target);
         tokio::time::sleep(Duration::from_millis(350)).await;
@@ -588,6 +598,7 @@ mod tests {
             pids: Vec::new(),
             interval: Duration::from_secs(3600),
             gc_logs: vec![path.clone()],
+            commitlog_dirs: Vec::new(),
         };
         let sampler = Sampler::start(config, Clock::start(), Arc::default());
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -614,6 +625,7 @@ mod tests {
             pids: vec![std::process::id()],
             interval: Duration::from_secs(3600),
             gc_logs: Vec::new(),
+            commitlog_dirs: Vec::new(),
         };
         let sampler = Sampler::start(config, Clock::start(), Arc::default());
         tokio::time::sleep(Duration::from_millis(50)).await;
