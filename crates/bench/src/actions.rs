@@ -279,4 +279,51 @@ mod tests {
             ]
         );
     }
+
+    /// With Jolokia sampling, the actions still go through nodetool; with
+    /// no nodetool given they are not supported, never reported done.
+    #[tokio::test]
+    async fn with_jolokia_the_actions_run_through_nodetool_or_not_at_all() {
+        let agents = vec![http::BaseUrl::parse("127.0.0.1:1").unwrap()];
+        let labels = |events: &EventLog| -> Vec<String> {
+            events.snapshot().into_iter().map(|e| e.label).collect()
+        };
+        let with_nodetool = EventLog::new(Clock::start());
+        spawn_garbagecollect(
+            Source::Jolokia {
+                agents: agents.clone(),
+                // `true flush ks t` and `true garbagecollect ...` succeed.
+                nodetool: vec![vec!["true".to_string()]],
+            },
+            "ks".into(),
+            "t".into(),
+            with_nodetool.clone(),
+            true,
+        )
+        .await
+        .unwrap();
+        let got = labels(&with_nodetool);
+        assert!(got.iter().any(|l| l == "nodetool flush ks.t"), "{got:?}");
+        assert!(
+            got.iter()
+                .any(|l| l.ends_with("garbagecollect ks.t finished")),
+            "{got:?}"
+        );
+        let without = EventLog::new(Clock::start());
+        spawn_garbagecollect(
+            Source::Jolokia {
+                agents,
+                nodetool: Vec::new(),
+            },
+            "ks".into(),
+            "t".into(),
+            without.clone(),
+            true,
+        )
+        .await
+        .unwrap();
+        let got = labels(&without);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].contains("not supported"), "{got:?}");
+    }
 }

@@ -22,10 +22,12 @@
 
 use serde_json::{json, Value};
 
-use crate::sampler::{Rates, ServerRow, TableUnderTest};
+use crate::sampler::{sum_present, Rates, ServerRow, TableUnderTest};
 
 /// The path of the agent's bulk request.
 pub const PATH: &str = "/jolokia/";
+/// Reads in one bulk request, and answers expected back.
+pub const READS: usize = 6;
 
 /// One read: the MBean and its attribute.
 struct Read {
@@ -34,7 +36,7 @@ struct Read {
 }
 
 /// The reads of one sample, in the order [`parse`] expects them.
-fn reads(table: &TableUnderTest) -> [Read; 6] {
+fn reads(table: &TableUnderTest) -> [Read; READS] {
     let (ks, t) = (&table.keyspace, &table.table);
     let metric = |name: &str, attribute| Read {
         mbean: format!("org.apache.cassandra.metrics:type=Compaction,name={name}"),
@@ -87,7 +89,7 @@ pub fn parse(text: &str) -> Option<NodeNumbers> {
     let Ok(Value::Array(answers)) = serde_json::from_str::<Value>(text) else {
         return None;
     };
-    if answers.len() != 6 {
+    if answers.len() != READS {
         return None;
     }
     let value = |i: usize| {
@@ -115,12 +117,7 @@ pub fn parse(text: &str) -> Option<NodeNumbers> {
 /// The row of all nodes at `t`: each number summed over the nodes (empty
 /// where none has it), bytes compacted per second from the summed counter.
 pub fn row(t: f64, nodes: &[NodeNumbers], table: &TableUnderTest, rates: &mut Rates) -> ServerRow {
-    let sum = |f: fn(&NodeNumbers) -> Option<f64>| {
-        nodes
-            .iter()
-            .filter_map(f)
-            .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
-    };
+    let sum = |f: fn(&NodeNumbers) -> Option<f64>| sum_present(nodes.iter().map(f));
     let level0 = match table.leveled {
         true => sum(|n| n.level0),
         false => None,
@@ -166,7 +163,7 @@ mod tests {
     fn the_request_names_the_table_under_test() {
         let body: Value = serde_json::from_str(&request_body(&table(true))).unwrap();
         let reads = body.as_array().unwrap();
-        assert_eq!(reads.len(), 6);
+        assert_eq!(reads.len(), READS);
         assert_eq!(
             reads[3]["mbean"],
             "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=t,name=LiveSSTableCount"
@@ -196,6 +193,13 @@ mod tests {
             r#""error":"not found","status":404"#,
         );
         assert_eq!(parse(&missing).unwrap().live_sstables, None);
+        // Exactly one answer per read: one fewer or one more is not ours.
+        let answers: Vec<Value> = serde_json::from_str(&answer(1, "null")).unwrap();
+        let fewer = Value::Array(answers[..READS - 1].to_vec()).to_string();
+        let mut more = answers.clone();
+        more.push(answers[0].clone());
+        assert_eq!(parse(&fewer), None);
+        assert_eq!(parse(&Value::Array(more).to_string()), None);
         assert_eq!(parse("[]"), None);
         assert_eq!(parse("{\"status\":200}"), None);
         assert_eq!(parse("not json"), None);

@@ -143,14 +143,18 @@ fn gc_pauses(row: &mut ServerRow, logs: &mut [GcLog], rates: &mut Rates) {
         .map(|us| us / 1000.0);
 }
 
+/// The sum of the values present; `None` when none is.
+pub fn sum_present(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    values
+        .into_iter()
+        .flatten()
+        .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
+}
+
 /// Rows of several nodes at `t` as one: each number summed over the
 /// nodes that have it (empty where none has).
 pub fn sum_rows(t: f64, rows: &[ServerRow]) -> ServerRow {
-    let sum = |f: fn(&ServerRow) -> Option<f64>| {
-        rows.iter()
-            .filter_map(f)
-            .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
-    };
+    let sum = |f: fn(&ServerRow) -> Option<f64>| sum_present(rows.iter().map(f));
     ServerRow {
         t,
         pending_compactions: sum(|r| r.pending_compactions),
@@ -181,12 +185,7 @@ pub fn row_from_nodes(
         .iter()
         .map(|e| row_from_metrics(t, e, table, &mut each))
         .collect();
-    let summed = |name: &str| {
-        nodes
-            .iter()
-            .filter_map(|e| e.sum(name, &[]))
-            .fold(None, |acc: Option<f64>, v| Some(acc.unwrap_or(0.0) + v))
-    };
+    let summed = |name: &str| sum_present(nodes.iter().map(|e| e.sum(name, &[])));
     ServerRow {
         compaction_bytes_per_s: rates.compacted.next(t, summed(metric::BYTES_COMPACTED)),
         commitlog_bytes_per_s: rates.commitlog.next(t, summed(metric::COMMITLOG_BYTES)),
@@ -615,6 +614,37 @@ mod tests {
         let dt = rows[1].t - rows[0].t;
         assert!((per_s * dt - 2.0).abs() < 1e-6, "{per_s} over {dt}");
         assert!((ms * dt - 50.0).abs() < 1e-6, "{ms} over {dt}");
+    }
+
+    /// Commitlog directories fill the commitlog column: bytes a segment
+    /// took between the first sample and the last come out as a rate.
+    #[tokio::test]
+    async fn commitlog_directories_give_bytes_per_second() {
+        let dir = std::env::temp_dir().join(format!("varve-sampler-cl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = SamplerConfig {
+            source: Source::None,
+            pids: Vec::new(),
+            interval: Duration::from_secs(3600),
+            gc_logs: Vec::new(),
+            commitlog_dirs: vec![dir.clone()],
+        };
+        let sampler = Sampler::start(config, Clock::start(), Arc::default());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        std::fs::write(dir.join("CommitLog-7-1.log"), vec![1u8; 256 << 10]).unwrap();
+        let rows = sampler.finish().await;
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            rows[0].commitlog_bytes_per_s, None,
+            "no rate from one reading"
+        );
+        let bytes = rows[1].commitlog_bytes_per_s.unwrap() * (rows[1].t - rows[0].t);
+        assert!(
+            (255.0 * 1024.0..300.0 * 1024.0).contains(&bytes),
+            "256 KiB written: {bytes}"
+        );
     }
 
     /// A run shorter than one interval has two rows: its start and its end.
