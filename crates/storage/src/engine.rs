@@ -202,6 +202,9 @@ pub struct Engine {
     /// compacted window by window; the row index block size (tests lower
     /// them); see [`Engine::set_large_partition_bytes`].
     large_partition_bytes: parking_lot::Mutex<(u64, u64, u64)>,
+    /// Which entries sstables written from now on give a point index; see
+    /// [`Engine::set_point_index`].
+    point_index: parking_lot::Mutex<crate::sstable::point_index::PointIndexParams>,
     /// Snapshots: auto_snapshot, the tables' CQL, one snapshot at a time
     /// (see [`crate::engine_snapshot`]).
     pub(crate) snapshots: crate::engine_snapshot::SnapshotState,
@@ -327,6 +330,7 @@ impl Engine {
                 crate::sstable::LARGE_ENTRY_BYTES,
                 crate::sstable::row_index::ROW_INDEX_BLOCK_BYTES,
             )),
+            point_index: Default::default(),
             snapshots: Default::default(),
         }
     }
@@ -363,6 +367,7 @@ impl Engine {
                 crate::sstable::LARGE_ENTRY_BYTES,
                 crate::sstable::row_index::ROW_INDEX_BLOCK_BYTES,
             )),
+            point_index: Default::default(),
             snapshots: Default::default(),
         };
         for desc in tables {
@@ -721,6 +726,7 @@ impl Engine {
                 self.sstable_writes().flush,
             )?;
             w.set_row_index_block_bytes(self.row_index_block_bytes());
+            w.set_point_index(self.point_index());
             memtable.try_for_each(|key, partition| w.add(key, partition))?;
             w.finish()?;
             self.fs
@@ -830,6 +836,22 @@ impl Engine {
     /// The row index block size of sstables written now.
     pub(crate) fn row_index_block_bytes(&self) -> u64 {
         self.large_partition_bytes.lock().2
+    }
+
+    /// Sstables written from now on give entries up to `entry_max` bytes a
+    /// point index of `block` bytes per block (0: none; see
+    /// [`crate::sstable::point_index`]). The defaults suit production;
+    /// tests change them to reach either index with little data.
+    pub fn set_point_index(&self, block: u64, entry_max: u64) {
+        *self.point_index.lock() = crate::sstable::point_index::PointIndexParams {
+            block_bytes: block,
+            entry_max_bytes: entry_max,
+        };
+    }
+
+    /// The point index of sstables written now.
+    pub(crate) fn point_index(&self) -> crate::sstable::point_index::PointIndexParams {
+        *self.point_index.lock()
     }
 
     /// The chunk cache's counters (`nodetool info`, metrics).

@@ -277,7 +277,7 @@ fn gather<'a>(
             continue;
         }
         cost.sstables += 1;
-        match s.open_partition(key)? {
+        match s.open_partition_for(key, slices)? {
             None => {}
             Some(StoredPartition::Whole(p)) => merge_into(&mut small, p.slice(slices)),
             Some(StoredPartition::Indexed(ip)) => {

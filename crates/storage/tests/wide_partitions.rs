@@ -6,8 +6,8 @@
 //! merged every update, resolved the same way).
 //!
 //! The row index is made tiny (blocks of a few hundred bytes) and every
-//! partition past 1 KiB is read through it, and compactions merge it window
-//! by window, so that every slice crosses many blocks, windows and
+//! partition past 1 KiB is read through it (or through a point index of
+//! tiny blocks, for odd seeds), and compactions merge it window by window, so that every slice crosses many blocks, windows and
 //! sstables with little data. Every failure names its seed.
 
 mod common;
@@ -119,13 +119,20 @@ fn slices(rng: &mut StdRng) -> Vec<Slice> {
     out
 }
 
-fn open(fs: Arc<varve_storage::fs_sim::SimFs>, now: &Arc<AtomicI32>) -> Storage {
+fn open(fs: Arc<varve_storage::fs_sim::SimFs>, now: &Arc<AtomicI32>, point: bool) -> Storage {
     let mut options = common::options_on(fs, common::manual_clock(now));
     options.memtable_space_bytes = 1 << 30;
     let storage = Storage::open(options, vec![common::table(TABLE, cmp())]).unwrap();
     // Tiny row index blocks; everything past 1 KiB read through its index
     // and compacted window by window.
     storage.set_large_partition_bytes(1 << 10, 1 << 10, 300);
+    // Flushes write a point index of tiny blocks (format 4), or none, so
+    // that the row index after the items serves every read.
+    if point {
+        storage.set_point_index(200, 1 << 20);
+    } else {
+        storage.set_point_index(0, 0);
+    }
     storage
 }
 
@@ -224,11 +231,13 @@ fn check_stored_limited(
     Ok(())
 }
 
+/// Odd seeds write point indexes, even ones only row indexes.
 fn run(seed: u64, steps: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
     let now = Arc::new(AtomicI32::new(1_000));
     let fs = Arc::new(varve_storage::fs_sim::SimFs::new());
-    let mut storage = Some(open(fs.clone(), &now));
+    let point = seed % 2 == 1;
+    let mut storage = Some(open(fs.clone(), &now, point));
     let mut oracle = Partition::default();
     let mut ts: i64 = 100;
     for step in 0..steps {
@@ -249,7 +258,7 @@ fn run(seed: u64, steps: usize) {
             }
             _ => {
                 storage.take().unwrap().drain().unwrap();
-                storage = Some(open(fs.clone(), &now));
+                storage = Some(open(fs.clone(), &now, point));
             }
         }
         let s = storage.as_ref().unwrap();

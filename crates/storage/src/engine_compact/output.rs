@@ -89,6 +89,7 @@ impl<'a> Outputs<'a> {
                 self.engine.sstable_writes().compaction,
             )?;
             writer.set_row_index_block_bytes(self.engine.row_index_block_bytes());
+            writer.set_point_index(self.engine.point_index());
             self.current = Some((generation, writer));
         }
         match self.current.as_mut() {

@@ -296,7 +296,7 @@ fn shadow_in(
         if !may_shadow(s, mode) || !may_hold(s, key) {
             continue;
         }
-        let p = match s.open_partition(key)? {
+        let p = match s.open_partition_for(key, slices)? {
             None => continue,
             Some(crate::sstable::StoredPartition::Whole(p)) => p.slice(slices),
             Some(crate::sstable::StoredPartition::Indexed(ip)) => ip.read_slices(slices)?,

@@ -13,9 +13,9 @@ use crate::encoding::{DecodeError, Reader};
 /// First and last eight bytes of every sstable file.
 pub const MAGIC: [u8; 8] = *b"VARVESST";
 /// The format version this code writes.
-pub const FORMAT_VERSION: u16 = 3;
+pub const FORMAT_VERSION: u16 = 4;
 /// Every format version this code reads.
-pub const READABLE_VERSIONS: &[u16] = &[1, 2, 3];
+pub const READABLE_VERSIONS: &[u16] = &[1, 2, 3, 4];
 
 /// Header: magic (8), version (2), six zero bytes reserved.
 pub const HEADER_LEN: u64 = 16;
@@ -233,7 +233,7 @@ impl Footer {
         {
             return Err("unsupported partition encoding version");
         }
-        // Format 3 entries hold encoding 3 (a stream of items, no body
+        // Format 3 and 4 entries hold encoding 3 (a stream of items, no body
         // length); formats 1 and 2 hold encodings 1 and 2.
         if (footer.version >= 3) != (footer.partition_encoding_version >= 3) {
             return Err("partition encoding version does not match the format version");

@@ -1,4 +1,4 @@
-//! SSTables (format version 2, see `format::FORMAT_VERSION`): immutable files of partitions in token
+//! SSTables (format version 4, see `format::FORMAT_VERSION`): immutable files of partitions in token
 //! order. The byte layout is specified in docs/format/sstable.md; the
 //! constants in [`format`] mirror it.
 //!
@@ -33,6 +33,7 @@ mod index_search;
 pub mod key_cache;
 mod node_caches;
 pub mod partition_reader;
+pub mod point_index;
 mod reader;
 pub mod row_index;
 mod stats;
@@ -49,6 +50,8 @@ mod tests_corruption;
 mod tests_fixture;
 #[cfg(test)]
 mod tests_io;
+#[cfg(test)]
+mod tests_point;
 #[cfg(test)]
 mod tests_roundtrip;
 

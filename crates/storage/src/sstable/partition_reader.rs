@@ -10,6 +10,7 @@ use crate::engine::PartitionKey;
 use crate::error::{Error, Result};
 use crate::partition::Partition;
 use crate::sstable::format::get_key;
+use crate::sstable::point_index::{PointIndex, POINT_READ_MIN_ENTRY_BYTES};
 use crate::sstable::row_index::{EntryMemo, ReadEntry, RowIndexView, Trailer, TRAILER_LEN};
 use crate::sstable::Sstable;
 use bytes::Bytes;
@@ -42,6 +43,11 @@ pub struct IndexedPartition<'a> {
     len: u64,
     pub header: Header,
     trailer: Trailer,
+    /// Where the offsets the index gives count from, in the entry: 0 for
+    /// format 3's row index, the first item for a point index.
+    items_base: u64,
+    /// A point index, held in memory (read with the header).
+    point: Option<PointIndex>,
 }
 
 impl Sstable {
@@ -49,11 +55,31 @@ impl Sstable {
     /// row index; `None` when this sstable does not hold it. Uses the key
     /// cache and the bloom filter as [`Sstable::read_partition`] does.
     pub fn open_partition(&self, key: &PartitionKey) -> Result<Option<StoredPartition<'_>>> {
+        self.open_partition_in(key, None)
+    }
+
+    /// [`Sstable::open_partition`] for a read of `slices` only: a partition
+    /// with a point index comes back [`StoredPartition::Whole`] with the
+    /// rows and range tombstones of the blocks that hold the slices (and
+    /// its deletion and static row), read without the rest of its entry.
+    pub fn open_partition_for(
+        &self,
+        key: &PartitionKey,
+        slices: &[Slice],
+    ) -> Result<Option<StoredPartition<'_>>> {
+        self.open_partition_in(key, Some(slices))
+    }
+
+    fn open_partition_in(
+        &self,
+        key: &PartitionKey,
+        slices: Option<&[Slice]>,
+    ) -> Result<Option<StoredPartition<'_>>> {
         if !self.may_contain(key) {
             return Ok(None);
         }
         if let Some(at) = self.key_cache_get(key) {
-            if let Some(p) = self.open_at(key, at, true)? {
+            if let Some(p) = self.open_at(key, at, true, slices)? {
                 self.key_cache_hit();
                 return Ok(Some(p));
             }
@@ -61,7 +87,7 @@ impl Sstable {
         let Some(at) = self.locate_counted(key)? else {
             return Ok(None);
         };
-        let p = self.open_at(key, at, false)?;
+        let p = self.open_at(key, at, false, slices)?;
         self.count_true_positive();
         self.key_cache_insert(key, at);
         Ok(p)
@@ -70,8 +96,22 @@ impl Sstable {
     /// The partition `key` at `(position, len)` (a scan's place): whole,
     /// or its header and row index.
     pub fn partition_at(&self, key: &PartitionKey, at: (u64, u64)) -> Result<StoredPartition<'_>> {
-        self.open_at(key, at, false)?
+        self.open_at(key, at, false, None)?
             .ok_or_else(|| self.entry_corrupt(at.0, "index points at another partition"))
+    }
+
+    /// Whether the entry of `len` bytes is read whole, without looking at
+    /// an index: formats 1 and 2 have none; small entries are cheaper
+    /// whole; in format 4 a read of some slices looks for a point index in
+    /// any entry long enough to have one.
+    fn reads_whole(&self, len: u64, slices: Option<&[Slice]>) -> bool {
+        let version = self.format_version();
+        let whole_max = self.whole_entry_max_bytes();
+        match (version, slices) {
+            (..=2, _) => true,
+            (4.., Some(_)) => len <= whole_max.min(POINT_READ_MIN_ENTRY_BYTES),
+            _ => len <= whole_max,
+        }
     }
 
     /// The entry at `(position, len)`, which must be `key`'s: another key
@@ -82,21 +122,31 @@ impl Sstable {
         key: &PartitionKey,
         (position, len): (u64, u64),
         from_cache: bool,
+        slices: Option<&[Slice]>,
     ) -> Result<Option<StoredPartition<'_>>> {
-        if self.format_version() < 3 || len <= self.whole_entry_max_bytes() {
+        if self.reads_whole(len, slices) {
             let p = self.read_entry_at(key, (position, len), from_cache)?;
             return Ok(p.map(StoredPartition::Whole));
         }
-        match IndexedPartition::open(self, Some(key), position, len)? {
+        let has_head = self.format_version() >= 4;
+        match IndexedPartition::open(self, Some(key), position, len, has_head)? {
             Opened::OtherKey if from_cache => Ok(None),
             Opened::OtherKey => {
                 Err(self.entry_corrupt(position, "index points at another partition"))
             }
-            Opened::NoIndex => {
+            Opened::Indexed(ip) if ip.point.is_some() && slices.is_some() => {
+                let slices = slices.unwrap_or_default();
+                let mut p = ip.read_slices(slices)?;
+                p.static_row = ip.header.static_row.clone();
+                Ok(Some(StoredPartition::Whole(p)))
+            }
+            Opened::Indexed(ip) if len > self.whole_entry_max_bytes() => {
+                Ok(Some(StoredPartition::Indexed(*ip)))
+            }
+            Opened::NoIndex | Opened::Indexed(_) => {
                 let p = self.read_entry_at(key, (position, len), from_cache)?;
                 Ok(p.map(StoredPartition::Whole))
             }
-            Opened::Indexed(ip) => Ok(Some(StoredPartition::Indexed(*ip))),
         }
     }
 }
@@ -132,43 +182,98 @@ enum Opened<'a> {
     Indexed(Box<IndexedPartition<'a>>),
 }
 
+/// What the first bytes of an entry say: its key, its point index's head
+/// (format 4), its header and where its items start.
+struct EntryStart {
+    token: i64,
+    key: Bytes,
+    head: Option<Bytes>,
+    header: Header,
+    items_start: u64,
+}
+
+/// Decodes the start of an entry from `bytes`, a prefix of it.
+fn entry_start(bytes: &Bytes, has_head: bool) -> std::result::Result<EntryStart, DecodeError> {
+    let mut r = Reader::shared(bytes);
+    let (token, key) = get_key(&mut r)?;
+    let key = bytes.slice_ref(key);
+    let mut head = None;
+    if has_head {
+        let len = r.varint()?;
+        let at = r.position();
+        let len = usize::try_from(len).map_err(|_| DecodeError {
+            what: "point index truncated",
+            offset: at,
+        })?;
+        r.take(len)?;
+        head = (len > 0).then(|| bytes.slice(at..at + len));
+    }
+    let header = v3::read_partition_header(&mut r)?;
+    Ok(EntryStart {
+        token,
+        key,
+        head,
+        header,
+        items_start: r.position() as u64,
+    })
+}
+
 impl<'a> IndexedPartition<'a> {
-    /// Reads the key and header at the start of the entry at `position`
-    /// (a prefix, doubled until the header decodes), checks the key when
-    /// given, and the trailer when the header announces a row index.
+    /// Reads the key, the point index (format 4: `has_head`) and the
+    /// header at the start of the entry at `position` (a prefix, doubled
+    /// until they decode), checks the key when given, then takes the point
+    /// index, or the trailer when the header announces a row index.
     fn open(
         source: &'a dyn EntryBytes,
         key: Option<&PartitionKey>,
         position: u64,
         len: u64,
+        has_head: bool,
     ) -> Result<Opened<'a>> {
         let mut probe = HEADER_PROBE_BYTES.min(len);
-        let (header, items_start) = loop {
+        let start = loop {
             let bytes = source.read(position, probe)?;
-            let mut r = Reader::shared(&bytes);
-            let (token, k) = get_key(&mut r).map_err(|e| source.corrupt(position, e.what))?;
-            if key.is_some_and(|key| token != key.token || k != &key.key[..]) {
-                return Ok(Opened::OtherKey);
-            }
-            match v3::read_partition_header(&mut r) {
-                Ok(h) => break (h, r.position() as u64),
-                Err(DecodeError {
-                    what: "truncated", ..
-                }) if probe < len => {
-                    probe = (probe * 2).min(len);
-                }
+            match entry_start(&bytes, has_head) {
+                Ok(s) => break s,
+                // A prefix cut inside a value fails as that value's decoder
+                // says ("truncated", "length past the end", ...): only the
+                // whole entry's failure is corruption.
+                Err(_) if probe < len => probe = (probe * 2).min(len),
                 Err(e) => return Err(source.corrupt(position, e.what)),
             }
         };
-        if !header.row_index {
-            return Ok(Opened::NoIndex);
+        if key.is_some_and(|key| start.token != key.token || start.key != key.key) {
+            return Ok(Opened::OtherKey);
         }
-        let Some(at) = len.checked_sub(TRAILER_LEN) else {
-            return Err(source.corrupt(position, "row index trailer truncated"));
+        let EntryStart {
+            head,
+            header,
+            items_start,
+            ..
+        } = start;
+        let (trailer, items_base, point) = match (head, header.row_index) {
+            (Some(_), true) => {
+                return Err(source.corrupt(
+                    position,
+                    "a partition with both a point index and a row index",
+                ))
+            }
+            (Some(head), false) => {
+                let point = PointIndex::decode(head, len - items_start)
+                    .map_err(|w| source.corrupt(position, w))?;
+                (point.trailer, items_start, Some(point))
+            }
+            (None, false) => return Ok(Opened::NoIndex),
+            (None, true) => {
+                let Some(at) = len.checked_sub(TRAILER_LEN) else {
+                    return Err(source.corrupt(position, "row index trailer truncated"));
+                };
+                let tail = source.read(position + at, TRAILER_LEN)?;
+                let trailer = Trailer::decode(&tail, len, items_start)
+                    .map_err(|w| source.corrupt(position, w))?;
+                (trailer, 0, None)
+            }
         };
-        let tail = source.read(position + at, TRAILER_LEN)?;
-        let trailer =
-            Trailer::decode(&tail, len, items_start).map_err(|w| source.corrupt(position, w))?;
         Ok(Opened::Indexed(Box::new(IndexedPartition {
             source,
             memo: EntryMemo::default(),
@@ -176,6 +281,8 @@ impl<'a> IndexedPartition<'a> {
             len,
             header,
             trailer,
+            items_base,
+            point,
         })))
     }
 }
@@ -195,16 +302,29 @@ impl IndexedPartition<'_> {
         self.source.corrupt(self.position, what)
     }
 
+    /// Bytes `[offset, offset + len)` as the index counts them (from the
+    /// entry's start, or from the first item for a point index).
     fn read(&self, offset: u64, len: u64) -> Result<Bytes> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => self.source.read(self.position + offset, len),
+        let at = self.items_base.checked_add(offset);
+        match at.and_then(|at| Some((at, at.checked_add(len)?))) {
+            Some((at, end)) if end <= self.len => self.source.read(self.position + at, len),
             _ => Err(self.corrupt("row index points past its partition")),
+        }
+    }
+
+    /// Bytes of the index itself: from memory for a point index.
+    fn read_index(&self, offset: u64, len: u64) -> Result<Bytes> {
+        match &self.point {
+            Some(p) => p
+                .read(offset, len)
+                .ok_or_else(|| self.corrupt("row index offset past its entries")),
+            None => self.read(offset, len),
         }
     }
 
     /// Runs `f` with a view of the row index.
     fn with_index<T>(&self, f: impl FnOnce(&RowIndexView<'_>) -> Result<T>) -> Result<T> {
-        let read = |offset: u64, len: u64| self.read(offset, len);
+        let read = |offset: u64, len: u64| self.read_index(offset, len);
         let read: &ReadEntry<'_> = &read;
         let corrupt = |what: &str| self.corrupt(what);
         let view = RowIndexView::new(
@@ -216,6 +336,12 @@ impl IndexedPartition<'_> {
         )
         .with_memo(&self.memo);
         f(&view)
+    }
+
+    /// Whether the entry's index is a point index (format 4), read with
+    /// its header, rather than a row index after its items.
+    pub fn has_point_index(&self) -> bool {
+        self.point.is_some()
     }
 
     /// Blocks in the row index.
@@ -380,18 +506,26 @@ impl EntryBytes for MemEntry {
     }
 }
 
-/// Reads `bytes` as one partition's entry of format 3 (key, header, items,
-/// row index, trailer) through its row index, every way a read does, and
-/// discards the results: the entry point of the row index fuzz target
-/// (no checksum stands in front of the decoder here). Must never panic.
+/// Reads `bytes` as one partition's entry, of format 3 (key, header,
+/// items, row index, trailer) and of format 4 (key, point index, header,
+/// items), through its index, every way a read does, and discards the
+/// results: the entry point of the row index fuzz target (no checksum
+/// stands in front of the decoder here). Must never panic.
 pub fn fuzz_row_index(bytes: &[u8]) {
     let src = MemEntry {
         bytes: Bytes::copy_from_slice(bytes),
         cmp: ClusteringComparator::new(vec![(varve_types::CqlType::Int, false)]),
     };
-    let Ok(Opened::Indexed(ip)) = IndexedPartition::open(&src, None, 0, bytes.len() as u64) else {
-        return;
-    };
+    for has_head in [false, true] {
+        let len = bytes.len() as u64;
+        if let Ok(Opened::Indexed(ip)) = IndexedPartition::open(&src, None, 0, len, has_head) {
+            fuzz_reads(&src, &ip);
+        }
+    }
+}
+
+/// Every read [`fuzz_row_index`] makes through an opened entry.
+fn fuzz_reads(src: &MemEntry, ip: &IndexedPartition<'_>) {
     let count = ip.block_count().min(64);
     for i in 0..count {
         let _ = ip.block_start(i);

@@ -23,6 +23,7 @@ use crate::sstable::format::{
 use crate::sstable::index::{decode_span, decode_summary, find_in_span, IndexEntry};
 use crate::sstable::index_search::{with_search_table, Searchable};
 use crate::sstable::key_cache::{KeyCache, KeyCacheBudget, DEFAULT_KEY_CACHE_BYTES};
+use crate::sstable::point_index::PointIndex;
 use crate::sstable::row_index::{Trailer, TRAILER_LEN};
 use crate::sstable::stats::{decode_stats, SstableStats};
 use crate::sstable::summary::Summary;
@@ -570,20 +571,46 @@ impl Sstable {
         Ok((key, partition))
     }
 
-    /// A format 3 entry after its key: the partition (encoding 3), then,
-    /// when the header says so, a row index whose trailer must describe
-    /// exactly the bytes that follow the items.
+    /// A format 3 or 4 entry after its key: in format 4 a point index
+    /// (its head, see [`crate::sstable::point_index`]), then the partition
+    /// (encoding 3), then, when the header says so, a row index whose
+    /// trailer must describe exactly the bytes that follow the items. An
+    /// entry has one index at most.
     fn decode_v3_body(
         &self,
         r: &mut Reader,
         bytes: &bytes::Bytes,
         bad: &dyn Fn(&str) -> Error,
     ) -> Result<Partition> {
-        let items_start = r.position() as u64;
+        let head = if self.footer.version >= 4 {
+            let len = r.varint().map_err(|e| bad(e.what))?;
+            let len = usize::try_from(len).map_err(|_| bad("point index truncated"))?;
+            let at = r.position();
+            r.take(len).map_err(|e| bad(e.what))?;
+            (len > 0).then(|| bytes.slice(at..at + len))
+        } else {
+            None
+        };
         let header_at = r.position();
-        let partition = v3::decode_partition(r, &self.cmp).map_err(|e| bad(e.what))?;
-        let indexed = bytes[header_at] & v3::PARTITION_HAS_ROW_INDEX != 0;
-        if !indexed {
+        let h = v3::read_partition_header(r).map_err(|e| bad(e.what))?;
+        let items_start = r.position() as u64;
+        let mut partition = Partition {
+            deletion: h.deletion,
+            static_row: h.static_row,
+            ..Partition::default()
+        };
+        let folder = v3::MarkerFolder::new(None, crate::cell::DeletionTime::LIVE);
+        v3::read_items_into(r, &h.bases, &self.cmp, &mut partition, folder, None)
+            .map_err(|e| bad(e.what))?;
+        let items_end = r.position() as u64 - 1;
+        if let Some(head) = head {
+            if h.row_index {
+                return Err(bad("a partition with both a point index and a row index"));
+            }
+            let items_len = bytes.len() as u64 - items_start;
+            PointIndex::decode(head, items_len).map_err(bad)?;
+        }
+        if !h.row_index {
             if !r.is_empty() {
                 return Err(bad("trailing bytes"));
             }
@@ -594,8 +621,8 @@ impl Sstable {
             .checked_sub(TRAILER_LEN)
             .map(|at| &bytes[at as usize..])
             .ok_or_else(|| bad("row index trailer truncated"))?;
-        let trailer = Trailer::decode(tail, entry_len, items_start).map_err(bad)?;
-        if trailer.items_end + 1 != r.position() as u64 {
+        let trailer = Trailer::decode(tail, entry_len, header_at as u64).map_err(bad)?;
+        if trailer.items_end != items_end {
             return Err(bad("row index trailer disagrees with the items"));
         }
         Ok(partition)

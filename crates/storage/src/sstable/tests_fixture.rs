@@ -4,7 +4,7 @@
 //! readable) and check that the writer still produces the bytes of the
 //! newest one (the format did not drift without a version bump). Write the
 //! newest, only together with a version change, with
-//! `VARVE_BLESS=1 cargo test -p varve-storage sstable_v3_enc3_fixture`.
+//! `VARVE_BLESS=1 cargo test -p varve-storage sstable_v4_enc3_fixture`.
 
 use super::test_util::{comparator, open, write};
 use crate::cell::{Cell, DeletionTime, LivenessInfo};
@@ -15,6 +15,7 @@ use crate::partition::{Partition, RangeTombstone};
 use crate::row::Row;
 use crate::sstable::format::{Footer, FOOTER_LEN};
 use crate::sstable::fs_mem::MemFs;
+use crate::sstable::point_index::PointIndexParams;
 use crate::sstable::{Compression, SstableParams};
 use bytes::Bytes;
 use std::path::Path;
@@ -26,10 +27,21 @@ const FIXTURE_V2: &str = "src/sstable/fixtures/v2-none-64.db";
 /// Format 2, partition encoding 2.
 const FIXTURE_V2_ENC2: &str = "src/sstable/fixtures/v2-enc2-none-64.db";
 /// Format 3, partition encoding 3, row index blocks of 32 bytes so that
-/// the larger partitions carry a row index (the newest: the writer's bytes).
+/// the larger partitions carry a row index.
 const FIXTURE_V3_ENC3: &str = "src/sstable/fixtures/v3-enc3-none-64.db";
-/// The row index block size the v3 fixture was written with.
+/// Format 4, partition encoding 3, point index blocks of 32 bytes for
+/// entries up to [`FIXTURE_POINT_ENTRY_MAX_BYTES`] and row index blocks of
+/// 32 bytes for longer ones, so that the larger partitions carry one or the
+/// other (the newest: the writer's bytes).
+const FIXTURE_V4_ENC3: &str = "src/sstable/fixtures/v4-enc3-none-64.db";
+/// The row index block size the v3 and v4 fixtures were written with.
 const FIXTURE_ROW_INDEX_BLOCK_BYTES: u64 = 32;
+/// The point index's block size and longest entry in the v4 fixture.
+const FIXTURE_POINT: PointIndexParams = PointIndexParams {
+    block_bytes: 32,
+    entry_max_bytes: FIXTURE_POINT_ENTRY_MAX_BYTES,
+};
+const FIXTURE_POINT_ENTRY_MAX_BYTES: u64 = 250;
 
 fn ck(i: i32, s: &'static str) -> Vec<Bytes> {
     vec![
@@ -104,6 +116,7 @@ fn written_now() -> (Vec<(PartitionKey, Partition)>, Vec<u8>) {
     let mut w =
         crate::sstable::SstableWriter::create(fs.clone(), path, params, comparator()).unwrap();
     w.set_row_index_block_bytes(FIXTURE_ROW_INDEX_BLOCK_BYTES);
+    w.set_point_index(FIXTURE_POINT);
     for (k, p) in &parts {
         w.add(k, p).unwrap();
     }
@@ -162,61 +175,117 @@ fn sstable_v2_enc2_fixture_still_reads() {
 }
 
 #[test]
-fn sstable_v3_enc3_fixture() {
+fn sstable_v3_enc3_fixture_still_reads_through_its_row_index() {
+    let (parts, _) = written_now();
+    let (stored, stats) = read_fixture(FIXTURE_V3_ENC3, PARTITION_ENCODING_VERSION, &parts);
+    assert!(stats.partition_deletions.is_some() && stats.static_rows.is_some());
+    let (row_indexed, point_indexed) = read_through_indexes(stored, &parts);
+    assert!(
+        row_indexed >= 2,
+        "{row_indexed} partitions with a row index"
+    );
+    assert_eq!(point_indexed, 0, "format 3 has no point index");
+}
+
+#[test]
+fn sstable_v4_enc3_fixture() {
     let (parts, written) = written_now();
     if std::env::var_os("VARVE_BLESS").is_some() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        std::fs::write(root.join(FIXTURE_V3_ENC3), &written).unwrap();
-        // Fuzz seeds: the file, and a raw partition (first byte 2 picks
-        // encoding 3 for `fuzz_open`'s direct decode).
-        let corpus = root.join("../../fuzz/corpus/sstable_reader");
-        std::fs::write(corpus.join("v3-enc3-none-64.db"), &written).unwrap();
-        let mut raw = vec![2u8];
-        crate::encoding::encode_partition(&mut raw, &parts[3].1);
-        std::fs::write(corpus.join("partition-enc3"), &raw).unwrap();
-        // Row index seeds: the larger partitions' entries with their index.
-        let rows = root.join("../../fuzz/corpus/row_index");
-        std::fs::create_dir_all(&rows).unwrap();
-        for (k, p) in &parts[3..] {
-            let mut entry = Vec::new();
-            crate::sstable::writer::encode_entry(&mut entry, k, p, 8);
-            std::fs::write(
-                rows.join(format!(
-                    "entry-{}",
-                    parts.iter().position(|x| &x.0 == k).unwrap_or(0)
-                )),
-                &entry,
-            )
-            .unwrap();
-        }
+        bless(&parts, &written);
     }
-    let (stored, stats) = read_fixture(FIXTURE_V3_ENC3, PARTITION_ENCODING_VERSION, &parts);
+    let (stored, stats) = read_fixture(FIXTURE_V4_ENC3, PARTITION_ENCODING_VERSION, &parts);
     assert!(stats.partition_deletions.is_some() && stats.static_rows.is_some());
     assert!(
         written == stored,
         "the writer's bytes changed: a format change needs a new version"
     );
-    // The larger partitions carry a row index, and reads through it find
-    // every row.
+    let (row_indexed, point_indexed) = read_through_indexes(stored, &parts);
+    assert!(
+        row_indexed >= 1,
+        "{row_indexed} partitions with a row index"
+    );
+    assert!(
+        point_indexed >= 2,
+        "{point_indexed} partitions with a point index"
+    );
+}
+
+/// Writes the v4 fixture and the fuzz seeds made from it.
+fn bless(parts: &[(PartitionKey, Partition)], written: &[u8]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::write(root.join(FIXTURE_V4_ENC3), written).unwrap();
+    // Fuzz seeds: the file, and a raw partition (first byte 2 picks
+    // encoding 3 for `fuzz_open`'s direct decode).
+    let corpus = root.join("../../fuzz/corpus/sstable_reader");
+    std::fs::write(corpus.join("v4-enc3-none-64.db"), written).unwrap();
+    let mut raw = vec![2u8];
+    crate::encoding::encode_partition(&mut raw, &parts[3].1);
+    std::fs::write(corpus.join("partition-enc3"), &raw).unwrap();
+    // Row index seeds: the larger partitions' entries with their point
+    // index or row index.
+    let rows = root.join("../../fuzz/corpus/row_index");
+    std::fs::create_dir_all(&rows).unwrap();
+    for (i, (k, p)) in parts.iter().enumerate().skip(3) {
+        for (name, point) in [
+            ("entry", PointIndexParams::default()),
+            ("point", FIXTURE_POINT),
+        ] {
+            let mut entry = Vec::new();
+            crate::sstable::writer::encode_entry(&mut entry, k, p, 8, point);
+            std::fs::write(rows.join(format!("{name}-{i}")), &entry).unwrap();
+        }
+    }
+}
+
+/// Reads every fixed partition of the sstable `stored` through its index
+/// (every entry past 0 bytes goes through it): whole, and one row at a
+/// time. Returns how many partitions have a row index of several blocks,
+/// and how many a point index.
+fn read_through_indexes(stored: Vec<u8>, parts: &[(PartitionKey, Partition)]) -> (usize, usize) {
     let fs = MemFs::new();
-    let path = Path::new("f/v3.db");
+    let path = Path::new("f/indexed.db");
     fs.insert(path, stored);
     let table = open(&fs, path, 1.0).unwrap();
     table.set_whole_entry_max_bytes(0);
-    let mut indexed = 0;
-    for (k, p) in &parts {
+    let (mut row_indexed, mut point_indexed) = (0, 0);
+    for (k, p) in parts {
         match table.open_partition(k).unwrap().unwrap() {
             crate::sstable::StoredPartition::Whole(got) => assert_eq!(&got, p),
             crate::sstable::StoredPartition::Indexed(ip) => {
-                indexed += usize::from(ip.block_count() > 1);
+                if ip.has_point_index() {
+                    point_indexed += 1;
+                } else {
+                    row_indexed += usize::from(ip.block_count() > 1);
+                }
                 let mut got = ip.read_slices(&[Slice::all(&comparator())]).unwrap();
                 got.static_row = ip.header.static_row.clone();
                 assert_eq!(&got, p);
             }
         }
+        for row in p.rows.keys() {
+            let slice = Slice {
+                start: ClusteringKey::before(row.values.clone(), &comparator()),
+                end: ClusteringKey::after(row.values.clone(), &comparator()),
+            };
+            let got = match table.open_partition_for(k, std::slice::from_ref(&slice)) {
+                Ok(Some(crate::sstable::StoredPartition::Whole(got))) => got,
+                Ok(Some(crate::sstable::StoredPartition::Indexed(ip))) => {
+                    let mut got = ip.read_slices(std::slice::from_ref(&slice)).unwrap();
+                    got.static_row = ip.header.static_row.clone();
+                    got
+                }
+                other => panic!("{k:?}: {:?}", other.err()),
+            };
+            // Range tombstones read through an index end at a block edge:
+            // the rows, and what the deletions leave of them, are the same.
+            let (got, want) = (got.slice(std::slice::from_ref(&slice)), p.slice(&[slice]));
+            assert_eq!(got.rows, want.rows);
+            assert_eq!(
+                (got.deletion, &got.static_row),
+                (want.deletion, &want.static_row)
+            );
+            assert_eq!(got.resolve(1_000_000).0, want.resolve(1_000_000).0);
+        }
     }
-    assert!(
-        indexed >= 2,
-        "{indexed} partitions read through a row index of several blocks"
-    );
+    (row_indexed, point_indexed)
 }

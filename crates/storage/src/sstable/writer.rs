@@ -9,7 +9,7 @@
 
 use crate::cell::DeletionTime;
 use crate::clustering::{ClusteringComparator, ClusteringKey};
-use crate::encoding::{v3, PARTITION_ENCODING_VERSION};
+use crate::encoding::{put_varint, v3, PARTITION_ENCODING_VERSION};
 use crate::engine::PartitionKey;
 use crate::error::{Error, Result};
 use crate::fs::{Fs, PageCache, WriteFile};
@@ -21,6 +21,7 @@ use crate::sstable::format::{
     MAX_INDEX_INTERVAL, MAX_KEY_LEN, MIN_CHUNK_LENGTH,
 };
 use crate::sstable::index::IndexWriter;
+use crate::sstable::point_index::PointIndexParams;
 use crate::sstable::row_index::{RowIndexBuilder, ROW_INDEX_BLOCK_BYTES};
 use crate::sstable::stats::{encode_stats, SstableStats, StatsCollector};
 use crate::sstable::SstableParams;
@@ -40,6 +41,8 @@ pub struct SstableWriter {
     scratch: Vec<u8>,
     /// Item bytes per row index block (see [`crate::sstable::row_index`]).
     row_index_block_bytes: u64,
+    /// Which entries get a point index (see [`crate::sstable::point_index`]).
+    point_index: PointIndexParams,
     /// The partition being written piece by piece, if any.
     streaming: Option<Streaming>,
     comparator: Arc<ClusteringComparator>,
@@ -71,24 +74,43 @@ fn invalid(path: &Path, what: String) -> Error {
 /// [`SstableWriter::begin_partition`]) rather than encoded whole first.
 pub const STREAM_ROWS_MIN: usize = 4096;
 
-/// Encodes a partition's whole data entry into `out` (cleared first): the
-/// key, the partition (encoding 3), and, when its items take
-/// `row_index_block_bytes` or more, a row index and its trailer.
+/// Encodes a partition's whole data entry into `out` (cleared first) in
+/// format 4: the key, a point index when `point` applies to it (see
+/// [`crate::sstable::point_index`]), the partition (encoding 3), and, when
+/// it has no point index and its items take `row_index_block_bytes` or
+/// more, a row index and its trailer after the items.
 pub fn encode_entry(
     out: &mut Vec<u8>,
     key: &PartitionKey,
     partition: &Partition,
     row_index_block_bytes: u64,
+    point: PointIndexParams,
 ) {
     out.clear();
     put_key(out, key.token, &key.key);
+    let head_at = out.len();
+    put_varint(out, 0);
     let header_at = out.len();
     let h = v3::Header::of(partition, false);
     v3::put_partition_header(out, &h);
     let items_start = out.len();
-    let last = v3::put_items(out, &h.bases, partition, |_, _, _| {});
+    let mut points = RowIndexBuilder::new(point.block_bytes);
+    let last = v3::put_items(out, &h.bases, partition, |out, first, open| {
+        points.before_item(&h.bases, (out.len() - items_start) as u64, first, open)
+    });
     let items_end = out.len() - 1;
-    if ((items_end - items_start) as u64) < row_index_block_bytes {
+    let items_len = (items_end - items_start) as u64;
+    if point.applies(items_len, out.len() as u64) && points.len() >= 2 && !points.too_large() {
+        let mut head = Vec::with_capacity(points.finished_len() as usize);
+        points.finish(&mut head, &h.bases, items_len, last.as_ref());
+        let body = out.split_off(header_at);
+        out.truncate(head_at);
+        put_varint(out, head.len() as u64);
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&body);
+        return;
+    }
+    if items_len < row_index_block_bytes {
         return;
     }
     // Large: encode the items again, noting where the blocks start (the
@@ -171,6 +193,7 @@ impl SstableWriter {
             last_key: None,
             scratch: Vec::new(),
             row_index_block_bytes: ROW_INDEX_BLOCK_BYTES,
+            point_index: PointIndexParams::default(),
             streaming: None,
             comparator: cmp,
         })
@@ -214,6 +237,7 @@ impl SstableWriter {
             key,
             partition,
             self.row_index_block_bytes,
+            self.point_index,
         );
         let entry_len = self.scratch.len() as u64;
         let position = self.chunks.position();
@@ -239,6 +263,8 @@ impl SstableWriter {
         }
         let mut buf = Vec::new();
         put_key(&mut buf, key.token, &key.key);
+        // No point index: its row index follows the items.
+        put_varint(&mut buf, 0);
         let header = v3::Header {
             row_index: true,
             ..header.clone()
@@ -390,6 +416,12 @@ impl SstableWriter {
     /// blocks to get many of them).
     pub fn set_row_index_block_bytes(&mut self, bytes: u64) {
         self.row_index_block_bytes = bytes.max(1);
+    }
+
+    /// Sets which entries get a point index and its block size (tests use
+    /// small blocks; a block size of 0 writes none).
+    pub fn set_point_index(&mut self, point: PointIndexParams) {
+        self.point_index = point;
     }
 
     /// Writes every remaining section and the footer, then fsyncs.
