@@ -80,12 +80,29 @@ settle() { # waits until no compaction is pending for 30 s in a row (at most an 
   log "pending compactions: $(pending); $(nt compactionstats | head -3 | tr '\n' ' ')"
 }
 
+# Varve: "chunk-cache-hits misses client-reads" from its metrics (totals since start).
+chunk_counts() {
+  [ "$SERVER" = varve ] || return 0
+  curl -s "localhost:$ADMIN/metrics" | awk '
+    /^varve_chunk_cache_hits_total / {h=$2} /^varve_chunk_cache_misses_total / {m=$2}
+    /^varve_client_request_latency_seconds_count\{operation="read"\}/ {r=$2}
+    END {print h+0, m+0, r+0}'
+}
+
+# Chunks looked up and missed per client read between two chunk_counts.
+chunks_per_read() {
+  [ "$SERVER" = varve ] || return 0
+  echo "$1 $2" | awk '{r=$6-$3; if (r>0) printf "chunk cache: %.2f chunks looked up, %.2f missed per read (%d reads)", ($4-$1+$5-$2)/r, ($5-$2)/r, r}'
+}
+
 run() { # label rate(0: unthrottled) seconds
   local rate=""; [ "$2" != 0 ] && rate="-r $2"
+  local before; before=$(chunk_counts)
   python3 "$here/measure_cpu.py" "$SP" "$3" "$out/$1.txt" -- \
     latte run "$W" -f read:5,write:4,delete:1 $P $rate -p 64 -d "${3}s" -w 5s -q \
       -o "$out/$1.json" $HOST > "$out/$1.measure"
   log "$1: $(cat "$out/$1.measure")"
+  [ "$SERVER" = varve ] && log "$1: $(chunks_per_read "$before" "$(chunk_counts)")"
   log "$1: $(python3 "$here/latte_seconds.py" "$out/$1.json" ${2:-0})"
   log "$1: cgroup usage $(( $(cat $CG/memory.usage_in_bytes) >> 20 )) MiB, max $(( $(cat $CG/memory.max_usage_in_bytes) >> 20 )) MiB"
 }
@@ -122,6 +139,7 @@ run unthrottled 0 "$PHASE_S"
 settle
 run before-gc "$RATE" "$PHASE_S"
 # garbagecollect in the background; the client runs at RATE/s until it ends (at most GC_MAX_S).
+gc_chunks=$(chunk_counts)
 gc_start=$(date +%s.%N)
 ( nt garbagecollect kv keyvaluelargeblob_2 > "$out/gc.txt" 2>&1; date +%s.%N > "$out/gc.end" ) &
 GCP=$!
@@ -132,6 +150,7 @@ python3 "$here/measure_cpu.py" "$SP" 1 "$out/during-gc.txt" -- bash -c "
 wait $GCP
 log "garbagecollect took $(python3 -c "print(round($(cat "$out/gc.end") - $gc_start, 1))") s: $(tail -1 "$out/gc.txt")"
 log "during-gc: $(cat "$out/during-gc.measure")"
+[ "$SERVER" = varve ] && log "during-gc: $(chunks_per_read "$gc_chunks" "$(chunk_counts)") (the garbagecollect's shadow lookups included)"
 log "during-gc: $(python3 "$here/latte_seconds.py" "$out/during-gc.json" "$RATE")"
 settle
 run after "$RATE" "$PHASE_S"

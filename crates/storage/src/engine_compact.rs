@@ -19,6 +19,7 @@ mod large;
 mod merge;
 mod output;
 mod run;
+mod shadow_read;
 #[cfg(test)]
 mod tests_bench;
 mod views;

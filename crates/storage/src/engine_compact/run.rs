@@ -6,6 +6,7 @@
 use super::large::{compact_large, LargeJob};
 use super::merge::{KWayMerge, Merged};
 use super::output::Outputs;
+use super::shadow_read::{may_shadow, row_slices, shadow_in, stored_within};
 use super::views::may_hold;
 use super::{generation_of, CompactionResult, Job};
 use crate::compaction::purge::{compact_partition, is_settled, PurgeRule};
@@ -75,8 +76,12 @@ impl Engine {
         // What the sstables outside the compaction say about a partition
         // (only those that may hold data old enough to be shadowed).
         // With the bytes read, which the throttle paces like those written.
+        // Only the rows the compaction holds matter: a partition with a
+        // point or row index is read only where they are.
         let shadow_of =
-            |key: &PartitionKey, min_timestamp: i64| -> Result<(Option<Partition>, u64)> {
+            |key: &PartitionKey, merged_here: &Partition| -> Result<(Option<Partition>, u64)> {
+                let min_timestamp = merged_here.min_timestamp();
+                let slices = row_slices(merged_here);
                 let mut merged: Option<Partition> = None;
                 let mut bytes = 0u64;
                 for s in &others {
@@ -86,7 +91,7 @@ impl Engine {
                     {
                         continue;
                     }
-                    if let Some(p) = s.read_partition(key)? {
+                    if let Some(p) = stored_within(s, key, &slices)? {
                         bytes += crate::memtable::estimate_bytes(&p) as u64;
                         match &mut merged {
                             Some(m) => m.merge(p),
@@ -152,7 +157,7 @@ impl Engine {
                     }
                 };
                 if shadow_mode != ShadowMode::None {
-                    let (shadow, bytes) = shadow_of(&key, merged.min_timestamp())?;
+                    let (shadow, bytes) = shadow_of(&key, &merged)?;
                     outputs.charge_read(bytes);
                     if let Some(shadow) = shadow {
                         merged = drop_shadowed(&merged, &shadow, shadow_mode);
@@ -268,43 +273,4 @@ impl Engine {
         state.sstables.extend(outputs);
         Ok(())
     }
-}
-
-/// Whether `s` may shadow anything at `mode`. At ROW granularity only
-/// deletions do, so an sstable without a tombstone of any kind is not read
-/// (Cassandra's `mayHaveTombstones`): an sstable loaded without deletes
-/// cost a garbagecollect one random read per partition of every sstable it
-/// rewrote, for nothing.
-fn may_shadow(s: &Sstable, mode: ShadowMode) -> bool {
-    match mode {
-        ShadowMode::None => false,
-        ShadowMode::Row => s.stats().tombstone_count > 0,
-        ShadowMode::Cell => true,
-    }
-}
-
-/// What the sstables outside a compaction hold of `key` within `slices`
-/// (for a large partition's shadow check, window by window).
-fn shadow_in(
-    others: &[Arc<Sstable>],
-    mode: ShadowMode,
-    key: &PartitionKey,
-    slices: &[crate::clustering::Slice],
-) -> Result<Option<Partition>> {
-    let mut merged: Option<Partition> = None;
-    for s in others {
-        if !may_shadow(s, mode) || !may_hold(s, key) {
-            continue;
-        }
-        let p = match s.open_partition_for(key, slices)? {
-            None => continue,
-            Some(crate::sstable::StoredPartition::Whole(p)) => p.slice(slices),
-            Some(crate::sstable::StoredPartition::Indexed(ip)) => ip.read_slices(slices)?,
-        };
-        match &mut merged {
-            Some(m) => m.merge(p),
-            None => merged = Some(p),
-        }
-    }
-    Ok(merged)
 }
