@@ -103,13 +103,15 @@ impl Sstable {
     /// Whether the entry of `len` bytes is read whole, without looking at
     /// an index: formats 1 and 2 have none; small entries are cheaper
     /// whole; in format 4 a read of some slices looks for a point index in
-    /// any entry long enough to have one.
-    fn reads_whole(&self, len: u64, slices: Option<&[Slice]>) -> bool {
+    /// any entry long enough to have one, unless the table has no
+    /// clustering columns (one row per partition: never two blocks).
+    pub(crate) fn reads_whole(&self, len: u64, slices: Option<&[Slice]>) -> bool {
         let version = self.format_version();
         let whole_max = self.whole_entry_max_bytes();
+        let clustered = !self.comparator().columns.is_empty();
         match (version, slices) {
             (..=2, _) => true,
-            (4.., Some(_)) => len <= whole_max.min(POINT_READ_MIN_ENTRY_BYTES),
+            (4.., Some(_)) if clustered => len <= whole_max.min(POINT_READ_MIN_ENTRY_BYTES),
             _ => len <= whole_max,
         }
     }

@@ -213,3 +213,29 @@ fn a_single_row_longer_than_two_blocks_reads_whole() {
     assert_eq!(read_for(&table, &parts[0].0, &all), p);
     assert_eq!(table.read_partition(&parts[0].0).unwrap(), Some(p));
 }
+
+/// A read of some slices looks for a point index in an entry past two
+/// blocks, except in a table without clustering columns, whose partitions
+/// hold one row and never have one: those are read whole up to the usual
+/// limit, without a first probe.
+#[test]
+fn only_clustered_tables_probe_mid_size_entries_for_a_point_index() {
+    let fs = MemFs::new();
+    let path = Path::new("t/empty.db");
+    super::test_util::write(&fs, path, SstableParams::default(), &[]);
+    let all = [Slice::all(&comparator())];
+    let mid = crate::sstable::point_index::POINT_READ_MIN_ENTRY_BYTES + 1;
+    let clustered = open(&fs, path, 1.0).unwrap();
+    assert!(clustered.reads_whole(mid - 1, Some(&all)));
+    assert!(!clustered.reads_whole(mid, Some(&all)));
+    assert!(
+        clustered.reads_whole(mid, None),
+        "scans read mid-size entries whole"
+    );
+    let flat = crate::clustering::ClusteringComparator::new(vec![]);
+    let flat = Sstable::open(fs.clone(), path, flat, 1.0).unwrap();
+    assert!(flat.reads_whole(mid, Some(&all)));
+    let whole_max = crate::sstable::partition_reader::WHOLE_ENTRY_MAX_BYTES;
+    assert!(flat.reads_whole(whole_max, Some(&all)));
+    assert!(!flat.reads_whole(whole_max + 1, Some(&all)));
+}
