@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+mod partition_sizes;
 #[cfg(test)]
 mod tests_flush;
 
@@ -815,43 +816,6 @@ impl Engine {
         sstable.set_whole_entry_max_bytes(whole);
         sstable.set_large_entry_bytes(large);
         Ok(sstable.with_node_caches(&self.caches))
-    }
-
-    /// Reads of partitions longer than `whole_max` go through their row
-    /// index; compactions merge partitions of at least `large` bytes window
-    /// by window; sstables written from now on index `block` bytes of
-    /// items per row index block. For sstables open now and opened later.
-    /// The defaults suit production; tests lower them to reach those paths
-    /// with little data.
-    pub fn set_large_partition_bytes(&self, whole_max: u64, large: u64, block: u64) {
-        *self.large_partition_bytes.lock() = (whole_max, large, block);
-        for t in self.tables.read().values() {
-            for s in &t.state.read().sstables {
-                s.set_whole_entry_max_bytes(whole_max);
-                s.set_large_entry_bytes(large);
-            }
-        }
-    }
-
-    /// The row index block size of sstables written now.
-    pub(crate) fn row_index_block_bytes(&self) -> u64 {
-        self.large_partition_bytes.lock().2
-    }
-
-    /// Sstables written from now on give entries up to `entry_max` bytes a
-    /// point index of `block` bytes per block (0: none; see
-    /// [`crate::sstable::point_index`]). The defaults suit production;
-    /// tests change them to reach either index with little data.
-    pub fn set_point_index(&self, block: u64, entry_max: u64) {
-        *self.point_index.lock() = crate::sstable::point_index::PointIndexParams {
-            block_bytes: block,
-            entry_max_bytes: entry_max,
-        };
-    }
-
-    /// The point index of sstables written now.
-    pub(crate) fn point_index(&self) -> crate::sstable::point_index::PointIndexParams {
-        *self.point_index.lock()
     }
 
     /// The chunk cache's counters (`nodetool info`, metrics).

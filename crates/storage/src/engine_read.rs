@@ -235,9 +235,7 @@ pub(crate) fn read_partition_in(
     let g = gather(memtables, sstables, key, slices, cost)?;
     let mut merged = g.small;
     for ip in &g.indexed {
-        let mut p = ip.read_slices(slices)?;
-        p.static_row = ip.header.static_row.clone();
-        merge_into(&mut merged, p);
+        merge_into(&mut merged, ip.read_stored(slices)?);
     }
     Ok(merged)
 }

@@ -49,11 +49,7 @@ pub(super) fn stored_within(
     Ok(match s.open_partition_for(key, slices)? {
         None => None,
         Some(StoredPartition::Whole(p)) => Some(p.slice(slices)),
-        Some(StoredPartition::Indexed(ip)) => {
-            let mut p = ip.read_slices(slices)?;
-            p.static_row = ip.header.static_row.clone();
-            Some(p)
-        }
+        Some(StoredPartition::Indexed(ip)) => Some(ip.read_stored(slices)?),
     })
 }
 

@@ -10,7 +10,7 @@ use crate::engine::PartitionKey;
 use crate::error::{Error, Result};
 use crate::partition::Partition;
 use crate::sstable::format::get_key;
-use crate::sstable::point_index::{PointIndex, POINT_READ_MIN_ENTRY_BYTES};
+use crate::sstable::point_index::{read_head, PointIndex, POINT_READ_MIN_ENTRY_BYTES};
 use crate::sstable::row_index::{EntryMemo, ReadEntry, RowIndexView, Trailer, TRAILER_LEN};
 use crate::sstable::Sstable;
 use bytes::Bytes;
@@ -131,21 +131,21 @@ impl Sstable {
             return Ok(p.map(StoredPartition::Whole));
         }
         let has_head = self.format_version() >= 4;
-        match IndexedPartition::open(self, Some(key), position, len, has_head)? {
-            Opened::OtherKey if from_cache => Ok(None),
-            Opened::OtherKey => {
+        match (
+            IndexedPartition::open(self, Some(key), position, len, has_head)?,
+            slices,
+        ) {
+            (Opened::OtherKey, _) if from_cache => Ok(None),
+            (Opened::OtherKey, _) => {
                 Err(self.entry_corrupt(position, "index points at another partition"))
             }
-            Opened::Indexed(ip) if ip.point.is_some() && slices.is_some() => {
-                let slices = slices.unwrap_or_default();
-                let mut p = ip.read_slices(slices)?;
-                p.static_row = ip.header.static_row.clone();
-                Ok(Some(StoredPartition::Whole(p)))
+            (Opened::Indexed(ip), Some(slices)) if ip.has_point_index() => {
+                Ok(Some(StoredPartition::Whole(ip.read_stored(slices)?)))
             }
-            Opened::Indexed(ip) if len > self.whole_entry_max_bytes() => {
+            (Opened::Indexed(ip), _) if len > self.whole_entry_max_bytes() => {
                 Ok(Some(StoredPartition::Indexed(*ip)))
             }
-            Opened::NoIndex | Opened::Indexed(_) => {
+            (Opened::NoIndex | Opened::Indexed(_), _) => {
                 let p = self.read_entry_at(key, (position, len), from_cache)?;
                 Ok(p.map(StoredPartition::Whole))
             }
@@ -199,17 +199,11 @@ fn entry_start(bytes: &Bytes, has_head: bool) -> std::result::Result<EntryStart,
     let mut r = Reader::shared(bytes);
     let (token, key) = get_key(&mut r)?;
     let key = bytes.slice_ref(key);
-    let mut head = None;
-    if has_head {
-        let len = r.varint()?;
-        let at = r.position();
-        let len = usize::try_from(len).map_err(|_| DecodeError {
-            what: "point index truncated",
-            offset: at,
-        })?;
-        r.take(len)?;
-        head = (len > 0).then(|| bytes.slice(at..at + len));
-    }
+    let head = if has_head {
+        read_head(&mut r, bytes)?
+    } else {
+        None
+    };
     let header = v3::read_partition_header(&mut r)?;
     Ok(EntryStart {
         token,
@@ -476,6 +470,15 @@ impl IndexedPartition<'_> {
             done = to;
         }
         Ok(out.slice(slices).without_static())
+    }
+
+    /// What the partition holds within `slices`, as a read of the whole
+    /// partition would give it sliced: [`IndexedPartition::read_slices`]
+    /// with the header's static row.
+    pub fn read_stored(&self, slices: &[Slice]) -> Result<Partition> {
+        let mut p = self.read_slices(slices)?;
+        p.static_row = self.header.static_row.clone();
+        Ok(p)
     }
 
     /// The deletion open where block `i` starts.

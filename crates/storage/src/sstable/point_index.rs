@@ -20,6 +20,7 @@
 //! those written item by item, keep format 3's row index after their items
 //! instead.
 
+use crate::encoding::{DecodeError, Reader};
 use crate::sstable::row_index::{Trailer, TRAILER_LEN};
 use bytes::Bytes;
 
@@ -53,9 +54,9 @@ impl Default for PointIndexParams {
 }
 
 impl PointIndexParams {
-    /// Whether an entry of `entry_len` bytes whose items take `items_len`
-    /// bytes gets a point index: two blocks of items at least, and not
-    /// longer than the limit.
+    /// Whether an entry of `entry_len` bytes (before its point index)
+    /// whose items take `items_len` bytes gets a point index: two blocks of
+    /// items at least, and not longer than the limit.
     pub fn applies(&self, items_len: u64, entry_len: u64) -> bool {
         self.block_bytes > 0
             && items_len >= self.block_bytes.saturating_mul(2)
@@ -70,6 +71,20 @@ pub struct PointIndex {
     pub trailer: Trailer,
     /// The entries and the offsets table.
     pub index: Bytes,
+}
+
+/// Reads a format 4 entry's `head_len` and head from `r`, a reader over
+/// `bytes` placed just after the key: the head's bytes, `None` when it is
+/// empty. Leaves `r` at the partition's header.
+pub fn read_head(r: &mut Reader, bytes: &Bytes) -> Result<Option<Bytes>, DecodeError> {
+    let len = r.varint()?;
+    let at = r.position();
+    let len = usize::try_from(len).map_err(|_| DecodeError {
+        what: "point index truncated",
+        offset: at,
+    })?;
+    r.take(len)?;
+    Ok((len > 0).then(|| bytes.slice(at..at + len)))
 }
 
 impl PointIndex {

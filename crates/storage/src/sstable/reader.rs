@@ -23,7 +23,7 @@ use crate::sstable::format::{
 use crate::sstable::index::{decode_span, decode_summary, find_in_span, IndexEntry};
 use crate::sstable::index_search::{with_search_table, Searchable};
 use crate::sstable::key_cache::{KeyCache, KeyCacheBudget, DEFAULT_KEY_CACHE_BYTES};
-use crate::sstable::point_index::PointIndex;
+use crate::sstable::point_index::{read_head, PointIndex};
 use crate::sstable::row_index::{Trailer, TRAILER_LEN};
 use crate::sstable::stats::{decode_stats, SstableStats};
 use crate::sstable::summary::Summary;
@@ -583,11 +583,7 @@ impl Sstable {
         bad: &dyn Fn(&str) -> Error,
     ) -> Result<Partition> {
         let head = if self.footer.version >= 4 {
-            let len = r.varint().map_err(|e| bad(e.what))?;
-            let len = usize::try_from(len).map_err(|_| bad("point index truncated"))?;
-            let at = r.position();
-            r.take(len).map_err(|e| bad(e.what))?;
-            (len > 0).then(|| bytes.slice(at..at + len))
+            read_head(r, bytes).map_err(|e| bad(e.what))?
         } else {
             None
         };

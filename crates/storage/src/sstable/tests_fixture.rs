@@ -257,8 +257,7 @@ fn read_through_indexes(stored: Vec<u8>, parts: &[(PartitionKey, Partition)]) ->
                 } else {
                     row_indexed += usize::from(ip.block_count() > 1);
                 }
-                let mut got = ip.read_slices(&[Slice::all(&comparator())]).unwrap();
-                got.static_row = ip.header.static_row.clone();
+                let got = ip.read_stored(&[Slice::all(&comparator())]).unwrap();
                 assert_eq!(&got, p);
             }
         }
@@ -270,8 +269,7 @@ fn read_through_indexes(stored: Vec<u8>, parts: &[(PartitionKey, Partition)]) ->
             let got = match table.open_partition_for(k, std::slice::from_ref(&slice)) {
                 Ok(Some(crate::sstable::StoredPartition::Whole(got))) => got,
                 Ok(Some(crate::sstable::StoredPartition::Indexed(ip))) => {
-                    let mut got = ip.read_slices(std::slice::from_ref(&slice)).unwrap();
-                    got.static_row = ip.header.static_row.clone();
+                    let got = ip.read_stored(std::slice::from_ref(&slice)).unwrap();
                     got
                 }
                 other => panic!("{k:?}: {:?}", other.err()),

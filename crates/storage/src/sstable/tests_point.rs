@@ -48,11 +48,7 @@ fn write_with(parts: &[(PartitionKey, Partition)], point: PointIndexParams) -> S
 fn read_for(table: &Sstable, key: &PartitionKey, slices: &[Slice]) -> Partition {
     match table.open_partition_for(key, slices).unwrap().unwrap() {
         StoredPartition::Whole(p) => p,
-        StoredPartition::Indexed(ip) => {
-            let mut p = ip.read_slices(slices).unwrap();
-            p.static_row = ip.header.static_row.clone();
-            p
-        }
+        StoredPartition::Indexed(ip) => ip.read_stored(slices).unwrap(),
     }
 }
 
