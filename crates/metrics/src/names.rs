@@ -81,6 +81,7 @@ pub const COMPACTION_THROUGHPUT_SHARE: &str = "compaction_throughput_share";
 pub const READ_STAGE_PENDING: &str = "read_stage_pending";
 pub const READ_STAGE_COMPLETED: &str = "read_stage_completed";
 pub const READ_STAGE_CANCELLED: &str = "read_stage_cancelled";
+pub const READ_STAGE_DIRECT: &str = "read_stage_direct";
 pub const CHUNK_CACHE_HITS: &str = "chunk_cache_hits";
 pub const CHUNK_CACHE_MISSES: &str = "chunk_cache_misses";
 pub const CHUNK_CACHE_BYTES: &str = "chunk_cache_bytes";
@@ -276,6 +277,9 @@ pub const CATALOG: &[MetricDef] = &[
     def(READ_STAGE_CANCELLED, Kind::Counter, &[],
         "Read-stage statements dropped unrun: their connection had closed.",
         "(none)"),
+    def(READ_STAGE_DIRECT, Kind::Counter, &[],
+        "Statements sent to the read stage without a first run on the event loop (their recent runs needed the disk).",
+        "(none: Cassandra runs every read on its read stage)"),
     def(CHUNK_CACHE_HITS, Kind::Counter, &[],
         "Chunk and index block lookups served by the chunk cache.",
         "Cache ChunkCache Hits"),

@@ -35,6 +35,7 @@ mod info;
 pub mod limits;
 mod listener;
 pub mod metrics;
+pub mod read_route;
 pub mod read_stage;
 mod statements;
 mod status;

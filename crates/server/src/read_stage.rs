@@ -18,6 +18,8 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 use varve_metrics::{names, Counter, Gauge, Registry};
 
+use crate::read_route::ReadRoute;
+
 /// The read stage's slots and instruments.
 pub struct ReadStage {
     slots: Arc<Semaphore>,
@@ -26,6 +28,9 @@ pub struct ReadStage {
     pending: Arc<Gauge>,
     completed: Arc<Counter>,
     cancelled: Arc<Counter>,
+    /// Statements sent here without a first run on the event loop.
+    direct: Arc<Counter>,
+    route: ReadRoute,
     /// Statements run and their total time (µs) since the last
     /// [`ReadStage::take_window`]: what the compaction throttle watches.
     window: parking_lot::Mutex<(u64, u64)>,
@@ -68,6 +73,8 @@ impl ReadStage {
             pending: registry.gauge(names::READ_STAGE_PENDING, &[]),
             completed: registry.counter(names::READ_STAGE_COMPLETED, &[]),
             cancelled: registry.counter(names::READ_STAGE_CANCELLED, &[]),
+            direct: registry.counter(names::READ_STAGE_DIRECT, &[]),
+            route: ReadRoute::default(),
             window: parking_lot::Mutex::new((0, 0)),
         }
     }
@@ -87,6 +94,21 @@ impl ReadStage {
 
     pub fn cancelled(&self) -> u64 {
         self.cancelled.get()
+    }
+
+    /// Which prepared statements skip their first run on the event loop.
+    pub fn route(&self) -> &ReadRoute {
+        &self.route
+    }
+
+    /// Counts a statement sent here without a first run on the event loop.
+    pub fn count_direct(&self) {
+        self.direct.inc();
+    }
+
+    /// Statements sent here without a first run on the event loop.
+    pub fn direct(&self) -> u64 {
+        self.direct.get()
     }
 
     /// Statements waiting for a slot now.

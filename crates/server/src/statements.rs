@@ -155,6 +155,12 @@ fn running(ctx: &Context, request: Request, tracing: bool, started: Option<Insta
 /// poll (other nodes) becomes a task; both answer on their own.
 fn run_here(ctx: &Context, q: Queued) -> Option<(Outgoing, OwnedSemaphorePermit)> {
     let started = Instant::now();
+    let stage = &ctx.shared.read_stage;
+    if prepared_id(&q.request).is_some_and(|id| stage.route().skip_event_loop(id)) {
+        stage.count_direct();
+        to_read_stage(ctx.clone(), q, started);
+        return None;
+    }
     let Queued {
         stream,
         request,
@@ -207,6 +213,10 @@ fn finish_here(
     q: Queued,
     started: Instant,
 ) -> Option<(Outgoing, OwnedSemaphorePermit)> {
+    if let Some(id) = prepared_id(&q.request) {
+        let route = ctx.shared.read_stage.route();
+        route.ran_on_event_loop(id, executed.would_block);
+    }
     if executed.would_block {
         to_read_stage(ctx.clone(), q, started);
         return None;
@@ -215,6 +225,16 @@ fn finish_here(
         answer(&ctx.shared, ctx.version, q.stream, executed),
         q.permit,
     ))
+}
+
+/// The id of a prepared statement's EXECUTE: what [`ReadRoute`] keys on.
+///
+/// [`ReadRoute`]: crate::read_route::ReadRoute
+fn prepared_id(request: &Request) -> Option<&[u8]> {
+    match request {
+        Request::Execute { id, .. } => Some(id),
+        _ => None,
+    }
 }
 
 /// A statement left pending by its first poll, polled on as a task, each
