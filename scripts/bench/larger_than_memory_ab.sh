@@ -1,0 +1,87 @@
+#!/bin/bash
+# Issue 24: an A/B of Varve builds (or settings) on data larger than memory, each run starting
+# from the same loaded data. `load` loads ROWS rows of VALUE_SIZE bytes of
+# ../shared/bench/latte/mixed.rn's table once (8 GB at the defaults), waits for compactions to
+# settle and keeps that data directory as PRISTINE. Each `run` restores it (sstables hard-linked,
+# smaller files copied: sstables are never written in place), drops the page cache, starts the
+# node in a memory cgroup of CAP, offers the 5:4:1 mix at 3,000/s for WARM_S, then unthrottled for
+# RUN_S, and prints one line: operations, server CPU ticks (1/100 s) and operations per server
+# CPU-second of the unthrottled phase, with the chunk cache's lookups and misses and the disk's
+# reads over it. Needs root (cgroups, drop_caches) and latte.
+#
+#   scripts/bench/larger_than_memory_ab.sh load target/release/varve
+#   for r in 1 2 3; do
+#     scripts/bench/larger_than_memory_ab.sh run /tmp/varve-a a$r
+#     scripts/bench/larger_than_memory_ab.sh run /tmp/varve-b b$r
+#   done
+#
+# Env: CAP (2560M), ROWS (2000000), VALUE_SIZE (4096), WARM_S (30), RUN_S (40),
+#      OUT (/tmp/varve-bench/ltm-ab), PRISTINE (OUT/pristine), VARVE_YAML (extra config lines),
+#      PERF=1 records a profile of the unthrottled phase (OUT/NAME/perf.data).
+set -u
+CMD=${1:?load or run}; V=$(realpath "${2:?varve binary}"); NAME=${3:-load}
+CAP=${CAP:-2560M}; ROWS=${ROWS:-2000000}; VALUE_SIZE=${VALUE_SIZE:-4096}
+WARM_S=${WARM_S:-30}; RUN_S=${RUN_S:-40}
+here=$(cd "$(dirname "$0")" && pwd); repo=$(cd "$here/../.." && pwd)
+W=$repo/../shared/bench/latte/mixed.rn
+P="-P rows=$ROWS -P value_size=$VALUE_SIZE"
+base=${OUT:-/tmp/varve-bench/ltm-ab}; PRISTINE=${PRISTINE:-$base/pristine}
+out=$base/$NAME; mkdir -p "$out"
+CG=/sys/fs/cgroup/memory/ltm-ab
+HOST=127.0.0.1:9043; ADMIN=9183
+[ -d $CG ] && rmdir $CG 2>/dev/null; mkdir -p $CG; echo "$CAP" > $CG/memory.limit_in_bytes
+
+start() {
+  printf "commitlog_sync: periodic\n%b\n" "${VARVE_YAML:-}" > "$out/varve.yaml"
+  bash -c "echo \$\$ > $CG/cgroup.procs; exec $V server --data-dir $out/vdata --port 9043 \
+    --admin-port $ADMIN --config $out/varve.yaml" >> "$out/server.log" 2>&1 &
+  SP=$!
+  for _ in $(seq 600); do grep -q "varve ready" "$out/server.log" && break; sleep 0.1; done
+}
+stop() { kill "$SP"; wait "$SP"; }
+pending() {
+  "$V" nodetool -p $ADMIN compactionstats |
+    awk '/pending tasks/ {p=$3} /compaction type/ {r=1} END {print (r ? "running" : p)}'
+}
+metric() { curl -s "localhost:$ADMIN/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+disk_reads() { awk '$3 !~ /[0-9]$/ || $3 ~ /^nvme[0-9]+n[0-9]+$/ {r += $4} END {print r}' /proc/diskstats; }
+ticks() { awk '{print $14 + $15}' "/proc/$SP/stat"; }
+
+if [ "$CMD" = load ]; then
+  rm -rf "$out/vdata"; start
+  latte schema "$W" $P $HOST > /dev/null
+  latte load "$W" $P --concurrency 64 -q $HOST > "$out/load.txt"
+  "$V" nodetool -p $ADMIN flush kv
+  calm=0
+  for _ in $(seq 720); do
+    if [ "$(pending)" = 0 ]; then calm=$((calm + 1)); else calm=0; fi
+    [ $calm -ge 6 ] && break
+    sleep 5
+  done
+  stop
+  rm -rf "$PRISTINE"; cp -a "$out/vdata" "$PRISTINE"
+  echo "loaded: $(du -sh "$PRISTINE" | cut -f1) in $PRISTINE"
+  exit 0
+fi
+
+rm -rf "$out/vdata"; cp -al "$PRISTINE" "$out/vdata"
+find "$PRISTINE" -type f -size -64M -printf '%P\n' |
+  while read -r f; do cp --remove-destination "$PRISTINE/$f" "$out/vdata/$f"; done
+sync; echo 3 > /proc/sys/vm/drop_caches
+start
+latte run "$W" -f read:5,write:4,delete:1 $P -r 3000 -p 64 -d "${WARM_S}s" -w 5s -q $HOST > "$out/warm.txt"
+h0=$(metric varve_chunk_cache_hits_total); m0=$(metric varve_chunk_cache_misses_total)
+d0=$(disk_reads); t0=$(ticks)
+PP=
+if [ "${PERF:-0}" = 1 ]; then
+  perf record -F 499 -g -p "$SP" -o "$out/perf.data" -- sleep "$RUN_S" > /dev/null 2>&1 &
+  PP=$!
+fi
+latte run "$W" -f read:5,write:4,delete:1 $P -p 64 -d "${RUN_S}s" -w 0s -q $HOST > "$out/unthrottled.txt"
+t1=$(ticks); d1=$(disk_reads)
+h1=$(metric varve_chunk_cache_hits_total); m1=$(metric varve_chunk_cache_misses_total)
+curl -s "localhost:$ADMIN/metrics" > "$out/metrics.txt"
+[ -n "$PP" ] && wait "$PP"
+stop
+ops=$(awk '/Cycles *\[op\]/ {print $3}' "$out/unthrottled.txt")
+echo "$NAME ops=$ops ops_s=$((ops / RUN_S)) cpu_ticks=$((t1 - t0)) ops_per_cpu_s=$((ops * 100 / (t1 - t0))) chunk_lookups=$((h1 - h0 + m1 - m0)) chunk_misses=$((m1 - m0)) disk_reads=$((d1 - d0))" | tee -a "$base/results.txt"
