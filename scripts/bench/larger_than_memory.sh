@@ -26,10 +26,10 @@ CG=/sys/fs/cgroup/memory/ltm-$SERVER
 
 log() { echo "[$(date +%T)] $*" | tee -a "$out/summary.txt"; }
 
+. "$here/capped_varve.sh"   # capped_cgroup, start_capped_varve
+
 cgroup() { # a fresh memory cgroup of CAP
-  [ -d "$CG" ] && rmdir "$CG" 2>/dev/null
-  mkdir -p "$CG"
-  echo "$CAP" > "$CG/memory.limit_in_bytes"
+  capped_cgroup "$CG" "$CAP"
   log "cgroup $CG: limit $(cat "$CG/memory.limit_in_bytes") bytes"
 }
 
@@ -39,15 +39,7 @@ if [ "$SERVER" = varve ]; then
   V=$(realpath "${VARVE:-$repo/target/release/varve}")
   HOST=127.0.0.1:9043; ADMIN=9183
   nt() { "$V" nodetool -p $ADMIN "$@"; }
-  start() {
-    printf "commitlog_sync: periodic\n%b\n" "${VARVE_YAML:-}" > "$out/varve.yaml"
-    # The shell joins the cgroup, then becomes the server: everything it
-    # allocates and every page it caches is charged there.
-    bash -c "echo \$\$ > $CG/cgroup.procs; exec $V server --data-dir $out/vdata --port 9043 \
-      --admin-port $ADMIN --config $out/varve.yaml" >> "$out/server.log" 2>&1 &
-    SP=$!
-    for _ in $(seq 600); do grep -q "varve ready" "$out/server.log" && break; sleep 0.1; done
-  }
+  start() { start_capped_varve "$V" "$CG" "$out" $ADMIN; }
   stop() { [ -n "${SP:-}" ] || return 0; kill "$SP"; wait "$SP"; SP=; }
   wipe() { rm -rf "$out/vdata"; }
 

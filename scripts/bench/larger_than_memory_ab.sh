@@ -29,20 +29,12 @@ base=${OUT:-/tmp/varve-bench/ltm-ab}; PRISTINE=${PRISTINE:-$base/pristine}
 out=$base/$NAME; mkdir -p "$out"
 CG=/sys/fs/cgroup/memory/ltm-ab
 HOST=127.0.0.1:9043; ADMIN=9183
-[ -d $CG ] && rmdir $CG 2>/dev/null; mkdir -p $CG; echo "$CAP" > $CG/memory.limit_in_bytes
+. "$here/capped_varve.sh"   # capped_cgroup, start_capped_varve
+. "$here/settle.sh"         # settle SECONDS NODETOOL...
+capped_cgroup $CG "$CAP"
 
-start() {
-  printf "commitlog_sync: periodic\n%b\n" "${VARVE_YAML:-}" > "$out/varve.yaml"
-  bash -c "echo \$\$ > $CG/cgroup.procs; exec $V server --data-dir $out/vdata --port 9043 \
-    --admin-port $ADMIN --config $out/varve.yaml" >> "$out/server.log" 2>&1 &
-  SP=$!
-  for _ in $(seq 600); do grep -q "varve ready" "$out/server.log" && break; sleep 0.1; done
-}
+start() { start_capped_varve "$V" $CG "$out" $ADMIN; }
 stop() { kill "$SP"; wait "$SP"; }
-pending() {
-  "$V" nodetool -p $ADMIN compactionstats |
-    awk '/pending tasks/ {p=$3} /compaction type/ {r=1} END {print (r ? "running" : p)}'
-}
 metric() { curl -s "localhost:$ADMIN/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 disk_reads() { awk '$3 !~ /[0-9]$/ || $3 ~ /^nvme[0-9]+n[0-9]+$/ {r += $4} END {print r}' /proc/diskstats; }
 ticks() { awk '{print $14 + $15}' "/proc/$SP/stat"; }
@@ -52,12 +44,7 @@ if [ "$CMD" = load ]; then
   latte schema "$W" $P $HOST > /dev/null
   latte load "$W" $P --concurrency 64 -q $HOST > "$out/load.txt"
   "$V" nodetool -p $ADMIN flush kv
-  calm=0
-  for _ in $(seq 720); do
-    if [ "$(pending)" = 0 ]; then calm=$((calm + 1)); else calm=0; fi
-    [ $calm -ge 6 ] && break
-    sleep 5
-  done
+  settle 3600 "$V" nodetool -p $ADMIN
   stop
   rm -rf "$PRISTINE"; cp -a "$out/vdata" "$PRISTINE"
   echo "loaded: $(du -sh "$PRISTINE" | cut -f1) in $PRISTINE"

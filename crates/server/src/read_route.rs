@@ -95,7 +95,8 @@ impl ReadRoute {
     }
 
     /// The score of `id`'s slot.
-    pub fn score(&self, id: &[u8]) -> u8 {
+    #[cfg(test)]
+    fn score(&self, id: &[u8]) -> u8 {
         self.slot(id).load(Ordering::Relaxed)
     }
 }

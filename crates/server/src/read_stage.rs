@@ -106,11 +106,6 @@ impl ReadStage {
         self.direct.inc();
     }
 
-    /// Statements sent here without a first run on the event loop.
-    pub fn direct(&self) -> u64 {
-        self.direct.get()
-    }
-
     /// Statements waiting for a slot now.
     pub fn pending(&self) -> u64 {
         self.pending.get().max(0.0) as u64
