@@ -180,6 +180,31 @@ def connect(host, port, protocol_version, local_dc="datacenter1", **kwargs):
                    execution_profiles={EXEC_PROFILE_DEFAULT: profile}, **kwargs)
 
 
+def pinned_cluster(host, port, protocol_version=5, **kwargs):
+    """A Cluster that sends every request to `host` as coordinator.
+
+    system.local and system.peers answer for the node that coordinates the
+    query, so a test of one node's view must pin its queries to that node:
+    a round-robin driver spreads them over every node it has found."""
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]),
+                               request_timeout=20)
+    kwargs.setdefault("max_schema_agreement_wait", 0)
+    return Cluster([host], port=port, protocol_version=protocol_version,
+                   execution_profiles={EXEC_PROFILE_DEFAULT: profile}, **kwargs)
+
+
+def peer_rows(host, port, columns):
+    """The rows of `host`'s own system.peers (`columns` selected)."""
+    cluster = pinned_cluster(host, port)
+    try:
+        return list(cluster.connect().execute(f"SELECT {columns} FROM system.peers"))
+    finally:
+        cluster.shutdown()
+
+
 @pytest.fixture(scope="module", params=PROTOCOL_VERSIONS, ids=lambda v: f"v{v}")
 def protocol_version(request):
     return request.param

@@ -9,6 +9,7 @@ from cassandra import Unauthorized
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import NoHostAvailable
 
+from conftest import pinned_cluster
 from test_cluster_launcher import varve_cluster
 
 # Ports no other test_cluster_* module uses.
@@ -31,13 +32,7 @@ def cluster_dir(tmp_path):
 
 def pinned(host, user, password):
     """A session whose requests all go to `host`, logged in as `user`."""
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import WhiteListRoundRobinPolicy
-
-    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]), request_timeout=20)
-    cluster = Cluster([host], port=NATIVE, protocol_version=5, max_schema_agreement_wait=0,
-                      auth_provider=PlainTextAuthProvider(user, password),
-                      execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    cluster = pinned_cluster(host, NATIVE, auth_provider=PlainTextAuthProvider(user, password))
     return cluster, cluster.connect()
 
 

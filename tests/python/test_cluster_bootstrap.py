@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from conftest import VarveNode, connect, varve_bin
+from conftest import VarveNode, connect, peer_rows, pinned_cluster, varve_bin
 
 NATIVE, ADMIN, STORAGE = 19342, 19480, 17300
 FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
@@ -43,14 +43,7 @@ def nodes():
 
 def pinned(host):
     """A session whose requests all go to `host` as coordinator."""
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import WhiteListRoundRobinPolicy
-
-    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]),
-                               request_timeout=20)
-    cluster = Cluster([host], port=NATIVE, protocol_version=5,
-                      execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                      max_schema_agreement_wait=0)
+    cluster = pinned_cluster(host, NATIVE)
     return cluster, cluster.connect()
 
 
@@ -145,7 +138,7 @@ def test_a_node_joining_under_quorum_writes_streams_every_acknowledged_row(tmp_p
     live = [k for k in range(rows) if k % 10 != 0] + writer.acked
     deleted = list(range(0, rows, 10))
     # Every node lists the new one as a peer, with its tokens.
-    peers = {str(p.peer): p.tokens for p in session.execute("SELECT peer, tokens FROM system.peers")}
+    peers = {str(p.peer): p.tokens for p in peer_rows("127.0.0.1", NATIVE, "peer, tokens")}
     assert "127.0.0.4" in peers and len(peers["127.0.0.4"]) == 16, peers
     assert missing_rows(session, live, "QUORUM") == []
     new_cluster, new_session = pinned("127.0.0.4")
@@ -213,7 +206,7 @@ def test_a_bootstrap_killed_half_way_starts_again_and_completes(tmp_path, nodes)
     starting.join(30)
     assert "bootstrap: done" not in node4.log(), "the kill came too late to test a restart"
     # Listed as joining meanwhile: drivers do not see it as a peer.
-    peers = [str(p.peer) for p in session.execute("SELECT peer FROM system.peers")]
+    peers = [str(p.peer) for p in peer_rows("127.0.0.1", NATIVE, "peer")]
     assert "127.0.0.4" not in peers, peers
     node4.start(port=NATIVE, admin_port=ADMIN)
     assert "bootstrap: done; this node is Normal" in node4.log(), node4.log_tail()
@@ -303,7 +296,7 @@ def test_a_dead_node_is_replaced_by_a_new_one_with_its_tokens(tmp_path, nodes):
     deadline = time.monotonic() + 10
     while True:
         tokens = {str(p.peer): sorted(p.tokens or [])
-                  for p in session.execute("SELECT peer, tokens FROM system.peers")}
+                  for p in peer_rows("127.0.0.1", NATIVE, "peer, tokens")}
         if tokens.get("127.0.0.4"):
             break
         assert time.monotonic() < deadline, tokens
@@ -321,7 +314,7 @@ def test_a_dead_node_is_replaced_by_a_new_one_with_its_tokens(tmp_path, nodes):
     _, writer = replace_under_writes(tmp_path, nodes, "127.0.0.4", "node5", "127.0.0.5", rows)
     deadline = time.monotonic() + 10
     while True:
-        now = {str(p.peer): sorted(p.tokens) for p in session.execute("SELECT peer, tokens FROM system.peers")}
+        now = {str(p.peer): sorted(p.tokens) for p in peer_rows("127.0.0.1", NATIVE, "peer, tokens")}
         if "127.0.0.4" not in now and "127.0.0.5" in now:
             break
         assert time.monotonic() < deadline, now
@@ -344,14 +337,14 @@ def test_a_dead_node_is_replaced_on_its_own_address(tmp_path, nodes):
     rows = 2000
     cluster, session = three_nodes_with_rows(tmp_path, nodes, rows)
     before = {str(p.peer): (p.host_id, sorted(p.tokens or []))
-              for p in session.execute("SELECT peer, host_id, tokens FROM system.peers")}
+              for p in peer_rows("127.0.0.1", NATIVE, "peer, host_id, tokens")}
     assert before.get("127.0.0.3"), before
     nodes[2].stop(signal.SIGKILL)
     _, writer = replace_under_writes(tmp_path, nodes, "127.0.0.3", "node3-new", "127.0.0.3", rows)
     deadline = time.monotonic() + 10
     while True:
         now = {str(p.peer): (p.host_id, sorted(p.tokens or []))
-               for p in session.execute("SELECT peer, host_id, tokens FROM system.peers")}
+               for p in peer_rows("127.0.0.1", NATIVE, "peer, host_id, tokens")}
         if now.get("127.0.0.3") and now["127.0.0.3"][0] != before["127.0.0.3"][0]:
             break
         assert time.monotonic() < deadline, (before, now)

@@ -15,7 +15,7 @@ import subprocess
 import time
 
 
-from conftest import connect, varve_bin
+from conftest import connect, peer_rows, varve_bin
 from test_cluster_bootstrap import ADMIN, NATIVE, Writer, missing_rows, nodes, pinned, start_node  # noqa: F401 (nodes: a fixture)
 FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
 
@@ -64,7 +64,7 @@ def test_a_decommissioned_node_hands_its_ranges_over_and_leaves(tmp_path, nodes)
     # The cluster no longer lists it.
     deadline = time.monotonic() + 10
     while True:
-        peers = sorted(str(p.peer) for p in session.execute("SELECT peer FROM system.peers"))
+        peers = sorted(str(p.peer) for p in peer_rows("127.0.0.1", NATIVE, "peer"))
         if peers == ["127.0.0.2", "127.0.0.3"]:
             break
         assert time.monotonic() < deadline, peers
@@ -93,7 +93,7 @@ def test_a_decommissioned_node_hands_its_ranges_over_and_leaves(tmp_path, nodes)
 def test_removenode_restores_a_dead_nodes_ranges_from_the_survivors(tmp_path, nodes):
     rows = 2000
     cluster, session = cluster_with_rows(tmp_path, nodes, 4, rows)
-    peers = {str(p.peer): str(p.host_id) for p in session.execute("SELECT peer, host_id FROM system.peers")}
+    peers = {str(p.peer): str(p.host_id) for p in peer_rows("127.0.0.1", NATIVE, "peer, host_id")}
     dead_id = peers["127.0.0.4"]
     # A node that is up is refused: it should be decommissioned.
     refused = nodetool(1, "removenode", peers["127.0.0.3"])

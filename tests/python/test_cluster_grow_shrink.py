@@ -12,7 +12,7 @@ Real `varve server` processes on 127.0.0.x and the Python driver.
 import subprocess
 import time
 
-from conftest import connect, varve_bin
+from conftest import connect, pinned_cluster, varve_bin
 from test_cluster_bootstrap import Writer, missing_rows
 from test_cluster_launcher import PORTS, status, varve_cluster
 
@@ -22,14 +22,7 @@ ROWS = 1500
 
 
 def pinned_on(host):
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import WhiteListRoundRobinPolicy
-
-    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]),
-                               request_timeout=20)
-    cluster = Cluster([host], port=NATIVE, protocol_version=5,
-                      execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                      max_schema_agreement_wait=0)
+    cluster = pinned_cluster(host, NATIVE)
     return cluster, cluster.connect()
 
 

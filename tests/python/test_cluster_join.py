@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import VarveNode, connect, varve_bin
+from conftest import VarveNode, connect, pinned_cluster, varve_bin
 
 NATIVE, ADMIN, STORAGE = 19142, 19280, 17100
 FIXED_PORTS = NATIVE  # conftest.py: modules on this port set run in order
@@ -30,8 +30,9 @@ def start_node(tmp_path, index, *extra):
 
 
 def tokens_by_node(host):
-    """{address: [tokens]} from system.local and system.peers of `host`."""
-    cluster = connect(host, NATIVE, 5, max_schema_agreement_wait=0)
+    """{address: [tokens]} from system.local and system.peers of `host`
+    (both queries go to `host` itself)."""
+    cluster = pinned_cluster(host, NATIVE)
     try:
         session = cluster.connect()
         local = session.execute("SELECT listen_address, tokens FROM system.local").one()

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import connect, varve_bin
+from conftest import connect, pinned_cluster, varve_bin
 from helpers import string_map  # noqa: F401 (test_cluster_schema imports it from here)
 
 NATIVE, ADMIN, STORAGE = 19042, 19180, 17000
@@ -70,12 +70,7 @@ def eventually(check, timeout_s=30):
 
 def pinned(host, port=NATIVE):
     """A driver cluster that sends everything to `host`."""
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import WhiteListRoundRobinPolicy
-
-    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]), request_timeout=20)
-    return Cluster([host], port=port, protocol_version=5, max_schema_agreement_wait=0,
-                   execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    return pinned_cluster(host, port)
 
 
 def local_row(host):

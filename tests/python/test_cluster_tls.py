@@ -41,7 +41,7 @@ from cassandra import ConsistencyLevel, Unauthorized
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.query import SimpleStatement
 
-from conftest import VarveNode
+from conftest import VarveNode, pinned_cluster
 from test_cluster_auth import logs
 from test_cluster_launcher import eventually, varve_cluster
 from test_cqlsh import CQLSH, CQLSH_TIMEOUT_S
@@ -98,13 +98,8 @@ def client_context(dir):
 def pinned(host, ssl_context=None, port=NATIVE, user=None):
     """A session whose requests all go to `host` (logged in as `user`, a
     (name, password) pair, if given)."""
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.policies import WhiteListRoundRobinPolicy
-
-    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]), request_timeout=20)
     auth = PlainTextAuthProvider(*user) if user else None
-    cluster = Cluster([host], port=port, protocol_version=5, ssl_context=ssl_context, auth_provider=auth,
-                      max_schema_agreement_wait=0, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    cluster = pinned_cluster(host, port, ssl_context=ssl_context, auth_provider=auth)
     return cluster, cluster.connect()
 
 
