@@ -6,7 +6,8 @@ stage (a bounded pool that may block), and its answer comes from there. Here the
 sstables' pages are dropped from the page cache (posix_fadvise DONTNEED), then many
 reads run at once: every one must come back right, the read stage must have run
 them, and a second pass must be served from the chunk cache. In every
-disk_access_mode.
+disk_access_mode; in `direct` the reads leave no page of the sstables in the page
+cache, where `auto` reads through it.
 
 After a statement's runs on the event loop needed the disk a few times in a row, its
 later runs go straight to the read stage (crates/server/src/read_route.rs) until a
@@ -14,6 +15,8 @@ sampled run finds the data in memory again: the first pass sends most reads ther
 directly, the second sends a few (the samples that bring the score down), the third
 none."""
 
+import ctypes
+import mmap
 import os
 from pathlib import Path
 
@@ -53,11 +56,41 @@ def drop_page_cache(data_dir):
     return kind not in ("tmpfs", "ramfs")
 
 
+def resident_pages(data_dir):
+    """How many pages of the sstables under `data_dir` the page cache holds
+    (mincore(2) over a map of each file, which reads nothing)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    page = mmap.PAGESIZE
+    total = 0
+    for f in Path(data_dir).rglob("*.sst"):
+        size = f.stat().st_size
+        if size == 0:
+            continue
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+            assert address not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+            try:
+                pages = ctypes.create_string_buffer((size + page - 1) // page)
+                assert libc.mincore(address, size, pages) == 0, ctypes.get_errno()
+                total += sum(b & 1 for b in pages.raw)
+            finally:
+                libc.munmap(address, size)
+        finally:
+            os.close(fd)
+    return total
+
+
 def stage_completed(node):
     return value(scrape(node), "varve_read_stage_completed_total")
 
 
-@pytest.mark.parametrize("mode", ["auto", "mmap_index_only", "mmap"])
+@pytest.mark.parametrize("mode", ["auto", "mmap_index_only", "mmap", "direct"])
 def test_reads_of_uncached_data_go_through_the_read_stage(start_varve, tmp_path, mode):
     node = start_with(start_varve, tmp_path, f"rs-{mode}", disk_access_mode=mode)
     cluster, s = open_session(node)
@@ -86,6 +119,10 @@ def test_reads_of_uncached_data_go_through_the_read_stage(start_varve, tmp_path,
 
     read_all()
     after_first = scrape(node)
+    if mode == "direct":
+        assert resident_pages(node.data_dir) == 0, "direct reads left sstable pages in the page cache"
+    elif mode == "auto":
+        assert resident_pages(node.data_dir) > 0, "reads through the page cache left nothing there"
     ran = value(after_first, "varve_read_stage_completed_total") - before
     assert ran > 0, "no read needed the read stage, although nothing was cached"
     assert value(after_first, "varve_read_stage_active") == 0

@@ -26,6 +26,9 @@ pub enum DiskAccessMode {
     /// Index blocks and data chunks through a map, no chunk cache (`mmap`,
     /// and 5.0's `legacy`): for data that fits in memory.
     Mmap,
+    /// `pread` with O_DIRECT for what the chunk cache misses, around the
+    /// page cache (Varve's own value): the chunk cache is the only cache.
+    Direct,
 }
 
 impl DiskAccessMode {
@@ -36,6 +39,7 @@ impl DiskAccessMode {
             "mmap" | "legacy" => Some(DiskAccessMode::Mmap),
             "mmap_index_only" => Some(DiskAccessMode::MmapIndexOnly),
             "auto" | "standard" => Some(DiskAccessMode::Standard),
+            "direct" => Some(DiskAccessMode::Direct),
             _ => None,
         }
     }
@@ -46,13 +50,14 @@ impl DiskAccessMode {
             DiskAccessMode::Standard => "standard",
             DiskAccessMode::MmapIndexOnly => "mmap_index_only",
             DiskAccessMode::Mmap => "mmap",
+            DiskAccessMode::Direct => "direct",
         }
     }
 
     /// Whether reads of `kind` go through the map.
     pub fn maps(self, kind: ReadKind) -> bool {
         match self {
-            DiskAccessMode::Standard => false,
+            DiskAccessMode::Standard | DiskAccessMode::Direct => false,
             DiskAccessMode::MmapIndexOnly => kind == ReadKind::Index,
             DiskAccessMode::Mmap => true,
         }
@@ -67,6 +72,9 @@ pub(crate) struct RealReadFile {
     access: DiskAccessMode,
     /// Whether [`ReadFile::read_exact_at_nowait`] may try `RWF_NOWAIT`.
     nowait: bool,
+    /// The file opened with O_DIRECT, in `direct` mode where the file
+    /// system allows it: every read goes through it.
+    direct: Option<std::fs::File>,
     path: std::path::PathBuf,
 }
 
@@ -79,7 +87,12 @@ impl RealReadFile {
         let file = std::fs::File::open(path)?;
         let len = file.metadata()?.len();
         advise_random(&file, path);
-        let map = if access == DiskAccessMode::Standard || len == 0 {
+        let direct = match access {
+            DiskAccessMode::Direct => crate::fs_direct_point::open(path)?,
+            _ => None,
+        };
+        let map = if matches!(access, DiskAccessMode::Standard | DiskAccessMode::Direct) || len == 0
+        {
             None
         } else {
             // SAFETY: the map is read-only and private to this reader; the
@@ -110,6 +123,7 @@ impl RealReadFile {
             map,
             access,
             nowait,
+            direct,
             path: path.to_path_buf(),
         })
     }
@@ -133,6 +147,9 @@ fn advise_random(file: &std::fs::File, path: &std::path::Path) {
 
 impl ReadFile for RealReadFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if let Some(direct) = &self.direct {
+            return crate::fs_direct_point::read_exact_at(direct, offset, buf);
+        }
         if let Some(map) = &self.map {
             let end = offset.checked_add(buf.len() as u64);
             let bytes = end.and_then(|end| map.get(offset as usize..end as usize));
@@ -165,7 +182,7 @@ impl ReadFile for RealReadFile {
             }
             return self.read_exact_at(offset, buf).map(|()| true);
         }
-        if !self.nowait {
+        if !self.nowait || self.direct.is_some() {
             return Ok(false);
         }
         use std::os::fd::AsRawFd;
@@ -173,7 +190,7 @@ impl ReadFile for RealReadFile {
     }
 
     fn read_exact_at_uncached(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        if self.map.is_none() {
+        if self.map.is_none() && self.direct.is_none() {
             use std::os::fd::AsRawFd;
             if crate::fs_nowait::pread_dontcache(self.file.as_raw_fd(), offset, buf)? {
                 return Ok(());
@@ -184,6 +201,9 @@ impl ReadFile for RealReadFile {
 
     fn prefetch(&self, offset: u64, len: u64) {
         use std::os::fd::AsRawFd;
+        if self.direct.is_some() {
+            return;
+        }
         let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
             return;
         };

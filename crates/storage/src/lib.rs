@@ -55,6 +55,7 @@ pub mod engine_summary;
 pub mod error;
 pub mod fs;
 pub mod fs_direct;
+mod fs_direct_point;
 pub mod fs_direct_read;
 mod fs_map;
 pub mod fs_nowait;

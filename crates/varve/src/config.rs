@@ -351,6 +351,10 @@ impl Settings {
                     memory.cgroup_limit,
                     memory.physical,
                     varve_storage::sstable::DEFAULT_FILE_CACHE_BYTES,
+                    match file.disk_access_mode.as_deref() {
+                        Some("direct") => crate::memory_limit::DIRECT_FILE_CACHE_SHARE_DIVISOR,
+                        _ => crate::memory_limit::FILE_CACHE_SHARE_DIVISOR,
+                    },
                 ),
                 "file_cache_size",
             )?,
@@ -397,7 +401,7 @@ impl Settings {
         let disk_access_mode = match &file.disk_access_mode {
             None => varve_storage::fs::DiskAccessMode::default(),
             Some(text) => varve_storage::fs::DiskAccessMode::parse(text).with_context(|| {
-                format!("disk_access_mode must be auto, mmap, mmap_index_only, standard or legacy, not '{text}'")
+                format!("disk_access_mode must be auto, mmap, mmap_index_only, standard, direct or legacy, not '{text}'")
             })?,
         };
         let default_writes = varve_storage::fs::SstableWrites::default();
@@ -626,6 +630,16 @@ mod tests {
         assert_eq!(s.memtable_space_bytes, 512 * MIB);
         assert_eq!(s.file_cache_bytes, 1024 * MIB);
         assert_eq!(s.key_cache_bytes, 200 * MIB);
+        // Reads around the page cache: the chunk cache is the only cache
+        // and defaults to a quarter of the limit, unless set.
+        assert_eq!(
+            limited("disk_access_mode: direct").file_cache_bytes,
+            384 * MIB
+        );
+        assert_eq!(
+            limited("disk_access_mode: direct\nfile_cache_size: 1GiB").file_cache_bytes,
+            1024 * MIB
+        );
     }
 
     #[test]
@@ -761,7 +775,11 @@ mod tests {
             mode("standard").unwrap().disk_access_mode,
             DiskAccessMode::Standard
         );
-        let err = format!("{:#}", mode("direct").unwrap_err());
+        assert_eq!(
+            mode("direct").unwrap().disk_access_mode,
+            DiskAccessMode::Direct
+        );
+        let err = format!("{:#}", mode("o_direct").unwrap_err());
         assert!(err.contains("disk_access_mode must be"), "{err}");
     }
 
