@@ -293,7 +293,24 @@ mod tests {
             DiskAccessMode::parse("standard"),
             Some(DiskAccessMode::Standard)
         );
-        assert_eq!(DiskAccessMode::parse("direct"), None);
+        assert_eq!(
+            DiskAccessMode::parse("direct"),
+            Some(DiskAccessMode::Direct)
+        );
+        assert_eq!(DiskAccessMode::parse("o_direct"), None);
+        for mode in [
+            DiskAccessMode::Standard,
+            DiskAccessMode::MmapIndexOnly,
+            DiskAccessMode::Mmap,
+            DiskAccessMode::Direct,
+        ] {
+            assert_eq!(DiskAccessMode::parse(mode.name()), Some(mode));
+        }
+    }
+
+    /// Whether the file system under `path` takes O_DIRECT (not tmpfs).
+    fn direct_works(path: &std::path::Path) -> bool {
+        matches!(crate::fs_direct_point::open(path), Ok(Some(_)))
     }
 
     #[test]
@@ -306,6 +323,7 @@ mod tests {
             (DiskAccessMode::Standard, false, false),
             (DiskAccessMode::MmapIndexOnly, true, false),
             (DiskAccessMode::Mmap, true, true),
+            (DiskAccessMode::Direct, false, false),
         ];
         for (mode, index, data) in cases {
             let f = RealFs::new(mode).open_read(&path).unwrap();
@@ -319,6 +337,10 @@ mod tests {
             assert_eq!(&buf, b"789", "{mode:?}");
             let past = f.read_exact_at(8, &mut buf).unwrap_err();
             assert_eq!(past.kind(), io::ErrorKind::UnexpectedEof, "{mode:?}");
+            // Nothing on the event loop can find a direct read in memory.
+            if mode == DiskAccessMode::Direct && direct_works(&path) {
+                assert!(!f.read_exact_at_nowait(7, &mut buf).unwrap());
+            }
         }
         // An empty file is never mapped (a zero-length map is an error).
         let empty = dir.join("empty");

@@ -60,11 +60,13 @@ fn read_table(table: Sstable, parts: &[(PartitionKey, Partition)]) -> crate::Res
     Ok(same)
 }
 
-/// Every way sstables can be read: `pread`, index mapped, all mapped.
-const ACCESS_MODES: [DiskAccessMode; 3] = [
+/// Every way sstables can be read: `pread`, index mapped, all mapped,
+/// O_DIRECT `pread`.
+const ACCESS_MODES: [DiskAccessMode; 4] = [
     DiskAccessMode::Standard,
     DiskAccessMode::MmapIndexOnly,
     DiskAccessMode::Mmap,
+    DiskAccessMode::Direct,
 ];
 
 fn assert_corruption(r: crate::Result<bool>, what: &str) {
