@@ -6,85 +6,33 @@
 //! (docs/design/read-path-io.md, "Reads around the page cache").
 //!
 //! A read of `[offset, offset + len)` reads the aligned range around it:
-//! from `offset` rounded down to [`DIRECT_ALIGN`] to the end rounded up,
-//! in one request. The buffer grows to the largest read the thread made
-//! and stays, one per reading thread.
+//! from `offset` rounded down to `DIRECT_ALIGN` to the end rounded up, in
+//! one request, into the thread's [`AlignedWindow`] (the buffer compactions'
+//! sequential reads use too, there with a larger refill), which grows to
+//! the largest read the thread made and stays.
 
 use std::cell::RefCell;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
 
-use crate::fs_direct::DIRECT_ALIGN;
-
-/// Opens `path` for O_DIRECT point reads, or `None` where the file system
-/// refuses O_DIRECT (tmpfs): the caller then reads through the page cache.
-pub(crate) fn open(path: &Path) -> io::Result<Option<File>> {
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path);
-    match opened {
-        Ok(file) => Ok(Some(file)),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// An aligned buffer: `store` holds `capacity + DIRECT_ALIGN` bytes and the
-/// buffer proper starts at `start`, its first aligned address.
-#[derive(Default)]
-struct Aligned {
-    store: Vec<u8>,
-    start: usize,
-    capacity: usize,
-}
-
-impl Aligned {
-    fn at_least(&mut self, capacity: usize) -> &mut [u8] {
-        if capacity > self.capacity {
-            self.store = vec![0u8; capacity + DIRECT_ALIGN];
-            self.start = self.store.as_ptr().align_offset(DIRECT_ALIGN);
-            self.capacity = capacity;
-        }
-        &mut self.store[self.start..self.start + capacity]
-    }
-}
+use crate::fs_direct_read::AlignedWindow;
 
 thread_local! {
-    static BUFFER: RefCell<Aligned> = RefCell::new(Aligned::default());
+    static WINDOW: RefCell<AlignedWindow> = RefCell::new(AlignedWindow::default());
 }
 
-/// Fills `buf` with `file`'s bytes from `offset` (an O_DIRECT file); an
-/// `UnexpectedEof` error when the file ends first.
+/// Fills `buf` with `file`'s bytes from `offset` (a file opened with
+/// O_DIRECT, [`crate::fs_direct_read::open_file`]); an `UnexpectedEof`
+/// error when the file ends first.
 pub(crate) fn read_exact_at(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-    let align = DIRECT_ALIGN as u64;
     let end = offset
         .checked_add(buf.len() as u64)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset overflows"))?;
-    let from = offset - offset % align;
-    let span = (end.next_multiple_of(align) - from) as usize;
-    BUFFER.with(|cell| {
-        let mut aligned = cell.borrow_mut();
-        let window = aligned.at_least(span);
-        let mut filled = 0;
-        while filled < span {
-            let n = file.read_at(&mut window[filled..], from + filled as u64)?;
-            filled += n;
-            // A short read is the end of the file.
-            if n == 0 || n % DIRECT_ALIGN != 0 {
-                break;
-            }
-        }
-        let skip = (offset - from) as usize;
-        if filled < skip + buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "read past the end of the file",
-            ));
-        }
-        buf.copy_from_slice(&window[skip..skip + buf.len()]);
+    WINDOW.with(|cell| {
+        let mut window = cell.borrow_mut();
+        // Only the aligned range around the bytes: no read ahead.
+        window.fill(file, offset, end, 0)?;
+        buf.copy_from_slice(window.bytes(offset, end));
         Ok(())
     })
 }
@@ -92,34 +40,15 @@ pub(crate) fn read_exact_at(file: &File, offset: u64, buf: &mut [u8]) -> io::Res
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A file of `len` patterned bytes where O_DIRECT works (the temporary
-    /// directory, or the crate's directory when that is a tmpfs), opened
-    /// for direct reads.
-    fn file(name: &str, len: usize) -> Option<(std::path::PathBuf, File, Vec<u8>)> {
-        let data: Vec<u8> = (0..len)
-            .map(|i| (i as u8).wrapping_mul(31) ^ (i >> 12) as u8)
-            .collect();
-        let name = format!("varve-fs-direct-point-{}-{name}", std::process::id());
-        for dir in [
-            std::env::temp_dir(),
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
-        ] {
-            let path = dir.join(&name);
-            std::fs::write(&path, &data).unwrap();
-            if let Ok(Some(f)) = open(&path) {
-                return Some((path, f, data));
-            }
-            std::fs::remove_file(&path).unwrap();
-        }
-        None
-    }
+    use crate::fs_direct::DIRECT_ALIGN;
+    use crate::fs_direct_read::{open_file, patterned_file};
 
     #[test]
     fn unaligned_reads_anywhere_return_the_files_bytes() {
-        let Some((path, f, data)) = file("any", 3 * DIRECT_ALIGN + 777) else {
+        let Some((path, data)) = patterned_file("point-any", 3 * DIRECT_ALIGN + 777) else {
             return;
         };
+        let f = open_file(&path).unwrap().unwrap();
         let len = data.len() as u64;
         for (offset, n) in [
             (0u64, 1usize),
@@ -143,12 +72,17 @@ mod tests {
 
     #[test]
     fn a_read_past_the_end_is_an_unexpected_eof() {
-        let Some((path, f, data)) = file("eof", DIRECT_ALIGN + 100) else {
+        let Some((path, data)) = patterned_file("point-eof", DIRECT_ALIGN + 100) else {
             return;
         };
+        let f = open_file(&path).unwrap().unwrap();
         let mut buf = vec![0u8; 200];
         let e = read_exact_at(&f, data.len() as u64 - 100, &mut buf).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        // The next read of the same thread is not disturbed by the failed one.
+        let mut ok = vec![0u8; 100];
+        read_exact_at(&f, data.len() as u64 - 100, &mut ok).unwrap();
+        assert_eq!(&ok[..], &data[data.len() - 100..]);
         std::fs::remove_file(path).unwrap();
     }
 }

@@ -16,6 +16,10 @@
 //! the file, as a compaction's do, are served from the window until it is
 //! passed. A file system that refuses O_DIRECT (tmpfs) makes [`open`]
 //! return `None`; the caller then reads as usual.
+//!
+//! `AlignedWindow` and `open_file` also serve point reads around the page
+//! cache (`fs_direct_point`), which refill only the aligned range they
+//! need.
 
 use crate::fs_direct::DIRECT_ALIGN;
 use std::fs::File;
@@ -33,6 +37,48 @@ pub const DIRECT_READ_BYTES: usize = 256 << 10;
 /// A file read front to back with O_DIRECT.
 pub struct DirectReader {
     file: File,
+    window: AlignedWindow,
+}
+
+/// Opens `path` for O_DIRECT reading, or `None` when the file system does
+/// not support it.
+pub fn open(path: &Path) -> io::Result<Option<DirectReader>> {
+    Ok(open_file(path)?.map(|file| DirectReader {
+        file,
+        window: AlignedWindow::default(),
+    }))
+}
+
+/// Opens `path` with O_DIRECT, or `None` when the file system refuses it
+/// (tmpfs).
+pub(crate) fn open_file(path: &Path) -> io::Result<Option<File>> {
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path);
+    match opened {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl DirectReader {
+    /// The file's bytes `[start, end)`; an `UnexpectedEof` error when the
+    /// file ends before `end`.
+    pub fn bytes(&mut self, start: u64, end: u64) -> io::Result<&[u8]> {
+        if !self.window.holds(start, end) {
+            self.window
+                .fill(&self.file, start, end, DIRECT_READ_BYTES)?;
+        }
+        Ok(self.window.bytes(start, end))
+    }
+}
+
+/// One stretch of a file read with O_DIRECT into an aligned buffer, which
+/// grows to the largest stretch asked for and is then reused.
+#[derive(Default)]
+pub(crate) struct AlignedWindow {
     /// `capacity + DIRECT_ALIGN` bytes; the buffer proper starts at
     /// `start`, the first aligned address.
     store: Vec<u8>,
@@ -44,42 +90,30 @@ pub struct DirectReader {
     filled: usize,
 }
 
-/// Opens `path` for O_DIRECT reading, or `None` when the file system does
-/// not support it.
-pub fn open(path: &Path) -> io::Result<Option<DirectReader>> {
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path);
-    match opened {
-        Ok(file) => Ok(Some(DirectReader {
-            file,
-            store: Vec::new(),
-            start: 0,
-            capacity: 0,
-            at: 0,
-            filled: 0,
-        })),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
-        Err(e) => Err(e),
+impl AlignedWindow {
+    /// Whether the window holds `[start, end)`.
+    fn holds(&self, start: u64, end: u64) -> bool {
+        start >= self.at && end <= self.at + self.filled as u64 && start <= end
     }
-}
 
-impl DirectReader {
-    /// The file's bytes `[start, end)`; an `UnexpectedEof` error when the
-    /// file ends before `end`.
-    pub fn bytes(&mut self, start: u64, end: u64) -> io::Result<&[u8]> {
-        let window_end = self.at + self.filled as u64;
-        if !(start >= self.at && end <= window_end && start <= end) {
-            self.fill(start, end)?;
-        }
+    /// The file's bytes `[start, end)`, which the last [`fill`] covered.
+    ///
+    /// [`fill`]: AlignedWindow::fill
+    pub(crate) fn bytes(&self, start: u64, end: u64) -> &[u8] {
         let from = self.start + (start - self.at) as usize;
-        Ok(&self.store[from..from + (end - start) as usize])
+        &self.store[from..from + (end - start) as usize]
     }
 
-    /// Refills the buffer from `start` (rounded down) through at least
-    /// `end`.
-    fn fill(&mut self, start: u64, end: u64) -> io::Result<()> {
+    /// Reads `file` (opened with O_DIRECT) from `start` rounded down
+    /// through at least `end`, and `min_bytes` where the file has them;
+    /// an `UnexpectedEof` error when the file ends before `end`.
+    pub(crate) fn fill(
+        &mut self,
+        file: &File,
+        start: u64,
+        end: u64,
+        min_bytes: usize,
+    ) -> io::Result<()> {
         if end < start {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -88,7 +122,7 @@ impl DirectReader {
         }
         let at = start - start % DIRECT_ALIGN as u64;
         let need = (end - at) as usize;
-        let capacity = need.max(DIRECT_READ_BYTES).next_multiple_of(DIRECT_ALIGN);
+        let capacity = need.max(min_bytes).next_multiple_of(DIRECT_ALIGN);
         if capacity > self.capacity {
             self.store = vec![0u8; capacity + DIRECT_ALIGN];
             self.start = self.store.as_ptr().align_offset(DIRECT_ALIGN);
@@ -100,8 +134,8 @@ impl DirectReader {
             // Offsets and lengths stay aligned: `filled` is a multiple of
             // the alignment until the short read at the end of the file.
             let from = self.start + self.filled;
-            let buf = &mut self.store[from..self.start + self.capacity];
-            let n = self.file.read_at(buf, at + self.filled as u64)?;
+            let buf = &mut self.store[from..self.start + capacity];
+            let n = file.read_at(buf, at + self.filled as u64)?;
             if n == 0 {
                 break;
             }
@@ -120,30 +154,32 @@ impl DirectReader {
     }
 }
 
+/// Test support: a file of `len` patterned bytes named after `name` where
+/// O_DIRECT works (the temporary directory, or the crate's directory when
+/// that is a tmpfs), or `None` where it works nowhere.
+#[cfg(test)]
+pub(crate) fn patterned_file(name: &str, len: usize) -> Option<(std::path::PathBuf, Vec<u8>)> {
+    let data: Vec<u8> = (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ (i >> 12) as u8)
+        .collect();
+    let name = format!("varve-fs-direct-{}-{name}", std::process::id());
+    for dir in [
+        std::env::temp_dir(),
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+    ] {
+        let path = dir.join(&name);
+        std::fs::write(&path, &data).unwrap();
+        if let Ok(Some(_)) = open_file(&path) {
+            return Some((path, data));
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A file of `len` patterned bytes where O_DIRECT works (the temporary
-    /// directory, or the crate's directory when that is a tmpfs).
-    fn file(name: &str, len: usize) -> Option<(std::path::PathBuf, Vec<u8>)> {
-        let data: Vec<u8> = (0..len)
-            .map(|i| (i as u8).wrapping_mul(31) ^ (i >> 12) as u8)
-            .collect();
-        let name = format!("varve-fs-direct-read-{}-{name}", std::process::id());
-        for dir in [
-            std::env::temp_dir(),
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
-        ] {
-            let path = dir.join(&name);
-            std::fs::write(&path, &data).unwrap();
-            if let Ok(Some(_)) = open(&path) {
-                return Some((path, data));
-            }
-            let _ = std::fs::remove_file(&path);
-        }
-        None
-    }
 
     /// Forward reads of every shape (within the window, across its end,
     /// longer than a refill, unaligned, empty, up to the last byte) and a
@@ -154,7 +190,7 @@ mod tests {
         let a = DIRECT_ALIGN as u64;
         let b = DIRECT_READ_BYTES as u64;
         let len = 3 * b + a + 123;
-        let Some((path, data)) = file("exact", len as usize) else {
+        let Some((path, data)) = patterned_file("exact", len as usize) else {
             eprintln!("no O_DIRECT on this file system; nothing to check");
             return;
         };

@@ -88,7 +88,7 @@ impl RealReadFile {
         let len = file.metadata()?.len();
         advise_random(&file, path);
         let direct = match access {
-            DiskAccessMode::Direct => crate::fs_direct_point::open(path)?,
+            DiskAccessMode::Direct => crate::fs_direct_read::open_file(path)?,
             _ => None,
         };
         let map = if matches!(access, DiskAccessMode::Standard | DiskAccessMode::Direct) || len == 0
@@ -310,7 +310,7 @@ mod tests {
 
     /// Whether the file system under `path` takes O_DIRECT (not tmpfs).
     fn direct_works(path: &std::path::Path) -> bool {
-        matches!(crate::fs_direct_point::open(path), Ok(Some(_)))
+        matches!(crate::fs_direct_read::open_file(path), Ok(Some(_)))
     }
 
     #[test]
