@@ -356,3 +356,60 @@ def test_increments_go_on_while_a_replica_and_its_coordinator_are_cut_off_and_af
     # its two clients had in flight when the cut came was applied.
     assert at_heal[0] - at_cut[0] <= 2, (at_cut, at_heal)
     assert applied_via_3() > at_heal[0], {host: h[-5:] for (host, _), h in histories.items()}
+
+
+@pytest.fixture
+def three_nodes_without_hints(tmp_path):
+    """Three nodes that keep no hints, so that a replica that was down
+    stays without the writes it missed until a read or a round repairs it."""
+    config = tmp_path / "no-hints.yaml"
+    config.write_text("hinted_handoff_enabled: false\n")
+    directory = tmp_path / "cluster"
+    varve_cluster(directory, "start", "--nodes", "3", *PORTS, "--", "--config", str(config))
+    try:
+        create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        yield directory
+    finally:
+        varve_cluster(directory, "stop", check=False)
+
+
+def test_the_two_round_path_sees_a_quorum_write_its_own_replica_missed(three_nodes_without_hints):
+    """docs/design/paxos-two-rounds.md: node 1, a replica, decides an
+    `IF NOT EXISTS` on its own replica, which missed a QUORUM write while it
+    was down. The other replicas hold the row, so their digests differ and
+    they refuse the proposal; the statement falls back to the full round,
+    whose quorum read sees the row: not applied, and the row comes back.
+    Without the digest check node 1's insert would overwrite it. A fresh
+    key takes the two-round path and applies."""
+    from cassandra import ConsistencyLevel as CL
+
+    directory = three_nodes_without_hints
+    varve_cluster(directory, "kill", "1")
+    assert eventually(lambda: node_states(directory, 2).get("127.0.0.1") == "DN")
+    c2, s2 = session("127.0.0.2")
+    s2.execute(statement("INSERT INTO ks.t (k, v) VALUES (7, 'plain')", CL.QUORUM))
+    c2.shutdown()
+    varve_cluster(directory, "start", "1")
+    assert eventually(lambda: set(node_states(directory, 1).values()) == {"UN"} and
+                      node_states(directory, 2).get("127.0.0.1") == "UN")
+
+    c1, s1 = session("127.0.0.1")
+    own = statement("SELECT v FROM ks.t WHERE k = 7", CL.ONE)
+    assert s1.execute(own).one() is None, "node 1's own replica missed the write"
+    outcome = 'varve_cas_two_round_total'
+    fallbacks = metric_sum("127.0.0.1", outcome, 'outcome="fallback"')
+    data_refusals = metric_sum("127.0.0.1", "varve_cas_check_refusals_total", 'reason="data"')
+    r = s1.execute(statement("INSERT INTO ks.t (k, v) VALUES (7, 'lwt') IF NOT EXISTS", CL.QUORUM))
+    assert not r.was_applied and r.one().v == "plain", "the row that exists comes back"
+    assert metric_sum("127.0.0.1", outcome, 'outcome="fallback"') == fallbacks + 1
+    assert metric_sum("127.0.0.1", "varve_cas_check_refusals_total", 'reason="data"') >= data_refusals + 1
+    assert s1.execute(statement("SELECT v FROM ks.t WHERE k = 7", CL.SERIAL)).one().v == "plain"
+
+    applied = metric_sum("127.0.0.1", outcome, 'outcome="applied"')
+    assert s1.execute(statement("INSERT INTO ks.t (k, v) VALUES (8, 'new') IF NOT EXISTS", CL.QUORUM)).was_applied
+    assert metric_sum("127.0.0.1", outcome, 'outcome="applied"') == applied + 1
+    for host in ("127.0.0.2", "127.0.0.3"):
+        c, s = session(host)
+        assert s.execute(statement("SELECT v FROM ks.t WHERE k = 8", CL.SERIAL)).one().v == "new"
+        c.shutdown()
+    c1.shutdown()

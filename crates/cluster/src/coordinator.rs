@@ -20,6 +20,7 @@ pub mod paxos;
 pub mod paxos_forward;
 mod paxos_hints;
 pub mod paxos_queue;
+mod paxos_two_rounds;
 pub mod range_scan;
 pub mod read;
 pub mod read_repair;
@@ -34,7 +35,7 @@ pub mod write_acks;
 
 pub use batch::BatchWrite;
 pub use metrics::CoordinatorMetrics;
-pub use paxos::{Cas, CasResult, DecideFn};
+pub use paxos::{Cas, CasPath, CasResult, DecideFn};
 pub use paxos_forward::RebuildFn;
 pub use range_scan::{RowScan, ScannedRows};
 pub use read::{Read, ReadResult};

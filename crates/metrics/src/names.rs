@@ -39,6 +39,14 @@ pub const PAXOS_ROUND_STATEMENTS: &str = "paxos_round_statements";
 pub const CAS_FORWARDED: &str = "cas_forwarded";
 pub const CAS_FORWARDS_SERVED: &str = "cas_forwards_served";
 pub const CAS_FORWARDS_REFUSED: &str = "cas_forwards_refused";
+pub const CAS_TWO_ROUND: &str = "cas_two_round";
+pub const LABEL_OUTCOME: &str = "outcome";
+pub const OUTCOME_APPLIED: &str = "applied";
+pub const OUTCOME_CHECKED: &str = "checked";
+pub const OUTCOME_FALLBACK: &str = "fallback";
+pub const OUTCOME_UNKNOWN: &str = "unknown";
+pub const CAS_CHECK_REFUSALS: &str = "cas_check_refusals";
+pub const LABEL_REASON: &str = "reason";
 pub const LABEL_PHASE: &str = "phase";
 pub const PHASE_PREPARE: &str = "prepare";
 pub const PHASE_PROPOSE: &str = "propose";
@@ -189,6 +197,12 @@ pub const CATALOG: &[MetricDef] = &[
         ""),
     def(CAS_FORWARDS_REFUSED, Kind::Counter, &[],
         "Conditional statements whose partition's home refused them before running them (it could not rebuild the statement, or does not know the verb): this node ran them itself.",
+        ""),
+    def(CAS_TWO_ROUND, Kind::Counter, &[LABEL_OUTCOME],
+        "Conditional statements that tried the two-round path (a local promise and checked proposals): applied, checked (nothing to write), fallback (to a full round, nothing stored) or unknown.",
+        ""),
+    def(CAS_CHECK_REFUSALS, Kind::Counter, &[LABEL_REASON],
+        "Checked proposals other replicas refused, by the check that failed (promise, unfinished, commit, data).",
         ""),
     def(PAXOS_PHASE_LATENCY, Kind::Latency, &[LABEL_PHASE],
         "Paxos rounds' phases as the coordinator waited for them (prepare with its read, propose, commit).",

@@ -176,6 +176,7 @@ impl ClusterNode {
         .with_context(|| format!("opening hints_directory {}", settings.hints.dir.display()))?;
         coordinator.set_hints(Arc::clone(&hints));
         coordinator.set_paxos(Arc::clone(&paxos));
+        coordinator.set_paxos_two_rounds(settings.topology.paxos_two_rounds);
         coordinator.set_batchlog(batchlog);
         coordinator.set_replication_lookup(ClusterPath::lookup(processor));
         coordinator.serve_forwarded(ClusterPath::rebuild(processor));

@@ -87,6 +87,7 @@ struct FileConfig {
     phi_convict_threshold: Option<f64>,
     gossip_interval_ms: Option<u64>,
     internode_send_delay_ms: Option<u64>,
+    paxos_two_round_path: Option<bool>,
     dc: Option<String>,
     rack: Option<String>,
     allocate_tokens_for_local_replication_factor: Option<usize>,
@@ -461,6 +462,7 @@ impl Settings {
                 phi_convict_threshold: file.phi_convict_threshold,
                 gossip_interval_ms: file.gossip_interval_ms,
                 internode_send_delay_ms: file.internode_send_delay_ms,
+                paxos_two_round_path: file.paxos_two_round_path,
                 dc: file.dc,
                 rack: file.rack,
                 allocate_tokens_for_local_replication_factor: file

@@ -84,6 +84,10 @@ pub struct Topology {
     /// sends waits this long first, as over a distant link (benchmarks of
     /// several data centres on one machine; zero by default).
     pub send_delay: std::time::Duration,
+    /// Varve's `paxos_two_round_path`: a coordinator that is a replica runs
+    /// conditional statements with a local promise and checked proposals
+    /// (docs/design/paxos-two-rounds.md); true by default.
+    pub paxos_two_rounds: bool,
 }
 
 /// The YAML keys of this module (the rest of the file is parsed elsewhere).
@@ -105,6 +109,7 @@ pub struct TopologyFile {
     pub stream_throughput_outbound: Option<serde_yaml::Value>,
     pub replace_address_first_boot: Option<String>,
     pub internode_send_delay_ms: Option<u64>,
+    pub paxos_two_round_path: Option<bool>,
 }
 
 /// `stream_throughput_outbound` in bytes per second: a rate like
@@ -226,6 +231,7 @@ impl Topology {
                 })?),
             },
             send_delay: std::time::Duration::from_millis(send_delay_ms),
+            paxos_two_rounds: file.paxos_two_round_path.unwrap_or(true),
         })
     }
 

@@ -4,7 +4,8 @@
 //! speculative retries, digest mismatches, blocking read repairs and
 //! short read protection's extra reads; and
 //! Paxos' unfinished rounds finished, unknown results, backoffs, the
-//! time of each phase and statements forwarded to a partition's home.
+//! time of each phase, statements forwarded to a partition's home, and the
+//! two-round path's outcomes and refusals.
 //! Unavailables and timeouts are counted per operation by the query layer,
 //! which sees every error the coordinator returns.
 
@@ -37,6 +38,10 @@ pub struct CoordinatorMetrics {
     pub cas_forwarded: Arc<Counter>,
     pub cas_forwards_served: Arc<Counter>,
     pub cas_forwards_refused: Arc<Counter>,
+    /// The two-round path (docs/design/paxos-two-rounds.md): applied,
+    /// checked, fallback, unknown; and refusals by the check that failed.
+    pub cas_two_round: [Arc<Counter>; 4],
+    pub cas_check_refusals: [Arc<Counter>; 4],
 }
 
 impl CoordinatorMetrics {
@@ -74,6 +79,15 @@ impl CoordinatorMetrics {
             cas_forwarded: registry.counter(names::CAS_FORWARDED, &[]),
             cas_forwards_served: registry.counter(names::CAS_FORWARDS_SERVED, &[]),
             cas_forwards_refused: registry.counter(names::CAS_FORWARDS_REFUSED, &[]),
+            cas_two_round: [
+                names::OUTCOME_APPLIED,
+                names::OUTCOME_CHECKED,
+                names::OUTCOME_FALLBACK,
+                names::OUTCOME_UNKNOWN,
+            ]
+            .map(|o| registry.counter(names::CAS_TWO_ROUND, &[(names::LABEL_OUTCOME, o)])),
+            cas_check_refusals: ["promise", "unfinished", "commit", "data"]
+                .map(|r| registry.counter(names::CAS_CHECK_REFUSALS, &[(names::LABEL_REASON, r)])),
         }
     }
 

@@ -6,7 +6,7 @@
 //! random time that grows with each loss and with the measured round
 //! latency, and gives up after [`CAS_CONTENTION_TIMEOUT`].
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use varve_types::data_error::{DataError, ReadTimeout, WriteTimeout, WriteType};
 use super::answers::Deadline;
 use super::paxos_forward::Forwarded;
 use super::paxos_hints::{finish_in_background, CommitHints};
+use super::paxos_two_rounds::TwoRoundsTry;
 use super::read::on_local_error;
 use super::replication::Replication;
 use super::service::{Coordinator, Plan};
@@ -45,6 +46,9 @@ pub struct PaxosParts {
     pub(super) queues: super::paxos_queue::CasQueues,
     /// Partitions whose rounds lately lost to other coordinators'.
     pub(super) contended: super::paxos_forward::Contended,
+    /// Whether this node, when a replica, takes the two-round path
+    /// (docs/design/paxos-two-rounds.md).
+    pub(super) two_rounds: AtomicBool,
 }
 
 /// Decides a conditional statement on the state a round found, given the
@@ -92,6 +96,21 @@ pub struct CasResult {
     /// Whether it was handed to the partition's home, which refused it
     /// before running it, so that this node ran it.
     pub home_refused: bool,
+    /// Which rounds decided it.
+    pub path: CasPath,
+}
+
+/// Which rounds decided a statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CasPath {
+    /// The round of docs/design/paxos.md section 5 (or, forwarded, the
+    /// home's, whichever it took).
+    #[default]
+    Full,
+    /// The two-round path (docs/design/paxos-two-rounds.md).
+    TwoRounds,
+    /// The two-round path, which fell back to the full round.
+    FellBack,
 }
 
 /// How a round ended.
@@ -125,6 +144,7 @@ pub(super) struct Batch {
     /// room in the round's timestamps: they wait for the next one).
     pub decided: Vec<Decided>,
     pub contention: u64,
+    pub path: CasPath,
 }
 
 /// One promise of a prepare.
@@ -162,8 +182,13 @@ impl<T> Asked<T> {
         }
     }
 
-    fn push(&mut self, index: usize, f: BoxFuture<'static, Result<T, String>>) {
+    pub(super) fn push(&mut self, index: usize, f: BoxFuture<'static, Result<T, String>>) {
         self.waiting.push((index, f));
+    }
+
+    /// Whether every request was answered.
+    pub(super) fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
     }
 
     pub(super) async fn next(&mut self) -> Option<(usize, Result<T, String>)> {
@@ -193,6 +218,7 @@ impl Coordinator {
             round_micros: AtomicU64::new(0),
             queues: super::paxos_queue::CasQueues::default(),
             contended: super::paxos_forward::Contended::default(),
+            two_rounds: AtomicBool::new(true),
         });
     }
 
@@ -231,13 +257,15 @@ impl Coordinator {
                     contention: batch.contention,
                     forwarded: false,
                     home_refused: false,
+                    path: batch.path,
                 })
             }
         }
     }
 
     /// Rounds until one decides `decides` (or as many of them as fit), with
-    /// backoff while they lose to other coordinators.
+    /// backoff while they lose to other coordinators; first the two-round
+    /// path where it applies (docs/design/paxos-two-rounds.md).
     pub(super) async fn rounds(
         &self,
         parts: &PaxosParts,
@@ -245,6 +273,17 @@ impl Coordinator {
         decides: &[DecideFn],
     ) -> Result<Batch, DataError> {
         let started = self.clock.now();
+        let path = match self.two_rounds(parts, c, decides).await? {
+            TwoRoundsTry::Done(batch) => {
+                record(&parts.round_micros, self.clock.now() - started);
+                self.metrics
+                    .paxos_round_statements
+                    .record(batch.decided.len() as u64);
+                return Ok(batch);
+            }
+            TwoRoundsTry::FellBack => CasPath::FellBack,
+            TwoRoundsTry::NotTried => CasPath::Full,
+        };
         let mut contention = 0u64;
         loop {
             let round_started = self.clock.now();
@@ -265,6 +304,7 @@ impl Coordinator {
                         complete,
                         decided,
                         contention,
+                        path,
                     });
                 }
                 RoundEnd::Again if self.clock.now() - started < CAS_CONTENTION_TIMEOUT => {}
@@ -432,7 +472,7 @@ impl Coordinator {
     /// it, the partition is contended (its statements go to its home for a
     /// while, docs/design/paxos.md section 7.1). A serial read of this
     /// coordinator's own does not count: forwarding would not help it.
-    fn saw_rival(&self, parts: &PaxosParts, c: &Cas<'_>, ballot: &Ballot) {
+    pub(super) fn saw_rival(&self, parts: &PaxosParts, c: &Cas<'_>, ballot: &Ballot) {
         parts.clock.observe(ballot);
         if !parts.clock.made(ballot) {
             let key = (c.table, c.key.key.clone());
@@ -599,7 +639,7 @@ impl Coordinator {
     }
 
     /// Sends the commit to every UP replica and waits for `level`.
-    async fn commit(
+    pub(super) async fn commit(
         &self,
         parts: &PaxosParts,
         c: &Cas<'_>,
@@ -736,7 +776,7 @@ impl Coordinator {
     /// through `local` (no network), the others as `verb` with `payload`,
     /// each answer decoded by `decode`. The requests in flight, and the
     /// targets messaging refused at once (nothing reached them).
-    fn ask_each<T: Send + 'static>(
+    pub(super) fn ask_each<T: Send + 'static>(
         &self,
         plan: &Plan,
         targets: &[usize],
@@ -780,7 +820,7 @@ impl Coordinator {
 /// writes at the ballot's micros minus `n - 1 - i`, all newer than the
 /// latest commit. What each saw and decided, and their updates merged
 /// (`None` when none applied one).
-fn decide_in_turn(
+pub(super) fn decide_in_turn(
     c: &Cas<'_>,
     decides: &[DecideFn],
     current: &Partition,
@@ -822,7 +862,7 @@ fn op_index(c: &Cas<'_>) -> usize {
     usize::from(c.decide.is_some())
 }
 
-fn micros(d: Duration) -> u64 {
+pub(super) fn micros(d: Duration) -> u64 {
     d.as_micros().min(u128::from(u64::MAX)) as u64
 }
 

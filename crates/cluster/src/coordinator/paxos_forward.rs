@@ -205,6 +205,7 @@ impl Coordinator {
                 contention,
                 forwarded: true,
                 home_refused: false,
+                path: super::paxos::CasPath::Full,
             })),
             Ok(ForwardAnswer::Failed(e)) => Forwarded::Answer(Err(e)),
             Ok(ForwardAnswer::Declined(_)) => Forwarded::Refused,

@@ -134,6 +134,7 @@ impl Coordinator {
                     &current,
                     complete,
                     batch.contention,
+                    batch.path,
                 );
             }
             Joined::Wait(waiting) => match waiting.await {
@@ -155,9 +156,9 @@ impl Coordinator {
         match self.rounds(parts, c, &decides).await {
             Ok(batch) => {
                 let contention = batch.contention;
-                let (complete, current) = (batch.complete, batch.current.clone());
+                let (complete, current, path) = (batch.complete, batch.current.clone(), batch.path);
                 let mut decided = batch.decided.into_iter();
-                let mine = answer(decided.next(), &current, complete, contention);
+                let mine = answer(decided.next(), &current, complete, contention, path);
                 let mut undecided = Vec::new();
                 for w in waiters {
                     match decided.next() {
@@ -167,6 +168,7 @@ impl Coordinator {
                                 &current,
                                 complete,
                                 contention,
+                                path,
                             )));
                         }
                         None => undecided.push(w),
@@ -191,6 +193,7 @@ fn answer(
     current: &varve_types::data::Partition,
     complete: bool,
     contention: u64,
+    path: super::paxos::CasPath,
 ) -> Result<CasResult, DataError> {
     let Some(d) = decided else {
         // Never: a round decides at least its first statement.
@@ -206,6 +209,7 @@ fn answer(
         contention,
         forwarded: false,
         home_refused: false,
+        path,
     })
 }
 

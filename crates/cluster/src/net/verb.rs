@@ -53,6 +53,10 @@ impl Verb {
     /// (docs/design/paxos.md, section 7.1).
     pub const PAXOS_FORWARD: Verb = Verb(0x0056);
     pub const PAXOS_FORWARD_RSP: Verb = Verb(0x0057);
+    /// A proposal sent with what its decision was based on, by a
+    /// coordinator that promised locally (docs/design/paxos-two-rounds.md).
+    pub const PAXOS_PROPOSE_CHECKED: Verb = Verb(0x0058);
+    pub const PAXOS_PROPOSE_CHECKED_RSP: Verb = Verb(0x0059);
     /// First and last codes kept for Paxos (they travel on the urgent lane).
     pub const PAXOS_FIRST: Verb = Verb(0x0050);
     pub const PAXOS_LAST: Verb = Verb(0x005F);
@@ -89,7 +93,7 @@ impl Verb {
     pub const REPAIR_FINALIZE_RSP: Verb = Verb(0x0073);
 
     /// Every defined verb with its name, in code order.
-    pub const KNOWN: [(Verb, &'static str); 51] = [
+    pub const KNOWN: [(Verb, &'static str); 53] = [
         (Verb::HELLO, "HELLO"),
         (Verb::HELLO_ACK, "HELLO_ACK"),
         (Verb::HELLO_REJECT, "HELLO_REJECT"),
@@ -125,6 +129,8 @@ impl Verb {
         (Verb::PAXOS_COMMIT_RSP, "PAXOS_COMMIT_RSP"),
         (Verb::PAXOS_FORWARD, "PAXOS_FORWARD"),
         (Verb::PAXOS_FORWARD_RSP, "PAXOS_FORWARD_RSP"),
+        (Verb::PAXOS_PROPOSE_CHECKED, "PAXOS_PROPOSE_CHECKED"),
+        (Verb::PAXOS_PROPOSE_CHECKED_RSP, "PAXOS_PROPOSE_CHECKED_RSP"),
         (Verb::STREAM_PULL, "STREAM_PULL"),
         (Verb::STREAM_PULL_RSP, "STREAM_PULL_RSP"),
         (Verb::STREAM_PUSH, "STREAM_PUSH"),

@@ -252,6 +252,7 @@ pub fn fuzz_decode(payload: &[u8]) {
             Some(a)
         );
     }
+    super::checked::fuzz_decode(&payload, &tables);
 }
 
 #[cfg(test)]

@@ -3,10 +3,12 @@
 //! [`state`] holds an acceptor's rules, [`store`] keeps its state durably in
 //! `system.paxos`, [`replica`] answers the three verbs, [`codec`] is their
 //! payloads, [`forward`] those of a statement handed to its partition's
-//! home replica, and the coordinator's rounds live in
+//! home replica, [`checked`] the checks and payloads of the two-round path
+//! (docs/design/paxos-two-rounds.md), and the coordinator's rounds live in
 //! `crate::coordinator::paxos`.
 
 pub mod ballot;
+pub mod checked;
 pub mod codec;
 pub mod forward;
 pub mod replica;

@@ -1,5 +1,6 @@
 //! What a replica does with PAXOS_PREPARE, PAXOS_PROPOSE and PAXOS_COMMIT
-//! (docs/design/paxos.md, sections 4 and 5): under the partition's lock, it
+//! (docs/design/paxos.md, sections 4 and 5), and with PAXOS_PROPOSE_CHECKED
+//! (docs/design/paxos-two-rounds.md): under the partition's lock, it
 //! loads the state, applies the message's rule ([`super::state`]) and
 //! writes the state; then, the lock released, it awaits an fsync that
 //! covers the write, and only then answers. A prepare that promises also
@@ -24,8 +25,9 @@ use varve_storage::io_mode::NonBlocking;
 use varve_storage::{Error as StorageError, ReadCost};
 
 use super::ballot::Ballot;
+use super::checked::{self, CheckAnswer, Checked, Refusal};
 use super::codec::{self, Carry, Prepare, PrepareResponse};
-use super::state::PrepareAnswer;
+use super::state::{PrepareAnswer, Proposal};
 use super::store::PaxosStore;
 use crate::net::{Failure, FailureReason, Messaging, Reply, Request, Verb};
 use crate::verbs::replica::failure;
@@ -81,6 +83,18 @@ impl PaxosReplica {
             let me = Arc::clone(&me);
             async move { Some(me.handle_commit(req.payload).await) }
         });
+        let me = Arc::clone(self);
+        messaging.register(Verb::PAXOS_PROPOSE_CHECKED, move |req: Request| {
+            let me = Arc::clone(&me);
+            async move { Some(me.handle_propose_checked(req.payload).await) }
+        });
+    }
+
+    async fn handle_propose_checked(self: Arc<Self>, payload: Bytes) -> Reply {
+        let c =
+            checked::decode_checked(&payload, &**self.store.engine()).map_err(|e| e.failure())?;
+        let answer = self.propose_checked(c).await?;
+        Ok(checked::encode_check_answer(answer))
     }
 
     async fn handle_prepare(self: Arc<Self>, payload: Bytes) -> Reply {
@@ -117,6 +131,18 @@ impl PaxosReplica {
     pub async fn propose(self: Arc<Self>, c: Carry) -> Result<Result<(), Ballot>, Failure> {
         let answer = self.step(move |me| me.propose_now(&c)).await?;
         if answer.is_ok() {
+            self.durable().await?;
+        }
+        Ok(answer)
+    }
+
+    /// Accepts a checked proposal (durably) if this replica's state and
+    /// data show what its decision was based on; a check without an update
+    /// only answers, writing nothing.
+    pub async fn propose_checked(self: Arc<Self>, c: Checked) -> Result<CheckAnswer, Failure> {
+        let writes = c.update.is_some();
+        let answer = self.step(move |me| me.propose_checked_now(&c)).await?;
+        if answer.is_ok() && writes {
             self.durable().await?;
         }
         Ok(answer)
@@ -260,6 +286,34 @@ impl PaxosReplica {
                 .save(c.table, &c.key, &state, loaded.version, now)?;
         }
         Ok(answer)
+    }
+
+    /// The checks on the state and the data, and the acceptance written
+    /// (not yet durable) when they pass and there is an update.
+    fn propose_checked_now(&self, c: &Checked) -> Result<CheckAnswer, StorageError> {
+        let _guard = self.lock(c.key.token);
+        let now = self.store.now_seconds();
+        let loaded = self.store.load(c.table, &c.key, now)?;
+        let mut cost = ReadCost::default();
+        let data = self
+            .store
+            .engine()
+            .read_partition_costed(c.table, &c.key, &c.slices, &mut cost)?;
+        let digest = checked::data_digest(data.as_ref(), &c.slices, c.now_seconds);
+        let answer = checked::check(&loaded.state, c, &digest);
+        let (Ok(()), Some(update)) = (answer, &c.update) else {
+            return Ok(answer);
+        };
+        let mut state = loaded.state;
+        if let Err(promised) = state.propose(Proposal {
+            ballot: c.ballot,
+            update: update.clone(),
+        }) {
+            return Ok(Err(Refusal::Promise(promised)));
+        }
+        self.store
+            .save(c.table, &c.key, &state, loaded.version, now)?;
+        Ok(Ok(()))
     }
 
     /// The update and the commit written (not yet durable). A retry after

@@ -124,13 +124,19 @@ impl fmt::Display for Entry {
                 outcome,
                 forwarded,
                 home_refused,
+                path,
             }) => {
                 let home = match (forwarded, home_refused) {
                     (true, _) => " from the key's home",
                     (_, true) => " here, the key's home having refused it",
                     _ => "",
                 };
-                write!(f, "lwt client {client} gets {outcome:?}{home}")
+                let path = match path {
+                    crate::coordinator::CasPath::Full => "",
+                    crate::coordinator::CasPath::TwoRounds => " in two rounds",
+                    crate::coordinator::CasPath::FellBack => " after falling back",
+                };
+                write!(f, "lwt client {client} gets {outcome:?}{home}{path}")
             }
             Event::Final { node, live } => {
                 write!(f, "{node} ends with live set [")?;

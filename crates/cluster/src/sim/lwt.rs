@@ -27,7 +27,7 @@ use varve_types::CqlType;
 
 use super::data::{NodeData, TABLE};
 use super::history::Event;
-use crate::coordinator::{Cas, Coordinator, DecideFn, RebuildFn};
+use crate::coordinator::{Cas, CasPath, Coordinator, DecideFn, RebuildFn};
 use crate::env::{Clock, SeededRng};
 use crate::paxos::{PaxosReplica, PaxosStore};
 
@@ -83,6 +83,8 @@ pub enum LwtEvent {
         forwarded: bool,
         /// Whether the key's home refused it, and this node ran it.
         home_refused: bool,
+        /// Which rounds decided it (docs/design/paxos-two-rounds.md).
+        path: CasPath,
     },
 }
 
@@ -310,6 +312,7 @@ pub(super) async fn run(
         .await;
     let forwarded = found.as_ref().is_ok_and(|r| r.forwarded);
     let home_refused = found.as_ref().is_ok_and(|r| r.home_refused);
+    let path = found.as_ref().map_or(CasPath::Full, |r| r.path);
     let outcome = match (op, found) {
         (LwtOp::Read, Ok(r)) => LwtOutcome::Read(value_in(&r.current)),
         (LwtOp::Cas { .. }, Ok(r)) => LwtOutcome::Cas(r.applied),
@@ -321,6 +324,7 @@ pub(super) async fn run(
         outcome: outcome.clone(),
         forwarded,
         home_refused,
+        path,
     }));
     outcome
 }

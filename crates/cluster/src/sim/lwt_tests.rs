@@ -9,6 +9,7 @@ use super::harness::{run, Run, SimConfig};
 use super::history::Event;
 use super::lwt::{LwtEvent, LwtOutcome, LWT_KEYS};
 use super::panics;
+use crate::coordinator::CasPath;
 
 /// The seeds CI runs with LWT.
 const CI_LWT_SEEDS: u64 = 6;
@@ -38,6 +39,10 @@ pub struct LwtCoverage {
     pub forwarded: u64,
     /// Compare-and-sets the home refused, which their coordinator ran.
     pub home_refused: u64,
+    /// Compare-and-sets decided in two rounds, and those whose two-round
+    /// try fell back to the full round (docs/design/paxos-two-rounds.md).
+    pub two_rounds: u64,
+    pub fell_back: u64,
 }
 
 fn coverage(run: &Run) -> LwtCoverage {
@@ -50,11 +55,14 @@ fn coverage(run: &Run) -> LwtCoverage {
             outcome,
             forwarded,
             home_refused,
+            path,
             ..
         }) = &e.event
         {
             c.forwarded += u64::from(*forwarded);
             c.home_refused += u64::from(*home_refused);
+            c.two_rounds += u64::from(*path == CasPath::TwoRounds);
+            c.fell_back += u64::from(*path == CasPath::FellBack);
             match outcome {
                 LwtOutcome::Cas(true) => c.applied += 1,
                 LwtOutcome::Cas(false) => c.not_applied += 1,
@@ -102,6 +110,8 @@ fn check_seeds(seeds: impl Iterator<Item = u64>) -> LwtCoverage {
                 total.local_serial += c.local_serial;
                 total.forwarded += c.forwarded;
                 total.home_refused += c.home_refused;
+                total.two_rounds += c.two_rounds;
+                total.fell_back += c.fell_back;
             }
             (_, Err(report)) => panic!("seed {seed} failed:\n{report}"),
         }
@@ -120,6 +130,12 @@ fn check_ci_seeds(seeds: std::ops::Range<u64>) {
     assert!(
         c.forwarded > 0,
         "the LWT seeds {seeds:?} forwarded nothing to a home replica: {c:?}"
+    );
+    // Coordinators that are replicas took the two-round path, and some
+    // tries met another replica's refusal and fell back.
+    assert!(
+        c.two_rounds > 0 && c.fell_back > 0,
+        "the LWT seeds {seeds:?} never took the two-round path, or it never fell back: {c:?}"
     );
     // Seeds 0 and 3 run over two data centres, one in each half.
     assert!(

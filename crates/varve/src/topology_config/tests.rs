@@ -101,6 +101,18 @@ fn the_gossip_interval_is_limited_at_n() {
 }
 
 #[test]
+fn the_two_round_paxos_path_is_on_unless_turned_off() {
+    let two = |yaml: &str| {
+        resolve(yaml, &TopologyFlags::default(), None)
+            .expect("valid")
+            .paxos_two_rounds
+    };
+    assert!(two(""));
+    assert!(two("paxos_two_round_path: true"));
+    assert!(!two("paxos_two_round_path: false"));
+}
+
+#[test]
 fn the_internode_send_delay_is_off_by_default_and_limited_at_n() {
     let delay = |yaml: &str| resolve(yaml, &TopologyFlags::default(), None);
     assert!(delay("").expect("default").send_delay.is_zero());
