@@ -288,7 +288,7 @@ mod tests {
         assert!(v.is_response());
         assert_eq!(format!("{v:?}"), "Verb(0x0123)");
         assert_eq!(Verb(0x0122).response(), v);
-        assert!(!Verb(0x0058).is_known());
+        assert!(!Verb(0x005A).is_known());
     }
 
     #[test]
