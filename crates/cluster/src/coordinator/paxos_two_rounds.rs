@@ -155,7 +155,7 @@ impl Coordinator {
             slices: c.slices.to_vec(),
         };
         let phase = self.clock.now();
-        let prepared = Arc::clone(&parts.replica).prepare(prepare).await;
+        let prepared = Arc::clone(&parts.replica).prepare(prepare.clone()).await;
         self.metrics.paxos_phases[0].record(micros(self.clock.now() - phase));
         let (committed, data) = match prepared {
             Ok(PrepareResponse {
@@ -199,11 +199,7 @@ impl Coordinator {
             path: CasPath::TwoRounds,
         };
         let message = Checked {
-            ballot,
-            table: c.table,
-            key: c.key.clone(),
-            now_seconds: c.now_seconds,
-            slices: c.slices.to_vec(),
+            read: prepare,
             based_on,
             digest,
             update,

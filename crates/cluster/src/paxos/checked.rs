@@ -10,25 +10,22 @@
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use varve_storage::encoding::{encode_partition, PARTITION_ENCODING_VERSION};
-use varve_types::data::{Partition, PartitionKey, Slice};
+use varve_types::data::{Partition, Slice};
 
 use super::ballot::Ballot;
+use super::codec::{put_ballot, put_prepare, read_ballot, read_prepare, Prepare};
 use super::state::PaxosState;
 use crate::net::wire::Reader;
 use crate::verbs::codec::{
-    put_key, put_partition, put_slices, put_table, read_encoding, read_key, read_partition,
-    read_slices, read_table, Comparators, PayloadError,
+    put_partition, read_encoding, read_partition, Comparators, PayloadError,
 };
 
 /// A proposal sent with what its decision was based on; without an update,
 /// a check that writes nothing (a condition not met).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
-    pub ballot: Ballot,
-    pub table: u128,
-    pub key: PartitionKey,
-    pub now_seconds: i32,
-    pub slices: Vec<Slice>,
+    /// The ballot and the read: the coordinator's local prepare.
+    pub read: Prepare,
     /// The id of the latest commit the decision saw.
     pub based_on: Option<Ballot>,
     /// [`data_digest`] of the data the decision read.
@@ -69,7 +66,7 @@ pub type CheckAnswer = Result<(), Refusal>;
 /// replica's state and the digest of its data under the slices.
 pub fn check(state: &PaxosState, c: &Checked, digest: &[u8; 16]) -> CheckAnswer {
     if let Some(promised) = state.promised {
-        if promised > c.ballot {
+        if promised > c.read.ballot {
             return Err(Refusal::Promise(promised));
         }
     }
@@ -111,14 +108,6 @@ const REFUSED_UNFINISHED: u8 = 2;
 const REFUSED_COMMIT: u8 = 3;
 const REFUSED_DATA: u8 = 4;
 
-fn put_ballot(out: &mut Vec<u8>, b: &Ballot) {
-    out.extend_from_slice(&b.0);
-}
-
-fn read_ballot(r: &mut Reader<'_>) -> Result<Ballot, PayloadError> {
-    Ok(Ballot(r.array()?))
-}
-
 fn put_optional_ballot(out: &mut Vec<u8>, b: Option<&Ballot>) {
     match b {
         Some(b) => {
@@ -146,12 +135,8 @@ fn read_optional_ballot(r: &mut Reader<'_>, what: &str) -> Result<Option<Ballot>
 
 /// A PAXOS_PROPOSE_CHECKED payload.
 pub fn encode_checked(c: &Checked) -> Bytes {
-    let mut out = Vec::with_capacity(96 + c.key.key.len());
-    put_ballot(&mut out, &c.ballot);
-    put_table(&mut out, c.table);
-    put_key(&mut out, &c.key);
-    out.extend_from_slice(&c.now_seconds.to_be_bytes());
-    put_slices(&mut out, &c.slices);
+    let mut out = Vec::with_capacity(96 + c.read.key.key.len());
+    put_prepare(&mut out, &c.read);
     put_optional_ballot(&mut out, c.based_on.as_ref());
     out.extend_from_slice(&c.digest);
     match &c.update {
@@ -167,14 +152,7 @@ pub fn encode_checked(c: &Checked) -> Bytes {
 
 pub fn decode_checked(payload: &Bytes, tables: &dyn Comparators) -> Result<Checked, PayloadError> {
     let mut r = Reader::new(payload);
-    let ballot = read_ballot(&mut r)?;
-    let table = read_table(&mut r)?;
-    let key = read_key(&mut r, payload)?;
-    let now_seconds = i32::from_be_bytes(r.array()?);
-    let cmp = tables
-        .comparator(table)
-        .ok_or(PayloadError::UnknownTable(table))?;
-    let slices = read_slices(&mut r, payload, &cmp)?;
+    let (read, cmp) = read_prepare(&mut r, payload, tables)?;
     let based_on = read_optional_ballot(&mut r, "latest commit")?;
     let digest = r.array()?;
     let update = match read_presence(&mut r, "update")? {
@@ -186,11 +164,7 @@ pub fn decode_checked(payload: &Bytes, tables: &dyn Comparators) -> Result<Check
     };
     r.finish()?;
     Ok(Checked {
-        ballot,
-        table,
-        key,
-        now_seconds,
-        slices,
+        read,
         based_on,
         digest,
         update,

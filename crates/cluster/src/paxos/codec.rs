@@ -53,42 +53,58 @@ const HAS_DATA: u8 = 0x04;
 const ACCEPTED: u8 = 0;
 const REFUSED: u8 = 1;
 
-fn put_ballot(out: &mut Vec<u8>, b: &Ballot) {
+pub(super) fn put_ballot(out: &mut Vec<u8>, b: &Ballot) {
     out.extend_from_slice(&b.0);
 }
 
-fn read_ballot(r: &mut Reader<'_>) -> Result<Ballot, PayloadError> {
+pub(super) fn read_ballot(r: &mut Reader<'_>) -> Result<Ballot, PayloadError> {
     Ok(Ballot(r.array()?))
 }
 
 pub fn encode_prepare(p: &Prepare) -> Bytes {
     let mut out = Vec::with_capacity(64 + p.key.key.len());
-    put_ballot(&mut out, &p.ballot);
-    put_table(&mut out, p.table);
-    put_key(&mut out, &p.key);
-    out.extend_from_slice(&p.now_seconds.to_be_bytes());
-    put_slices(&mut out, &p.slices);
+    put_prepare(&mut out, p);
     Bytes::from(out)
+}
+
+/// Appends a prepare's fields (a checked proposal starts with them too).
+pub(super) fn put_prepare(out: &mut Vec<u8>, p: &Prepare) {
+    put_ballot(out, &p.ballot);
+    put_table(out, p.table);
+    put_key(out, &p.key);
+    out.extend_from_slice(&p.now_seconds.to_be_bytes());
+    put_slices(out, &p.slices);
 }
 
 pub fn decode_prepare(payload: &Bytes, tables: &dyn Comparators) -> Result<Prepare, PayloadError> {
     let mut r = Reader::new(payload);
-    let ballot = read_ballot(&mut r)?;
-    let table = read_table(&mut r)?;
-    let key = read_key(&mut r, payload)?;
+    let (prepare, _) = read_prepare(&mut r, payload, tables)?;
+    r.finish()?;
+    Ok(prepare)
+}
+
+/// Reads what [`put_prepare`] wrote, and the table's comparator.
+pub(super) fn read_prepare(
+    r: &mut Reader<'_>,
+    payload: &Bytes,
+    tables: &dyn Comparators,
+) -> Result<(Prepare, Arc<ClusteringComparator>), PayloadError> {
+    let ballot = read_ballot(r)?;
+    let table = read_table(r)?;
+    let key = read_key(r, payload)?;
     let now_seconds = i32::from_be_bytes(r.array()?);
     let cmp = tables
         .comparator(table)
         .ok_or(PayloadError::UnknownTable(table))?;
-    let slices = read_slices(&mut r, payload, &cmp)?;
-    r.finish()?;
-    Ok(Prepare {
+    let slices = read_slices(r, payload, &cmp)?;
+    let prepare = Prepare {
         ballot,
         table,
         key,
         now_seconds,
         slices,
-    })
+    };
+    Ok((prepare, cmp))
 }
 
 pub fn encode_prepare_response(response: &PrepareResponse) -> Bytes {
@@ -258,38 +274,7 @@ pub fn fuzz_decode(payload: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use varve_types::data::{Cell, ClusteringKey, Row};
-    use varve_types::CqlType;
-
-    struct OneTable(Arc<ClusteringComparator>);
-
-    impl Comparators for OneTable {
-        fn comparator(&self, table: u128) -> Option<Arc<ClusteringComparator>> {
-            (table == 7).then(|| Arc::clone(&self.0))
-        }
-    }
-
-    fn cmp() -> Arc<ClusteringComparator> {
-        ClusteringComparator::new(vec![(CqlType::Int, false)])
-    }
-
-    fn update(v: i32, ts: i64) -> Partition {
-        let mut p = Partition::default();
-        let mut row = Row::default();
-        row.cells.insert(
-            (1, None),
-            Cell::live(ts, Bytes::copy_from_slice(&v.to_be_bytes())),
-        );
-        p.rows.insert(
-            ClusteringKey::row(vec![Bytes::copy_from_slice(&1i32.to_be_bytes())], &cmp()),
-            row,
-        );
-        p
-    }
-
-    fn key() -> PartitionKey {
-        PartitionKey::new(Bytes::from_static(b"\0\0\0\x05"))
-    }
+    use crate::paxos::test_support::{cmp, key, row, OneTable};
 
     #[test]
     fn every_payload_round_trips_and_every_cut_is_refused() {
@@ -313,14 +298,14 @@ mod tests {
             answer: PrepareAnswer::Promise {
                 accepted: Some(Proposal {
                     ballot: Ballot::new(5, 1),
-                    update: update(1, 5),
+                    update: row(1, 5),
                 }),
                 committed: Some(Proposal {
                     ballot: Ballot::new(4, 1),
-                    update: update(2, 4),
+                    update: row(2, 4),
                 }),
             },
-            data: Some(update(3, 3)),
+            data: Some(row(3, 3)),
         };
         let bytes = encode_prepare_response(&promise);
         assert_eq!(
@@ -349,7 +334,7 @@ mod tests {
             key: key(),
             proposal: Proposal {
                 ballot: Ballot::new(100, 3),
-                update: update(4, 100),
+                update: row(4, 100),
             },
         };
         let bytes = encode_carry(&carry);

@@ -14,6 +14,8 @@ pub mod forward;
 pub mod replica;
 pub mod state;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use ballot::{Ballot, BallotClock};
 pub use replica::PaxosReplica;

@@ -291,28 +291,29 @@ impl PaxosReplica {
     /// The checks on the state and the data, and the acceptance written
     /// (not yet durable) when they pass and there is an update.
     fn propose_checked_now(&self, c: &Checked) -> Result<CheckAnswer, StorageError> {
-        let _guard = self.lock(c.key.token);
+        let p = &c.read;
+        let _guard = self.lock(p.key.token);
         let now = self.store.now_seconds();
-        let loaded = self.store.load(c.table, &c.key, now)?;
+        let loaded = self.store.load(p.table, &p.key, now)?;
         let mut cost = ReadCost::default();
         let data = self
             .store
             .engine()
-            .read_partition_costed(c.table, &c.key, &c.slices, &mut cost)?;
-        let digest = checked::data_digest(data.as_ref(), &c.slices, c.now_seconds);
+            .read_partition_costed(p.table, &p.key, &p.slices, &mut cost)?;
+        let digest = checked::data_digest(data.as_ref(), &p.slices, p.now_seconds);
         let answer = checked::check(&loaded.state, c, &digest);
         let (Ok(()), Some(update)) = (answer, &c.update) else {
             return Ok(answer);
         };
         let mut state = loaded.state;
         if let Err(promised) = state.propose(Proposal {
-            ballot: c.ballot,
+            ballot: p.ballot,
             update: update.clone(),
         }) {
             return Ok(Err(Refusal::Promise(promised)));
         }
         self.store
-            .save(c.table, &c.key, &state, loaded.version, now)?;
+            .save(p.table, &p.key, &state, loaded.version, now)?;
         Ok(Ok(()))
     }
 

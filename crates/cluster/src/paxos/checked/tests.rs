@@ -1,56 +1,25 @@
-use std::sync::Arc;
-
 use bytes::Bytes;
-use varve_types::data::{Cell, ClusteringComparator, ClusteringKey, Partition, PartitionKey, Row};
-use varve_types::CqlType;
 
 use super::*;
 use crate::paxos::state::Proposal;
-
-struct OneTable(Arc<ClusteringComparator>);
-
-impl Comparators for OneTable {
-    fn comparator(&self, table: u128) -> Option<Arc<ClusteringComparator>> {
-        (table == 7).then(|| Arc::clone(&self.0))
-    }
-}
-
-fn cmp() -> Arc<ClusteringComparator> {
-    ClusteringComparator::new(vec![(CqlType::Int, false)])
-}
+use crate::paxos::test_support::{cmp, key, row, OneTable};
 
 fn b(micros: i64) -> Ballot {
     Ballot::new(micros, 0x8000_0000_0000_0001)
 }
 
-fn row_of(v: i32, ts: i64) -> Partition {
-    let mut p = Partition::default();
-    let mut row = Row::default();
-    row.cells.insert(
-        (1, None),
-        Cell::live(ts, Bytes::copy_from_slice(&v.to_be_bytes())),
-    );
-    p.rows.insert(
-        ClusteringKey::row(vec![Bytes::copy_from_slice(&1i32.to_be_bytes())], &cmp()),
-        row,
-    );
-    p
-}
-
-fn key() -> PartitionKey {
-    PartitionKey::new(Bytes::from_static(b"\0\0\0\x05"))
-}
-
 fn checked(ballot: i64, based_on: Option<i64>, digest: [u8; 16]) -> Checked {
     Checked {
-        ballot: b(ballot),
-        table: 7,
-        key: key(),
-        now_seconds: 1_700_000_000,
-        slices: vec![Slice::all(&cmp())],
+        read: Prepare {
+            ballot: b(ballot),
+            table: 7,
+            key: key(),
+            now_seconds: 1_700_000_000,
+            slices: vec![Slice::all(&cmp())],
+        },
         based_on: based_on.map(b),
         digest,
-        update: Some(row_of(4, ballot)),
+        update: Some(row(4, ballot)),
     }
 }
 
@@ -58,7 +27,7 @@ fn checked(ballot: i64, based_on: Option<i64>, digest: [u8; 16]) -> Checked {
 /// on commit 10 with its data's digest passes; each check fails alone.
 #[test]
 fn each_check_refuses_alone_and_all_pass_together() {
-    let data = row_of(1, 10);
+    let data = row(1, 10);
     let slices = vec![Slice::all(&cmp())];
     let digest = data_digest(Some(&data), &slices, 1_700_000_000);
     let state = PaxosState {
@@ -86,7 +55,7 @@ fn each_check_refuses_alone_and_all_pass_together() {
     let mut open = state.clone();
     open.accepted = Some(Proposal {
         ballot: b(11),
-        update: row_of(2, 11),
+        update: row(2, 11),
     });
     assert_eq!(
         check(&open, &checked(20, Some(10), digest), &digest),
@@ -95,7 +64,7 @@ fn each_check_refuses_alone_and_all_pass_together() {
     // One the commit settled is not.
     open.accepted = Some(Proposal {
         ballot: b(9),
-        update: row_of(2, 9),
+        update: row(2, 9),
     });
     assert_eq!(
         check(&open, &checked(20, Some(10), digest), &digest),
@@ -119,7 +88,7 @@ fn each_check_refuses_alone_and_all_pass_together() {
         Err(Refusal::Commit(Some(b(10))))
     );
     // Other data.
-    let other = data_digest(Some(&row_of(1, 11)), &slices, 1_700_000_000);
+    let other = data_digest(Some(&row(1, 11)), &slices, 1_700_000_000);
     assert_eq!(
         check(&state, &checked(20, Some(10), digest), &other),
         Err(Refusal::Data)
@@ -136,32 +105,28 @@ fn each_check_refuses_alone_and_all_pass_together() {
 fn the_digest_sees_live_cells_and_not_what_they_shadow() {
     let slices = vec![Slice::all(&cmp())];
     let now = 1_700_000_000;
-    let one = data_digest(Some(&row_of(1, 10)), &slices, now);
-    assert_eq!(one, data_digest(Some(&row_of(1, 10)), &slices, now));
+    let one = data_digest(Some(&row(1, 10)), &slices, now);
+    assert_eq!(one, data_digest(Some(&row(1, 10)), &slices, now));
     assert_ne!(
         one,
-        data_digest(Some(&row_of(1, 11)), &slices, now),
+        data_digest(Some(&row(1, 11)), &slices, now),
         "timestamp"
     );
-    assert_ne!(
-        one,
-        data_digest(Some(&row_of(2, 10)), &slices, now),
-        "value"
-    );
+    assert_ne!(one, data_digest(Some(&row(2, 10)), &slices, now), "value");
     assert_ne!(one, data_digest(None, &slices, now), "absent");
     // An older value the live one shadows, merged in: the same live rows.
-    let mut shadowed = row_of(1, 10);
-    shadowed.merge(row_of(9, 5));
+    let mut shadowed = row(1, 10);
+    shadowed.merge(row(9, 5));
     assert_eq!(one, data_digest(Some(&shadowed), &slices, now));
     // A partition deletion older than the row hides nothing.
-    let mut deleted_before = row_of(1, 10);
+    let mut deleted_before = row(1, 10);
     deleted_before.deletion = varve_types::data::DeletionTime {
         marked_for_delete_at: 3,
         local_deletion_time: now - 10,
     };
     assert_eq!(one, data_digest(Some(&deleted_before), &slices, now));
     // One newer than it hides the row: the empty partition's digest.
-    let mut deleted_after = row_of(1, 10);
+    let mut deleted_after = row(1, 10);
     deleted_after.deletion = varve_types::data::DeletionTime {
         marked_for_delete_at: 30,
         local_deletion_time: now - 10,
@@ -192,7 +157,7 @@ fn payloads_round_trip_and_every_cut_is_refused() {
         assert!(decode_checked(&Bytes::from(longer), &tables).is_err());
     }
     let mut unknown = checked(20, None, digest);
-    unknown.table = 8;
+    unknown.read.table = 8;
     assert!(matches!(
         decode_checked(&encode_checked(&unknown), &tables),
         Err(PayloadError::UnknownTable(8))

@@ -1,22 +1,5 @@
 use super::*;
-use varve_types::data::{Cell, ClusteringKey, Row};
-use varve_types::CqlType;
-
-struct OneTable(Arc<ClusteringComparator>);
-
-impl Comparators for OneTable {
-    fn comparator(&self, table: u128) -> Option<Arc<ClusteringComparator>> {
-        (table == 7).then(|| Arc::clone(&self.0))
-    }
-}
-
-fn tables() -> OneTable {
-    OneTable(ClusteringComparator::new(vec![(CqlType::Int, false)]))
-}
-
-fn key() -> PartitionKey {
-    PartitionKey::new(Bytes::from_static(b"\x00\x00\x00\x05"))
-}
+use crate::paxos::test_support::{key, row, tables};
 
 fn forward(decider: Bytes) -> Forward {
     Forward {
@@ -27,21 +10,6 @@ fn forward(decider: Bytes) -> Forward {
         now_seconds: 1_700_000_000,
         decider,
     }
-}
-
-fn row(v: i32, ts: i64) -> Partition {
-    let cmp = ClusteringComparator::new(vec![(CqlType::Int, false)]);
-    let mut p = Partition::default();
-    let mut row = Row::default();
-    row.cells.insert(
-        (1, None),
-        Cell::live(ts, Bytes::copy_from_slice(&v.to_be_bytes())),
-    );
-    p.rows.insert(
-        ClusteringKey::row(vec![Bytes::copy_from_slice(&1i32.to_be_bytes())], &cmp),
-        row,
-    );
-    p
 }
 
 fn every_answer() -> Vec<ForwardAnswer> {
