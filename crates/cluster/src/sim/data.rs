@@ -163,6 +163,9 @@ pub struct Shared {
     /// Node 0 does not know PAXOS_FORWARD and node 1 declines every
     /// forward (`SimConfig::refusing_homes`).
     pub refusing_homes: bool,
+    /// Whether coordinators take the two-round path
+    /// (`SimConfig::two_rounds`).
+    pub two_rounds: bool,
     /// In a run where a node joins, leaves or is replaced or removed
     /// (`sim/movement.rs`): the metadata's epochs, the mover's steps, and
     /// clients of their own.
@@ -275,6 +278,7 @@ impl NodeData {
         self.shared.starts.set(self.shared.starts.get() + 1);
         if let Some(paxos) = &self.paxos {
             coordinator.set_paxos(paxos.clone());
+            coordinator.set_paxos_two_rounds(self.shared.two_rounds);
             // A contended register's compare-and-sets go to its home.
             let replication = self.shared.replication.clone();
             coordinator.set_replication_lookup(Box::new(move |table| {
@@ -492,6 +496,7 @@ pub fn cluster(
         lwt_think_ms_max: super::lwt::THINK_MAX_MS,
         local_serial_dcs: super::lwt::local_serial_dcs(&layout.dcs),
         refusing_homes: config.refusing_homes,
+        two_rounds: config.two_rounds,
         movement: None,
     });
     let nodes = layout

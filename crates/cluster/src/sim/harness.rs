@@ -81,6 +81,10 @@ pub struct SimConfig {
     /// With `lwt`: node 0 answers forwarded statements with UNKNOWN_VERB
     /// and node 1 declines them, so their coordinators run them.
     pub refusing_homes: bool,
+    /// With `lwt`: coordinators that are replicas take the two-round path
+    /// (`paxos_two_round_path`, docs/design/paxos-two-rounds.md); off, every
+    /// statement runs the full round.
+    pub two_rounds: bool,
     /// With `data`: a node joins, leaves, or replaces a dead one, or a
     /// dead one is removed (`sim/movement.rs`), under clients and a plan
     /// of their own.
@@ -115,6 +119,7 @@ impl SimConfig {
             lwt: false,
             scans: false,
             refusing_homes: false,
+            two_rounds: true,
             movement: None,
             repair: false,
         }

@@ -176,6 +176,29 @@ fn ci_lwt_seeds_with_refusing_homes() {
     assert!(refused > 0, "no home refused a forwarded compare-and-set");
 }
 
+/// With `paxos_two_round_path: false` every statement runs the full
+/// round (docs/design/paxos.md, section 5), which the seeds above only
+/// reach through fallbacks and the coordinators that are not replicas:
+/// the switch holds, and the full round alone stays linearizable.
+#[test]
+fn ci_lwt_seeds_without_the_two_round_path() {
+    for seed in 0..CI_REFUSING_SEEDS {
+        let mut config = SimConfig::with_lwt(seed);
+        config.two_rounds = false;
+        match run_config(&config) {
+            (_, Ok(c)) => {
+                assert!(c.applied > 0, "seed {seed} applied nothing: {c:?}");
+                assert_eq!(
+                    (c.two_rounds, c.fell_back),
+                    (0, 0),
+                    "seed {seed} took the two-round path while it was off"
+                );
+            }
+            (_, Err(report)) => panic!("seed {seed} without the two-round path failed:\n{report}"),
+        }
+    }
+}
+
 #[test]
 fn replay_lwt() {
     let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());

@@ -472,6 +472,7 @@ fn shared(
         lwt_think_ms_max: super::lwt::MOVEMENT_THINK_MAX_MS,
         local_serial_dcs: None,
         refusing_homes: false,
+        two_rounds: true,
         movement: Some(Rc::new(movement)),
     })
 }
