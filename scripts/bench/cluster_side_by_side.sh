@@ -33,6 +33,13 @@ run() {
   local per_cpu
   per_cpu=$(python3 -c "t=float('${thr:-0}' or 0); c=float('${cpu:-0}' or 0); print(round(t*$D/c) if c else 0)")
   echo "$label: ops/s=$thr p99_ms=$p99 server_cpu_s=$cpu ops_per_cpu_s=$per_cpu | $(cat "$out/$label.measure")" | tee -a "$out/summary.txt"
+  # Varve's LWT counters so far (conditions not met, unknown results), summed over its nodes.
+  if [ "$host" = "$VH" ]; then
+    for i in 1 2 3; do curl -s "http://127.0.0.$i:9183/metrics"; done \
+      | grep -E '^varve_cas_(condition_not_met|unknown_results)' \
+      | awk '{split($1, a, "{"); t[a[1]] += $2} END {for (k in t) printf "%s=%d ", k, t[k]; print ""}' \
+      | sed "s/^/$label totals so far: /" | tee -a "$out/summary.txt"
+  fi
 }
 
 load() { # HOST COL_SIZE
@@ -58,6 +65,8 @@ lwt() { # NAME PIDS HOST
   run "$n-plain_insert" "$pids" "$host" "$L" plain_insert QUORUM
   run "$n-lwt_insert" "$pids" "$host" "$L" lwt_insert QUORUM
   run "$n-cas_max" "$pids" "$host" "$L" cas_max QUORUM
+  # Every client on one key, a condition that always holds: each statement applies.
+  run "$n-cas_exists" "$pids" "$host" "$L" cas_exists QUORUM
 }
 
 # Varve

@@ -9,7 +9,9 @@
 //! first. The step under the lock runs on the calling task when storage
 //! can serve it from memory, else on tokio's blocking pool; the fsync is
 //! awaited, not waited for, so no thread is held while the commitlog
-//! syncs (concurrent steps share one fsync). A coordinator reaches its own
+//! syncs (concurrent steps share one fsync). A step's commitlog entries
+//! are left to that sync, which writes and syncs them in one round,
+//! instead of each append writing its own. A coordinator reaches its own
 //! replica through the same functions, without the network.
 //!
 //! Why the lock need not cover the fsync: the commitlog is one sequence,
@@ -21,6 +23,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use varve_storage::commitlog::DeferredWrites;
 use varve_storage::io_mode::NonBlocking;
 use varve_storage::{Error as StorageError, ReadCost};
 
@@ -165,14 +168,14 @@ impl PaxosReplica {
         F: Fn(&PaxosReplica) -> Result<T, StorageError> + Send + 'static,
     {
         if self.inline {
-            return f(self).map_err(|e| failure(&e));
+            return written_by_sync(|| f(self)).map_err(|e| failure(&e));
         }
         // Writes that wait for their fsync (batch and group commitlog
         // modes) go straight to the pool.
         let first = match self.store.engine().writes_wait_for_sync() {
             false => {
                 let _scope = NonBlocking::enter();
-                f(self)
+                written_by_sync(|| f(self))
             }
             true => Err(StorageError::WouldBlock {
                 what: "a write that waits for its fsync",
@@ -181,7 +184,7 @@ impl PaxosReplica {
         match first {
             Err(StorageError::WouldBlock { .. }) => {
                 let me = Arc::clone(self);
-                blocking(move || f(&me)).await
+                blocking(move || written_by_sync(|| f(&me))).await
             }
             other => other.map_err(|e| failure(&e)),
         }
@@ -334,6 +337,18 @@ impl PaxosReplica {
         }
         Ok(())
     }
+}
+
+/// Runs a step with its commitlog appends left to the sync its caller
+/// requests next (`DeferredWrites::leave_to_sync`): every step that writes
+/// is followed by [`PaxosReplica::durable`] before its answer, and that
+/// sync's round writes the entries, so a step costs no `write(2)` of its
+/// own (in periodic mode; the other modes wait for their fsync anyway).
+fn written_by_sync<T>(f: impl FnOnce() -> T) -> T {
+    let scope = DeferredWrites::begin();
+    let result = f();
+    scope.leave_to_sync();
+    result
 }
 
 /// Runs `f` on the blocking pool; a storage error becomes the failure a

@@ -72,6 +72,22 @@ impl DeferredWrites {
         self.write_out()
     }
 
+    /// Closes the scope without writing: its entries stay queued for the
+    /// next round of their log, which a sync request runs at once. For a
+    /// caller that requests a sync of every log it appended to before it
+    /// acknowledges anything (a Paxos step, which answers only once its
+    /// state is durable): the sync's round writes the entries and syncs
+    /// them in one go, where `finish` would write them first, one
+    /// `write(2)` more. Entries of a step that failed and requests no sync
+    /// are written by the next round anyone runs; nothing acknowledged
+    /// waits on them. Inside an outer scope, the outer one still writes.
+    pub fn leave_to_sync(mut self) {
+        if self.owner {
+            self.owner = false;
+            DEFERRED.with(|d| d.borrow_mut().take());
+        }
+    }
+
     fn write_out(&mut self) -> Result<()> {
         if !self.owner {
             return Ok(());

@@ -120,3 +120,34 @@ fn batch_mode_appends_are_synced_even_inside_a_scope() {
     );
     scope.finish().unwrap();
 }
+
+#[test]
+fn entries_left_to_a_sync_reach_the_file_with_it() {
+    let fs = SimFs::new();
+    let (log, first, before) = log_with_one_entry(&fs);
+    let scope = DeferredWrites::begin();
+    let left = log.append(1, &key(b"b"), &partition(1, b"v")).unwrap();
+    scope.leave_to_sync();
+    // Neither the scope nor the append wrote it.
+    assert_eq!(written(&fs, first.segment_id), before);
+    log.sync().unwrap();
+    let path = dir().join(segment_file_name(left.segment_id));
+    let (now, durable) = fs.lengths(&path).unwrap();
+    assert!(now > left.offset && durable == now, "{now} {durable}");
+    let (_, replay) = open(&fs.kill(), periodic()).unwrap();
+    let (_, positions) = replayed(replay);
+    assert_eq!(positions, vec![first, left]);
+}
+
+#[test]
+fn a_nested_scope_left_to_a_sync_leaves_writing_to_the_outer_one() {
+    let fs = SimFs::new();
+    let (log, first, before) = log_with_one_entry(&fs);
+    let outer = DeferredWrites::begin();
+    let inner = DeferredWrites::begin();
+    log.append(1, &key(b"b"), &partition(1, b"v")).unwrap();
+    inner.leave_to_sync();
+    assert_eq!(written(&fs, first.segment_id), before);
+    outer.finish().unwrap();
+    assert!(written(&fs, first.segment_id) > before);
+}
