@@ -221,7 +221,7 @@ impl PaxosReplica {
             let loaded = self.store.load(table, key, now)?;
             let merged = loaded.state.clone().merge(theirs);
             if merged != loaded.state {
-                self.store.save(table, key, &merged, loaded.version, now)?;
+                self.store.save(table, key, &merged, loaded.written, now)?;
                 self.store.engine().sync()?;
             }
         }
@@ -273,7 +273,7 @@ impl PaxosReplica {
             .engine()
             .read_partition_costed(p.table, &p.key, &p.slices, &mut cost)?;
         self.store
-            .save(p.table, &p.key, &state, loaded.version, now)?;
+            .save(p.table, &p.key, &state, loaded.written, now)?;
         Ok((PrepareResponse { answer, data }, true))
     }
 
@@ -286,7 +286,7 @@ impl PaxosReplica {
         let answer = state.propose(c.proposal.clone());
         if answer.is_ok() {
             self.store
-                .save(c.table, &c.key, &state, loaded.version, now)?;
+                .save(c.table, &c.key, &state, loaded.written, now)?;
         }
         Ok(answer)
     }
@@ -316,7 +316,7 @@ impl PaxosReplica {
             return Ok(Err(Refusal::Promise(promised)));
         }
         self.store
-            .save(p.table, &p.key, &state, loaded.version, now)?;
+            .save(p.table, &p.key, &state, loaded.written, now)?;
         Ok(Ok(()))
     }
 
@@ -333,7 +333,7 @@ impl PaxosReplica {
         let mut state = loaded.state;
         if state.commit(c.proposal.clone()) {
             self.store
-                .save(c.table, &c.key, &state, loaded.version, now)?;
+                .save(c.table, &c.key, &state, loaded.written, now)?;
         }
         Ok(())
     }

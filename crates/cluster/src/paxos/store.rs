@@ -6,9 +6,13 @@
 //! `gc_grace_seconds` (at least [`MIN_STATE_TTL_SECONDS`]). State older than
 //! that horizon is ignored when read (docs/design/paxos.md, section 4).
 //!
-//! Each save writes the whole state with one timestamp, one more than the
-//! newest timestamp the row holds (tombstones and expired cells included):
-//! the row's own version counter. Not the ballots' micros: two ballots of
+//! Each save writes the parts of the state that changed since it was
+//! loaded (the promise, the accepted proposal, the latest commit: each
+//! known by its ballot), as Cassandra writes each on its own, so an entry
+//! carries at most one update and a conditional update fits wherever a
+//! plain write of it does. It writes them with one timestamp, one more
+//! than the newest timestamp the row holds (tombstones and expired cells
+//! included): the row's own version counter. Not the ballots' micros: two ballots of
 //! one micro (two coordinators in the same microsecond) would give cells of
 //! equal timestamps, and storage would then keep either value, so a replica
 //! could forget a promise (found by the simulation, seed 0).
@@ -45,12 +49,34 @@ pub mod columns {
     pub const PROPOSAL_VERSION: u32 = 8;
 }
 
-/// A partition's state as loaded, and the newest timestamp its row held
-/// (the next save writes above it).
+/// A partition's state as loaded, and what its row held.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Loaded {
     pub state: PaxosState,
+    pub written: Written,
+}
+
+/// What a loaded row held, for the save that follows: the newest
+/// timestamp (the save writes above it) and the ballot of each part of
+/// the state as loaded (the save writes only the parts whose ballot
+/// changed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
     pub version: i64,
+    pub promised: Option<Ballot>,
+    pub accepted: Option<Ballot>,
+    pub committed: Option<Ballot>,
+}
+
+impl Written {
+    fn of(state: &PaxosState, version: i64) -> Written {
+        Written {
+            version,
+            promised: state.promised,
+            accepted: state.accepted.as_ref().map(|p| p.ballot),
+            committed: state.committed.as_ref().map(|p| p.ballot),
+        }
+    }
 }
 
 /// The Paxos state of every partition of this node.
@@ -143,15 +169,16 @@ impl PaxosStore {
         let Some(row) = partition.rows.get(&row_key) else {
             return Ok(Loaded {
                 state: PaxosState::default(),
-                version,
+                written: Written::of(&PaxosState::default(), version),
             });
         };
         let state = decode_state(&row.cells, &user)?;
         let ttl_micros = i64::from(self.ttl(table)?) * 1_000_000;
         let horizon = i64::from(now_seconds) * 1_000_000 - ttl_micros;
+        let state = state.without_older_than(horizon);
         Ok(Loaded {
-            state: state.without_older_than(horizon),
-            version,
+            written: Written::of(&state, version),
+            state,
         })
     }
 
@@ -213,19 +240,20 @@ impl PaxosStore {
         Ok(())
     }
 
-    /// Writes `state` for `key` in `table` over the row `loaded` read. Not
-    /// yet durable: the caller makes it so before it answers
+    /// Writes the parts of `state` for `key` in `table` that differ from
+    /// what the row held when loaded (`written`). Not yet durable: the
+    /// caller makes it so before it answers
     /// ([`varve_storage::Engine::sync_later`], or `sync`).
     pub fn save(
         &self,
         table: u128,
         key: &PartitionKey,
         state: &PaxosState,
-        loaded_version: i64,
+        written: Written,
         now_seconds: i32,
     ) -> Result<(), StorageError> {
         let ttl = self.ttl(table)?;
-        let timestamp = loaded_version.saturating_add(1);
+        let timestamp = written.version.saturating_add(1);
         let mut cells = CellMap::new();
         let put = |cells: &mut CellMap, column: u32, _at: &Ballot, value: Bytes| {
             cells.insert(
@@ -233,7 +261,8 @@ impl PaxosStore {
                 Cell::expiring(timestamp, ttl, now_seconds, value),
             );
         };
-        if let Some(promised) = &state.promised {
+        let now = Written::of(state, written.version);
+        if let (Some(promised), true) = (&state.promised, now.promised != written.promised) {
             put(
                 &mut cells,
                 columns::IN_PROGRESS_BALLOT,
@@ -242,9 +271,10 @@ impl PaxosStore {
             );
         }
         let version = Bytes::copy_from_slice(&i32::from(PARTITION_ENCODING_VERSION).to_be_bytes());
-        for (p, [at, update, v]) in [
+        for (p, changed, [at, update, v]) in [
             (
                 &state.accepted,
+                now.accepted != written.accepted,
                 [
                     columns::PROPOSAL_BALLOT,
                     columns::PROPOSAL,
@@ -253,6 +283,7 @@ impl PaxosStore {
             ),
             (
                 &state.committed,
+                now.committed != written.committed,
                 [
                     columns::MOST_RECENT_COMMIT_AT,
                     columns::MOST_RECENT_COMMIT,
@@ -260,6 +291,9 @@ impl PaxosStore {
                 ],
             ),
         ] {
+            if !changed {
+                continue;
+            }
             match p {
                 Some(p) => {
                     put(&mut cells, at, &p.ballot, ballot_bytes(&p.ballot));
@@ -268,13 +302,14 @@ impl PaxosStore {
                 }
                 None => {
                     // A proposal settled by a commit: gone.
-                    if let (Some(_), true) = (&state.committed, at == columns::PROPOSAL_BALLOT) {
-                        for column in [at, update, v] {
-                            cells.insert((column, None), Cell::tombstone(timestamp, now_seconds));
-                        }
+                    for column in [at, update, v] {
+                        cells.insert((column, None), Cell::tombstone(timestamp, now_seconds));
                     }
                 }
             }
+        }
+        if cells.is_empty() {
+            return Ok(());
         }
         let mut update = Partition::default();
         update.rows.insert(
@@ -440,7 +475,7 @@ mod tests {
             let mut state = loaded.state;
             state.propose(p.clone()).expect("accepted");
             store
-                .save(USER, &key, &state, loaded.version, NOW)
+                .save(USER, &key, &state, loaded.written, NOW)
                 .expect("saved");
         }
         let loaded = store.load(USER, &key, NOW).expect("load");
@@ -450,11 +485,74 @@ mod tests {
         let mut state = loaded.state;
         assert!(state.commit(second.clone()));
         store
-            .save(USER, &key, &state, loaded.version, NOW)
+            .save(USER, &key, &state, loaded.written, NOW)
             .expect("saved");
         let loaded = store.load(USER, &key, NOW).expect("load");
         assert_eq!(loaded.state.accepted, None);
         assert_eq!(loaded.state.committed, Some(second));
+    }
+
+    /// A save writes only the parts whose ballot changed since the load:
+    /// a commit leaves the promise as it was written and clears the
+    /// proposal; a later promise leaves the commit. So no entry carries
+    /// two updates.
+    #[test]
+    fn a_save_writes_only_the_parts_that_changed() {
+        let (_storage, store) = store();
+        let key = PartitionKey::new(Bytes::from_static(b"k"));
+        let micros = i64::from(NOW) * 1_000_000;
+        let ballot = |n: i64| Ballot::new(micros + n, 0x8000_0000_0000_0001);
+        let step = |f: &dyn Fn(&mut PaxosState)| {
+            let loaded = store.load(USER, &key, NOW).expect("load");
+            let mut state = loaded.state;
+            f(&mut state);
+            store
+                .save(USER, &key, &state, loaded.written, NOW)
+                .expect("saved");
+        };
+        let timestamps = || -> Vec<(u32, i64, bool)> {
+            let all = Slice::all(&store.comparator().expect("cmp"));
+            let raw = store
+                .engine()
+                .read_partition(PAXOS, &key, &[all])
+                .expect("read")
+                .expect("state");
+            let row = raw.rows.values().next().expect("the row");
+            row.cells
+                .iter()
+                .map(|((column, _), cell)| (*column, cell.timestamp, cell.is_tombstone()))
+                .collect()
+        };
+        let proposal = Proposal {
+            ballot: ballot(1),
+            update: update(5),
+        };
+        step(&|s| {
+            s.prepare(ballot(1));
+        });
+        step(&|s| s.propose(proposal.clone()).expect("accepted"));
+        step(&|s| assert!(s.commit(proposal.clone())));
+        let after_commit = timestamps();
+        let at = |cells: &[(u32, i64, bool)], column: u32| {
+            cells
+                .iter()
+                .find(|c| c.0 == column)
+                .map(|c| (c.1, c.2))
+                .expect("the column")
+        };
+        assert_eq!(at(&after_commit, columns::IN_PROGRESS_BALLOT), (1, false));
+        assert_eq!(at(&after_commit, columns::PROPOSAL), (3, true));
+        assert_eq!(at(&after_commit, columns::MOST_RECENT_COMMIT), (3, false));
+        step(&|s| {
+            s.prepare(ballot(2));
+        });
+        let after_promise = timestamps();
+        assert_eq!(at(&after_promise, columns::IN_PROGRESS_BALLOT), (4, false));
+        assert_eq!(at(&after_promise, columns::MOST_RECENT_COMMIT), (3, false));
+        let loaded = store.load(USER, &key, NOW).expect("load");
+        assert_eq!(loaded.state.promised, Some(ballot(2)));
+        assert_eq!(loaded.state.accepted, None);
+        assert_eq!(loaded.state.committed, Some(proposal));
     }
 
     /// Another replica's state streamed here merges by ballot, though its
@@ -470,21 +568,27 @@ mod tests {
         let high = Ballot::new(micros + 5, 0x8000_0000_0000_0001);
         let mut promised = PaxosState::default();
         promised.prepare(high);
-        here.save(USER, &key, &promised, 0, NOW).expect("saved");
+        here.save(USER, &key, &promised, Written::default(), NOW)
+            .expect("saved");
         // There: many saves (high cell timestamps), a lower ballot accepted.
         let accepted = Proposal {
             ballot: low,
             update: update(3),
         };
         let mut state = PaxosState::default();
-        state.prepare(low);
-        state.propose(accepted.clone()).expect("accepted");
-        for _ in 0..5 {
+        for n in (1..=5).rev() {
+            state.prepare(Ballot::new(micros - n, 0x8000_0000_0000_0001));
             let loaded = there.load(USER, &key, NOW).expect("load");
             there
-                .save(USER, &key, &state, loaded.version, NOW)
+                .save(USER, &key, &state, loaded.written, NOW)
                 .expect("saved");
         }
+        state.prepare(low);
+        state.propose(accepted.clone()).expect("accepted");
+        let loaded = there.load(USER, &key, NOW).expect("load");
+        there
+            .save(USER, &key, &state, loaded.written, NOW)
+            .expect("saved");
         let all = Slice::all(&there.comparator().expect("cmp"));
         let streamed = there
             .engine()
@@ -533,15 +637,15 @@ mod tests {
         let save = |store: &PaxosStore, state: &PaxosState| {
             let loaded = store.load(USER, &key, NOW).expect("load");
             store
-                .save(USER, &key, state, loaded.version, NOW)
+                .save(USER, &key, state, loaded.written, NOW)
                 .expect("saved");
         };
         let mut committed = PaxosState::default();
         assert!(committed.commit(proposal(1, 1)));
         save(&here, &committed);
         let mut promised_more = committed.clone();
-        promised_more.prepare(ballot(9));
-        for _ in 0..4 {
+        for n in 5..=9 {
+            promised_more.prepare(ballot(n));
             save(&there, &promised_more);
         }
         assert_eq!(digest(&here), digest(&there));
@@ -566,7 +670,9 @@ mod tests {
         let old = Ballot::new(i64::from(NOW - 900_000) * 1_000_000, 0x8000_0000_0000_0001);
         let mut state = PaxosState::default();
         state.prepare(old);
-        store.save(USER, &key, &state, 0, NOW).expect("saved");
+        store
+            .save(USER, &key, &state, Written::default(), NOW)
+            .expect("saved");
         assert_eq!(
             store.load(USER, &key, NOW).expect("load").state,
             PaxosState::default()
