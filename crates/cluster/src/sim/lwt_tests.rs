@@ -7,7 +7,7 @@
 use super::checker::{check, report};
 use super::harness::{run, Run, SimConfig};
 use super::history::Event;
-use super::lwt::{LwtEvent, LwtOutcome, LWT_KEYS};
+use super::lwt::{from_portable, portable, LwtEvent, LwtOutcome, CELLS, LWT_KEYS};
 use super::panics;
 use crate::coordinator::CasPath;
 
@@ -212,4 +212,46 @@ fn replay_lwt() {
         let c = check_seeds(first..first + n);
         println!("{c:?}");
     }
+}
+
+/// A forwarded compare-and-set comes back as it was sent: its cell, its
+/// condition (a value, or the cell absent) and its new value.
+#[test]
+fn a_forwarded_compare_and_set_keeps_its_cell() {
+    for cell in 0..CELLS {
+        for expected in [None, Some(-7), Some(i64::MAX)] {
+            let bytes = portable(cell, expected, 42);
+            assert_eq!(from_portable(&bytes), Ok((cell, expected, 42)));
+        }
+    }
+}
+
+/// The rebuild takes exactly the lengths its flag says, and cells that
+/// exist only.
+#[test]
+fn a_malformed_forwarded_compare_and_set_is_refused() {
+    let absent = portable(1, None, 42);
+    let present = portable(0, Some(5), 42);
+    assert_eq!((absent.len(), present.len()), (10, 18));
+    for bytes in [&absent[..], &present[..]] {
+        for cut in 0..bytes.len() {
+            assert!(from_portable(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.to_vec();
+        longer.push(0);
+        assert!(from_portable(&longer).is_err());
+    }
+    let mut unknown_flag = absent.to_vec();
+    unknown_flag[1] = 2;
+    assert!(from_portable(&unknown_flag).is_err());
+    // A flag saying absent with a value's length, and the reverse.
+    let mut absent_but_long = present.to_vec();
+    absent_but_long[1] = 0;
+    assert!(from_portable(&absent_but_long).is_err());
+    let mut present_but_short = absent.to_vec();
+    present_but_short[1] = 1;
+    assert!(from_portable(&present_but_short).is_err());
+    let mut no_such_cell = absent.to_vec();
+    no_such_cell[0] = CELLS as u8;
+    assert!(from_portable(&no_such_cell).is_err());
 }
