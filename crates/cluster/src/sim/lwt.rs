@@ -455,7 +455,7 @@ pub fn check_history(history: &super::history::History) -> Result<(), String> {
     let operations: Vec<_> = recorded(history).iter().flat_map(per_cell).collect();
     super::linearizability::check(&operations).map_err(|v| {
         let (k, cell) = (v.key / CELLS as u64, v.key % CELLS as u64);
-        format!("register k{k}, cell {cell}: {v}")
+        format!("register k{k}, cell {cell}, as the checker's {v}")
     })
 }
 
