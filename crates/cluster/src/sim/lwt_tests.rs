@@ -2,7 +2,7 @@
 //! set, one or many more from the environment (`VARVE_SIM_SEED=S`, or
 //! `VARVE_SIM_SEEDS=N` with `VARVE_SIM_FIRST_SEED=K`, in `replay_lwt`),
 //! and what each run must satisfy: the membership properties, and a
-//! linearizable history of every register.
+//! linearizable history of every register's every cell.
 
 use super::checker::{check, report};
 use super::harness::{run, Run, SimConfig};
