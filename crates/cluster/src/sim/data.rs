@@ -94,7 +94,9 @@ pub fn key(i: usize) -> PartitionKey {
     PartitionKey::new(Bytes::from(format!("k{i}")))
 }
 
-/// Every write goes to the one cell (row 1, column 1).
+/// The one row every write goes to (row 1): the written keys' one cell
+/// is its column 1, an LWT register's two cells its columns 1 and 2
+/// (`sim/lwt.rs`).
 pub(super) fn row_key() -> ClusteringKey {
     ClusteringKey::row(
         vec![Bytes::copy_from_slice(&1i32.to_be_bytes())],

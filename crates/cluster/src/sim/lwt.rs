@@ -12,6 +12,22 @@
 //! An operation whose outcome the client could not know (a timeout, an
 //! unknown result, a node stopped under it) may have taken effect at any
 //! point after its call, or never.
+//!
+//! A register is one partition with [`CELLS`] cells: columns 1 and 2 of
+//! one row, so both are under the partition's one Paxos instance. A
+//! compare-and-set picks one cell, conditions on it alone and writes it
+//! alone, leaving the other as it is; a SERIAL read reads the whole
+//! partition. Two cells are what make a replica's data more than a
+//! function of its latest commit: a commit on one cell that missed a
+//! replica, then a commit on the other that reached it, leave that
+//! replica with the others' latest commit and a stale first cell. Only
+//! the data digest of the two-round path
+//! (docs/design/paxos-two-rounds.md) stops a decision on that stale cell;
+//! with a single cell every commit rewrote the whole register, and a
+//! build that skipped the digest passed every seed.
+//! The checker judges each cell as a register of its own (key
+//! `key * CELLS + cell`): a compare-and-set is an operation on its cell,
+//! and a read is a read of every cell at once.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -35,6 +51,8 @@ use crate::paxos::{PaxosReplica, PaxosStore};
 pub const PAXOS_TABLE: u128 = 0x9a_05;
 /// Registers the clients share (few: contention is the point).
 pub const LWT_KEYS: usize = 3;
+/// Cells per register (columns 1 to `CELLS` of its one row).
+pub const CELLS: usize = 2;
 /// LOCAL_SERIAL registers per data centre, after the shared ones.
 pub const LOCAL_SERIAL_KEYS_PER_DC: usize = 1;
 /// Client loops per node.
@@ -51,16 +69,22 @@ pub const MOVEMENT_THINK_MAX_MS: u64 = 400;
 /// What a client asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LwtOp {
-    /// A SERIAL read of the register.
+    /// A SERIAL read of the register, every cell.
     Read,
-    /// `IF value = expected` (`None`: IF NOT EXISTS), then `new`.
-    Cas { expected: Option<i64>, new: i64 },
+    /// `IF cell = expected` (`None`: the cell absent), then `new` in that
+    /// cell; the register's other cell is left as it is.
+    Cas {
+        cell: usize,
+        expected: Option<i64>,
+        new: i64,
+    },
 }
 
 /// What it got.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LwtOutcome {
-    Read(Option<i64>),
+    /// Each cell's value, by cell.
+    Read([Option<i64>; CELLS]),
     Cas(bool),
     /// Surely without effect (Unavailable: nothing was sent).
     Failed(String),
@@ -117,40 +141,54 @@ pub fn acceptor(engine: Arc<Engine>) -> Arc<PaxosReplica> {
     PaxosReplica::new_inline(PaxosStore::with_clock(engine, PAXOS_TABLE, clock))
 }
 
-/// The register's value in a partition (row 1, column 1: 8 bytes).
-fn value_in(p: &Partition) -> Option<i64> {
-    let cell = p.rows.get(&super::data::row_key())?.cells.get(&(1, None))?;
-    let bytes: [u8; 8] = cell.value.as_ref().try_into().ok()?;
+/// The column of a register's cell `cell` (0-based) in its row.
+fn column(cell: usize) -> u32 {
+    u32::try_from(cell + 1).unwrap_or(u32::MAX)
+}
+
+/// A cell's value in a partition (row 1, column `cell + 1`: 8 bytes).
+fn value_in(p: &Partition, cell: usize) -> Option<i64> {
+    let row = p.rows.get(&super::data::row_key())?;
+    let value = row.cells.get(&(column(cell), None))?;
+    let bytes: [u8; 8] = value.value.as_ref().try_into().ok()?;
     Some(i64::from_be_bytes(bytes))
 }
 
-fn setting(value: i64, ts: i64) -> Partition {
+/// Every cell's value in a partition.
+fn values_in(p: &Partition) -> [Option<i64>; CELLS] {
+    std::array::from_fn(|cell| value_in(p, cell))
+}
+
+/// The update that writes `value` in `cell` and nothing else.
+fn setting(cell: usize, value: i64, ts: i64) -> Partition {
     let mut p = Partition::default();
     let mut row = varve_types::data::Row::default();
     row.cells.insert(
-        (1, None),
+        (column(cell), None),
         Cell::live(ts, Bytes::copy_from_slice(&value.to_be_bytes())),
     );
     p.rows.insert(super::data::row_key(), row);
     p
 }
 
-/// The decision of `IF value = expected` then `new`.
-fn decider(expected: Option<i64>, new: i64) -> DecideFn {
+/// The decision of `IF cell = expected` then `new` in that cell.
+fn decider(cell: usize, expected: Option<i64>, new: i64) -> DecideFn {
     Arc::new(
         move |current: &Partition, ts: i64| -> Result<(bool, Option<Partition>), DataError> {
-            match value_in(current) == expected {
-                true => Ok((true, Some(setting(new, ts)))),
+            match value_in(current, cell) == expected {
+                true => Ok((true, Some(setting(cell, new, ts)))),
                 false => Ok((false, None)),
             }
         },
     )
 }
 
-/// A compare-and-set as the bytes a forward carries: `expected` (a flag
-/// byte, then 8 bytes when present) and `new`.
-fn portable(expected: Option<i64>, new: i64) -> Bytes {
-    let mut out = Vec::with_capacity(17);
+/// A compare-and-set as the bytes a forward carries: the cell (one
+/// byte), `expected` (a flag byte, then 8 bytes when present) and `new`
+/// (8 bytes).
+pub(super) fn portable(cell: usize, expected: Option<i64>, new: i64) -> Bytes {
+    let mut out = Vec::with_capacity(18);
+    out.push(u8::try_from(cell).unwrap_or(u8::MAX));
     match expected {
         None => out.push(0),
         Some(e) => {
@@ -162,19 +200,39 @@ fn portable(expected: Option<i64>, new: i64) -> Bytes {
     Bytes::from(out)
 }
 
+/// A compare-and-set from [`portable`]'s bytes: the cell, `expected` and
+/// `new`, or why the bytes are not one (a cell out of range, an unknown
+/// flag, or a length other than the flag's).
+pub(super) fn from_portable(bytes: &[u8]) -> Result<(usize, Option<i64>, i64), String> {
+    let int = |b: &[u8]| -> Option<i64> { b.try_into().map(i64::from_be_bytes).ok() };
+    let parsed = match bytes {
+        [cell, 0, new @ ..] => int(new).map(|new| (*cell, None, new)),
+        [cell, 1, rest @ ..] if rest.len() == 16 => {
+            let (expected, new) = rest.split_at(8);
+            int(expected)
+                .zip(int(new))
+                .map(|(expected, new)| (*cell, Some(expected), new))
+        }
+        _ => None,
+    };
+    let Some((cell, expected, new)) = parsed else {
+        return Err(format!("a compare-and-set of {} bytes", bytes.len()));
+    };
+    let cell = usize::from(cell);
+    if cell >= CELLS {
+        return Err(format!("a compare-and-set of cell {cell}"));
+    }
+    Ok((cell, expected, new))
+}
+
 /// How a node rebuilds the compare-and-sets other nodes forward to it.
 pub fn rebuild() -> RebuildFn {
     Arc::new(|table, bytes: &Bytes| {
-        let int = |b: &[u8]| b.try_into().map(i64::from_be_bytes).ok();
-        let (expected, rest) = match bytes.first() {
-            Some(0) => (None, &bytes[1..]),
-            Some(1) if bytes.len() == 17 => (int(&bytes[1..9]), &bytes[9..]),
-            _ => return Err(format!("a compare-and-set of {} bytes", bytes.len())),
-        };
-        match (table == TABLE, int(rest)) {
-            (true, Some(new)) => Ok(decider(expected, new)),
-            _ => Err("not the register table".into()),
+        if table != TABLE {
+            return Err("not the register table".into());
         }
+        let (cell, expected, new) = from_portable(bytes)?;
+        Ok(decider(cell, expected, new))
     })
 }
 
@@ -210,7 +268,7 @@ async fn client_loop(
     client: u64,
     rng: SeededRng,
 ) {
-    let mut last_read: Option<(usize, Option<i64>)> = None;
+    let mut last_read: Option<(usize, [Option<i64>; CELLS])> = None;
     while running(&data) {
         let think = Duration::from_millis(rng.below_or_at(data.shared.lwt_think_ms_max));
         clock.sleep(think).await;
@@ -218,14 +276,16 @@ async fn client_loop(
             continue;
         }
         let (k, op) = match last_read.take() {
-            // Compare-and-set from what this client just read.
-            Some((k, seen)) if rng.below_or_at(3) > 0 => (
-                k,
-                LwtOp::Cas {
-                    expected: seen,
+            // Compare-and-set one cell from what this client just read.
+            Some((k, seen)) if rng.below_or_at(3) > 0 => {
+                let cell = rng.below_or_at(CELLS as u64 - 1) as usize;
+                let op = LwtOp::Cas {
+                    cell,
+                    expected: seen[cell],
                     new: data.shared.next_value(),
-                },
-            ),
+                };
+                (k, op)
+            }
             _ => (pick_key(&data, &rng), LwtOp::Read),
         };
         let outcome = run(&data, &coordinator, client, k, op).await;
@@ -302,11 +362,19 @@ pub(super) async fn run(
             row_limit: usize::MAX,
             decide: match op {
                 LwtOp::Read => None,
-                LwtOp::Cas { expected, new } => Some(decider(expected, new)),
+                LwtOp::Cas {
+                    cell,
+                    expected,
+                    new,
+                } => Some(decider(cell, expected, new)),
             },
             portable: match op {
                 LwtOp::Read => None,
-                LwtOp::Cas { expected, new } => Some(portable(expected, new)),
+                LwtOp::Cas {
+                    cell,
+                    expected,
+                    new,
+                } => Some(portable(cell, expected, new)),
             },
         })
         .await;
@@ -314,7 +382,7 @@ pub(super) async fn run(
     let home_refused = found.as_ref().is_ok_and(|r| r.home_refused);
     let path = found.as_ref().map_or(CasPath::Full, |r| r.path);
     let outcome = match (op, found) {
-        (LwtOp::Read, Ok(r)) => LwtOutcome::Read(value_in(&r.current)),
+        (LwtOp::Read, Ok(r)) => LwtOutcome::Read(values_in(&r.current)),
         (LwtOp::Cas { .. }, Ok(r)) => LwtOutcome::Cas(r.applied),
         (_, Err(DataError::Unavailable(u))) => LwtOutcome::Failed(u.to_string()),
         (_, Err(e)) => LwtOutcome::Unknown(e.to_string()),
@@ -381,29 +449,41 @@ pub fn recorded(history: &super::history::History) -> Vec<Recorded> {
     done
 }
 
-/// Whether the history's LWT operations are linearizable, register by
-/// register (`sim/linearizability.rs`); the violation's report if not.
+/// Whether the history's LWT operations are linearizable, cell by cell
+/// (`sim/linearizability.rs`); the violation's report if not.
 pub fn check_history(history: &super::history::History) -> Result<(), String> {
-    use super::linearizability::{check, Op, OpResult, Operation};
+    let operations: Vec<_> = recorded(history).iter().flat_map(per_cell).collect();
+    super::linearizability::check(&operations).map_err(|v| {
+        let (k, cell) = (v.key / CELLS as u64, v.key % CELLS as u64);
+        format!("register k{k}, cell {cell}, as the checker's {v}")
+    })
+}
+
+/// An operation as the checker's operations on single-cell registers
+/// (key `key * CELLS + cell`): a compare-and-set on its cell, a read on
+/// every cell, each with that cell's value.
+fn per_cell(r: &Recorded) -> Vec<super::linearizability::Operation> {
+    use super::linearizability::{Op, OpResult, Operation};
     let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    let operations: Vec<Operation> = recorded(history)
-        .into_iter()
-        .map(|r| Operation {
-            key: r.key as u64,
-            client: r.client,
-            call: nanos(r.call),
-            ret: r.ret.map_or(u64::MAX, nanos),
-            op: match r.op {
-                LwtOp::Read => Op::Read,
-                LwtOp::Cas { expected, new } => Op::Cas { expected, new },
-            },
-            result: match r.outcome {
-                LwtOutcome::Read(v) => OpResult::Value(v),
-                LwtOutcome::Cas(applied) => OpResult::Applied(applied),
-                LwtOutcome::Failed(_) => OpResult::Failed,
-                LwtOutcome::Unknown(_) => OpResult::Unknown,
-            },
-        })
-        .collect();
-    check(&operations).map_err(|v| v.to_string())
+    let on = |cell: usize, op: Op| Operation {
+        key: (r.key * CELLS + cell) as u64,
+        client: r.client,
+        call: nanos(r.call),
+        ret: r.ret.map_or(u64::MAX, nanos),
+        op,
+        result: match &r.outcome {
+            LwtOutcome::Read(values) => OpResult::Value(values[cell]),
+            LwtOutcome::Cas(applied) => OpResult::Applied(*applied),
+            LwtOutcome::Failed(_) => OpResult::Failed,
+            LwtOutcome::Unknown(_) => OpResult::Unknown,
+        },
+    };
+    match r.op {
+        LwtOp::Read => (0..CELLS).map(|cell| on(cell, Op::Read)).collect(),
+        LwtOp::Cas {
+            cell,
+            expected,
+            new,
+        } => vec![on(cell, Op::Cas { expected, new })],
+    }
 }
