@@ -13,7 +13,10 @@ The state's entry holds one update and the ballots (docs/design/paxos.md,
 section 4), so a conditional update fits wherever a plain write of it
 does, but for those few bytes, also on a key whose last commit was as
 large (until session 35 a save wrote the whole state, that commit
-included, and such an update failed at half the limit)."""
+included, and such an update failed at half the limit). One byte more
+and the coordinator refuses it before proposing, with the limit's error
+as a WriteFailure (until session 35 every replica failed it and the
+client got an unknown outcome)."""
 
 import re
 
@@ -126,7 +129,8 @@ def test_on_three_replicas_a_conditional_update_as_large_as_the_last_commit_stil
     def conditional(size):
         try:
             return s.execute(cas, (size, b"c" * size)).one()[0] is True
-        except Exception:  # over the limit: see the note on the error below
+        except WriteFailure as e:
+            assert "conditional update not proposed" in str(e), e
             return False
 
     n = largest(plain)
@@ -140,11 +144,17 @@ def test_on_three_replicas_a_conditional_update_as_large_as_the_last_commit_stil
     for fill in (b"d", b"e"):
         assert s.execute(upd, (fill * m, m)).one()[0] is True
         assert s.execute("SELECT v FROM ks.cas WHERE k = %s", (m,)).one()[0] == fill * m
-    # Past the limit the update fails (today as an unknown CAS outcome, not
-    # yet the clear error a plain write gets: see issue 19's note), and
-    # nothing of it stays: the next statement on the key applies on the
-    # value before it.
-    with pytest.raises(Exception):
+    # One byte past the limit the coordinator refuses it before proposing:
+    # a WriteFailure naming the sizes, as a plain write gets, not an
+    # unknown outcome; and nothing of it stays: the next statement on the
+    # key applies on the value before it.
+    with pytest.raises(WriteFailure) as failed:
+        s.execute(cas, (m + 1, b"f" * (m + 1)))
+    assert re.search(rf"conditional update not proposed: .*mutation of {MAX_MUTATION + 1} bytes is larger "
+                     rf"than the maximum {MAX_MUTATION}", str(failed.value)), failed.value
+    assert s.execute("SELECT v FROM ks.cas WHERE k = %s", (m + 1,)).one() is None
+    assert s.execute(cas, (m + 1, b"small")).one()[0] is True
+    with pytest.raises(WriteFailure):
         s.execute(upd, (b"f" * (m + 64), m))
     assert s.execute(upd, (b"g", m)).one()[0] is True
     assert s.execute("SELECT v FROM ks.cas WHERE k = %s", (m,)).one()[0] == b"g"

@@ -649,6 +649,22 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether [`Engine::apply`] of `update` to table `id` would pass the
+    /// commitlog's size limit: its error when not. Writes nothing.
+    pub fn check_mutation_size(
+        &self,
+        id: TableId,
+        key: &PartitionKey,
+        update: &Partition,
+    ) -> Result<()> {
+        let table = self.table(id)?;
+        let durable = table.desc.read().durable_writes;
+        match (&self.commitlog, durable) {
+            (Some(cl), true) => cl.check_size(id, key, update),
+            _ => Ok(()),
+        }
+    }
+
     /// [`Engine::apply`], then waits until the commitlog holds the write
     /// on disk whatever its sync mode (Paxos state: a replica must never
     /// forget a promise or an acceptance, docs/design/paxos.md, section 4).

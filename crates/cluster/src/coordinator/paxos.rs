@@ -428,6 +428,7 @@ impl Coordinator {
             });
         };
         let proposal = Proposal { ballot, update };
+        fits(parts, c, &proposal)?;
         let phase = self.clock.now();
         let proposed = self
             .propose(parts, c, &plan, &participants, required, &proposal)
@@ -813,6 +814,16 @@ impl Coordinator {
         }
         (asked, not_sent)
     }
+}
+
+/// Whether `proposal` fits the commitlog (`PaxosReplica::check_fits`):
+/// when not, the statement fails as a plain write of the same update
+/// would, with nothing proposed.
+pub(super) fn fits(parts: &PaxosParts, c: &Cas<'_>, proposal: &Proposal) -> Result<(), DataError> {
+    parts
+        .replica
+        .check_fits(c.table, c.key, proposal)
+        .map_err(|e| DataError::WriteFailure(format!("conditional update not proposed: {e}")))
 }
 
 /// Asks each statement in turn, on the state the ones before it left, as

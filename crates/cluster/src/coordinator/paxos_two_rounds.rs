@@ -21,7 +21,9 @@ use varve_types::data::Partition;
 use varve_types::data_error::{DataError, WriteTimeout, WriteType};
 
 use super::answers::Deadline;
-use super::paxos::{decide_in_turn, micros, Asked, Batch, Cas, CasPath, DecideFn, PaxosParts};
+use super::paxos::{
+    decide_in_turn, fits, micros, Asked, Batch, Cas, CasPath, DecideFn, PaxosParts,
+};
 use super::service::{Coordinator, Plan};
 use crate::env::BoxFuture;
 use crate::net::Verb;
@@ -212,6 +214,11 @@ impl Coordinator {
                 },
             );
         }
+        let proposal = Proposal {
+            ballot,
+            update: message.update.clone().unwrap_or_default(),
+        };
+        fits(parts, c, &proposal)?;
         let phase = self.clock.now();
         let (accepted, maybe_held) = self.propose_checked(parts, c, shape, &message).await;
         self.metrics.paxos_phases[1].record(micros(self.clock.now() - phase));
@@ -228,10 +235,6 @@ impl Coordinator {
                 write_type: WriteType::Cas,
             }));
         }
-        let proposal = Proposal {
-            ballot,
-            update: message.update.unwrap_or_default(),
-        };
         let phase = self.clock.now();
         let committed = self
             .commit(parts, c, &shape.plan, &proposal, c.commit)

@@ -205,6 +205,23 @@ impl PaxosReplica {
         }
     }
 
+    /// Whether a round of `proposal` fits this node's commitlog: the
+    /// limit's error (naming the sizes) when its update, or the state
+    /// holding it, is larger than a mutation may be. A coordinator asks
+    /// before it proposes, so that an update too large fails clearly, with
+    /// nothing accepted anywhere, instead of failing at every replica as
+    /// an unknown outcome. The replicas' limits are taken to be this
+    /// node's (`commitlog_segment_size`, the same on every node).
+    pub fn check_fits(
+        &self,
+        table: u128,
+        key: &varve_types::data::PartitionKey,
+        proposal: &Proposal,
+    ) -> Result<(), StorageError> {
+        self.store
+            .check_fits(table, key, proposal, self.store.now_seconds())
+    }
+
     /// Merges another replica's `system.paxos` partition of `key`, streamed
     /// here (a node joining, leaving or replaced), into this node's state,
     /// by ballot: a plain write would compare each replica's own cell

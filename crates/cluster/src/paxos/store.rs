@@ -240,6 +240,35 @@ impl PaxosStore {
         Ok(())
     }
 
+    /// Whether every write a round of `proposal` makes here would pass
+    /// the commitlog's size limit: the update into `table`, and the
+    /// state's largest entry (the commit: its three columns, the
+    /// proposal's tombstones, and a promise). The limit's error when not;
+    /// writes nothing.
+    pub fn check_fits(
+        &self,
+        table: u128,
+        key: &PartitionKey,
+        proposal: &Proposal,
+        now_seconds: i32,
+    ) -> Result<(), StorageError> {
+        self.engine
+            .check_mutation_size(table, key, &proposal.update)?;
+        let mut state = PaxosState {
+            promised: Some(proposal.ballot),
+            accepted: Some(proposal.clone()),
+            committed: None,
+        };
+        state.commit(proposal.clone());
+        let written = Written {
+            accepted: Some(proposal.ballot),
+            ..Written::default()
+        };
+        let cells = self.cells(table, &state, written, now_seconds)?;
+        self.engine
+            .check_mutation_size(self.table, key, &self.row(table, cells)?)
+    }
+
     /// Writes the parts of `state` for `key` in `table` that differ from
     /// what the row held when loaded (`written`). Not yet durable: the
     /// caller makes it so before it answers
@@ -252,6 +281,34 @@ impl PaxosStore {
         written: Written,
         now_seconds: i32,
     ) -> Result<(), StorageError> {
+        let cells = self.cells(table, state, written, now_seconds)?;
+        if cells.is_empty() {
+            return Ok(());
+        }
+        self.engine.apply(self.table, key, self.row(table, cells)?)
+    }
+
+    /// The row of `table`'s state holding `cells`.
+    fn row(&self, table: u128, cells: CellMap) -> Result<Partition, StorageError> {
+        let mut update = Partition::default();
+        update.rows.insert(
+            self.clustering(table)?,
+            Row {
+                cells,
+                ..Row::default()
+            },
+        );
+        Ok(update)
+    }
+
+    /// The cells a save of `state` over `written` writes.
+    fn cells(
+        &self,
+        table: u128,
+        state: &PaxosState,
+        written: Written,
+        now_seconds: i32,
+    ) -> Result<CellMap, StorageError> {
         let ttl = self.ttl(table)?;
         let timestamp = written.version.saturating_add(1);
         let mut cells = CellMap::new();
@@ -308,18 +365,7 @@ impl PaxosStore {
                 }
             }
         }
-        if cells.is_empty() {
-            return Ok(());
-        }
-        let mut update = Partition::default();
-        update.rows.insert(
-            self.clustering(table)?,
-            Row {
-                cells,
-                ..Row::default()
-            },
-        );
-        self.engine.apply(self.table, key, update)
+        Ok(cells)
     }
 }
 

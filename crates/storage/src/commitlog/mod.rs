@@ -241,6 +241,17 @@ impl CommitLog {
         writer::append(&self.shared, table, key, partition)
     }
 
+    /// Whether [`CommitLog::append`] would take this entry's size: the
+    /// error it would give when not, and nothing written either way.
+    pub fn check_size(
+        &self,
+        table: TableId,
+        key: &PartitionKey,
+        partition: &Partition,
+    ) -> Result<()> {
+        writer::check_size(&self.shared, &segment::encode_entry(table, key, partition))
+    }
+
     /// Makes everything appended so far durable now (periodic mode's
     /// answer to a drain).
     pub fn sync(&self) -> Result<()> {

@@ -158,6 +158,22 @@ fn the_mutation_size_limit_holds_at_n_and_fails_at_n_plus_one() {
         CommitLogConfig::default().max_mutation_bytes(),
         MAX_MUTATION_BYTES
     );
+    // The check a Paxos coordinator makes first agrees with append.
+    let segments = log.segments_count();
+    log.check_size(1, &key(b"k"), &partition_of_entry_size(MAX_MUTATION_BYTES))
+        .unwrap();
+    let checked = log
+        .check_size(
+            1,
+            &key(b"k"),
+            &partition_of_entry_size(MAX_MUTATION_BYTES + 1),
+        )
+        .unwrap_err();
+    assert!(
+        checked.to_string().contains("larger than the maximum"),
+        "{checked}"
+    );
+    assert_eq!(log.segments_count(), segments, "a check writes nothing");
     log.append(1, &key(b"k"), &partition_of_entry_size(MAX_MUTATION_BYTES))
         .unwrap();
     let err = log

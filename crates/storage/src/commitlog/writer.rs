@@ -311,13 +311,8 @@ impl Shared {
     }
 }
 
-pub(super) fn append(
-    shared: &Arc<Shared>,
-    table: TableId,
-    key: &PartitionKey,
-    partition: &Partition,
-) -> Result<Position> {
-    let entry = encode_entry(table, key, partition);
+/// The error an entry larger than the log's maximum mutation gets.
+pub(super) fn check_size(shared: &Shared, entry: &[u8]) -> Result<()> {
     let size = entry.len() as u64;
     let max = shared.config.max_mutation_bytes();
     if size > max {
@@ -329,6 +324,18 @@ pub(super) fn append(
             io::Error::new(io::ErrorKind::InvalidInput, msg),
         ));
     }
+    Ok(())
+}
+
+pub(super) fn append(
+    shared: &Arc<Shared>,
+    table: TableId,
+    key: &PartitionKey,
+    partition: &Partition,
+) -> Result<Position> {
+    let entry = encode_entry(table, key, partition);
+    check_size(shared, &entry)?;
+    let size = entry.len() as u64;
     let periodic = matches!(shared.config.sync, SyncMode::Periodic { .. });
     let mut inner = shared.inner.lock();
     if inner.shutdown {
