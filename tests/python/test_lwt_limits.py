@@ -137,6 +137,7 @@ def test_on_three_replicas_a_conditional_update_as_large_as_the_last_commit_stil
     m = largest(conditional)
     # The state's entry is the update and the ballots, a little more than
     # the table's entry of the same update.
+    print(f"largest plain value {n} bytes, largest conditional {m}")
     assert n - 512 < m <= n, (n, m)
 
     # A key whose last commit is m bytes takes another update of m bytes,
