@@ -162,6 +162,9 @@ pub fn run(config: &SimConfig) -> Run {
             (config.last_stop, config.nemesis_end() + config.settle),
         )
     });
+    if let Err(why) = plan.check_order() {
+        panic!("seed {seed}: {why}");
+    }
     let mut sim = turmoil::Builder::new()
         .rng_seed(mix(seed, 2))
         .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECONDS))
