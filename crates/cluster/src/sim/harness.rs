@@ -162,6 +162,9 @@ pub fn run(config: &SimConfig) -> Run {
             (config.last_stop, config.nemesis_end() + config.settle),
         )
     });
+    if let Err(why) = plan.check_order() {
+        panic!("seed {seed}: {why}");
+    }
     let mut sim = turmoil::Builder::new()
         .rng_seed(mix(seed, 2))
         .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECONDS))
@@ -277,7 +280,12 @@ pub fn run(config: &SimConfig) -> Run {
             gone.push(node);
             specs[node].command(Command::Shutdown);
         }
-        while let Some(step) = steps.next_if(|s| s.at <= sim.elapsed()) {
+        // A restart waits for the second step of a crash of its node
+        // (next tick): that step would otherwise drop the new incarnation.
+        while let Some(step) = steps.next_if(|s| {
+            s.at <= sim.elapsed()
+                && !matches!(s.action, Action::Restart { node, .. } if crashing.contains(&node))
+        }) {
             if step.action.node().is_some_and(|n| gone.contains(&n)) {
                 continue;
             }

@@ -122,9 +122,26 @@ pub struct Step {
 /// The whole plan of one run, in time order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
+    /// In time order: the harness takes them in list order, each once
+    /// its time has come, so one listed early would hold back those
+    /// after it; it refuses a plan out of order (`check_order`).
     pub steps: Vec<Step>,
     /// The node crashed or shut down for good during the quiet phase.
     pub down_at_end: Option<NodeIndex>,
+}
+
+impl Plan {
+    /// Whether the steps are in time order; the first pair that is not.
+    pub fn check_order(&self) -> Result<(), String> {
+        match self.steps.windows(2).find(|w| w[0].at > w[1].at) {
+            None => Ok(()),
+            Some(w) => Err(format!(
+                "the plan's steps are not in time order: {:?} at {:?} is listed after \
+                 {:?} at {:?}, and would wait for it (list them in time order)",
+                w[1].action, w[1].at, w[0].action, w[0].at
+            )),
+        }
+    }
 }
 
 /// The shortest time a node stays down: a graceful shutdown has finished
@@ -304,7 +321,7 @@ mod tests {
             let last = (LastStop::for_seed(seed), end + Duration::from_secs(20));
             let p = plan(&SeededRng::new(seed), 4, start, end, last);
             assert_eq!(p, plan(&SeededRng::new(seed), 4, start, end, last));
-            assert!(p.steps.windows(2).all(|w| w[0].at <= w[1].at));
+            assert_eq!(p.check_order(), Ok(()));
             let starts = p
                 .steps
                 .iter()
@@ -323,5 +340,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_plan_out_of_time_order_is_refused() {
+        let step = |ms: u64, action| Step {
+            at: Duration::from_millis(ms),
+            action,
+        };
+        let restart = Action::Restart {
+            node: 3,
+            skew_ms: 0,
+        };
+        let mut p = Plan {
+            steps: vec![
+                step(12_840, Action::Crash(3)),
+                step(30_000, restart.clone()),
+                step(22_630, Action::Crash(4)),
+            ],
+            down_at_end: None,
+        };
+        let why = p.check_order().expect_err("out of order");
+        assert!(why.contains("Crash(4) at 22.63s is listed after"), "{why}");
+        p.steps.swap(1, 2);
+        assert_eq!(p.check_order(), Ok(()));
+        // Steps at one instant are in order, taken as listed.
+        p.steps.push(step(30_000, Action::Quiet));
+        assert_eq!(p.check_order(), Ok(()));
     }
 }

@@ -12,7 +12,9 @@
 //! later the harness has turmoil drop the host's runtime. turmoil's crash
 //! alone would drop the tasks, and so close their sockets, in the order
 //! of tokio's task ids, which are process-wide: another run of the same
-//! seed would close them in another order.
+//! seed would close them in another order. A restart of the node planned
+//! in the tick of its crash waits for that second step, which would
+//! otherwise drop the new incarnation as it starts.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
