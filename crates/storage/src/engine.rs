@@ -665,6 +665,12 @@ impl Engine {
         }
     }
 
+    /// The largest commitlog entry a write may make; `None` without a
+    /// commitlog.
+    pub fn max_mutation_bytes(&self) -> Option<u64> {
+        self.commitlog.as_ref().map(|cl| cl.max_mutation_bytes())
+    }
+
     /// [`Engine::apply`], then waits until the commitlog holds the write
     /// on disk whatever its sync mode (Paxos state: a replica must never
     /// forget a promise or an acceptance, docs/design/paxos.md, section 4).

@@ -49,6 +49,11 @@ pub mod columns {
     pub const PROPOSAL_VERSION: u32 = 8;
 }
 
+/// An update whose estimated size is under the commitlog's mutation
+/// limit divided by this fits without an exact check
+/// ([`PaxosStore::check_fits`]).
+pub const SURELY_FITS_FRACTION: u64 = 4;
+
 /// A partition's state as loaded, and what its row held.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Loaded {
@@ -252,6 +257,9 @@ impl PaxosStore {
         proposal: &Proposal,
         now_seconds: i32,
     ) -> Result<(), StorageError> {
+        if self.surely_fits(&proposal.update) {
+            return Ok(());
+        }
         self.engine
             .check_mutation_size(table, key, &proposal.update)?;
         let mut state = PaxosState {
@@ -267,6 +275,22 @@ impl PaxosStore {
         let cells = self.cells(table, &state, written, now_seconds)?;
         self.engine
             .check_mutation_size(self.table, key, &self.row(table, cells)?)
+    }
+
+    /// Whether an update is so far below the commitlog's limit that its
+    /// entries need not be encoded to know they fit: no range tombstones
+    /// (whose bounds the memtable's estimate does not count) and an
+    /// estimate under a quarter of the limit. An encoded cell is smaller
+    /// than the estimate counts for it (its value and its struct), and
+    /// the state's entry adds the ballots and a few columns, so such an
+    /// update's entries are far inside the limit; the exact check (two
+    /// encodings of the update) is left to the updates that may not fit.
+    fn surely_fits(&self, update: &Partition) -> bool {
+        let Some(max) = self.engine.max_mutation_bytes() else {
+            return true;
+        };
+        update.range_tombstones.is_empty()
+            && (varve_storage::memtable::estimate_bytes(update) as u64) < max / SURELY_FITS_FRACTION
     }
 
     /// Writes the parts of `state` for `key` in `table` that differ from

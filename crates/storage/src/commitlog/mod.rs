@@ -276,6 +276,11 @@ impl CommitLog {
         writer::mark_flushed(&self.shared, table, up_to)
     }
 
+    /// The largest entry an append takes.
+    pub fn max_mutation_bytes(&self) -> u64 {
+        self.shared.config.max_mutation_bytes()
+    }
+
     /// Segments on disk (the one being written included).
     pub fn segments_count(&self) -> usize {
         self.shared.inner.lock().segments.len()
