@@ -358,12 +358,11 @@ def test_increments_go_on_while_a_replica_and_its_coordinator_are_cut_off_and_af
     assert applied_via_3() > at_heal[0], {host: h[-5:] for (host, _), h in histories.items()}
 
 
-@pytest.fixture
-def three_nodes_without_hints(tmp_path):
-    """Three nodes that keep no hints, so that a replica that was down
-    stays without the writes it missed until a read or a round repairs it."""
-    config = tmp_path / "no-hints.yaml"
-    config.write_text("hinted_handoff_enabled: false\n")
+def three_nodes_configured(tmp_path, yaml):
+    """Three nodes started with `yaml` as their config and a keyspace `ks`
+    of RF 3; yields the cluster's directory, and stops it after."""
+    config = tmp_path / "nodes.yaml"
+    config.write_text(yaml)
     directory = tmp_path / "cluster"
     varve_cluster(directory, "start", "--nodes", "3", *PORTS, "--", "--config", str(config))
     try:
@@ -371,6 +370,13 @@ def three_nodes_without_hints(tmp_path):
         yield directory
     finally:
         varve_cluster(directory, "stop", check=False)
+
+
+@pytest.fixture
+def three_nodes_without_hints(tmp_path):
+    """Three nodes that keep no hints, so that a replica that was down
+    stays without the writes it missed until a read or a round repairs it."""
+    yield from three_nodes_configured(tmp_path, "hinted_handoff_enabled: false\n")
 
 
 def test_the_two_round_path_sees_a_quorum_write_its_own_replica_missed(three_nodes_without_hints):

@@ -23,8 +23,8 @@ import re
 import pytest
 from cassandra import WriteFailure
 
-from test_cluster_data import PORTS, create_schema, session
-from test_cluster_launcher import varve_cluster
+from test_cluster_data import session
+from test_cluster_lwt import three_nodes_configured
 from test_durability import KS_CQL, open_session, start_with
 
 SEGMENT = 64 * 1024
@@ -45,8 +45,10 @@ def largest(applies, low=MAX_MUTATION - 1024, high=MAX_MUTATION):
     return low
 
 
-def largest_plain_value(session):
-    ins = session.prepare("INSERT INTO lim.plain (k, v) VALUES (?, ?)")
+def largest_plain_value(session, table, consistency=None):
+    ins = session.prepare(f"INSERT INTO {table} (k, v) VALUES (?, ?)")
+    if consistency is not None:
+        ins.consistency_level = consistency
 
     def applies(size):
         try:
@@ -64,7 +66,7 @@ def test_a_conditional_update_at_the_mutation_limit_applies_and_one_byte_over_fa
     s.execute(KS_CQL.format("lim"))
     s.execute("CREATE TABLE lim.plain (k int PRIMARY KEY, v blob)")
     s.execute("CREATE TABLE lim.cas (k int PRIMARY KEY, v blob)")
-    n = largest_plain_value(s)
+    n = largest_plain_value(s, "lim.plain")
     assert MAX_MUTATION - 200 < n < MAX_MUTATION, n
     cas = s.prepare("INSERT INTO lim.cas (k, v) VALUES (?, ?) IF NOT EXISTS")
 
@@ -94,15 +96,7 @@ def test_a_conditional_update_at_the_mutation_limit_applies_and_one_byte_over_fa
 
 @pytest.fixture
 def three_small_segments(tmp_path):
-    config = tmp_path / "small-segments.yaml"
-    config.write_text(f"commitlog_segment_size: {SEGMENT // 1024}KiB\n")
-    directory = tmp_path / "cluster"
-    varve_cluster(directory, "start", "--nodes", "3", *PORTS, "--", "--config", str(config))
-    try:
-        create_schema(directory, "{'class': 'SimpleStrategy', 'replication_factor': 3}")
-        yield directory
-    finally:
-        varve_cluster(directory, "stop", check=False)
+    yield from three_nodes_configured(tmp_path, f"commitlog_segment_size: {SEGMENT // 1024}KiB\n")
 
 
 def test_on_three_replicas_a_conditional_update_as_large_as_the_last_commit_still_fits(
@@ -112,19 +106,10 @@ def test_on_three_replicas_a_conditional_update_as_large_as_the_last_commit_stil
     c, s = session("127.0.0.1")
     s.execute("CREATE TABLE ks.plain (k int PRIMARY KEY, v blob)")
     s.execute("CREATE TABLE ks.cas (k int PRIMARY KEY, v blob)")
-    ins = s.prepare("INSERT INTO ks.plain (k, v) VALUES (?, ?)")
-    ins.consistency_level = CL.QUORUM
     cas = s.prepare("INSERT INTO ks.cas (k, v) VALUES (?, ?) IF NOT EXISTS")
     cas.consistency_level = CL.QUORUM
     upd = s.prepare("UPDATE ks.cas SET v = ? WHERE k = ? IF EXISTS")
     upd.consistency_level = CL.QUORUM
-
-    def plain(size):
-        try:
-            s.execute(ins, (size, b"p" * size))
-            return True
-        except WriteFailure:
-            return False
 
     def conditional(size):
         try:
@@ -133,7 +118,7 @@ def test_on_three_replicas_a_conditional_update_as_large_as_the_last_commit_stil
             assert "conditional update not proposed" in str(e), e
             return False
 
-    n = largest(plain)
+    n = largest_plain_value(s, "ks.plain", CL.QUORUM)
     m = largest(conditional)
     # The state's entry is the update and the ballots, a little more than
     # the table's entry of the same update.
