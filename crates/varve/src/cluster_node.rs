@@ -133,7 +133,12 @@ impl ClusterNode {
         // The tokens are announced once the node has its own (at once when
         // it joined before): drivers never see the provisional ones.
         let saved_tokens = crate::node::saved_tokens(&settings.data_dir)?;
-        membership.values = announced_values(node, processor, saved_tokens.as_deref());
+        // The schema version gossip starts with; the announcer compares
+        // the processor's with this one, not with what it finds when it
+        // first runs: a schema installed in between (the cluster's, on a
+        // node that creates it) would otherwise never be announced.
+        let announced_schema = processor.schema().version;
+        membership.values = announced_values(node, announced_schema, saved_tokens.as_deref());
         let clock = Arc::clone(&env.clock);
         let coordinator_clock = Arc::clone(&env.clock);
         let metadata_env = env.clone();
@@ -243,6 +248,7 @@ impl ClusterNode {
             processor.clone(),
             Arc::clone(&started.joining),
             saved_tokens,
+            announced_schema,
         ));
         Ok(ClusterNode {
             messaging,
@@ -383,7 +389,7 @@ fn paxos_replica(processor: &Processor) -> anyhow::Result<Arc<PaxosReplica>> {
 /// The keys gossiped from the start besides membership's own.
 fn announced_values(
     node: &NodeInfo,
-    processor: &Processor,
+    schema_version: [u8; 16],
     tokens: Option<&[i64]>,
 ) -> std::collections::BTreeMap<GossipKey, String> {
     let tokens = tokens.map(|t| (GossipKey::TOKENS, tokens_text(t)));
@@ -391,26 +397,25 @@ fn announced_values(
         (GossipKey::RPC_ADDRESS, node.rpc_address.to_string()),
         (GossipKey::NATIVE_PORT, node.native_port.to_string()),
         (GossipKey::RELEASE_VERSION, node.release_version.clone()),
-        (
-            GossipKey::SCHEMA_VERSION,
-            uuid_text(&processor.schema().version),
-        ),
+        (GossipKey::SCHEMA_VERSION, uuid_text(&schema_version)),
     ]
     .into_iter()
     .chain(tokens)
     .collect()
 }
 
-/// Announces the schema version whenever it changes, the tokens once the
-/// node has its own, and the load every [`LOAD_ANNOUNCE_INTERVAL`] when it
-/// changed.
+/// Announces the schema version whenever it differs from the one last
+/// announced (`announced_schema`, the one gossip started with, at first),
+/// the tokens once the node has its own, and the load every
+/// [`LOAD_ANNOUNCE_INTERVAL`] when it changed.
 async fn announce_changes(
     membership: Arc<Gossiper>,
     processor: Arc<Processor>,
     joining: Arc<crate::cluster_metadata::Joining>,
     mut last_tokens: Option<Vec<i64>>,
+    announced_schema: [u8; 16],
 ) {
-    let mut last = processor.schema().version;
+    let mut last = announced_schema;
     let mut last_load = None;
     let mut since_load = LOAD_ANNOUNCE_INTERVAL;
     loop {
