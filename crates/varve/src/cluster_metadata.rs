@@ -19,8 +19,8 @@ use varve_cluster::coordinator::{Coordinator, Topology};
 use varve_cluster::env::Env;
 use varve_cluster::membership::Gossiper;
 use varve_cluster::metadata::{
-    BalancedTokens, ClusterMetadata, Command, MetadataConfig, MetadataHooks, MetadataLog,
-    MetadataService, NodeRecord, NodeState, TokenAllocator,
+    BalancedTokens, ClusterMetadata, Command, MetadataConfig, MetadataError, MetadataHooks,
+    MetadataLog, MetadataService, NodeRecord, NodeState, TokenAllocator,
 };
 use varve_cluster::net::handshake::HostId;
 use varve_cluster::net::messaging::Messaging;
@@ -381,16 +381,36 @@ async fn bind_when_member(
     parts.schema.bind(Arc::clone(&log), membership);
     // A cluster just created has no schema: this node's becomes the
     // cluster's (its keyspaces, or none), so every node that joins installs
-    // it and all report one schema version from the start.
-    let metadata = log.current();
-    if metadata.schema.is_empty() {
+    // it and all report one schema version from the start. Until the log
+    // holds one: a stale proposal only says that some entry (a join, a
+    // membership change) came first, not that a schema did, and if every
+    // node gave up on its first try the cluster would never get one.
+    loop {
+        let metadata = log.current();
+        if !metadata.schema.is_empty() {
+            tracing::info!("the cluster's schema is set (epoch {})", metadata.epoch);
+            return;
+        }
         let change = Command::SchemaChange {
             schema: encode(&parts.local.current()),
             expected_epoch: metadata.epoch,
         };
         match log.propose(change).await {
-            Ok(epoch) => tracing::info!("this node's schema became the cluster's at epoch {epoch}"),
-            Err(e) => tracing::info!("the cluster's schema came from elsewhere: {e}"),
+            Ok(epoch) => {
+                tracing::info!("this node's schema became the cluster's at epoch {epoch}");
+                return;
+            }
+            Err(MetadataError::Stale { current_epoch }) => {
+                let _ = log.wait_applied(current_epoch).await;
+            }
+            Err(e) => {
+                tracing::warn!("proposing this node's schema as the cluster's: {e}; trying again");
+                tokio::time::sleep(SCHEMA_PROPOSE_RETRY).await;
+            }
         }
     }
 }
+
+/// How long a node waits before proposing its schema as a new cluster's
+/// again, after a failure other than a stale epoch (no quorum yet).
+const SCHEMA_PROPOSE_RETRY: Duration = Duration::from_millis(200);
