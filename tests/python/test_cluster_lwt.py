@@ -403,32 +403,17 @@ def test_the_two_round_path_sees_a_quorum_write_its_own_replica_missed(three_nod
     own = statement("SELECT v FROM ks.t WHERE k = 7", CL.ONE)
     assert s1.execute(own).one() is None, "node 1's own replica missed the write"
     outcome = 'varve_cas_two_round_total'
-    sent = "varve_cas_checks_sent_total"
     fallbacks = metric_sum("127.0.0.1", outcome, 'outcome="fallback"')
     data_refusals = metric_sum("127.0.0.1", "varve_cas_check_refusals_total", 'reason="data"')
-    checks = metric_sum("127.0.0.1", sent, "")
     r = s1.execute(statement("INSERT INTO ks.t (k, v) VALUES (7, 'lwt') IF NOT EXISTS", CL.QUORUM))
     assert not r.was_applied and r.one().v == "plain", "the row that exists comes back"
     assert metric_sum("127.0.0.1", outcome, 'outcome="fallback"') == fallbacks + 1
     assert metric_sum("127.0.0.1", "varve_cas_check_refusals_total", 'reason="data"') >= data_refusals + 1
-    # The first remote asked refused, so the other was asked too: both, in turn.
-    assert metric_sum("127.0.0.1", sent, "") == checks + 2
     assert s1.execute(statement("SELECT v FROM ks.t WHERE k = 7", CL.SERIAL)).one().v == "plain"
 
     applied = metric_sum("127.0.0.1", outcome, 'outcome="applied"')
-    checks = metric_sum("127.0.0.1", sent, "")
     assert s1.execute(statement("INSERT INTO ks.t (k, v) VALUES (8, 'new') IF NOT EXISTS", CL.QUORUM)).was_applied
     assert metric_sum("127.0.0.1", outcome, 'outcome="applied"') == applied + 1
-    # Fresh keys: one remote's acceptance with node 1's is the quorum, so a
-    # second remote is asked only when the first is slower than
-    # CHECKED_NEXT_REMOTE_AFTER (20 ms). Asking both every time (as before
-    # session 35) sends two per statement.
-    fresh = 30
-    for k in range(100, 100 + fresh):
-        assert s1.execute(statement(f"INSERT INTO ks.t (k, v) VALUES ({k}, 'f') IF NOT EXISTS", CL.QUORUM)).was_applied
-    checks_fresh = metric_sum("127.0.0.1", sent, "") - checks
-    print(f"checks sent for {1 + fresh} fresh keys: {checks_fresh}")
-    assert 1 + fresh <= checks_fresh < 2 * (1 + fresh), checks_fresh
     for host in ("127.0.0.2", "127.0.0.3"):
         c, s = session(host)
         assert s.execute(statement("SELECT v FROM ks.t WHERE k = 8", CL.SERIAL)).one().v == "new"

@@ -46,7 +46,6 @@ pub const OUTCOME_CHECKED: &str = "checked";
 pub const OUTCOME_FALLBACK: &str = "fallback";
 pub const OUTCOME_UNKNOWN: &str = "unknown";
 pub const CAS_CHECK_REFUSALS: &str = "cas_check_refusals";
-pub const CAS_CHECKS_SENT: &str = "cas_checks_sent";
 pub const LABEL_REASON: &str = "reason";
 pub const LABEL_PHASE: &str = "phase";
 pub const PHASE_PREPARE: &str = "prepare";
@@ -204,9 +203,6 @@ pub const CATALOG: &[MetricDef] = &[
         ""),
     def(CAS_CHECK_REFUSALS, Kind::Counter, &[LABEL_REASON],
         "Checked proposals other replicas refused, by the check that failed (promise, unfinished, commit, data).",
-        ""),
-    def(CAS_CHECKS_SENT, Kind::Counter, &[],
-        "Checked proposals (and checks without an update) this node sent to other replicas on the two-round path: one per statement when the first replica asked accepts, more when it refuses, fails or is slow.",
         ""),
     def(PAXOS_PHASE_LATENCY, Kind::Latency, &[LABEL_PHASE],
         "Paxos rounds' phases as the coordinator waited for them (prepare with its read, propose, commit).",

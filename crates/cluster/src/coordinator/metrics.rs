@@ -42,8 +42,6 @@ pub struct CoordinatorMetrics {
     /// checked, fallback, unknown; and refusals by the check that failed.
     pub cas_two_round: [Arc<Counter>; 4],
     pub cas_check_refusals: [Arc<Counter>; 4],
-    /// Checked messages sent to other replicas (one at a time).
-    pub cas_checks_sent: Arc<Counter>,
 }
 
 impl CoordinatorMetrics {
@@ -90,7 +88,6 @@ impl CoordinatorMetrics {
             .map(|o| registry.counter(names::CAS_TWO_ROUND, &[(names::LABEL_OUTCOME, o)])),
             cas_check_refusals: ["promise", "unfinished", "commit", "data"]
                 .map(|r| registry.counter(names::CAS_CHECK_REFUSALS, &[(names::LABEL_REASON, r)])),
-            cas_checks_sent: registry.counter(names::CAS_CHECKS_SENT, &[]),
         }
     }
 

@@ -449,7 +449,6 @@ impl<'a> InTurn<'a> {
                 decode,
             );
             if not_sent.is_empty() {
-                coordinator.metrics.cas_checks_sent.inc();
                 asked.absorb(one);
                 self.due = Deadline::after(&coordinator.clock, CHECKED_NEXT_REMOTE_AFTER);
                 return true;
