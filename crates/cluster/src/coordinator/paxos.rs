@@ -176,7 +176,7 @@ pub(super) struct Asked<T> {
 }
 
 impl<T> Asked<T> {
-    pub(super) fn new() -> Self {
+    fn new() -> Self {
         Asked {
             waiting: Vec::new(),
         }
@@ -184,11 +184,6 @@ impl<T> Asked<T> {
 
     pub(super) fn push(&mut self, index: usize, f: BoxFuture<'static, Result<T, String>>) {
         self.waiting.push((index, f));
-    }
-
-    /// Takes over another set's requests.
-    pub(super) fn absorb(&mut self, other: Asked<T>) {
-        self.waiting.extend(other.waiting);
     }
 
     /// Whether every request was answered.

@@ -31,12 +31,6 @@ use crate::paxos::checked::{self, CheckAnswer, Checked, Refusal};
 use crate::paxos::codec::{Prepare, PrepareResponse};
 use crate::paxos::{PrepareAnswer, Proposal};
 
-/// How long a checked message waits for the remote it went to before it
-/// also goes to the next one ([`InTurn`]): a few times a loaded node's
-/// answer (about 3 ms on three nodes on two cores), under a lost or stuck
-/// message's cost.
-pub const CHECKED_NEXT_REMOTE_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
-
 /// The only quorum the path runs with: a stored copy of a proposal is
 /// checked by two replicas, which every quorum of two meets (section 3).
 const CHECKED_QUORUM: usize = 2;
@@ -250,11 +244,10 @@ impl Coordinator {
         Ok(TwoRounds::Applied(batch))
     }
 
-    /// Sends the checked proposal to the other replicas, one at a time
-    /// ([`InTurn`]), and saves this node's own acceptance once one of them
-    /// accepted. The acceptances counted (up to the quorum), and whether
-    /// any replica may hold the proposal (one accepted, failed or did not
-    /// answer in time).
+    /// Sends the checked proposal to the other replicas and saves this
+    /// node's own acceptance once one of them accepted. The acceptances
+    /// counted (up to the quorum), and whether any replica may hold the
+    /// proposal (one accepted, failed or did not answer in time).
     async fn propose_checked(
         &self,
         parts: &PaxosParts,
@@ -262,31 +255,19 @@ impl Coordinator {
         shape: &Shape,
         message: &Checked,
     ) -> (usize, bool) {
-        let mut turn = InTurn::new(self, shape, message);
-        let mut asked = Asked::new();
-        turn.ask_next(self, &mut asked);
+        let mut asked = self.ask_checked(shape, message);
         let mut expired = Deadline::after(&self.clock, self.timeouts.write);
         let (mut accepted, mut maybe_held, mut own_asked) = (0, false, false);
         while accepted < CHECKED_QUORUM {
             let answer = tokio::select! {
                 biased;
                 answer = asked.next() => answer,
-                () = turn.next_due(), if turn.more() => {
-                    turn.ask_next(self, &mut asked);
-                    continue;
-                }
                 () = expired.passed() => {
                     maybe_held |= !asked.is_empty();
                     break;
                 }
             };
-            let Some((index, answer)) = answer else {
-                // Everyone asked has answered; ask the next, if any.
-                match turn.ask_next(self, &mut asked) {
-                    true => continue,
-                    false => break,
-                }
-            };
+            let Some((index, answer)) = answer else { break };
             match answer {
                 Ok(Ok(())) => {
                     accepted += 1;
@@ -308,21 +289,15 @@ impl Coordinator {
                         );
                     }
                 }
-                Ok(Err(refusal)) => {
-                    self.refused(parts, c, message, index != shape.local, refusal);
-                    turn.ask_next(self, &mut asked);
-                }
-                Err(_) => {
-                    maybe_held = true;
-                    turn.ask_next(self, &mut asked);
-                }
+                Ok(Err(refusal)) => self.refused(parts, c, message, index != shape.local, refusal),
+                Err(_) => maybe_held = true,
             }
         }
         (accepted, maybe_held)
     }
 
-    /// Sends a check (no update) to the other replicas, one at a time:
-    /// whether one passed it.
+    /// Sends a check (no update) to the other replicas: whether one passed
+    /// it.
     async fn checked_elsewhere(
         &self,
         parts: &PaxosParts,
@@ -330,36 +305,39 @@ impl Coordinator {
         shape: &Shape,
         message: &Checked,
     ) -> bool {
-        let mut turn = InTurn::new(self, shape, message);
-        let mut asked = Asked::new();
-        turn.ask_next(self, &mut asked);
+        let mut asked = self.ask_checked(shape, message);
         let mut expired = Deadline::after(&self.clock, self.timeouts.write);
         loop {
             let answer = tokio::select! {
                 biased;
                 answer = asked.next() => answer,
-                () = turn.next_due(), if turn.more() => {
-                    turn.ask_next(self, &mut asked);
-                    continue;
-                }
                 () = expired.passed() => return false,
             };
             match answer {
-                None => {
-                    if !turn.ask_next(self, &mut asked) {
-                        return false;
-                    }
-                }
+                None => return false,
                 Some((_, Ok(Ok(())))) => return true,
-                Some((_, Ok(Err(refusal)))) => {
-                    self.refused(parts, c, message, true, refusal);
-                    turn.ask_next(self, &mut asked);
-                }
-                Some((_, Err(_))) => {
-                    turn.ask_next(self, &mut asked);
-                }
+                Some((_, Ok(Err(refusal)))) => self.refused(parts, c, message, true, refusal),
+                Some((_, Err(_))) => {}
             }
         }
+    }
+
+    fn ask_checked(&self, shape: &Shape, message: &Checked) -> Asked<CheckAnswer> {
+        let payload: Bytes = checked::encode_checked(message);
+        // The remotes only: this node's replica is asked apart.
+        let local = || -> BoxFuture<'static, Result<CheckAnswer, String>> {
+            Box::pin(async { Err("this node is asked apart".to_string()) })
+        };
+        let decode = |b: Bytes| checked::decode_check_answer(&b).map_err(|e| e.to_string());
+        let (asked, _not_sent) = self.ask_each(
+            &shape.plan,
+            &shape.remotes,
+            Verb::PAXOS_PROPOSE_CHECKED,
+            &payload,
+            local,
+            decode,
+        );
+        asked
     }
 
     fn refused(
@@ -383,77 +361,5 @@ impl Coordinator {
             }
             Refusal::Commit(_) | Refusal::Unfinished | Refusal::Data => {}
         }
-    }
-}
-
-/// The remotes a checked message goes to, one at a time. One remote's
-/// acceptance with this node's makes the quorum, so a second remote is
-/// asked only when the first refused or failed, gave no answer within
-/// [`CHECKED_NEXT_REMOTE_AFTER`], or when this node's own acceptance did
-/// not count. Each remote asked runs the check and, with an update, an
-/// acceptance and its fsync: asking both at once did the second one's
-/// for nothing whenever the first accepted. The first is chosen by the
-/// ballot, so the remotes share the work.
-struct InTurn<'a> {
-    payload: Bytes,
-    order: Vec<usize>,
-    plan: &'a Plan,
-    next: usize,
-    due: Deadline,
-}
-
-impl<'a> InTurn<'a> {
-    fn new(coordinator: &Coordinator, shape: &'a Shape, message: &Checked) -> InTurn<'a> {
-        let mut order = shape.remotes.clone();
-        if !order.is_empty() {
-            let n = order.len() as u64;
-            let first = message.read.ballot.micros().unsigned_abs() % n;
-            order.rotate_left(first as usize);
-        }
-        InTurn {
-            payload: checked::encode_checked(message),
-            order,
-            plan: &shape.plan,
-            next: 0,
-            due: Deadline::after(&coordinator.clock, CHECKED_NEXT_REMOTE_AFTER),
-        }
-    }
-
-    /// Whether a remote is left to ask.
-    fn more(&self) -> bool {
-        self.next < self.order.len()
-    }
-
-    /// Resolves when the next remote is due without an answer.
-    async fn next_due(&mut self) {
-        self.due.passed().await
-    }
-
-    /// Asks the next remote messaging takes (one it refuses to send to
-    /// surely got nothing); whether one was asked. The one after is then
-    /// due [`CHECKED_NEXT_REMOTE_AFTER`] from now.
-    fn ask_next(&mut self, coordinator: &Coordinator, asked: &mut Asked<CheckAnswer>) -> bool {
-        while self.next < self.order.len() {
-            let target = [self.order[self.next]];
-            self.next += 1;
-            let local = || -> BoxFuture<'static, Result<CheckAnswer, String>> {
-                Box::pin(async { Err("this node is asked apart".to_string()) })
-            };
-            let decode = |b: Bytes| checked::decode_check_answer(&b).map_err(|e| e.to_string());
-            let (one, not_sent) = coordinator.ask_each(
-                self.plan,
-                &target,
-                Verb::PAXOS_PROPOSE_CHECKED,
-                &self.payload,
-                local,
-                decode,
-            );
-            if not_sent.is_empty() {
-                asked.absorb(one);
-                self.due = Deadline::after(&coordinator.clock, CHECKED_NEXT_REMOTE_AFTER);
-                return true;
-            }
-        }
-        false
     }
 }
