@@ -23,7 +23,7 @@ import re
 import pytest
 from cassandra import WriteFailure
 
-from test_cluster_data import session
+from test_cluster_data import FIXED_PORTS, session  # noqa: F401 (FIXED_PORTS: conftest groups the modules on those ports)
 from test_cluster_lwt import three_nodes_configured
 from test_durability import KS_CQL, open_session, start_with
 
