@@ -427,8 +427,8 @@ impl Coordinator {
                 decided,
             });
         };
+        fits(parts, c, ballot, &update)?;
         let proposal = Proposal { ballot, update };
-        fits(parts, c, &proposal)?;
         let phase = self.clock.now();
         let proposed = self
             .propose(parts, c, &plan, &participants, required, &proposal)
@@ -816,13 +816,18 @@ impl Coordinator {
     }
 }
 
-/// Whether `proposal` fits the commitlog (`PaxosReplica::check_fits`):
-/// when not, the statement fails as a plain write of the same update
-/// would, with nothing proposed.
-pub(super) fn fits(parts: &PaxosParts, c: &Cas<'_>, proposal: &Proposal) -> Result<(), DataError> {
+/// Whether a round of `update` at `ballot` fits the commitlog
+/// (`PaxosReplica::check_fits`): when not, the statement fails as a plain
+/// write of the same update would, with nothing proposed.
+pub(super) fn fits(
+    parts: &PaxosParts,
+    c: &Cas<'_>,
+    ballot: Ballot,
+    update: &Partition,
+) -> Result<(), DataError> {
     parts
         .replica
-        .check_fits(c.table, c.key, proposal)
+        .check_fits(c.table, c.key, ballot, update)
         .map_err(|e| DataError::WriteFailure(format!("conditional update not proposed: {e}")))
 }
 

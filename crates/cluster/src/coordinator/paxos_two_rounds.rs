@@ -214,11 +214,9 @@ impl Coordinator {
                 },
             );
         }
-        let proposal = Proposal {
-            ballot,
-            update: message.update.clone().unwrap_or_default(),
-        };
-        fits(parts, c, &proposal)?;
+        if let Some(update) = &message.update {
+            fits(parts, c, ballot, update)?;
+        }
         let phase = self.clock.now();
         let (accepted, maybe_held) = self.propose_checked(parts, c, shape, &message).await;
         self.metrics.paxos_phases[1].record(micros(self.clock.now() - phase));
@@ -235,6 +233,10 @@ impl Coordinator {
                 write_type: WriteType::Cas,
             }));
         }
+        let proposal = Proposal {
+            ballot,
+            update: message.update.unwrap_or_default(),
+        };
         let phase = self.clock.now();
         let committed = self
             .commit(parts, c, &shape.plan, &proposal, c.commit)

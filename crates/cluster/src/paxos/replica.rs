@@ -205,7 +205,7 @@ impl PaxosReplica {
         }
     }
 
-    /// Whether a round of `proposal` fits this node's commitlog: the
+    /// Whether a round of `update` at `ballot` fits this node's commitlog: the
     /// limit's error (naming the sizes) when its update, or the state
     /// holding it, is larger than a mutation may be. A coordinator asks
     /// before it proposes, so that an update too large fails clearly, with
@@ -216,10 +216,11 @@ impl PaxosReplica {
         &self,
         table: u128,
         key: &varve_types::data::PartitionKey,
-        proposal: &Proposal,
+        ballot: Ballot,
+        update: &varve_types::data::Partition,
     ) -> Result<(), StorageError> {
         self.store
-            .check_fits(table, key, proposal, self.store.now_seconds())
+            .check_fits(table, key, ballot, update, self.store.now_seconds())
     }
 
     /// Merges another replica's `system.paxos` partition of `key`, streamed

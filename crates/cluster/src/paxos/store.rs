@@ -254,14 +254,18 @@ impl PaxosStore {
         &self,
         table: u128,
         key: &PartitionKey,
-        proposal: &Proposal,
+        ballot: Ballot,
+        update: &Partition,
         now_seconds: i32,
     ) -> Result<(), StorageError> {
-        if self.surely_fits(&proposal.update) {
+        if self.surely_fits(update) {
             return Ok(());
         }
-        self.engine
-            .check_mutation_size(table, key, &proposal.update)?;
+        self.engine.check_mutation_size(table, key, update)?;
+        let proposal = Proposal {
+            ballot,
+            update: update.clone(),
+        };
         let mut state = PaxosState {
             promised: Some(proposal.ballot),
             accepted: Some(proposal.clone()),
